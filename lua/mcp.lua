@@ -1,0 +1,284 @@
+-- mcp: the library every luamcp script uses.
+--
+--   local mcp = require "mcp"
+--   mcp.server { name = "demo", version = "1.0.0" }
+--   mcp.tool { name = "add", inputSchema = {...}, handler = function(args, ctx) ... end }
+--
+-- Handlers run as coroutines on one event loop: mcp.sleep and the ctx
+-- methods wait without blocking other requests.
+
+local core = require "mcp.core"
+local registry = require "mcp.registry"
+local schema = require "mcp.schema"
+local uri_template = require "mcp.uri_template"
+
+local M = {}
+
+--- JSON null (the same value as cjson.null).
+M.null = core.null
+--- Mark a table as a JSON array (so an empty one is sent as []).
+---@generic T: table
+---@param t? T
+---@return T
+M.array = core.array
+--- Mark a table as a JSON object (so an empty one is sent as {}).
+M.object = core.object
+--- Strict JSON: decode(text) -> value | nil, err; encode(value) -> text.
+M.json = { encode = core.json_encode, decode = core.json_decode }
+--- Wait ms milliseconds without blocking other requests.
+---@param ms number
+M.sleep = core.sleep
+
+local function check_type(def, field, expected, optional, level)
+  local v = def[field]
+  if v == nil and optional then return end
+  if type(v) ~= expected then
+    error(("%s must be a %s, got %s"):format(field, expected, type(v)), level or 4)
+  end
+end
+
+local function check_definition(kind, def)
+  if type(def) ~= "table" then error(("mcp.%s needs a table"):format(kind), 3) end
+end
+
+-- Copy the optional descriptive fields of a definition into a wire entry.
+local function describe(entry, def, fields)
+  for _, f in ipairs(fields) do
+    if def[f] ~= nil then entry[f] = def[f] end
+  end
+  if def.icons ~= nil then entry.icons = core.array(def.icons) end
+  return entry
+end
+
+--- A handle on something registered: remove, disable or enable it later.
+local Handle = {}
+Handle.__index = Handle
+function Handle:remove() return self.list:remove(self.entry) end
+function Handle:disable() self.list:set_enabled(self.entry, false) end
+function Handle:enable() self.list:set_enabled(self.entry, true) end
+
+local function handle(list, entry)
+  return setmetatable({ list = list, entry = entry }, Handle)
+end
+
+---@class mcp.ServerInfo
+---@field name? string defaults to the script folder's name
+---@field version? string
+---@field title? string
+---@field instructions? string
+
+--- Describe the server (serverInfo and instructions in initialize).
+---@param info mcp.ServerInfo
+function M.server(info)
+  check_definition("server", info)
+  for k, v in pairs(info) do registry.server[k] = v end
+end
+
+---@class mcp.ToolDefinition
+---@field name string
+---@field title? string
+---@field description? string
+---@field inputSchema? table|string JSON Schema (a table or JSON text kept verbatim)
+---@field outputSchema? table|string
+---@field annotations? table
+---@field icons? table
+---@field _meta? table
+---@field handler fun(args: table, ctx: mcp.Context): any
+
+--- Register a tool.
+---@param def mcp.ToolDefinition
+function M.tool(def)
+  check_definition("tool", def)
+  check_type(def, "name", "string")
+  check_type(def, "handler", "function")
+  if #def.name == 0 or #def.name > 128 then error("tool names are 1 to 128 characters", 3) end
+  local input = def.inputSchema or { type = "object" }
+  local ok, input_json = pcall(schema.to_json, input)
+  if not ok then error(("tool %s: inputSchema: %s"):format(def.name, input_json), 3) end
+  local output_json
+  if def.outputSchema ~= nil then
+    ok, output_json = pcall(schema.to_json, def.outputSchema)
+    if not ok then error(("tool %s: outputSchema: %s"):format(def.name, output_json), 3) end
+  end
+  local wire = describe(core.object { name = def.name }, def, { "title", "description", "annotations", "_meta" })
+  wire.inputSchema = core.raw(input_json)
+  if output_json then wire.outputSchema = core.raw(output_json) end
+  local entry = {
+    name = def.name,
+    handler = def.handler,
+    wire = core.raw(core.json_encode(wire)),
+    has_output_schema = output_json ~= nil,
+  }
+  return handle(registry.tools, registry.tools:add(def.name, entry))
+end
+
+---@class mcp.ResourceDefinition
+---@field uri string
+---@field name string
+---@field title? string
+---@field description? string
+---@field mimeType? string
+---@field read fun(uri: string, ctx: mcp.Context): string|table|nil
+
+--- Register a resource with a fixed URI.
+---@param def mcp.ResourceDefinition
+function M.resource(def)
+  check_definition("resource", def)
+  check_type(def, "uri", "string")
+  check_type(def, "name", "string")
+  check_type(def, "read", "function")
+  local wire = describe(core.object { uri = def.uri, name = def.name }, def,
+    { "title", "description", "mimeType", "size", "annotations", "_meta" })
+  local entry = { uri = def.uri, mimeType = def.mimeType, read = def.read, wire = core.raw(core.json_encode(wire)) }
+  return handle(registry.resources, registry.resources:add(def.uri, entry))
+end
+
+---@class mcp.TemplateDefinition
+---@field uriTemplate string RFC 6570, e.g. "notes://{name}"
+---@field name string
+---@field read fun(vars: table, ctx: mcp.Context, uri: string): string|table|nil
+---@field complete? table<string, fun(value: string, ctx: mcp.Context, arguments: table): table>
+
+--- Register a resource template.
+---@param def mcp.TemplateDefinition
+function M.template(def)
+  check_definition("template", def)
+  check_type(def, "uriTemplate", "string")
+  check_type(def, "name", "string")
+  check_type(def, "read", "function")
+  check_type(def, "complete", "table", true)
+  local compiled, err = uri_template.compile(def.uriTemplate)
+  if not compiled then error(("template %s: %s"):format(def.name, err), 3) end
+  local wire = describe(core.object { uriTemplate = def.uriTemplate, name = def.name }, def,
+    { "title", "description", "mimeType", "annotations", "_meta" })
+  local entry = {
+    uriTemplate = def.uriTemplate, mimeType = def.mimeType, read = def.read, matcher = compiled,
+    complete = def.complete, wire = core.raw(core.json_encode(wire)),
+  }
+  return handle(registry.templates, registry.templates:add(def.uriTemplate, entry))
+end
+
+---@class mcp.PromptDefinition
+---@field name string
+---@field title? string
+---@field description? string
+---@field arguments? {name: string, description?: string, required?: boolean}[]
+---@field get fun(args: table, ctx: mcp.Context): string|table
+---@field complete? table<string, fun(value: string, ctx: mcp.Context, arguments: table): table>
+
+--- Register a prompt.
+---@param def mcp.PromptDefinition
+function M.prompt(def)
+  check_definition("prompt", def)
+  check_type(def, "name", "string")
+  check_type(def, "get", "function")
+  check_type(def, "arguments", "table", true)
+  check_type(def, "complete", "table", true)
+  local arguments = core.array()
+  for i, a in ipairs(def.arguments or {}) do
+    if type(a) ~= "table" or type(a.name) ~= "string" then
+      error(("prompt %s: arguments[%d] needs a name"):format(def.name, i), 2)
+    end
+    arguments[i] = describe(core.object { name = a.name }, a, { "title", "description", "required" })
+  end
+  local wire = describe(core.object { name = def.name }, def, { "title", "description", "_meta" })
+  if #arguments > 0 then wire.arguments = arguments end
+  local entry = {
+    name = def.name, description = def.description, arguments = def.arguments or {}, get = def.get,
+    complete = def.complete, wire = core.raw(core.json_encode(wire)),
+  }
+  return handle(registry.prompts, registry.prompts:add(def.name, entry))
+end
+
+--- Tell subscribed clients that a resource changed.
+---@param uri string
+function M.notify_resource_updated(uri)
+  core.resource_updated(uri)
+end
+
+--- Log to stderr and to every client (notifications/message).
+---@param level "debug"|"info"|"notice"|"warning"|"error"|"critical"|"alert"|"emergency"
+---@param data any
+---@param logger? string
+function M.log(level, data, logger)
+  core.log(level, data, logger)
+end
+
+--- Raise a JSON-RPC error as the answer to the current request.
+---@param code integer
+---@param message string
+---@param data? any
+function M.rpc_error(code, message, data)
+  core.rpc_error(code, message, data)
+end
+
+-- ---- Content helpers ----------------------------------------------------
+
+--- A text content block.
+---@param text string
+function M.text(text, annotations)
+  return { type = "text", text = text, annotations = annotations }
+end
+
+--- An image content block from raw bytes (base64-encoded for you).
+function M.image(bytes, mimeType, annotations)
+  return { type = "image", data = core.base64_encode(bytes), mimeType = mimeType or "image/png",
+           annotations = annotations }
+end
+
+--- An audio content block from raw bytes (base64-encoded for you).
+function M.audio(bytes, mimeType, annotations)
+  return { type = "audio", data = core.base64_encode(bytes), mimeType = mimeType or "audio/wav",
+           annotations = annotations }
+end
+
+--- A link to a resource: {uri, name, title?, description?, mimeType?}.
+function M.resource_link(def)
+  local block = { type = "resource_link" }
+  for k, v in pairs(def) do block[k] = v end
+  return block
+end
+
+--- An embedded resource: {uri, text = ... | blob = raw bytes, mimeType?}.
+function M.embedded(def)
+  local resource = { uri = def.uri, mimeType = def.mimeType, _meta = def._meta }
+  if def.blob ~= nil then resource.blob = core.base64_encode(def.blob) else resource.text = def.text or "" end
+  return { type = "resource", resource = resource, annotations = def.annotations }
+end
+
+--- Base64 (standard alphabet, padded).
+M.base64 = { encode = core.base64_encode, decode = core.base64_decode }
+
+-- ---- Runtime entry points (not for scripts) ----------------------------
+
+M._dispatch = require("mcp.dispatch").dispatch
+
+function M._describe()
+  local s = registry.server
+  local info = core.object {
+    name = s.name or core.default_name(),
+    version = s.version or "0.0.0",
+  }
+  for _, f in ipairs { "title", "description", "websiteUrl" } do info[f] = s[f] end
+  if s.icons then info.icons = core.array(s.icons) end
+  local completions = false
+  for _, list in ipairs { registry.prompts, registry.templates } do
+    for _, e in ipairs(list.entries) do
+      if e.complete and next(e.complete) then completions = true end
+    end
+  end
+  return {
+    server_info = info,
+    instructions = s.instructions,
+    tools = #registry.tools.entries > 0,
+    resources = #registry.resources.entries + #registry.templates.entries > 0,
+    prompts = #registry.prompts.entries > 0,
+    completions = completions,
+  }
+end
+
+function M._start()
+  registry.started = true
+end
+
+return M

@@ -1,0 +1,293 @@
+-- mcp.dispatch: the MCP methods the runtime hands to Lua.
+--
+-- The C core answers initialize, ping, logging/setLevel and resource
+-- subscriptions itself; everything else arrives here as
+-- dispatch(method, params, ctx) inside the request's own coroutine. A method
+-- returns its result table; a JSON-RPC error is raised with core.rpc_error.
+
+local core = require "mcp.core"
+local registry = require "mcp.registry"
+local uri_template = require "mcp.uri_template"
+
+local array, object, raw = core.array, core.object, core.raw
+local rpc_error = core.rpc_error
+
+local INVALID_PARAMS = -32602
+local RESOURCE_NOT_FOUND = -32002
+local MAX_COMPLETION_VALUES = 100
+
+local M = {}
+local methods = {}
+
+local function text_block(s)
+  return { type = "text", text = s }
+end
+
+-- ---- Pagination ---------------------------------------------------------
+
+local function encode_cursor(offset)
+  return core.base64_encode("luamcp:" .. offset)
+end
+
+local function decode_cursor(cursor)
+  if cursor == nil then return 0 end
+  if type(cursor) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: cursor must be a string") end
+  local text = core.base64_decode(cursor)
+  local offset = text and text:match("^luamcp:(%d+)$")
+  if not offset then rpc_error(INVALID_PARAMS, "Invalid params: unknown cursor") end
+  return tonumber(offset)
+end
+
+-- One page of a registry list, as wire entries, under `field`.
+local function list_page(list, params, field)
+  local entries = list:enabled_entries()
+  local offset = decode_cursor(params.cursor)
+  if offset > #entries then rpc_error(INVALID_PARAMS, "Invalid params: cursor is past the end of the list") end
+  local size = core.page_size()
+  if size <= 0 then size = #entries end
+  local page = array()
+  for i = offset + 1, math.min(offset + size, #entries) do page[#page + 1] = entries[i].wire end
+  local result = { [field] = page }
+  if offset + size < #entries then result.nextCursor = encode_cursor(offset + size) end
+  return result
+end
+
+-- ---- Tools --------------------------------------------------------------
+
+methods["tools/list"] = function(params)
+  return list_page(registry.tools, params, "tools")
+end
+
+local CONTENT_TYPES = { text = true, image = true, audio = true, resource_link = true, resource = true }
+
+local function is_content_block(v)
+  return type(v) == "table" and type(v.type) == "string" and CONTENT_TYPES[v.type] ~= nil
+end
+
+local function is_content_list(t)
+  if #t == 0 then return false end
+  for k, v in pairs(t) do
+    if math.type(k) ~= "integer" or not is_content_block(v) then return false end
+  end
+  return true
+end
+
+local function is_array_like(t)
+  local n = #t
+  if n == 0 then return false end
+  local count = 0
+  for _ in pairs(t) do count = count + 1 end
+  return count == n
+end
+
+-- The text a scalar result becomes: integers without ".0", floats exact.
+local function scalar_text(v)
+  if type(v) == "number" then return core.json_encode(v) end
+  return tostring(v)
+end
+
+--- Turn what a tool handler returned into a CallToolResult.
+local function tool_result(r)
+  local kind = type(r)
+  if r == nil then return { content = array() } end
+  if kind == "string" then return { content = array { text_block(r) } } end
+  if kind == "number" or kind == "boolean" then return { content = array { text_block(scalar_text(r)) } } end
+  if kind ~= "table" then error("a tool handler returned a " .. kind .. ", which has no JSON form", 0) end
+  if is_content_block(r) then return { content = array { r } } end
+  if is_content_list(r) then return { content = array(r) } end
+  if r.content ~= nil or r.structuredContent ~= nil or r.isError ~= nil then
+    local result = {}
+    for k, v in pairs(r) do result[k] = v end
+    if result.content == nil then
+      result.content = array()
+      if result.structuredContent ~= nil then
+        result.content[1] = text_block(core.json_encode(result.structuredContent))
+      end
+    elseif is_content_block(result.content) then
+      result.content = array { result.content }
+    else
+      result.content = array(result.content)
+    end
+    return result
+  end
+  local text = core.json_encode(r)
+  if is_array_like(r) then return { content = array { text_block(text) } } end
+  return { content = array { text_block(text) }, structuredContent = object(r) }
+end
+
+local function error_result(message)
+  return { content = array { text_block(message) }, isError = true }
+end
+
+local function traceback(err)
+  if core.is_rpc_error(err) then return err end
+  local message = type(err) == "string" and err or tostring(err)
+  return { message = message, traceback = debug.traceback(message, 2) }
+end
+
+methods["tools/call"] = function(params, ctx)
+  local name = params.name
+  if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
+  local tool = registry.tools:get(name)
+  if not tool then rpc_error(INVALID_PARAMS, "Unknown tool: " .. name) end
+  local args = params.arguments
+  if args == nil then
+    args = object()
+  elseif type(args) ~= "table" or getmetatable(args) ~= nil then
+    rpc_error(INVALID_PARAMS, "Invalid params: arguments must be an object")
+  end
+  local ok, result = xpcall(tool.handler, traceback, args, ctx)
+  if not ok then
+    if core.is_rpc_error(result) then error(result, 0) end
+    core.log("error", ("tool %s failed: %s"):format(name, result.traceback), "luamcp")
+    return error_result(result.message)
+  end
+  local converted
+  ok, converted = pcall(tool_result, result)
+  if not ok then return error_result(("tool %s returned something that cannot be sent: %s"):format(name, converted)) end
+  -- If converted cannot be encoded as JSON (a function inside, NaN, ...),
+  -- the runtime answers with an isError result saying so.
+  return converted
+end
+
+-- ---- Resources ----------------------------------------------------------
+
+methods["resources/list"] = function(params)
+  return list_page(registry.resources, params, "resources")
+end
+
+methods["resources/templates/list"] = function(params)
+  return list_page(registry.templates, params, "resourceTemplates")
+end
+
+local function not_found(uri)
+  rpc_error(RESOURCE_NOT_FOUND, "Resource not found: " .. uri, { uri = uri })
+end
+
+--- Turn what a read function returned into a ReadResourceResult.
+local function read_result(r, uri, mime)
+  if type(r) == "string" then
+    return { contents = array { { uri = uri, mimeType = mime, text = r } } }
+  end
+  if type(r) ~= "table" then error("a resource read function returned a " .. type(r), 0) end
+  if r.contents ~= nil then
+    local contents = array()
+    for i, c in ipairs(r.contents) do
+      local item = {}
+      for k, v in pairs(c) do item[k] = v end
+      item.uri = item.uri or uri
+      contents[i] = item
+    end
+    return { contents = contents, _meta = r._meta }
+  end
+  local item = { uri = uri, mimeType = r.mimeType or mime, _meta = r._meta }
+  if r.blob ~= nil then item.blob = core.base64_encode(r.blob) else item.text = r.text or "" end
+  return { contents = array { item } }
+end
+
+methods["resources/read"] = function(params, ctx)
+  local uri = params.uri
+  if type(uri) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: uri must be a string") end
+  local resource = registry.resources:get(uri)
+  if resource then
+    local r = resource.read(uri, ctx)
+    if r == nil then not_found(uri) end
+    return read_result(r, uri, resource.mimeType)
+  end
+  for _, t in ipairs(registry.templates:enabled_entries()) do
+    local vars = uri_template.match(t.matcher, uri)
+    if vars then
+      local r = t.read(vars, ctx, uri)
+      if r ~= nil then return read_result(r, uri, t.mimeType) end
+    end
+  end
+  not_found(uri)
+end
+
+-- ---- Prompts ------------------------------------------------------------
+
+methods["prompts/list"] = function(params)
+  return list_page(registry.prompts, params, "prompts")
+end
+
+--- Turn what a prompt's get returned into a GetPromptResult.
+local function prompt_result(r, prompt)
+  local function message(m)
+    if type(m) == "string" then return { role = "user", content = text_block(m) } end
+    return m
+  end
+  if type(r) == "string" then
+    return { description = prompt.description, messages = array { message(r) } }
+  end
+  if type(r) ~= "table" then error("a prompt's get returned a " .. type(r), 0) end
+  local messages = array()
+  for i, m in ipairs(r.messages or r) do messages[i] = message(m) end
+  return { description = r.description or prompt.description, messages = messages, _meta = r._meta }
+end
+
+methods["prompts/get"] = function(params, ctx)
+  local name = params.name
+  if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
+  local prompt = registry.prompts:get(name)
+  if not prompt then rpc_error(INVALID_PARAMS, "Unknown prompt: " .. name) end
+  local args = params.arguments or {}
+  if type(args) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params: arguments must be an object") end
+  for k, v in pairs(args) do
+    if type(v) ~= "string" then
+      rpc_error(INVALID_PARAMS, ("Invalid params: argument %s must be a string"):format(tostring(k)))
+    end
+  end
+  for _, a in ipairs(prompt.arguments) do
+    if a.required and args[a.name] == nil then
+      rpc_error(INVALID_PARAMS, ("Invalid params: missing required argument %s"):format(a.name))
+    end
+  end
+  return prompt_result(prompt.get(args, ctx), prompt)
+end
+
+-- ---- Completion ---------------------------------------------------------
+
+local function completion_result(r)
+  if r == nil then r = {} end
+  if type(r) ~= "table" then error("a completion function returned a " .. type(r), 0) end
+  local values = r.values or r
+  local out = array()
+  for i = 1, math.min(#values, MAX_COMPLETION_VALUES) do out[i] = tostring(values[i]) end
+  local total = r.total or #values
+  local has_more = r.hasMore
+  if has_more == nil then has_more = #values > MAX_COMPLETION_VALUES or total > #out end
+  return { completion = { values = out, total = total, hasMore = has_more } }
+end
+
+methods["completion/complete"] = function(params, ctx)
+  local ref, argument = params.ref, params.argument
+  if type(ref) ~= "table" or type(argument) ~= "table" or type(argument.name) ~= "string" then
+    rpc_error(INVALID_PARAMS, "Invalid params: completion/complete needs ref and argument.name")
+  end
+  local owner
+  if ref.type == "ref/prompt" then
+    owner = type(ref.name) == "string" and registry.prompts:get(ref.name)
+    if not owner then rpc_error(INVALID_PARAMS, "Unknown prompt: " .. tostring(ref.name)) end
+  elseif ref.type == "ref/resource" then
+    owner = type(ref.uri) == "string" and registry.templates:get(ref.uri)
+    if not owner then rpc_error(INVALID_PARAMS, "Unknown resource template: " .. tostring(ref.uri)) end
+  else
+    rpc_error(INVALID_PARAMS, "Invalid params: ref.type must be ref/prompt or ref/resource")
+  end
+  local fn = owner.complete and owner.complete[argument.name]
+  if not fn then return completion_result({}) end
+  local context = type(params.context) == "table" and params.context.arguments or {}
+  local value = argument.value
+  if type(value) ~= "string" then value = "" end
+  return completion_result(fn(value, ctx, context))
+end
+
+--- Run one method.
+function M.dispatch(method, params, ctx)
+  local handler = methods[method]
+  if not handler then rpc_error(-32601, "Method not found: " .. method) end
+  return handler(params, ctx)
+end
+
+M.methods = methods
+return M

@@ -1,0 +1,91 @@
+-- mcp.registry: what the scripts registered, in registration order.
+--
+-- Internal to the library: scripts use the functions in `mcp`. Each list
+-- keeps its entries in order, finds them by key, and tells the clients when
+-- it changes after start-up.
+
+local core = require "mcp.core"
+
+local M = {}
+
+--- The server's description from mcp.server{}.
+M.server = {}
+
+--- True once every script has loaded: from then on, changes are announced.
+M.started = false
+
+local List = {}
+List.__index = List
+
+--- A new ordered list whose changes are announced with `notification`.
+---@param notification string
+local function new_list(notification)
+  return setmetatable({ entries = {}, by_key = {}, notification = notification, version = 0 }, List)
+end
+
+function List:changed()
+  self.version = self.version + 1
+  if M.started then core.broadcast(self.notification) end
+end
+
+function List:add(key, entry)
+  if self.by_key[key] then
+    error(("%s is already registered"):format(key), 3)
+  end
+  entry.key = key
+  entry.enabled = true
+  self.entries[#self.entries + 1] = entry
+  self.by_key[key] = entry
+  self:changed()
+  return entry
+end
+
+function List:remove(entry)
+  if self.by_key[entry.key] ~= entry then return false end
+  self.by_key[entry.key] = nil
+  for i, e in ipairs(self.entries) do
+    if e == entry then
+      table.remove(self.entries, i)
+      break
+    end
+  end
+  self:changed()
+  return true
+end
+
+function List:set_enabled(entry, enabled)
+  if entry.enabled == enabled or self.by_key[entry.key] ~= entry then return end
+  entry.enabled = enabled
+  self:changed()
+end
+
+--- The enabled entry for key, or nil.
+function List:get(key)
+  local e = self.by_key[key]
+  if e and e.enabled then return e end
+  return nil
+end
+
+--- Enabled entries, in order.
+function List:enabled_entries()
+  local out = {}
+  for _, e in ipairs(self.entries) do
+    if e.enabled then out[#out + 1] = e end
+  end
+  return out
+end
+
+function List:count()
+  local n = 0
+  for _, e in ipairs(self.entries) do
+    if e.enabled then n = n + 1 end
+  end
+  return n
+end
+
+M.tools = new_list("notifications/tools/list_changed")
+M.resources = new_list("notifications/resources/list_changed")
+M.templates = new_list("notifications/resources/list_changed")
+M.prompts = new_list("notifications/prompts/list_changed")
+
+return M

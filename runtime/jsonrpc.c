@@ -1,0 +1,160 @@
+/* jsonrpc.c - message classification, ids and error objects. See jsonrpc.h. */
+#include "jsonrpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool jsonrpc_id_valid(const json_value *v, const char *src) {
+  if (v->type == JSON_STRING || v->type == JSON_INTEGER) return true;
+  if (v->type != JSON_FLOAT) return false;
+  /* Integers beyond int64 parse as doubles; they are still integer ids if
+   * written without fraction or exponent. "-0" is not an integer. */
+  const char *p = src + v->src_off;
+  for (uint32_t i = 0; i < v->src_len; i++)
+    if (p[i] == '.' || p[i] == 'e' || p[i] == 'E') return false;
+  return !(v->src_len == 2 && p[0] == '-' && p[1] == '0');
+}
+
+static void set_invalid(jsonrpc_message *m, const char *why) {
+  m->kind = JSONRPC_INVALID;
+  m->error_code = JSONRPC_INVALID_REQUEST;
+  m->error_message = why;
+}
+
+void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m) {
+  memset(m, 0, sizeof *m);
+  if (v->type != JSON_OBJECT) return set_invalid(m, "Invalid Request: a message must be a JSON object");
+  const json_value *version = json_object_get(v, "jsonrpc");
+  const json_value *id = json_object_get(v, "id");
+  const json_value *method = json_object_get(v, "method");
+  const json_value *params = json_object_get(v, "params");
+  const json_value *result = json_object_get(v, "result");
+  const json_value *error = json_object_get(v, "error");
+  if (id && jsonrpc_id_valid(id, src)) m->id = id;
+  if (!version || version->type != JSON_STRING || version->len != 3 || memcmp(version->u.string, "2.0", 3) != 0)
+    return set_invalid(m, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+  if (method) {
+    if (method->type != JSON_STRING) return set_invalid(m, "Invalid Request: \"method\" must be a string");
+    if (result || error) return set_invalid(m, "Invalid Request: a request cannot carry \"result\" or \"error\"");
+    if (params && params->type != JSON_OBJECT && params->type != JSON_ARRAY)
+      return set_invalid(m, "Invalid Request: \"params\" must be an object or an array");
+    m->method = method->u.string;
+    m->method_len = method->len;
+    m->params = params;
+    if (!id) {
+      m->kind = JSONRPC_NOTIFICATION;
+      return;
+    }
+    if (id->type == JSON_NULL) return set_invalid(m, "Invalid Request: \"id\" must not be null");
+    if (!m->id) return set_invalid(m, "Invalid Request: \"id\" must be a string or an integer");
+    m->kind = JSONRPC_REQUEST;
+    return;
+  }
+  if (id && (result != NULL) != (error != NULL)) {
+    if (error && error->type != JSON_OBJECT) return set_invalid(m, "Invalid Request: \"error\" must be an object");
+    m->kind = JSONRPC_RESPONSE;
+    m->result = result;
+    m->error = error;
+    return;
+  }
+  set_invalid(m, "Invalid Request: a message needs \"method\", or \"id\" with \"result\" or \"error\"");
+}
+
+void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src) {
+  out->raw_len = id->src_len;
+  out->raw = malloc(out->raw_len + 1);
+  memcpy(out->raw, src + id->src_off, out->raw_len);
+  out->raw[out->raw_len] = '\0';
+  if (id->type == JSON_STRING) {
+    out->key_len = id->len + 1;
+    out->key = malloc(out->key_len + 1);
+    out->key[0] = '"';
+    memcpy(out->key + 1, id->u.string, id->len);
+  } else {
+    /* An integer's text is canonical: JSON has no leading zeros or '+'. */
+    out->key_len = out->raw_len;
+    out->key = malloc(out->key_len + 1);
+    memcpy(out->key, out->raw, out->raw_len);
+  }
+  out->key[out->key_len] = '\0';
+}
+
+bool jsonrpc_id_matches(const jsonrpc_id *id, const json_value *v) {
+  if (!id->key) return false;
+  if (v->type == JSON_STRING)
+    return id->key[0] == '"' && id->key_len == v->len + 1u && memcmp(id->key + 1, v->u.string, v->len) == 0;
+  if (v->type == JSON_INTEGER) {
+    buf b = BUF_INIT;
+    json_write_integer(&b, v->u.integer);
+    bool same = b.len == id->key_len && memcmp(b.data, id->key, b.len) == 0;
+    buf_free(&b);
+    return same;
+  }
+  return false;
+}
+
+void jsonrpc_id_free(jsonrpc_id *id) {
+  free(id->raw);
+  free(id->key);
+  id->raw = id->key = NULL;
+  id->raw_len = id->key_len = 0;
+}
+
+const char *jsonrpc_code_message(int code) {
+  switch (code) {
+    case JSONRPC_PARSE_ERROR: return "Parse error";
+    case JSONRPC_INVALID_REQUEST: return "Invalid Request";
+    case JSONRPC_METHOD_NOT_FOUND: return "Method not found";
+    case JSONRPC_INVALID_PARAMS: return "Invalid params";
+    case JSONRPC_INTERNAL_ERROR: return "Internal error";
+    case MCP_RESOURCE_NOT_FOUND: return "Resource not found";
+    default: return "Server error";
+  }
+}
+
+static void write_id(buf *out, const char *id_raw, size_t id_len) {
+  if (id_raw) buf_append(out, id_raw, id_len);
+  else buf_puts(out, "null");
+}
+
+void jsonrpc_write_error(buf *out, const char *id_raw, size_t id_len, int code, const char *message,
+                         const char *data_json, size_t data_len) {
+  buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+  write_id(out, id_raw, id_len);
+  buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
+  if (!message) message = jsonrpc_code_message(code);
+  json_write_string(out, message, strlen(message));
+  if (data_json) {
+    buf_puts(out, ",\"data\":");
+    buf_append(out, data_json, data_len);
+  }
+  buf_puts(out, "}}");
+}
+
+void jsonrpc_write_result_start(buf *out, const char *id_raw, size_t id_len) {
+  buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+  write_id(out, id_raw, id_len);
+  buf_puts(out, ",\"result\":");
+}
+
+void jsonrpc_write_result_end(buf *out) { buf_putc(out, '}'); }
+
+void jsonrpc_write_notification(buf *out, const char *method, const char *params_json, size_t params_len) {
+  buf_puts(out, "{\"jsonrpc\":\"2.0\",\"method\":");
+  json_write_string(out, method, strlen(method));
+  if (params_json) {
+    buf_puts(out, ",\"params\":");
+    buf_append(out, params_json, params_len);
+  }
+  buf_putc(out, '}');
+}
+
+void jsonrpc_write_request(buf *out, long long id, const char *method, const char *params_json, size_t params_len) {
+  buf_printf(out, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":", id);
+  json_write_string(out, method, strlen(method));
+  if (params_json) {
+    buf_puts(out, ",\"params\":");
+    buf_append(out, params_json, params_len);
+  }
+  buf_putc(out, '}');
+}

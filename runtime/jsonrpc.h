@@ -1,0 +1,84 @@
+/*
+ * jsonrpc.h - JSON-RPC 2.0 message shapes and the one place error objects
+ * are written.
+ *
+ * Ids are strings or integers. We echo an id exactly as its bytes arrived
+ * (so 9007199254740993 and "a\"b" come back untouched) and compare ids by a
+ * canonical key (so a cancellation naming "\u0041" finds request "A").
+ */
+#ifndef LUAMCP_JSONRPC_H
+#define LUAMCP_JSONRPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "json.h"
+
+enum {
+  JSONRPC_PARSE_ERROR = -32700,
+  JSONRPC_INVALID_REQUEST = -32600,
+  JSONRPC_METHOD_NOT_FOUND = -32601,
+  JSONRPC_INVALID_PARAMS = -32602,
+  JSONRPC_INTERNAL_ERROR = -32603,
+  MCP_RESOURCE_NOT_FOUND = -32002,
+  MCP_URL_ELICITATION_REQUIRED = -32042,
+};
+
+typedef enum jsonrpc_kind {
+  JSONRPC_REQUEST,
+  JSONRPC_NOTIFICATION,
+  JSONRPC_RESPONSE, /* a reply to a request we sent */
+  JSONRPC_INVALID,  /* answer with error_code/error_message */
+} jsonrpc_kind;
+
+/* A classified message. Points into the json_doc it came from. */
+typedef struct jsonrpc_message {
+  jsonrpc_kind kind;
+  const json_value *id;     /* a valid id, or NULL */
+  const char *method;       /* NUL-terminated (from the doc) */
+  size_t method_len;
+  const json_value *params; /* object or array, or NULL when absent */
+  const json_value *result; /* responses: exactly one of result/error */
+  const json_value *error;
+  int error_code;           /* JSONRPC_INVALID: what to answer */
+  const char *error_message;
+} jsonrpc_message;
+
+/* Classify a parsed message; src is the text it was parsed from. */
+void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m);
+
+/* An id as it travels: its exact source bytes, and a key for comparing.
+ * Owner: whoever holds it; jsonrpc_id_free releases both strings. */
+typedef struct jsonrpc_id {
+  char *raw;
+  size_t raw_len;
+  char *key;
+  size_t key_len;
+} jsonrpc_id;
+
+/* Copy an id out of a doc. src is the text the doc was parsed from. */
+void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src);
+bool jsonrpc_id_matches(const jsonrpc_id *id, const json_value *v);
+void jsonrpc_id_free(jsonrpc_id *id);
+/* Is v a valid id value (string, or a number written without fraction or
+ * exponent)? */
+bool jsonrpc_id_valid(const json_value *v, const char *src);
+
+/* Writers. id_raw NULL means "id": null. data_json, when not NULL, is a
+ * complete JSON value placed as error.data. */
+void jsonrpc_write_error(buf *out, const char *id_raw, size_t id_len, int code, const char *message,
+                         const char *data_json, size_t data_len);
+/* Writes {"jsonrpc":"2.0","id":<id>,"result": ; the caller writes the result
+ * and then jsonrpc_write_result_end. */
+void jsonrpc_write_result_start(buf *out, const char *id_raw, size_t id_len);
+void jsonrpc_write_result_end(buf *out);
+/* {"jsonrpc":"2.0","method":<method>,"params":<params_json>} (params optional). */
+void jsonrpc_write_notification(buf *out, const char *method, const char *params_json, size_t params_len);
+/* {"jsonrpc":"2.0","id":<id>,"method":...,"params":...} for requests we send. */
+void jsonrpc_write_request(buf *out, long long id, const char *method, const char *params_json, size_t params_len);
+
+/* The message JSON-RPC 2.0 gives each standard code. */
+const char *jsonrpc_code_message(int code);
+
+#endif

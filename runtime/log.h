@@ -1,0 +1,43 @@
+/*
+ * log.h - the server's own log on stderr, the wire trace, and the RFC 5424
+ * severities shared with MCP's notifications/message.
+ */
+#ifndef LUAMCP_LOG_H
+#define LUAMCP_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* RFC 5424 severities: a smaller number is more severe. */
+typedef enum log_level {
+  LOG_EMERGENCY = 0,
+  LOG_ALERT = 1,
+  LOG_CRITICAL = 2,
+  LOG_ERROR = 3,
+  LOG_WARNING = 4,
+  LOG_NOTICE = 5,
+  LOG_INFO = 6,
+  LOG_DEBUG = 7,
+} log_level;
+
+/* Parse an MCP level name ("debug" ... "emergency"); -1 if unknown. */
+int log_level_parse(const char *name, size_t len);
+const char *log_level_name(int level);
+
+/* Messages at or above this severity reach stderr (--log-level). */
+void log_set_level(int level);
+int log_get_level(void);
+/* Colour the stderr log (luamcp dev on a tty). */
+void log_set_color(bool on);
+void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --trace: every message in and out, with direction and timestamp. path
+ * "-" means stderr. Returns false if the file cannot be opened. */
+bool trace_open(const char *path);
+void trace_close(void);
+bool trace_enabled(void);
+/* direction: "<-" for received, "->" for sent. where names the transport or
+ * session (never a session id, which is a secret). */
+void trace_message(const char *direction, const char *where, const char *json, size_t len);
+
+#endif

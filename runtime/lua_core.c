@@ -1,0 +1,185 @@
+/*
+ * lua_core.c - the mcp.core module: what the Lua library (lua/mcp.lua) needs
+ * from the runtime. Scripts use the library, never this module directly.
+ * Every function has the vm as its first upvalue.
+ */
+#include <lauxlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+#include "lua_json.h"
+#include "vm.h"
+
+static vm *core_vm(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
+
+/* Encode argument idx or raise with what went wrong. */
+static void encode_arg(lua_State *L, int idx, buf *out, const char *what) {
+  char err[160];
+  if (!ljson_encode(L, idx, out, err, sizeof err)) {
+    buf_free(out);
+    luaL_error(L, "%s: %s", what, err);
+  }
+}
+
+/* rpc_error(code, message [, data]): raise the JSON-RPC error that answers
+ * the current request. */
+static int core_rpc_error(lua_State *L) {
+  lua_Integer code = luaL_checkinteger(L, 1);
+  luaL_checkstring(L, 2);
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, code);
+  lua_setfield(L, -2, "code");
+  lua_pushvalue(L, 2);
+  lua_setfield(L, -2, "message");
+  lua_pushvalue(L, 3);
+  lua_setfield(L, -2, "data");
+  luaL_setmetatable(L, VM_RPC_ERROR_MT);
+  return lua_error(L);
+}
+
+/* is_rpc_error(value): was value raised by rpc_error? */
+static int core_is_rpc_error(lua_State *L) {
+  bool is = false;
+  if (lua_type(L, 1) == LUA_TTABLE && lua_getmetatable(L, 1)) {
+    luaL_getmetatable(L, VM_RPC_ERROR_MT);
+    is = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+  }
+  lua_pushboolean(L, is);
+  return 1;
+}
+
+/* broadcast(method [, params]): a notification to every initialized session. */
+static int core_broadcast(lua_State *L) {
+  const char *method = luaL_checkstring(L, 1);
+  buf params = BUF_INIT;
+  if (!lua_isnoneornil(L, 2)) encode_arg(L, 2, &params, "broadcast");
+  server_broadcast(core_vm(L)->srv, method, params.data, params.len);
+  buf_free(&params);
+  return 0;
+}
+
+static int core_resource_updated(lua_State *L) {
+  size_t n;
+  const char *uri = luaL_checklstring(L, 1, &n);
+  server_resource_updated(core_vm(L)->srv, uri, n);
+  return 0;
+}
+
+/* log(level, data [, logger]): stderr and every session's notifications/message. */
+static int core_log(lua_State *L) {
+  size_t n;
+  const char *name = luaL_checklstring(L, 1, &n);
+  int level = log_level_parse(name, n);
+  if (level < 0) return luaL_argerror(L, 1, "not a log level");
+  luaL_checkany(L, 2);
+  const char *logger = luaL_optstring(L, 3, NULL);
+  buf data = BUF_INIT;
+  encode_arg(L, 2, &data, "mcp.log");
+  if (lua_type(L, 2) == LUA_TSTRING) log_write(level, "%s", lua_tostring(L, 2));
+  else log_write(level, "%s", data.data);
+  server_log(core_vm(L)->srv, level, logger, data.data, data.len);
+  buf_free(&data);
+  return 0;
+}
+
+static int core_base64_encode(lua_State *L) {
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n;
+  const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &n);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t i = 0;
+  for (; i + 2 < n; i += 3) {
+    char out[4] = {alphabet[s[i] >> 2], alphabet[((s[i] & 3) << 4) | (s[i + 1] >> 4)],
+                   alphabet[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)], alphabet[s[i + 2] & 63]};
+    luaL_addlstring(&b, out, 4);
+  }
+  if (i < n) {
+    unsigned a = s[i], c = i + 1 < n ? s[i + 1] : 0;
+    char out[4] = {alphabet[a >> 2], alphabet[((a & 3) << 4) | (c >> 4)], i + 1 < n ? alphabet[(c & 15) << 2] : '=',
+                   '='};
+    luaL_addlstring(&b, out, 4);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int core_base64_decode(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  unsigned acc = 0;
+  int bits = 0;
+  size_t i = 0;
+  for (; i < n && s[i] != '='; i++) {
+    int c = (unsigned char)s[i], v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else {
+      lua_pushnil(L);
+      lua_pushfstring(L, "invalid base64 character at byte %d", (int)i + 1);
+      return 2;
+    }
+    acc = (acc << 6) | (unsigned)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      luaL_addchar(&b, (char)((acc >> bits) & 0xFF));
+    }
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int core_page_size(lua_State *L) {
+  lua_pushinteger(L, core_vm(L)->srv->opts.page_size);
+  return 1;
+}
+
+/* The name a server gets when mcp.server{} gives none: the script folder's
+ * (or file's) base name. */
+static int core_default_name(lua_State *L) {
+  const char *path = core_vm(L)->path;
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/') n--;
+  size_t start = n;
+  while (start > 0 && path[start - 1] != '/') start--;
+  size_t len = n - start;
+  if (len > 4 && memcmp(path + start + len - 4, ".lua", 4) == 0) len -= 4;
+  if (len == 0 || (len == 1 && path[start] == '.')) lua_pushliteral(L, "luamcp");
+  else lua_pushlstring(L, path + start, len);
+  return 1;
+}
+
+int luaopen_mcp_core(lua_State *L) {
+  static const luaL_Reg functions[] = {
+      {"json_encode", ljson_lua_encode},
+      {"json_decode", ljson_lua_decode},
+      {"array", ljson_lua_array},
+      {"object", ljson_lua_object},
+      {"raw", ljson_lua_raw},
+      {"sleep", task_lua_sleep},
+      {"rpc_error", core_rpc_error},
+      {"is_rpc_error", core_is_rpc_error},
+      {"broadcast", core_broadcast},
+      {"resource_updated", core_resource_updated},
+      {"log", core_log},
+      {"base64_encode", core_base64_encode},
+      {"base64_decode", core_base64_decode},
+      {"page_size", core_page_size},
+      {"default_name", core_default_name},
+      {NULL, NULL},
+  };
+  luaL_newlibtable(L, functions);
+  lua_pushvalue(L, lua_upvalueindex(1)); /* the vm */
+  luaL_setfuncs(L, functions, 1);
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  return 1;
+}

@@ -1,0 +1,284 @@
+/* lua_json.c - JSON values in and out of Lua. See lua_json.h. */
+#include "lua_json.h"
+
+#include <lauxlib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "luamcp_limits.h"
+
+void ljson_init(lua_State *L) {
+  luaL_newmetatable(L, LJSON_ARRAY_MT);
+  lua_pushliteral(L, "array");
+  lua_setfield(L, -2, "__jsontype");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, LJSON_OBJECT_MT);
+  lua_pushliteral(L, "object");
+  lua_setfield(L, -2, "__jsontype");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, LJSON_RAW_MT);
+  lua_pop(L, 1);
+}
+
+/* ---- Into Lua -------------------------------------------------------- */
+
+static void push_value(lua_State *L, const json_value *v) {
+  switch (v->type) {
+    case JSON_NULL: lua_pushlightuserdata(L, NULL); break;
+    case JSON_FALSE: lua_pushboolean(L, 0); break;
+    case JSON_TRUE: lua_pushboolean(L, 1); break;
+    case JSON_INTEGER: lua_pushinteger(L, (lua_Integer)v->u.integer); break;
+    case JSON_FLOAT: lua_pushnumber(L, (lua_Number)v->u.number); break;
+    case JSON_STRING: lua_pushlstring(L, v->u.string, v->len); break;
+    case JSON_ARRAY:
+      luaL_checkstack(L, 3, "JSON nested too deeply");
+      lua_createtable(L, (int)v->len, 0);
+      for (uint32_t i = 0; i < v->len; i++) {
+        push_value(L, &v->u.items[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+      }
+      luaL_setmetatable(L, LJSON_ARRAY_MT);
+      break;
+    case JSON_OBJECT:
+      luaL_checkstack(L, 3, "JSON nested too deeply");
+      lua_createtable(L, 0, (int)v->len);
+      for (uint32_t i = 0; i < v->len; i++) {
+        const json_member *m = &v->u.members[i];
+        lua_pushlstring(L, m->key, m->key_len);
+        push_value(L, &m->value);
+        lua_rawset(L, -3);
+      }
+      break;
+  }
+}
+
+void ljson_push(lua_State *L, const json_value *v) { push_value(L, v); }
+
+/* ---- Out of Lua ------------------------------------------------------ */
+
+/* State of one ljson_encode call, on its stack. The marker metatables sit
+ * at fixed stack slots so each table costs one metatable fetch. */
+typedef struct encoder {
+  lua_State *L;
+  buf *out;
+  char *err;
+  size_t errlen;
+  int array_mt, object_mt, raw_mt; /* stack indices */
+} encoder;
+
+static bool encode_fail(encoder *e, const char *fmt, const char *arg) {
+  snprintf(e->err, e->errlen, fmt, arg);
+  return false;
+}
+
+/* Which marker metatable, if any, the table at idx carries. */
+typedef enum { MARK_NONE, MARK_ARRAY, MARK_OBJECT, MARK_RAW } table_mark;
+
+static table_mark get_mark(encoder *e, int idx) {
+  lua_State *L = e->L;
+  if (!lua_getmetatable(L, idx)) return MARK_NONE;
+  table_mark mark = MARK_NONE;
+  if (lua_rawequal(L, -1, e->array_mt)) mark = MARK_ARRAY;
+  else if (lua_rawequal(L, -1, e->object_mt)) mark = MARK_OBJECT;
+  else if (lua_rawequal(L, -1, e->raw_mt)) mark = MARK_RAW;
+  lua_pop(L, 1);
+  return mark;
+}
+
+static bool encode_value(encoder *e, int idx, int depth);
+
+static bool encode_key(encoder *e, int key_idx) {
+  lua_State *L = e->L;
+  switch (lua_type(L, key_idx)) {
+    case LUA_TSTRING: {
+      size_t n;
+      const char *s = lua_tolstring(L, key_idx, &n);
+      json_write_string(e->out, s, n);
+      return true;
+    }
+    case LUA_TNUMBER: {
+      /* A sparse or mixed table: number keys become their decimal text. */
+      buf_putc(e->out, '"');
+      if (lua_isinteger(L, key_idx)) json_write_integer(e->out, (int64_t)lua_tointeger(L, key_idx));
+      else if (!json_write_double(e->out, (double)lua_tonumber(L, key_idx)))
+        return encode_fail(e, "cannot encode a table key that is %s", "NaN or infinite");
+      buf_putc(e->out, '"');
+      return true;
+    }
+    default: return encode_fail(e, "cannot encode a table key of type %s", luaL_typename(L, key_idx));
+  }
+}
+
+static bool encode_object(encoder *e, int idx, int depth) {
+  lua_State *L = e->L;
+  bool first = true;
+  buf_putc(e->out, '{');
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    /* stack: key value */
+    if (!first) buf_putc(e->out, ',');
+    first = false;
+    if (!encode_key(e, lua_gettop(L) - 1) || (buf_putc(e->out, ':'), !encode_value(e, lua_gettop(L), depth + 1))) {
+      lua_pop(L, 2);
+      return false;
+    }
+    lua_pop(L, 1);
+  }
+  buf_putc(e->out, '}');
+  return true;
+}
+
+static bool encode_array(encoder *e, int idx, lua_Integer n, int depth) {
+  lua_State *L = e->L;
+  buf_putc(e->out, '[');
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (i > 1) buf_putc(e->out, ',');
+    lua_rawgeti(L, idx, i);
+    bool ok = encode_value(e, lua_gettop(L), depth + 1);
+    lua_pop(L, 1);
+    if (!ok) return false;
+  }
+  buf_putc(e->out, ']');
+  return true;
+}
+
+static bool encode_table(encoder *e, int idx, int depth) {
+  lua_State *L = e->L;
+  if (depth > MAX_ENCODE_DEPTH) return encode_fail(e, "cannot encode tables nested more than %s deep (a cycle?)", "128");
+  if (!lua_checkstack(L, 4)) return encode_fail(e, "%s", "out of Lua stack");
+  switch (get_mark(e, idx)) {
+    case MARK_ARRAY: return encode_array(e, idx, (lua_Integer)lua_rawlen(L, idx), depth);
+    case MARK_OBJECT: return encode_object(e, idx, depth);
+    case MARK_RAW: {
+      lua_rawgeti(L, idx, 1);
+      size_t n;
+      const char *s = lua_tolstring(L, -1, &n);
+      if (s) buf_append(e->out, s, n);
+      lua_pop(L, 1);
+      return s != NULL || encode_fail(e, "%s", "a raw JSON marker lost its text");
+    }
+    case MARK_NONE: break;
+  }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+  if (n > 0) {
+    /* An array exactly when the keys are 1..n and nothing else. */
+    lua_Integer count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      count++;
+      lua_pop(L, 1);
+      if (count > n) {
+        lua_pop(L, 1);
+        break;
+      }
+    }
+    if (count == n) return encode_array(e, idx, n, depth);
+  }
+  return encode_object(e, idx, depth);
+}
+
+static bool encode_value(encoder *e, int idx, int depth) {
+  lua_State *L = e->L;
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL: buf_puts(e->out, "null"); return true;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) buf_puts(e->out, "true");
+      else buf_puts(e->out, "false");
+      return true;
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) {
+        json_write_integer(e->out, (int64_t)lua_tointeger(L, idx));
+        return true;
+      }
+      if (json_write_double(e->out, (double)lua_tonumber(L, idx))) return true;
+      return encode_fail(e, "cannot encode %s: JSON has no NaN or infinity", "a number");
+    case LUA_TSTRING: {
+      size_t n;
+      const char *s = lua_tolstring(L, idx, &n);
+      json_write_string(e->out, s, n);
+      return true;
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(L, idx) == NULL) {
+        buf_puts(e->out, "null");
+        return true;
+      }
+      return encode_fail(e, "cannot encode a %s", "light userdata");
+    case LUA_TTABLE: return encode_table(e, idx, depth);
+    default: return encode_fail(e, "cannot encode a %s", luaL_typename(L, idx));
+  }
+}
+
+bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
+  encoder e = {L, out, err, errlen, 0, 0, 0};
+  err[0] = '\0';
+  idx = lua_absindex(L, idx);
+  if (!lua_checkstack(L, 8)) {
+    snprintf(err, errlen, "out of Lua stack");
+    return false;
+  }
+  int top = lua_gettop(L);
+  luaL_getmetatable(L, LJSON_ARRAY_MT);
+  e.array_mt = lua_gettop(L);
+  luaL_getmetatable(L, LJSON_OBJECT_MT);
+  e.object_mt = lua_gettop(L);
+  luaL_getmetatable(L, LJSON_RAW_MT);
+  e.raw_mt = lua_gettop(L);
+  bool ok = encode_value(&e, idx, 0);
+  lua_settop(L, top);
+  return ok;
+}
+
+/* ---- Lua functions --------------------------------------------------- */
+
+int ljson_lua_encode(lua_State *L) {
+  luaL_checkany(L, 1);
+  buf out = BUF_INIT;
+  char err[160];
+  bool ok = ljson_encode(L, 1, &out, err, sizeof err);
+  if (ok) lua_pushlstring(L, out.data ? out.data : "", out.len);
+  buf_free(&out);
+  if (!ok) return luaL_error(L, "%s", err);
+  return 1;
+}
+
+int ljson_lua_decode(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  json_error err;
+  json_doc *doc = json_parse(s, n, MAX_JSON_DEPTH, &err);
+  if (!doc) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.message);
+    return 2;
+  }
+  ljson_push(L, json_doc_root(doc));
+  json_doc_free(doc);
+  return 1;
+}
+
+static int mark_table(lua_State *L, const char *mt) {
+  if (lua_isnoneornil(L, 1)) lua_newtable(L);
+  else luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  luaL_setmetatable(L, mt);
+  return 1;
+}
+
+int ljson_lua_array(lua_State *L) { return mark_table(L, LJSON_ARRAY_MT); }
+int ljson_lua_object(lua_State *L) { return mark_table(L, LJSON_OBJECT_MT); }
+
+int ljson_lua_raw(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  json_error err;
+  json_doc *doc = json_parse(s, n, MAX_JSON_DEPTH, &err);
+  if (!doc) return luaL_error(L, "not valid JSON: %s", err.message);
+  json_doc_free(doc);
+  lua_createtable(L, 1, 0);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, LJSON_RAW_MT);
+  return 1;
+}

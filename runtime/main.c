@@ -1,0 +1,239 @@
+/*
+ * main.c - the luamcp command line.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "luamcp_limits.h"
+#include "log.h"
+#include "server.h"
+#include "stdio_transport.h"
+#include "version.h"
+#include "vm.h"
+
+/* Everything one `luamcp run` process owns. */
+typedef struct runtime {
+  uv_loop_t *loop;
+  server srv;
+  lua_app app;
+  stdio_transport stdio;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t shutdown_timer;
+  bool stopping;
+  int exit_code;
+} runtime;
+
+static const char *self_path(char *out, size_t n) {
+  ssize_t len = readlink("/proc/self/exe", out, n - 1);
+  if (len <= 0) return "luamcp";
+  out[len] = '\0';
+  return out;
+}
+
+static void usage(FILE *to) {
+  char self[PATH_MAX];
+  char example[PATH_MAX];
+  const char *exe = self_path(self, sizeof self);
+  /* Suggest the example folder that sits next to build/luamcp, if any. */
+  snprintf(example, sizeof example, "%s", exe);
+  char *slash = strrchr(example, '/');
+  if (slash) *slash = '\0';
+  slash = strrchr(example, '/');
+  if (slash) *slash = '\0';
+  size_t used = strlen(example);
+  snprintf(example + used, sizeof example - used, "/scripts/demo");
+  if (access(example, F_OK) != 0) snprintf(example, sizeof example, "/path/to/your/scripts");
+  fprintf(to,
+          "luamcp %s - Model Context Protocol servers written in Lua\n"
+          "\n"
+          "Usage:\n"
+          "  luamcp run PATH [options]   serve the scripts in PATH (a .lua file, or a folder:\n"
+          "                              every *.lua directly inside, in sorted order)\n"
+          "  luamcp --version            print the version\n"
+          "  luamcp --help               print this help\n"
+          "\n"
+          "Options:\n"
+          "  --log-level LEVEL           debug, info, notice, warning, error, critical, alert or\n"
+          "                              emergency: what reaches stderr, and the level clients get\n"
+          "                              until they send logging/setLevel (default: info)\n"
+          "  --trace FILE                write every message in and out, with direction and time,\n"
+          "                              to FILE (\"-\" for stderr)\n"
+          "  --max-message-bytes N       largest message accepted (default: %u)\n"
+          "  --page-size N               items per page of tools/list and the other lists\n"
+          "                              (default: all in one page)\n"
+          "\n"
+          "stdout carries only protocol messages; print() and io.write() in scripts go to stderr.\n"
+          "\n"
+          "Use it from Claude Desktop (claude_desktop_config.json) or any MCP client:\n"
+          "\n"
+          "  {\n"
+          "    \"mcpServers\": {\n"
+          "      \"demo\": {\n"
+          "        \"command\": \"%s\",\n"
+          "        \"args\": [\"run\", \"%s\"]\n"
+          "      }\n"
+          "    }\n"
+          "  }\n",
+          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, exe, example);
+}
+
+static void fail_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "luamcp: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nRun 'luamcp --help' for usage.\n");
+  exit(2);
+}
+
+static long parse_count(const char *flag, const char *value, long min) {
+  char *end;
+  long n = value ? strtol(value, &end, 10) : -1;
+  if (!value || *end || n < min) fail_usage("%s needs a whole number", flag);
+  return n;
+}
+
+typedef struct run_options {
+  const char *path;
+  const char *trace;
+  server_options server;
+} run_options;
+
+static void parse_run_options(int argc, char **argv, run_options *o) {
+  server_options_defaults(&o->server);
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--log-level") == 0) {
+      int level = value ? log_level_parse(value, strlen(value)) : -1;
+      if (level < 0) fail_usage("--log-level needs one of debug, info, notice, warning, error, critical, alert, emergency%s", "");
+      o->server.default_log_level = level;
+      log_set_level(level);
+      i++;
+    } else if (strcmp(a, "--trace") == 0) {
+      if (!value) fail_usage("%s needs a file name (or - for stderr)", a);
+      o->trace = value;
+      i++;
+    } else if (strcmp(a, "--max-message-bytes") == 0) {
+      o->server.max_message_bytes = (size_t)parse_count(a, value, 64);
+      i++;
+    } else if (strcmp(a, "--page-size") == 0) {
+      o->server.page_size = (int)parse_count(a, value, 0);
+      i++;
+    } else if (a[0] == '-' && a[1]) {
+      fail_usage("unknown option %s", a);
+    } else if (!o->path) {
+      o->path = a;
+    } else {
+      fail_usage("unexpected argument %s (one script file or folder)", a);
+    }
+  }
+  if (!o->path) fail_usage("%s", "run needs a script file or folder");
+}
+
+/* ---- Shutdown -------------------------------------------------------- */
+
+static void stop_loop(runtime *rt) {
+  stdio_close_handles(&rt->stdio);
+  uv_stop(rt->loop);
+}
+
+static void on_shutdown_timeout(uv_timer_t *h) {
+  runtime *rt = h->data;
+  log_write(LOG_WARNING, "output not flushed within %d ms; exiting", SHUTDOWN_GRACE_MS);
+  stop_loop(rt);
+}
+
+static void begin_shutdown(runtime *rt) {
+  if (rt->stopping) return;
+  rt->stopping = true;
+  uv_timer_init(rt->loop, &rt->shutdown_timer);
+  rt->shutdown_timer.data = rt;
+  uv_timer_start(&rt->shutdown_timer, on_shutdown_timeout, SHUTDOWN_GRACE_MS, 0);
+  uv_unref((uv_handle_t *)&rt->shutdown_timer);
+}
+
+static void on_stdio_done(stdio_transport *t) {
+  runtime *rt = (runtime *)((char *)t - offsetof(runtime, stdio));
+  begin_shutdown(rt);
+  stop_loop(rt);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  runtime *rt = h->data;
+  log_write(LOG_INFO, "received signal %d; stopping", signum);
+  begin_shutdown(rt);
+  session_close(rt->stdio.session);
+  stop_loop(rt);
+}
+
+static void close_any(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static int command_run(int argc, char **argv) {
+  run_options o = {0};
+  parse_run_options(argc, argv, &o);
+  if (o.trace && !trace_open(o.trace)) fail_usage("cannot open the trace file %s", o.trace);
+
+  runtime *rt = calloc(1, sizeof *rt);
+  rt->loop = uv_default_loop();
+  signal(SIGPIPE, SIG_IGN);
+  if (!stdio_claim_fds(&rt->stdio)) {
+    fprintf(stderr, "luamcp: cannot set up stdin/stdout\n");
+    return 1;
+  }
+  server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
+  buf err = BUF_INIT;
+  rt->app.current = vm_new(&rt->srv, rt->loop, o.path, &err);
+  if (!rt->app.current) {
+    fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "cannot load the scripts");
+    return 1;
+  }
+  buf_free(&err);
+
+  uv_signal_init(rt->loop, &rt->sigint);
+  uv_signal_init(rt->loop, &rt->sigterm);
+  rt->sigint.data = rt->sigterm.data = rt;
+  uv_signal_start(&rt->sigint, on_signal, SIGINT);
+  uv_signal_start(&rt->sigterm, on_signal, SIGTERM);
+  uv_unref((uv_handle_t *)&rt->sigint);
+  uv_unref((uv_handle_t *)&rt->sigterm);
+
+  stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
+  uv_run(rt->loop, UV_RUN_DEFAULT);
+
+  /* Release everything so leak checkers see a clean exit. */
+  session_free(rt->stdio.session);
+  vm_free(rt->app.current);
+  uv_walk(rt->loop, close_any, NULL);
+  uv_run(rt->loop, UV_RUN_DEFAULT);
+  uv_loop_close(rt->loop);
+  trace_close();
+  int code = rt->exit_code;
+  free(rt);
+  return code;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+    printf("luamcp %s (%s, libuv %s)\n", LUAMCP_VERSION, LUA_RELEASE_STRING, uv_version_string());
+    return 0;
+  }
+  if (strcmp(cmd, "run") == 0) return command_run(argc - 2, argv + 2);
+  fail_usage("unknown command %s", cmd);
+  return 2;
+}

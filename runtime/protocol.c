@@ -1,0 +1,32 @@
+/* protocol.c - the protocol version table. See protocol.h. */
+#include "protocol.h"
+
+#include <string.h>
+
+const protocol_version PROTOCOL_VERSIONS[] = {
+    {.name = "2024-11-05", .era = PROTOCOL_ERA_INITIALIZE},
+    {.name = "2025-03-26", .era = PROTOCOL_ERA_INITIALIZE, .batches = true},
+    {.name = "2025-06-18", .era = PROTOCOL_ERA_INITIALIZE, .structured_output = true, .elicitation = true},
+    {.name = "2025-11-25",
+     .era = PROTOCOL_ERA_INITIALIZE,
+     .tool_errors_as_results = true,
+     .structured_output = true,
+     .elicitation = true,
+     .url_elicitation = true,
+     .sse_priming = true},
+};
+const size_t PROTOCOL_VERSION_COUNT = sizeof PROTOCOL_VERSIONS / sizeof PROTOCOL_VERSIONS[0];
+
+const protocol_version *protocol_find(const char *name, size_t len) {
+  for (size_t i = 0; i < PROTOCOL_VERSION_COUNT; i++) {
+    const char *n = PROTOCOL_VERSIONS[i].name;
+    if (strlen(n) == len && memcmp(n, name, len) == 0) return &PROTOCOL_VERSIONS[i];
+  }
+  return NULL;
+}
+
+const protocol_version *protocol_preferred(void) { return protocol_find("2025-11-25", 10); }
+
+/* Streamable HTTP (2025-06-18 onwards): "the server SHOULD assume protocol
+ * version 2025-03-26" when the header is missing. */
+const protocol_version *protocol_http_default(void) { return protocol_find("2025-03-26", 10); }

@@ -1,0 +1,42 @@
+/*
+ * protocol.h - the MCP protocol versions we speak and what differs between
+ * them. This table is the one place that knows; everything else asks it.
+ *
+ * The version is a property of each request (a session's negotiated version
+ * in the initialize era, the request's own _meta in the 2026-07-28 era), so
+ * code receives a protocol_version pointer with the request, never a global.
+ */
+#ifndef LUAMCP_PROTOCOL_H
+#define LUAMCP_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum protocol_era {
+  PROTOCOL_ERA_INITIALIZE, /* initialize handshake + sessions (2024-11-05 .. 2025-11-25) */
+  PROTOCOL_ERA_MODERN,     /* sessionless, version in every request (2026-07-28) */
+} protocol_era;
+
+typedef struct protocol_version {
+  const char *name;
+  protocol_era era;
+  bool batches;                /* JSON-RPC batches (only 2025-03-26 allowed them) */
+  bool tool_errors_as_results; /* invalid tool input is an isError result (SEP-1303) */
+  bool structured_output;      /* outputSchema / structuredContent */
+  bool elicitation;            /* elicitation/create */
+  bool url_elicitation;        /* elicitation in URL mode */
+  bool sse_priming;            /* SSE streams start with a priming event */
+} protocol_version;
+
+/* Versions in ascending order; the last initialize-era one is our preferred. */
+extern const protocol_version PROTOCOL_VERSIONS[];
+extern const size_t PROTOCOL_VERSION_COUNT;
+
+const protocol_version *protocol_find(const char *name, size_t len);
+/* The version we answer an initialize with when the client asks for one we
+ * do not speak. */
+const protocol_version *protocol_preferred(void);
+/* What a Streamable HTTP request without MCP-Protocol-Version means. */
+const protocol_version *protocol_http_default(void);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * server.h - the process-wide server: options, the app that implements the
+ * behaviour, and every live session. Transports create sessions on it.
+ */
+#ifndef LUAMCP_SERVER_H
+#define LUAMCP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session.h"
+
+/* What initialize says about the server. Owner: the app; valid until the
+ * app's next describe call. */
+typedef struct app_description {
+  const char *server_info_json; /* complete JSON object for serverInfo */
+  const char *instructions;     /* NULL when none */
+  bool tools, resources, prompts, completions;
+} app_description;
+
+/* The behaviour behind the protocol: the Lua VM in luamcp, a stub in the
+ * protocol tests and fuzzers. */
+typedef struct app_ops {
+  /* Start a request the core does not answer itself. params is valid only
+   * during this call. The app must answer it with call_respond/call_fail,
+   * now or later, unless call_cancel comes first. */
+  void (*call_start)(void *app, call *c, const json_value *params, const char *src);
+  /* Stop the work for a call; it is freed right after, with no answer. */
+  void (*call_cancel)(void *app, call *c);
+  void (*describe)(void *app, app_description *out);
+  /* A notification the core does not handle itself (e.g. roots changed). */
+  void (*notification)(void *app, session *s, const char *method, const json_value *params, const char *src);
+} app_ops;
+
+typedef struct server_options {
+  size_t max_message_bytes;
+  int page_size;           /* 0: one page */
+  int client_timeout_ms;   /* replies to sampling/elicitation/roots */
+  int default_log_level;   /* a session's level until logging/setLevel */
+} server_options;
+
+struct server {
+  server_options opts;
+  const app_ops *app;
+  void *app_data;
+  session *sessions;
+  int session_count;
+};
+
+void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);
+void server_options_defaults(server_options *opts);
+
+/* A notification to every session past initialize. */
+void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
+/* notifications/resources/updated to sessions subscribed to uri. */
+void server_resource_updated(server *srv, const char *uri, size_t len);
+/* notifications/message to every session (each filters by its level). */
+void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * session.h - the MCP conversation with one client, independent of the
+ * transport and of Lua.
+ *
+ * A transport (stdio, HTTP) feeds complete messages in with session_receive
+ * and gets messages out through its transport_ops. Requests the core does not
+ * answer itself (everything but initialize, ping, logging/setLevel and
+ * resources/(un)subscribe) go to the app (the Lua VM) through app_ops; the app
+ * answers with call_respond / call_fail. Nothing here touches libuv or Lua, so
+ * the whole protocol layer runs under a unit test or a fuzzer.
+ */
+#ifndef LUAMCP_SESSION_H
+#define LUAMCP_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "json.h"
+#include "jsonrpc.h"
+#include "protocol.h"
+
+typedef struct server server;
+typedef struct session session;
+typedef struct call call;
+typedef struct batch batch;
+
+typedef enum session_state {
+  SESSION_NEW,         /* waiting for initialize */
+  SESSION_READY,       /* initialize answered */
+  SESSION_INITIALIZED, /* notifications/initialized received */
+  SESSION_CLOSED,      /* ended; kept only until its owner frees it */
+} session_state;
+
+/* One message leaving the server, and what it belongs to, so HTTP can put
+ * it on the right stream. */
+typedef struct session_message {
+  const char *json;
+  size_t len;
+  call *related;  /* the call it is part of (its response, progress, log, request to the client) */
+  batch *batch;   /* a batch response ends this batch */
+  void *origin;   /* the transport's exchange the triggering message came in on, or NULL */
+  bool final;     /* this is the response that ends `related` (or `batch`, or answers `origin`) */
+} session_message;
+
+/* Set by the transport that owns the session. send must not close or free
+ * the session synchronously (a failed write is handled on a later loop
+ * turn): the core is in the middle of answering when it calls send. */
+typedef struct transport_ops {
+  void (*send)(session *s, const session_message *m);
+  /* The call is about to be freed (answered or cancelled). Optional. */
+  void (*call_ended)(session *s, call *c);
+} transport_ops;
+
+/* A request from the client being handled. Owner: its session, which creates
+ * it when the request arrives and frees it after the response is written or
+ * the call is cancelled (telling the app and the transport first). */
+struct call {
+  session *session;
+  jsonrpc_id id;
+  char *method;
+  const protocol_version *version;
+  char *progress_token; /* raw JSON of params._meta.progressToken, or NULL */
+  double last_progress;
+  bool has_progress;
+  batch *batch;         /* the batch it arrived in, or NULL */
+  void *app_data;       /* the app's state for this call */
+  void *transport_data; /* HTTP: the exchange this call answers on */
+  call *prev, *next;    /* session->calls */
+};
+
+/* A 2025-03-26 batch collecting its responses. Owner: the session; freed
+ * when its last call is answered (the array is sent then). */
+struct batch {
+  buf out;
+  int pending;  /* calls not yet answered, plus one while the batch is being read */
+  int answered; /* responses in out */
+  void *origin;
+};
+
+/* A request we sent to the client and whose reply we await. Owner: the
+ * session; freed when the reply arrives, the waiter gives up, or the session
+ * closes (the callback then gets neither result nor error). */
+typedef void (*client_reply_fn)(void *data, const json_value *result, const json_value *error);
+typedef struct pending_request {
+  long long id;
+  client_reply_fn on_reply;
+  void *data;
+  struct pending_request *next;
+} pending_request;
+
+/* A URI the client subscribed to. Owner: the session. */
+typedef struct subscription {
+  char *uri;
+  struct subscription *next;
+} subscription;
+
+/* One client's MCP session. Owner: the transport that accepted the client;
+ * session_new / session_free. Sessions live in server->sessions. */
+struct session {
+  server *server;
+  const transport_ops *transport;
+  void *transport_data;
+  char name[48];                    /* for logs and traces, e.g. "stdio" or "http#3" */
+  session_state state;
+  const protocol_version *version;  /* negotiated; NULL before initialize */
+  char *client_info_json;           /* params.clientInfo of initialize, or NULL */
+  char *client_capabilities_json;   /* params.capabilities of initialize, or NULL */
+  int log_level;                    /* notifications/message at or above this severity are sent */
+  call *calls;                      /* in flight */
+  pending_request *pending;         /* our requests awaiting the client's reply */
+  long long next_request_id;
+  subscription *subscriptions;
+  session *prev, *next;             /* server->sessions */
+};
+
+session *session_new(server *srv, const transport_ops *ops, void *transport_data, const char *name);
+/* Cancel every call, drop pending requests, mark closed. Idempotent. */
+void session_close(session *s);
+/* session_close and release. */
+void session_free(session *s);
+
+/* Handle one received message (the bytes of one stdio line or HTTP body).
+ * origin is the transport's handle for where it came from (HTTP: the POST
+ * exchange); answers to it carry the same origin. */
+void session_receive(session *s, const char *json, size_t len, void *origin);
+
+/* An error that answers no request (id null): an unreadable or oversized
+ * message. */
+void session_send_error(session *s, void *origin, int code, const char *message);
+
+/* Answer a call: result_json is the complete result value. Frees the call. */
+void call_respond(call *c, const char *result_json, size_t len);
+void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len);
+/* Progress for the call's progressToken. Returns NULL when sent or when the
+ * request carried no token, or a message saying what was wrong. */
+const char *call_progress(call *c, double progress, double total, const char *message, size_t message_len);
+
+/* notifications/message for this session (filtered by its level). related
+ * may be NULL. data_json is a complete JSON value. */
+void session_log(session *s, call *related, int level, const char *logger, const char *data_json, size_t len);
+/* Any notification. params_json may be NULL. */
+void session_notify(session *s, call *related, const char *method, const char *params_json, size_t len);
+/* Send a request to the client. Returns its id (> 0). */
+long long session_request(session *s, call *related, const char *method, const char *params_json, size_t len,
+                          client_reply_fn on_reply, void *data);
+/* Stop waiting for a reply (the waiter was cancelled or timed out). */
+void session_forget_request(session *s, long long id);
+bool session_subscribed(const session *s, const char *uri, size_t len);
+/* Has the client declared this capability (a top-level key of its
+ * capabilities, e.g. "sampling")? */
+bool session_client_has_capability(const session *s, const char *name);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * stdio_transport.h - the stdio transport: one session over newline-delimited JSON on
+ * the process's stdin and stdout.
+ *
+ * stdout carries protocol messages only. At start the transport moves the
+ * protocol streams to private descriptors and points fd 0 at /dev/null and
+ * fd 1 at stderr, so Lua's print, io.write, io.stdout and every child
+ * process write to stderr and can never corrupt the wire.
+ */
+#ifndef LUAMCP_STDIO_TRANSPORT_H
+#define LUAMCP_STDIO_TRANSPORT_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "server.h"
+
+typedef struct stdio_transport stdio_transport;
+typedef void (*stdio_done_fn)(stdio_transport *t);
+
+/* Owner: main, one per process. stdio_start sets it up; on_done runs once
+ * stdin has ended (or stdout broke) and the session is closed and flushed. */
+struct stdio_transport {
+  uv_loop_t *loop;
+  server *srv;
+  session *session;
+  stdio_done_fn on_done;
+  int in_fd, out_fd;
+
+  bool in_is_stream; /* pipe, tty or socket; otherwise a file read with uv_fs_read */
+  union {
+    uv_pipe_t pipe;
+    uv_tty_t tty;
+    uv_tcp_t tcp;
+  } in;
+  uv_fs_t read_req;
+  char *file_buf;
+  buf line;          /* the incomplete line read so far */
+  bool discarding;   /* skipping the rest of an oversized line */
+  bool input_ended;
+
+  bool out_is_stream;
+  union {
+    uv_pipe_t pipe;
+    uv_tty_t tty;
+  } out;
+  buf pending;       /* messages not yet handed to the kernel */
+  buf writing;       /* the bytes of the uv_write in flight */
+  uv_write_t write_req;
+  bool write_in_flight;
+  bool write_failed;
+  uv_check_t flush_check; /* flushes pending once per loop turn */
+  bool finished;
+};
+
+/* Take over fds 0 and 1 (see above). Call before any script runs. */
+bool stdio_claim_fds(stdio_transport *t);
+/* Create the session and start reading. */
+void stdio_start(stdio_transport *t, uv_loop_t *loop, server *srv, stdio_done_fn on_done);
+/* Close the transport's handles (before the loop is drained at exit). */
+void stdio_close_handles(stdio_transport *t);
+
+#endif

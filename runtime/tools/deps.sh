@@ -1,0 +1,35 @@
+#!/bin/sh
+# deps.sh build|test|bench - install the Debian packages a step needs, if any
+# are missing. Safe to run again: it only calls apt-get when something is
+# absent. Uses sudo when not root.
+set -eu
+
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev"
+test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates"
+bench_pkgs="wrk"
+
+case "${1:-build}" in
+  build) want="$build_pkgs" ;;
+  test) want="$build_pkgs $test_pkgs" ;;
+  bench) want="$build_pkgs $test_pkgs $bench_pkgs" ;;
+  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+esac
+# npm is only needed for the test tools (official SDK, conformance suite,
+# Node 22); use the machine's npm if it has one.
+if [ "${1:-build}" != build ] && ! command -v npm >/dev/null 2>&1; then want="$want npm"; fi
+
+missing=""
+for p in $want; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  case "$status" in *"install ok installed"*) ;; *) missing="$missing $p" ;; esac
+done
+[ -z "$missing" ] && exit 0
+
+echo "Installing missing Debian packages:$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+  echo "deps.sh: need root or sudo to install:$missing" >&2; exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
