@@ -190,6 +190,22 @@ function M.prompt(def)
   return handle(registry.prompts, registry.prompts:add(def.name, entry))
 end
 
+--- Answer a JSON-RPC method that is not part of MCP (an extension, or a
+--- private protocol between your own client and server). params may be an
+--- object or an array; the handler's return value is the result.
+---@param name string
+---@param handler fun(params: table, ctx: mcp.Context): any
+function M.method(name, handler)
+  if type(name) ~= "string" or name == "" then error("mcp.method needs a method name", 2) end
+  if type(handler) ~= "function" then error("mcp.method needs a handler function", 2) end
+  if require("mcp.dispatch").methods[name] or name == "initialize" or name == "ping"
+      or name == "logging/setLevel" or name:match("^resources/u?n?subscribe$") then
+    error(name .. " is an MCP method; luamcp answers it", 2)
+  end
+  if registry.methods[name] then error(name .. " is already registered", 2) end
+  registry.methods[name] = handler
+end
+
 --- Tell subscribed clients that a resource changed.
 ---@param uri string
 function M.notify_resource_updated(uri)

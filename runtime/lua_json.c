@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "luamcp_limits.h"
@@ -88,45 +89,91 @@ static table_mark get_mark(encoder *e, int idx) {
 
 static bool encode_value(encoder *e, int idx, int depth);
 
-static bool encode_key(encoder *e, int key_idx) {
-  lua_State *L = e->L;
-  switch (lua_type(L, key_idx)) {
-    case LUA_TSTRING: {
-      size_t n;
-      const char *s = lua_tolstring(L, key_idx, &n);
-      json_write_string(e->out, s, n);
-      return true;
-    }
-    case LUA_TNUMBER: {
-      /* A sparse or mixed table: number keys become their decimal text. */
-      buf_putc(e->out, '"');
-      if (lua_isinteger(L, key_idx)) json_write_integer(e->out, (int64_t)lua_tointeger(L, key_idx));
-      else if (!json_write_double(e->out, (double)lua_tonumber(L, key_idx)))
-        return encode_fail(e, "cannot encode a table key that is %s", "NaN or infinite");
-      buf_putc(e->out, '"');
-      return true;
-    }
-    default: return encode_fail(e, "cannot encode a table key of type %s", luaL_typename(L, key_idx));
-  }
+/* One key of an object being encoded. String keys point into the table's
+ * own key strings, which live as long as the table is not modified. */
+typedef struct object_key {
+  const char *text;
+  size_t len;
+  bool is_number;
+  lua_Number number; /* the key itself when is_number */
+  char digits[40];   /* its text when is_number */
+} object_key;
+
+static int compare_keys(const void *a, const void *b) {
+  const object_key *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->text, y->text, n);
+  return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
+/* Objects are written with their keys in byte order, so the same table
+ * always encodes to the same text (Lua's own order changes from run to
+ * run). */
 static bool encode_object(encoder *e, int idx, int depth) {
   lua_State *L = e->L;
-  bool first = true;
-  buf_putc(e->out, '{');
+  object_key small[16], *keys = small;
+  size_t count = 0, cap = 16;
+  bool ok = true;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    /* stack: key value */
-    if (!first) buf_putc(e->out, ',');
-    first = false;
-    if (!encode_key(e, lua_gettop(L) - 1) || (buf_putc(e->out, ':'), !encode_value(e, lua_gettop(L), depth + 1))) {
-      lua_pop(L, 2);
-      return false;
+    lua_pop(L, 1);
+    if (count == cap) {
+      cap *= 2;
+      object_key *bigger = malloc(cap * sizeof *bigger);
+      if (!bigger) {
+        lua_pop(L, 1);
+        ok = encode_fail(e, "%s", "out of memory");
+        goto done;
+      }
+      memcpy(bigger, keys, count * sizeof *keys);
+      if (keys != small) free(keys);
+      keys = bigger;
     }
+    object_key *k = &keys[count++];
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      k->is_number = false;
+      k->text = lua_tolstring(L, -1, &k->len);
+    } else if (lua_type(L, -1) == LUA_TNUMBER) {
+      /* A sparse or mixed table: number keys become their decimal text. */
+      k->is_number = true;
+      k->number = lua_tonumber(L, -1);
+      buf text = BUF_INIT;
+      if (lua_isinteger(L, -1)) json_write_integer(&text, (int64_t)lua_tointeger(L, -1));
+      else if (!json_write_double(&text, (double)k->number)) buf_puts(&text, "NaN");
+      snprintf(k->digits, sizeof k->digits, "%s", text.data);
+      buf_free(&text);
+      k->text = k->digits;
+      k->len = strlen(k->digits);
+      if (lua_isinteger(L, -1)) k->number = (lua_Number)lua_tointeger(L, -1);
+    } else {
+      ok = encode_fail(e, "cannot encode a table key of type %s", luaL_typename(L, -1));
+      lua_pop(L, 1);
+      goto done;
+    }
+  }
+  if (count > 1) qsort(keys, count, sizeof *keys, compare_keys);
+  buf_putc(e->out, '{');
+  for (size_t i = 0; i < count && ok; i++) {
+    object_key *k = &keys[i];
+    if (i) buf_putc(e->out, ',');
+    json_write_string(e->out, k->text, k->len);
+    buf_putc(e->out, ':');
+    if (k->is_number) {
+      /* Look the value up by the key itself, not its text. */
+      lua_Number n = k->number;
+      if (n == (lua_Number)(lua_Integer)n) lua_pushinteger(L, (lua_Integer)n);
+      else lua_pushnumber(L, n);
+    } else {
+      lua_pushlstring(L, k->text, k->len);
+    }
+    lua_rawget(L, idx);
+    ok = encode_value(e, lua_gettop(L), depth + 1);
     lua_pop(L, 1);
   }
-  buf_putc(e->out, '}');
-  return true;
+  if (ok) buf_putc(e->out, '}');
+done:
+  if (keys != small) free(keys);
+  return ok;
 }
 
 static bool encode_array(encoder *e, int idx, lua_Integer n, int depth) {

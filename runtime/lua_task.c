@@ -105,14 +105,38 @@ static void fail_call_with_error(lua_State *co, call *c) {
   lua_pop(co, 1);
 }
 
+/* A tool's own mistake that escaped the library (a result with no JSON
+ * form, a stray yield) reaches the model as a tool error, not a protocol
+ * error. */
+static bool answer_as_tool_error(call *c, const char *what, const char *detail) {
+  if (strcmp(c->method, "tools/call") != 0) return false;
+  buf text = BUF_INIT, result = BUF_INIT;
+  buf_printf(&text, "%s%s", what, detail);
+  buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
+  json_write_string(&result, text.data, text.len);
+  buf_puts(&result, "}],\"isError\":true}");
+  call_respond(c, result.data, result.len);
+  buf_free(&text);
+  buf_free(&result);
+  return true;
+}
+
 /* Answer the task's call from the coroutine's final status. The call is
  * detached first: answering frees it. */
-static void finish(task *t, int status) {
+static void finish(task *t, int status, bool stray_yield) {
   lua_State *co = t->co;
   call *c = t->call;
   if (!c) return;
   t->call = NULL;
   c->app_data = NULL;
+  if (stray_yield) {
+    static const char message[] =
+        "a handler yielded to luamcp with coroutine.yield; yield only inside coroutines you create, and use "
+        "mcp.sleep and the ctx methods to wait";
+    log_write(LOG_ERROR, "%s: %s", c->method, message);
+    if (!answer_as_tool_error(c, message, "")) call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
+    return;
+  }
   if (status != LUA_OK) {
     fail_call_with_error(co, c);
     return;
@@ -121,23 +145,14 @@ static void finish(task *t, int status) {
   char err[200];
   if (ljson_encode(co, -1, &out, err, sizeof err)) {
     call_respond(c, out.data, out.len);
-  } else if (strcmp(c->method, "tools/call") == 0) {
-    /* A tool's own mistake is reported to the model as a tool error. */
-    log_write(LOG_ERROR, "tools/call: the tool's result could not be encoded as JSON: %s", err);
-    buf text = BUF_INIT, result = BUF_INIT;
-    buf_printf(&text, "the tool returned something that cannot be sent as JSON: %s", err);
-    buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
-    json_write_string(&result, text.data, text.len);
-    buf_puts(&result, "}],\"isError\":true}");
-    call_respond(c, result.data, result.len);
-    buf_free(&text);
-    buf_free(&result);
   } else {
     log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", c->method, err);
-    buf text = BUF_INIT;
-    buf_printf(&text, "Internal error: the result could not be encoded as JSON: %s", err);
-    call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
-    buf_free(&text);
+    if (!answer_as_tool_error(c, "the tool returned something that cannot be sent as JSON: ", err)) {
+      buf text = BUF_INIT;
+      buf_printf(&text, "Internal error: the result could not be encoded as JSON: %s", err);
+      call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
+      buf_free(&text);
+    }
   }
   buf_free(&out);
 }
@@ -153,17 +168,10 @@ void task_resume(task *t, int nargs) {
     return;
   }
   if (status == LUA_YIELD) {
-    if (t->wait != TASK_RUNNING_OR_READY) {
-      lua_pop(t->co, nres);
-      return;
-    }
     lua_pop(t->co, nres);
-    lua_pushliteral(t->co,
-                    "a handler yielded to luamcp with coroutine.yield; yield only inside coroutines you create, and "
-                    "use mcp.sleep and the ctx methods to wait");
-    status = LUA_ERRRUN;
+    if (t->wait != TASK_RUNNING_OR_READY) return;
   }
-  finish(t, status);
+  finish(t, status, status == LUA_YIELD);
   task_free(t);
 }
 

@@ -371,16 +371,6 @@ static void handle_subscription(session *s, const jsonrpc_message *m, const char
 }
 
 static void start_call(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
-  if (find_call(s, m->id)) {
-    reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_REQUEST,
-                "Invalid Request: this id is already used by a request in progress", NULL, 0);
-    return;
-  }
-  if (m->params && m->params->type != JSON_OBJECT) {
-    reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_PARAMS, "Invalid params: MCP params must be an object",
-                NULL, 0);
-    return;
-  }
   call *c = calloc(1, sizeof *c);
   c->session = s;
   jsonrpc_id_copy(&c->id, m->id, src);
@@ -405,6 +395,11 @@ static void start_call(session *s, const jsonrpc_message *m, const char *src, ba
 }
 
 static void handle_request(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
+  if (find_call(s, m->id)) {
+    reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_REQUEST,
+                "Invalid Request: this id is already used by a request in progress", NULL, 0);
+    return;
+  }
   if (is_method(m, "initialize")) return handle_initialize(s, m, src, b, origin);
   if (is_method(m, "ping")) return reply_result(s, b, origin, m->id, src, "{}", 2);
   if (s->state == SESSION_NEW) {

@@ -21,6 +21,8 @@ bool stdio_claim_fds(stdio_transport *t) {
   /* From here on, fd 0 reads nothing and fd 1 is stderr. */
   if (dup2(devnull, 0) < 0 || dup2(2, 1) < 0) return false;
   close(devnull);
+  /* stdout is now a log stream: flush it by line, like stderr's readers expect. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   return true;
 }
 
@@ -93,10 +95,15 @@ static void flush(stdio_transport *t) {
   t->write_in_flight = true;
 }
 
+static void on_flush_idle(uv_idle_t *h) { (void)h; }
+
 static void on_flush_check(uv_check_t *h) {
   stdio_transport *t = h->data;
   flush(t);
-  if (t->pending.len == 0) uv_check_stop(&t->flush_check);
+  if (t->pending.len == 0) {
+    uv_check_stop(&t->flush_check);
+    uv_idle_stop(&t->flush_idle);
+  }
   if (t->write_failed && !t->input_ended) {
     t->input_ended = true;
     session_close(t->session);
@@ -110,8 +117,14 @@ static void stdio_send(session *s, const session_message *m) {
   buf_reserve(&t->pending, m->len + 1);
   buf_append(&t->pending, m->json, m->len);
   buf_putc(&t->pending, '\n');
-  /* Coalesce: everything answered in this loop turn leaves in one write. */
-  if (!uv_is_active((uv_handle_t *)&t->flush_check)) uv_check_start(&t->flush_check, on_flush_check);
+  /* Coalesce: everything answered in this loop turn leaves in one write,
+   * at the end of the turn. The idle handle stops the loop from blocking in
+   * poll before that (a message queued by a timer would otherwise wait for
+   * the next event). */
+  if (!uv_is_active((uv_handle_t *)&t->flush_check)) {
+    uv_check_start(&t->flush_check, on_flush_check);
+    uv_idle_start(&t->flush_idle, on_flush_idle);
+  }
 }
 
 static const transport_ops STDIO_OPS = {.send = stdio_send};
@@ -238,6 +251,7 @@ void stdio_start(stdio_transport *t, uv_loop_t *loop, server *srv, stdio_done_fn
   t->on_done = on_done;
   t->session = session_new(srv, &STDIO_OPS, t, "stdio");
   uv_check_init(loop, &t->flush_check);
+  uv_idle_init(loop, &t->flush_idle);
   t->flush_check.data = t;
   t->out_is_stream = open_stream(loop, t->out_fd, &t->out, false);
   if (t->out_is_stream) t->out.pipe.data = t;
@@ -255,6 +269,7 @@ void stdio_start(stdio_transport *t, uv_loop_t *loop, server *srv, stdio_done_fn
 
 void stdio_close_handles(stdio_transport *t) {
   if (!uv_is_closing((uv_handle_t *)&t->flush_check)) uv_close((uv_handle_t *)&t->flush_check, NULL);
+  if (!uv_is_closing((uv_handle_t *)&t->flush_idle)) uv_close((uv_handle_t *)&t->flush_idle, NULL);
   if (t->in_is_stream && !uv_is_closing((uv_handle_t *)&t->in)) uv_close((uv_handle_t *)&t->in, NULL);
   if (t->out_is_stream && !uv_is_closing((uv_handle_t *)&t->out)) uv_close((uv_handle_t *)&t->out, NULL);
 }

@@ -50,7 +50,8 @@ struct stdio_transport {
   uv_write_t write_req;
   bool write_in_flight;
   bool write_failed;
-  uv_check_t flush_check; /* flushes pending once per loop turn */
+  uv_check_t flush_check; /* flushes pending once per loop turn ... */
+  uv_idle_t flush_idle;   /* ... and keeps that turn from blocking in poll first */
   bool finished;
 };
 

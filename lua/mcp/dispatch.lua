@@ -282,9 +282,18 @@ methods["completion/complete"] = function(params, ctx)
   return completion_result(fn(value, ctx, context))
 end
 
+local ARRAY_MT = getmetatable(array())
+
 --- Run one method.
 function M.dispatch(method, params, ctx)
   local handler = methods[method]
+  if handler then
+    if getmetatable(params) == ARRAY_MT then
+      rpc_error(INVALID_PARAMS, "Invalid params: MCP methods take named params (an object)")
+    end
+    return handler(params, ctx)
+  end
+  handler = registry.methods[method]
   if not handler then rpc_error(-32601, "Method not found: " .. method) end
   return handler(params, ctx)
 end

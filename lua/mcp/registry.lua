@@ -87,5 +87,7 @@ M.tools = new_list("notifications/tools/list_changed")
 M.resources = new_list("notifications/resources/list_changed")
 M.templates = new_list("notifications/resources/list_changed")
 M.prompts = new_list("notifications/prompts/list_changed")
+--- JSON-RPC methods beyond MCP's, registered with mcp.method: name -> handler.
+M.methods = {}
 
 return M

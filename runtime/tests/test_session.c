@@ -1,0 +1,258 @@
+/*
+ * test_session.c - the protocol core (JSON-RPC + MCP lifecycle) with a stub
+ * app and a stub transport: no Lua, no libuv.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../server.h"
+#include "../session.h"
+#include "check.h"
+
+/* ---- Stub transport: remembers what was sent ------------------------ */
+
+enum { MAX_SENT = 64 };
+static char *sent[MAX_SENT];
+static int sent_count;
+static int finals_without_json;
+
+static void stub_send(session *s, const session_message *m) {
+  (void)s;
+  if (!m->json) {
+    finals_without_json++;
+    return;
+  }
+  if (sent_count < MAX_SENT) sent[sent_count++] = strndup(m->json, m->len);
+}
+
+static void clear_sent(void) {
+  for (int i = 0; i < sent_count; i++) free(sent[i]);
+  sent_count = 0;
+  finals_without_json = 0;
+}
+
+static const transport_ops STUB_TRANSPORT = {.send = stub_send};
+
+/* ---- Stub app: "echo" answers at once, "hold" waits ------------------ */
+
+static call *held[16];
+static int held_count;
+static int cancelled_count;
+
+static void stub_call_start(void *app, call *c, const json_value *params, const char *src) {
+  (void)app;
+  (void)src;
+  if (strcmp(c->method, "echo") == 0) {
+    buf b = BUF_INIT;
+    if (params) json_write_value(&b, params);
+    else buf_puts(&b, "null");
+    call_respond(c, b.data, b.len);
+    buf_free(&b);
+  } else if (strcmp(c->method, "hold") == 0) {
+    held[held_count++] = c;
+  } else {
+    call_fail(c, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL, 0);
+  }
+}
+
+static void stub_call_cancel(void *app, call *c) {
+  (void)app;
+  for (int i = 0; i < held_count; i++)
+    if (held[i] == c) held[i] = NULL;
+  cancelled_count++;
+}
+
+static void stub_describe(void *app, app_description *d) {
+  (void)app;
+  d->server_info_json = "{\"name\":\"stub\",\"version\":\"1\"}";
+  d->tools = true;
+}
+
+static const app_ops STUB_APP = {.call_start = stub_call_start, .call_cancel = stub_call_cancel, .describe = stub_describe};
+
+static server srv;
+
+static session *new_session(void) {
+  server_options o;
+  server_options_defaults(&o);
+  server_init(&srv, &o, &STUB_APP, NULL);
+  clear_sent();
+  held_count = cancelled_count = 0;
+  return session_new(&srv, &STUB_TRANSPORT, NULL, "test");
+}
+
+static void receive(session *s, const char *json) { session_receive(s, json, strlen(json), NULL); }
+
+static void initialize(session *s, const char *version) {
+  char msg[256];
+  snprintf(msg, sizeof msg,
+           "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
+           "\"capabilities\":{\"sampling\":{}},\"clientInfo\":{\"name\":\"c\",\"version\":\"1\"}}}",
+           version);
+  receive(s, msg);
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+  clear_sent();
+}
+
+/* ---- Tests ------------------------------------------------------------ */
+
+static void test_negotiation(void) {
+  const char *versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"};
+  for (int i = 0; i < 4; i++) {
+    session *s = new_session();
+    char msg[256], want[512];
+    snprintf(msg, sizeof msg,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\"}}",
+             versions[i]);
+    receive(s, msg);
+    snprintf(want, sizeof want,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"%s\",\"capabilities\":{\"logging\":{},"
+             "\"tools\":{\"listChanged\":true}},\"serverInfo\":{\"name\":\"stub\",\"version\":\"1\"}}}",
+             versions[i]);
+    CHECK(sent_count == 1, "one answer");
+    CHECK_STR(sent[0], want);
+    session_free(s);
+  }
+  session *s = new_session();
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2026-07-28\"}}");
+  CHECK(strstr(sent[0], "\"protocolVersion\":\"2025-11-25\"") != NULL, "initialize never negotiates the modern era: %s", sent[0]);
+  CHECK(session_client_has_capability(s, "sampling") == false, "no capabilities were declared");
+  session_free(s);
+
+  s = new_session();
+  initialize(s, "2025-06-18");
+  CHECK(session_client_has_capability(s, "sampling"), "declared capability");
+  CHECK(!session_client_has_capability(s, "roots"), "undeclared capability");
+  session_free(s);
+}
+
+static void test_batches(void) {
+  session *s = new_session();
+  initialize(s, "2025-03-26");
+  receive(s, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hold\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\","
+             "\"params\":{\"x\":1}},{\"jsonrpc\":\"2.0\",\"method\":\"n\"},{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]");
+  CHECK(sent_count == 0, "a batch is answered only when complete (sent %d)", sent_count);
+  CHECK(held_count == 1 && held[0], "one held call");
+  call_respond(held[0], "\"late\"", 6);
+  CHECK(sent_count == 1, "batch answered");
+  CHECK_STR(sent[0], "[{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"x\":1}},{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}},"
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"late\"}]");
+  clear_sent();
+  receive(s, "[{\"jsonrpc\":\"2.0\",\"method\":\"a\"},{\"jsonrpc\":\"2.0\",\"method\":\"b\"}]");
+  CHECK(sent_count == 0 && finals_without_json == 1, "all-notification batch: nothing sent, exchange ended");
+  clear_sent();
+  /* A cancelled call in a batch leaves it out. */
+  receive(s, "[{\"jsonrpc\":\"2.0\",\"id\":\"h\",\"method\":\"hold\"},{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}]");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"h\"}}");
+  CHECK(sent_count == 1, "batch with a cancelled call");
+  CHECK_STR(sent[0], "[{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}]");
+  session_free(s);
+}
+
+static void test_cancel_and_close(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":\"A\",\"method\":\"hold\"}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"\\u0041\"}}");
+  CHECK(cancelled_count == 1 && held[0] == NULL, "cancelled by an equal id written differently");
+  CHECK(sent_count == 0, "no answer for a cancelled call");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"hold\"}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"7\"}}");
+  CHECK(cancelled_count == 1, "the string \"7\" is not the integer 7");
+  session_close(s);
+  CHECK(cancelled_count == 2, "closing cancels what is in flight");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}");
+  CHECK(sent_count == 0, "a closed session says nothing");
+  session_free(s);
+}
+
+static int replies;
+static char reply_seen[128];
+static void on_reply(void *data, const json_value *result, const json_value *error) {
+  (void)data;
+  replies++;
+  buf b = BUF_INIT;
+  if (result) json_write_value(&b, result);
+  else if (error) json_write_value(&b, error);
+  else buf_puts(&b, "closed");
+  snprintf(reply_seen, sizeof reply_seen, "%s", b.data);
+  buf_free(&b);
+}
+
+static void test_client_requests(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  replies = 0;
+  long long id = session_request(s, NULL, "roots/list", NULL, 0, on_reply, NULL);
+  CHECK(id == 1, "first id is 1");
+  CHECK_STR(sent[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"roots/list\"}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+  CHECK(replies == 0, "a reply to another id is ignored");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"roots\":[]}}");
+  CHECK(replies == 1, "reply delivered");
+  CHECK_STR(reply_seen, "{\"roots\":[]}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+  CHECK(replies == 1, "a second reply to the same id is ignored");
+  session_request(s, NULL, "sampling/createMessage", "{}", 2, on_reply, NULL);
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-1,\"message\":\"no\"}}");
+  CHECK_STR(reply_seen, "{\"code\":-1,\"message\":\"no\"}");
+  session_request(s, NULL, "x", NULL, 0, on_reply, NULL);
+  long long forgotten = session_request(s, NULL, "y", NULL, 0, on_reply, NULL);
+  session_forget_request(s, forgotten);
+  session_close(s);
+  CHECK(replies == 3, "closing fails the pending request once (and not the forgotten one): %d", replies);
+  CHECK_STR(reply_seen, "closed");
+  session_free(s);
+}
+
+static void test_progress_and_logging(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hold\",\"params\":{\"_meta\":{\"progressToken\":\"p\"}}}");
+  call *c = held[0];
+  CHECK(call_progress(c, 1, 10, "one", 3) == NULL, "first progress");
+  CHECK(call_progress(c, 1, 10, NULL, 0) != NULL, "progress must increase");
+  CHECK(call_progress(c, 2.5, NAN, NULL, 0) == NULL, "fractional progress, no total");
+  CHECK_STR(sent[0], "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\","
+                     "\"progress\":1,\"total\":10,\"message\":\"one\"}}");
+  CHECK_STR(sent[1], "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\","
+                     "\"progress\":2.5}}");
+  clear_sent();
+  session_log(s, c, 7, NULL, "\"debug\"", 7);
+  CHECK(sent_count == 0, "debug is below the default level (info)");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"debug\"}}");
+  session_log(s, c, 7, "L", "\"debug\"", 7);
+  CHECK(sent_count == 2, "debug after setLevel debug");
+  CHECK_STR(sent[1], "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"debug\","
+                     "\"logger\":\"L\",\"data\":\"debug\"}}");
+  call_fail(c, -32000, "custom", "{\"why\":1}", 9);
+  CHECK_STR(sent[2], "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32000,\"message\":\"custom\",\"data\":{\"why\":1}}}");
+  session_free(s);
+}
+
+static void test_subscriptions(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"a://b\"}}");
+  CHECK(session_subscribed(s, "a://b", 5), "subscribed");
+  server_resource_updated(&srv, "a://b", 5);
+  server_resource_updated(&srv, "a://c", 5);
+  CHECK(sent_count == 2, "one update for the subscribed uri");
+  CHECK_STR(sent[1], "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"a://b\"}}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/unsubscribe\",\"params\":{\"uri\":\"a://b\"}}");
+  CHECK(!session_subscribed(s, "a://b", 5), "unsubscribed");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/subscribe\",\"params\":{}}");
+  CHECK(strstr(sent[sent_count - 1], "-32602") != NULL, "subscribe needs a uri");
+  session_free(s);
+}
+
+int main(void) {
+  test_negotiation();
+  test_batches();
+  test_cancel_and_close();
+  test_client_requests();
+  test_progress_and_logging();
+  test_subscriptions();
+  clear_sent();
+  return check_report();
+}

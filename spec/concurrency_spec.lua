@@ -1,0 +1,84 @@
+-- Every handler is a coroutine on one loop: waiting never blocks others.
+
+local client = require "mcp_client"
+local uv = require "luv"
+local cjson = client.json
+
+describe("concurrency", function()
+  local server
+  before_each(function()
+    server = client.spawn { "run", "spec/fixtures/kitchen" }
+    server:initialize()
+  end)
+  after_each(function() server:close() end)
+
+  it("answers a ping sent after a 1 s sleep tool at once", function()
+    server:send('{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep","arguments":{"ms":1000}}}')
+    local t0 = uv.hrtime()
+    server:send('{"jsonrpc":"2.0","id":"fast","method":"ping"}')
+    local first = cjson.decode(server:read_line(3000))
+    local elapsed_ms = (uv.hrtime() - t0) / 1e6
+    assert.are.equal("fast", first.id)
+    assert.is_true(elapsed_ms < 500, "ping took " .. elapsed_ms .. " ms")
+    local second = cjson.decode(server:read_line(3000))
+    assert.are.equal("slow", second.id)
+    assert.are.equal("slept 1000", second.result.content[1].text)
+  end)
+
+  it("answers out of order, matched by id", function()
+    server:send('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":300}}}')
+    server:send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":100}}}')
+    server:send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":200}}}')
+    local order = {}
+    for i = 1, 3 do order[i] = cjson.decode(server:read_line(3000)).id end
+    assert.are.same({ 2, 3, 1 }, order)
+  end)
+
+  it("runs many sleeping calls at once", function()
+    local t0 = uv.hrtime()
+    for i = 1, 200 do
+      server:send(('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":500}}}'):format(i))
+    end
+    local seen = {}
+    for _ = 1, 200 do
+      local msg = cjson.decode(server:read_line(5000))
+      seen[msg.id] = true
+    end
+    for i = 1, 200 do assert.is_true(seen[i]) end
+    assert.is_true((uv.hrtime() - t0) / 1e6 < 2500)
+  end)
+
+  it("stops a cancelled call and sends no response for it", function()
+    server:send('{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"sleep","arguments":{"ms":800}}}')
+    client.sleep(50)
+    server:notify("notifications/cancelled", { requestId = "c", reason = "changed my mind" })
+    -- A cancellation may name the id with different escapes: still the same id.
+    server:send('{"jsonrpc":"2.0","id":"\\u0064","method":"tools/call","params":{"name":"sleep","arguments":{"ms":800}}}')
+    client.sleep(50)
+    server:send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"d"}}')
+    assert.is_true(server:silent_for(1200))
+    -- The ids are free again and the server is fine.
+    server:send('{"jsonrpc":"2.0","id":"c","method":"ping"}')
+    assert.are.equal('{"jsonrpc":"2.0","id":"c","result":{}}', server:read_line())
+  end)
+
+  it("ignores a cancellation for an unknown or finished request", function()
+    server:notify("notifications/cancelled", { requestId = 12345 })
+    assert.are.same({}, server:request("ping", {}).result)
+  end)
+
+  it("refuses a second request with an id still in flight", function()
+    server:send('{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300}}}')
+    server:send('{"jsonrpc":"2.0","id":"dup","method":"ping"}')
+    local first = cjson.decode(server:read_line())
+    assert.are.equal(-32600, first.error.code)
+    local second = cjson.decode(server:read_line())
+    assert.are.equal("slept 300", second.result.content[1].text)
+  end)
+
+  it("sends log messages from mcp.log to the client", function()
+    server:call_tool("broadcast_log", { level = "warning", data = "to everyone" })
+    local logs = server:notifications_named("notifications/message")
+    assert.are.same({ level = "warning", data = "to everyone" }, logs[1].params)
+  end)
+end)
