@@ -18,10 +18,10 @@ LDLIBS  += -lm -ldl -lpthread
 
 # The protocol core: no Lua, no libuv. Unit tests and fuzzers link only this.
 CORE_SRC := runtime/buf.c runtime/json.c runtime/jsonrpc.c runtime/protocol.c runtime/session.c \
-            runtime/server.c runtime/log.c
+            runtime/server.c runtime/log.c runtime/strmap.c runtime/http_util.c
 # Everything else of the runtime.
 RUNTIME_SRC := $(CORE_SRC) runtime/lua_json.c runtime/lua_core.c runtime/lua_task.c runtime/vm.c \
-               runtime/stdio_transport.c runtime/main.c
+               runtime/stdio_transport.c runtime/http_transport.c runtime/main.c
 LUA_LIB := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o

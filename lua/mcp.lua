@@ -11,6 +11,7 @@ local core = require "mcp.core"
 local registry = require "mcp.registry"
 local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
+require "mcp.context" -- adds ctx:sample, ctx:elicit and ctx:roots
 
 local M = {}
 

@@ -181,5 +181,7 @@ int luaopen_mcp_core(lua_State *L) {
   luaL_setfuncs(L, functions, 1);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
+  lua_getfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
+  lua_setfield(L, -2, "ctx_methods");
   return 1;
 }

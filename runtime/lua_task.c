@@ -9,6 +9,7 @@
  */
 #include <lauxlib.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,11 +34,27 @@ task *task_of(lua_State *co) { return *(task **)lua_getextraspace(co); }
 
 static void task_release(uv_handle_t *h) { free(h->data); }
 
+/* Stop waiting for the client's reply, and tell the client we no longer
+ * need it. */
+static void cancel_client_request(task *t) {
+  session *s = t->client_session;
+  t->wait = TASK_RUNNING_OR_READY;
+  if (!s) return;
+  session_forget_request(s, t->client_request_id);
+  if (s->state != SESSION_CLOSED) {
+    char params[96];
+    int n = snprintf(params, sizeof params, "{\"requestId\":%lld,\"reason\":\"no longer needed\"}",
+                     t->client_request_id);
+    session_notify(s, NULL, "notifications/cancelled", params, (size_t)n);
+  }
+  t->client_session = NULL;
+}
+
 static void task_free(task *t) {
   vm *v = t->vm;
   if (t->ctx) t->ctx->task = NULL;
   if (t->call) t->call->app_data = NULL;
-  if (t->wait == TASK_WAIT_CLIENT && t->call) session_forget_request(t->call->session, t->client_request_id);
+  if (t->wait == TASK_WAIT_CLIENT) cancel_client_request(t);
   *(task **)lua_getextraspace(t->co) = NULL;
   /* Close the coroutine so its to-be-closed variables run now. */
   lua_resetthread(t->co);
@@ -258,6 +275,67 @@ int task_lua_sleep(lua_State *co) {
   return lua_yield(co, 0);
 }
 
+/* ---- Requests to the client (sampling, elicitation, roots) ----------- */
+
+/* How a wait for the client ended, passed to the continuation. The reply
+ * itself travels as a pointer into the message's tree, which stays valid
+ * while the coroutine is resumed synchronously; the continuation converts
+ * it, in protected mode. */
+enum { REPLY_RESULT = 1, REPLY_ERROR, REPLY_SESSION_ENDED, REPLY_TIMEOUT };
+
+static void resume_client_wait(task *t, int how, const json_value *value) {
+  t->wait = TASK_RUNNING_OR_READY;
+  t->client_session = NULL;
+  if (t->timer_initialized) uv_timer_stop(&t->timer);
+  lua_pushinteger(t->co, how);
+  lua_pushlightuserdata(t->co, (void *)value);
+  task_resume(t, 2);
+}
+
+/* The client answered (result or error), or the session closed (neither). */
+static void on_client_reply(void *data, const json_value *result, const json_value *error) {
+  task *t = data;
+  if (t->wait != TASK_WAIT_CLIENT) return;
+  if (result) resume_client_wait(t, REPLY_RESULT, result);
+  else if (error) resume_client_wait(t, REPLY_ERROR, error);
+  else resume_client_wait(t, REPLY_SESSION_ENDED, NULL);
+}
+
+static void on_client_timeout(uv_timer_t *timer) {
+  task *t = timer->data;
+  if (t->wait != TASK_WAIT_CLIENT) return;
+  if (t->client_session) session_forget_request(t->client_session, t->client_request_id);
+  resume_client_wait(t, REPLY_TIMEOUT, NULL);
+}
+
+/* After the reply: return the result, or raise what went wrong. The method
+ * name is in slot 2 of the original call. */
+static int client_request_continue(lua_State *co, int status, lua_KContext k) {
+  (void)status;
+  (void)k;
+  const char *method = lua_tostring(co, 2);
+  int how = (int)lua_tointeger(co, -2);
+  const json_value *value = lua_touserdata(co, -1);
+  lua_pop(co, 2);
+  switch (how) {
+    case REPLY_RESULT: ljson_push(co, value); return 1;
+    case REPLY_ERROR: {
+      const json_value *code = json_object_get(value, "code"), *message = json_object_get(value, "message");
+      return luaL_error(co, "%s failed: the client answered with error %d: %s", method,
+                        code && code->type == JSON_INTEGER ? (int)code->u.integer : 0,
+                        message && message->type == JSON_STRING ? message->u.string : "(no message)");
+    }
+    case REPLY_TIMEOUT:
+      return luaL_error(co, "%s failed: the client did not answer within %d ms", method,
+                        task_of(co)->vm->srv->opts.client_timeout_ms);
+    default: return luaL_error(co, "%s failed: the session ended", method);
+  }
+}
+
+/* ctx:_request(method, params): send a request to the client on the call's
+ * stream and wait for its answer. */
+static int ctx_request(lua_State *L);
+
 /* ---- ctx ------------------------------------------------------------- */
 
 static ctx_handle *check_ctx(lua_State *L) { return luaL_checkudata(L, 1, CTX_MT); }
@@ -316,6 +394,41 @@ static int ctx_progress(lua_State *L) {
   return 0;
 }
 
+static int ctx_request(lua_State *L) {
+  call *c = ctx_call(L);
+  const char *method = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  task *t = check_task(L, "ctx:_request");
+  buf params = BUF_INIT;
+  char err[160];
+  if (!ljson_encode(L, 3, &params, err, sizeof err)) {
+    buf_free(&params);
+    return luaL_error(L, "%s: %s", method, err);
+  }
+  lua_settop(L, 2);
+  t->client_session = c->session;
+  t->wait = TASK_WAIT_CLIENT;
+  t->client_request_id = session_request(c->session, c, method, params.data, params.len, on_client_reply, t);
+  buf_free(&params);
+  if (!t->timer_initialized) {
+    uv_timer_init(t->vm->loop, &t->timer);
+    t->timer_initialized = true;
+  }
+  t->timer.data = t;
+  uv_timer_start(&t->timer, on_client_timeout, (uint64_t)t->vm->srv->opts.client_timeout_ms, 0);
+  return lua_yieldk(L, 0, 0, client_request_continue);
+}
+
+/* ctx:close_sse_stream(): on HTTP, end this request's SSE stream now; the
+ * client resumes it with Last-Event-ID. Returns whether it was closed. */
+static int ctx_close_sse_stream(lua_State *L) {
+  call *c = ctx_call(L);
+  session *s = c->session;
+  bool closed = s->transport && s->transport->close_stream && s->transport->close_stream(s, c);
+  lua_pushboolean(L, closed);
+  return 1;
+}
+
 static int ctx_index(lua_State *L) {
   ctx_handle *h = check_ctx(L);
   const char *key = luaL_checkstring(L, 2);
@@ -348,6 +461,22 @@ static int ctx_index(lua_State *L) {
     return 1;
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, c->progress_token);
+  if (strcmp(key, "features") == 0) {
+    /* What the request's protocol version offers (from the one table). */
+    const protocol_version *v = c->version;
+    lua_createtable(L, 0, 5);
+    lua_pushboolean(L, v && v->elicitation);
+    lua_setfield(L, -2, "elicitation");
+    lua_pushboolean(L, v && v->url_elicitation);
+    lua_setfield(L, -2, "url_elicitation");
+    lua_pushboolean(L, v && v->structured_output);
+    lua_setfield(L, -2, "structured_output");
+    lua_pushboolean(L, v && v->tool_errors_as_results);
+    lua_setfield(L, -2, "tool_errors_as_results");
+    lua_pushboolean(L, v && v->batches);
+    lua_setfield(L, -2, "batches");
+    return 1;
+  }
   return 0;
 }
 
@@ -363,10 +492,14 @@ void task_register_ctx(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"log", ctx_log},
       {"progress", ctx_progress},
+      {"_request", ctx_request},
+      {"close_sse_stream", ctx_close_sse_stream},
       {NULL, NULL},
   };
   luaL_newmetatable(L, CTX_MT);
   luaL_newlib(L, methods);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
   lua_pushcclosure(L, ctx_index, 1);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, ctx_tostring);

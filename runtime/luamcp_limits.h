@@ -34,4 +34,36 @@
  * awaited before the waiting handler gets an error (--client-timeout). */
 #define DEFAULT_CLIENT_TIMEOUT_MS 60000
 
+/* ---- Streamable HTTP ------------------------------------------------- */
+
+/* A request's line and headers together; beyond this: 431. */
+#define HTTP_MAX_HEADER_BYTES (16u * 1024u)
+/* The header block must arrive within this long of the request's first byte
+ * (408 and close otherwise). */
+#define HTTP_HEADER_TIMEOUT_MS 10000
+/* A body gets this long, plus one second per HTTP_MIN_BODY_RATE bytes that
+ * have arrived: a client has to keep sending at that average rate. */
+#define HTTP_BODY_GRACE_MS 10000
+#define HTTP_MIN_BODY_RATE (16u * 1024u)
+/* An idle keep-alive connection is closed after this long. */
+#define HTTP_KEEPALIVE_IDLE_MS 120000
+/* Connections at once (--max-connections); beyond: 503 and close. */
+#define DEFAULT_HTTP_MAX_CONNECTIONS 1024
+/* Sessions at once (--max-sessions); beyond: 503 on initialize. */
+#define DEFAULT_HTTP_MAX_SESSIONS 20000
+/* A session with no request and no open stream for this long ends
+ * (--session-timeout, seconds). */
+#define DEFAULT_HTTP_SESSION_TIMEOUT_S 3600
+/* What SSE streams ask clients to wait before reconnecting. */
+#define HTTP_SSE_RETRY_MS 2000
+/* A comment line on an idle SSE stream this often keeps proxies from
+ * closing it and finds dead clients. */
+#define HTTP_SSE_KEEPALIVE_MS 15000
+/* Per session, the most recent SSE events kept for Last-Event-ID replay:
+ * at most this many, and at most this many bytes. */
+#define HTTP_REPLAY_EVENTS 256
+#define HTTP_REPLAY_BYTES (1u * 1024u * 1024u)
+/* A client that stops reading while we write more than this is dropped. */
+#define HTTP_MAX_PENDING_WRITE_BYTES (64u * 1024u * 1024u)
+
 #endif

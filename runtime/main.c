@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "http_transport.h"
+#include "http_util.h"
 #include "luamcp_limits.h"
 #include "log.h"
 #include "server.h"
@@ -22,6 +24,7 @@ typedef struct runtime {
   server srv;
   lua_app app;
   stdio_transport stdio;
+  http_server *http; /* NULL when serving stdio */
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
   bool stopping;
@@ -66,6 +69,19 @@ static void usage(FILE *to) {
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
           "                              (default: all in one page)\n"
+          "  --client-timeout MS         how long a tool waits for the client to answer\n"
+          "                              sampling, elicitation or roots (default: %d)\n"
+          "\n"
+          "Streamable HTTP instead of stdio:\n"
+          "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
+          "                              port 0 picks a free port (printed on stderr)\n"
+          "  --allow-remote              allow a HOST that is not loopback (prints a warning)\n"
+          "  --allow-host NAME           accept this Host header name too (repeatable)\n"
+          "  --allow-origin ORIGIN       accept this Origin too, e.g. https://app.example (repeatable)\n"
+          "  --bearer-token-env NAME     require Authorization: Bearer $NAME on every request\n"
+          "  --max-connections N         connections at once (default %d)\n"
+          "  --max-sessions N            sessions at once (default %d)\n"
+          "  --session-timeout SECONDS   end sessions idle this long (default %d)\n"
           "\n"
           "stdout carries only protocol messages; print() and io.write() in scripts go to stderr.\n"
           "\n"
@@ -79,7 +95,8 @@ static void usage(FILE *to) {
           "      }\n"
           "    }\n"
           "  }\n",
-          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, exe, example);
+          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
+          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, exe, example);
 }
 
 static void fail_usage(const char *fmt, const char *arg) {
@@ -96,14 +113,23 @@ static long parse_count(const char *flag, const char *value, long min) {
   return n;
 }
 
+enum { MAX_ALLOWED = 32 };
+
 typedef struct run_options {
   const char *path;
   const char *trace;
   server_options server;
+  bool http;
+  http_options http_opts;
+  const char *allow_hosts[MAX_ALLOWED];
+  const char *allow_origins[MAX_ALLOWED];
 } run_options;
 
 static void parse_run_options(int argc, char **argv, run_options *o) {
   server_options_defaults(&o->server);
+  http_options_defaults(&o->http_opts);
+  o->http_opts.allow_hosts = o->allow_hosts;
+  o->http_opts.allow_origins = o->allow_origins;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -123,6 +149,41 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
     } else if (strcmp(a, "--page-size") == 0) {
       o->server.page_size = (int)parse_count(a, value, 0);
       i++;
+    } else if (strcmp(a, "--client-timeout") == 0) {
+      o->server.client_timeout_ms = (int)parse_count(a, value, 1);
+      i++;
+    } else if (strcmp(a, "--http") == 0) {
+      char err[300];
+      if (!value) fail_usage("%s needs [HOST:]PORT[/PATH]", a);
+      if (!http_parse_listen(value, o->http_opts.host, sizeof o->http_opts.host, &o->http_opts.port,
+                             o->http_opts.path, sizeof o->http_opts.path, err, sizeof err))
+        fail_usage("%s", err);
+      o->http = true;
+      i++;
+    } else if (strcmp(a, "--allow-remote") == 0) {
+      o->http_opts.allow_remote = true;
+    } else if (strcmp(a, "--allow-host") == 0 || strcmp(a, "--allow-origin") == 0) {
+      bool host = a[8] == 'h';
+      int *count = host ? &o->http_opts.allow_host_count : &o->http_opts.allow_origin_count;
+      if (!value) fail_usage("%s needs a value", a);
+      if (*count == MAX_ALLOWED) fail_usage("too many %s flags", a);
+      (host ? o->allow_hosts : o->allow_origins)[(*count)++] = value;
+      i++;
+    } else if (strcmp(a, "--bearer-token-env") == 0) {
+      if (!value) fail_usage("%s needs the name of an environment variable", a);
+      const char *token = getenv(value);
+      if (!token || !*token) fail_usage("--bearer-token-env: the environment variable %s is empty or unset", value);
+      o->http_opts.bearer_token = token;
+      i++;
+    } else if (strcmp(a, "--max-connections") == 0) {
+      o->http_opts.max_connections = (int)parse_count(a, value, 1);
+      i++;
+    } else if (strcmp(a, "--max-sessions") == 0) {
+      o->http_opts.max_sessions = (int)parse_count(a, value, 1);
+      i++;
+    } else if (strcmp(a, "--session-timeout") == 0) {
+      o->http_opts.session_timeout_ms = (int)parse_count(a, value, 1) * 1000;
+      i++;
     } else if (a[0] == '-' && a[1]) {
       fail_usage("unknown option %s", a);
     } else if (!o->path) {
@@ -137,7 +198,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
 /* ---- Shutdown -------------------------------------------------------- */
 
 static void stop_loop(runtime *rt) {
-  stdio_close_handles(&rt->stdio);
+  if (rt->http) http_stop(rt->http);
+  else stdio_close_handles(&rt->stdio);
   uv_stop(rt->loop);
 }
 
@@ -166,7 +228,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   runtime *rt = h->data;
   log_write(LOG_INFO, "received signal %d; stopping", signum);
   begin_shutdown(rt);
-  session_close(rt->stdio.session);
+  if (!rt->http) session_close(rt->stdio.session);
   stop_loop(rt);
 }
 
@@ -204,11 +266,23 @@ static int command_run(int argc, char **argv) {
   uv_unref((uv_handle_t *)&rt->sigint);
   uv_unref((uv_handle_t *)&rt->sigterm);
 
-  stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
+  if (o.http) {
+    char err_text[400];
+    rt->http = http_start(rt->loop, &rt->srv, &o.http_opts, err_text, sizeof err_text);
+    if (!rt->http) {
+      fprintf(stderr, "luamcp: %s\n", err_text);
+      return 1;
+    }
+    const char *host = o.http_opts.host;
+    fprintf(stderr, "luamcp: serving MCP over HTTP at http://%s%s%s:%d%s\n", strchr(host, ':') ? "[" : "", host,
+            strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+  } else {
+    stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
+  }
   uv_run(rt->loop, UV_RUN_DEFAULT);
 
   /* Release everything so leak checkers see a clean exit. */
-  session_free(rt->stdio.session);
+  if (!rt->http) session_free(rt->stdio.session);
   vm_free(rt->app.current);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);

@@ -20,13 +20,14 @@ static void send_message(session *s, session_message *m) {
 
 /* A reply that is not the end of a call: an error for a message we could not
  * accept, or an answer the core gives itself (ping, initialize, ...). */
-static void send_reply(session *s, batch *b, void *origin, buf *reply) {
+static void send_reply(session *s, batch *b, void *origin, buf *reply, bool unaddressed) {
   if (b) {
     if (b->answered++) buf_putc(&b->out, ',');
     buf_append(&b->out, reply->data, reply->len);
     return;
   }
-  session_message m = {.json = reply->data, .len = reply->len, .origin = origin, .final = true};
+  session_message m = {.json = reply->data, .len = reply->len, .origin = origin, .final = true,
+                       .unaddressed_error = unaddressed};
   send_message(s, &m);
 }
 
@@ -35,7 +36,7 @@ static void reply_error(session *s, batch *b, void *origin, const json_value *id
   buf out = BUF_INIT;
   jsonrpc_write_error(&out, id ? src + id->src_off : NULL, id ? id->src_len : 0, code, message, data_json,
                       data_len);
-  send_reply(s, b, origin, &out);
+  send_reply(s, b, origin, &out, id == NULL);
   buf_free(&out);
 }
 
@@ -49,7 +50,7 @@ static void reply_result(session *s, batch *b, void *origin, const json_value *i
   jsonrpc_write_result_start(&out, src + id->src_off, id->src_len);
   buf_append(&out, result, len);
   jsonrpc_write_result_end(&out);
-  send_reply(s, b, origin, &out);
+  send_reply(s, b, origin, &out, false);
   buf_free(&out);
 }
 
@@ -218,6 +219,22 @@ void session_forget_request(session *s, long long id) { free(take_pending(s, id)
 bool session_subscribed(const session *s, const char *uri, size_t len) {
   for (subscription *sub = s->subscriptions; sub; sub = sub->next)
     if (strlen(sub->uri) == len && memcmp(sub->uri, uri, len) == 0) return true;
+  return false;
+}
+
+void session_cancel_from(session *s, void *origin) {
+  for (call *c = s->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->transport_data == origin) {
+      call_cancel(c);
+      next = s->calls; /* cancelling may have ended others: start over */
+    }
+  }
+}
+
+bool session_has_calls_from(const session *s, const void *origin) {
+  for (const call *c = s->calls; c; c = c->next)
+    if (c->transport_data == origin) return true;
   return false;
 }
 

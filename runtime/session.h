@@ -42,6 +42,7 @@ typedef struct session_message {
   batch *batch;   /* a batch response ends this batch */
   void *origin;   /* the transport's exchange the triggering message came in on, or NULL */
   bool final;     /* this is the response that ends `related` (or `batch`, or answers `origin`) */
+  bool unaddressed_error; /* an error with id null: the message itself was unusable */
 } session_message;
 
 /* Set by the transport that owns the session. send must not close or free
@@ -51,6 +52,11 @@ typedef struct transport_ops {
   void (*send)(session *s, const session_message *m);
   /* The call is about to be freed (answered or cancelled). Optional. */
   void (*call_ended)(session *s, call *c);
+  /* End the stream the call answers on now, leaving the call running; the
+   * client resumes it later (HTTP's Last-Event-ID). Returns false when the
+   * transport cannot do that (stdio, or a stream that cannot be resumed).
+   * Optional. */
+  bool (*close_stream)(session *s, call *c);
 } transport_ops;
 
 /* A request from the client being handled. Owner: its session, which creates
@@ -148,6 +154,10 @@ long long session_request(session *s, call *related, const char *method, const c
 /* Stop waiting for a reply (the waiter was cancelled or timed out). */
 void session_forget_request(session *s, long long id);
 bool session_subscribed(const session *s, const char *uri, size_t len);
+/* Cancel every call that arrived on origin (its answer has nowhere to go). */
+void session_cancel_from(session *s, void *origin);
+/* Is any call that arrived on origin still in flight? */
+bool session_has_calls_from(const session *s, const void *origin);
 /* Has the client declared this capability (a top-level key of its
  * capabilities, e.g. "sampling")? */
 bool session_client_has_capability(const session *s, const char *name);

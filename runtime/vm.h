@@ -52,7 +52,8 @@ struct task {
   call *call;             /* the request it answers; NULL once detached */
   struct ctx_handle *ctx; /* the ctx userdata given to the handler */
   task_wait wait;
-  long long client_request_id;
+  long long client_request_id; /* TASK_WAIT_CLIENT: our request's id ... */
+  session *client_session;     /* ... and the session it went to */
   bool running;           /* inside lua_resume right now */
   bool cancelled;         /* free it as soon as it stops running */
   bool timer_initialized;
@@ -74,7 +75,9 @@ void task_resume(task *t, int nargs);
 
 /* The mcp.core module (lua_core.c). */
 int luaopen_mcp_core(lua_State *L);
-/* Context methods and metatable (lua_task.c). */
+/* Context methods and metatable (lua_task.c). The methods table is also
+ * registry[TASK_CTX_METHODS], where the library adds its Lua methods. */
+#define TASK_CTX_METHODS "mcp.Context.methods"
 void task_register_ctx(lua_State *L);
 int task_lua_sleep(lua_State *L);
 

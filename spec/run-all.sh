@@ -64,6 +64,7 @@ fi
 run_counted "C unit: json" build/tests/test_json "$SHARED/JSONTestSuite/test_parsing"
 run_counted "C unit: session" build/tests/test_session
 JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted
+run_counted "MCP conformance suite" spec/conformance.sh
 
 echo
 echo "== summary"

@@ -74,6 +74,9 @@ mark_schema = function(s)
   return out
 end
 
+--- A copy of a schema table marked so empty arrays and objects encode right.
+M.mark = mark_schema
+
 --- JSON text of a schema given as a Lua table or a JSON string.
 ---@param schema table|string
 ---@return string

@@ -1,0 +1,97 @@
+-- mcp.context: the ctx methods that ask the client something.
+--
+-- ctx:sample, ctx:elicit and ctx:roots each send a request to the client
+-- (on HTTP, on the call's own SSE stream), wait without blocking anything
+-- else, and return the client's result table. A JSON-RPC error or a timeout
+-- (--client-timeout) raises a Lua error the handler can catch. Asking for
+-- something the client did not declare raises at once, sending nothing.
+
+local core = require "mcp.core"
+local schema = require "mcp.schema"
+
+local methods = core.ctx_methods
+local array, object = core.array, core.object
+
+local function declared(ctx, name)
+  local caps = ctx.capabilities
+  local cap = type(caps) == "table" and caps[name]
+  if cap == nil or cap == core.null or cap == false then return nil end
+  return cap
+end
+
+local function copy(t)
+  local out = {}
+  for k, v in pairs(t) do out[k] = v end
+  return out
+end
+
+--- Ask the client's model for a completion (sampling/createMessage).
+--- params: {messages, maxTokens, systemPrompt?, temperature?, ...}; a message
+--- may be a plain string (a user text message).
+---@return table result {role, content, model, stopReason}
+function methods.sample(ctx, params)
+  if type(params) ~= "table" then error("ctx:sample needs {messages = ..., maxTokens = ...}", 2) end
+  if not declared(ctx, "sampling") then
+    error("ctx:sample: the client did not declare the sampling capability", 2)
+  end
+  if math.type(params.maxTokens) ~= "integer" then error("ctx:sample: maxTokens (an integer) is required", 2) end
+  if type(params.messages) ~= "table" then error("ctx:sample: messages (a list) is required", 2) end
+  local p = copy(params)
+  p.messages = array()
+  for i, m in ipairs(params.messages) do
+    if type(m) == "string" then m = { role = "user", content = { type = "text", text = m } } end
+    p.messages[i] = m
+  end
+  return ctx:_request("sampling/createMessage", p)
+end
+
+local function random_id()
+  local bytes = {}
+  for i = 1, 16 do bytes[i] = ("%02x"):format(math.random(0, 255)) end
+  return table.concat(bytes)
+end
+
+--- Ask the user (elicitation/create).
+--- Form mode: {message, requestedSchema}. URL mode (2025-11-25):
+--- {mode = "url", message, url [, elicitationId]}.
+---@return table result {action = "accept"|"decline"|"cancel", content?}
+function methods.elicit(ctx, params)
+  if type(params) ~= "table" then error("ctx:elicit needs {message = ..., requestedSchema = ...}", 2) end
+  local features = ctx.features
+  local cap = declared(ctx, "elicitation")
+  local url_mode = params.mode == "url"
+  if not features.elicitation then
+    error("ctx:elicit: protocol " .. ctx.protocol_version .. " has no elicitation", 2)
+  end
+  if not cap then error("ctx:elicit: the client did not declare the elicitation capability", 2) end
+  if type(params.message) ~= "string" then error("ctx:elicit: message (a string) is required", 2) end
+  local p = copy(params)
+  if url_mode then
+    if not features.url_elicitation then
+      error("ctx:elicit: URL mode needs protocol 2025-11-25 or later", 2)
+    end
+    if type(cap) ~= "table" or cap.url == nil then
+      error("ctx:elicit: the client did not declare URL-mode elicitation", 2)
+    end
+    if type(params.url) ~= "string" then error("ctx:elicit: url (a string) is required in URL mode", 2) end
+    p.elicitationId = params.elicitationId or random_id()
+  else
+    if type(cap) == "table" and next(cap) ~= nil and cap.form == nil then
+      error("ctx:elicit: the client did not declare form-mode elicitation", 2)
+    end
+    if type(params.requestedSchema) ~= "table" then
+      error("ctx:elicit: requestedSchema (a table) is required in form mode", 2)
+    end
+    p.requestedSchema = schema.mark(params.requestedSchema)
+  end
+  return ctx:_request("elicitation/create", p)
+end
+
+--- The client's roots (roots/list): a list of {uri, name?}.
+function methods.roots(ctx)
+  if not declared(ctx, "roots") then error("ctx:roots: the client did not declare the roots capability", 2) end
+  local result = ctx:_request("roots/list", object())
+  return result.roots or array()
+end
+
+return methods
