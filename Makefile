@@ -18,9 +18,9 @@ LDLIBS  += -lm -ldl -lpthread
 
 # The protocol core: no Lua, no libuv. Unit tests and fuzzers link only this.
 CORE_SRC := runtime/buf.c runtime/json.c runtime/jsonrpc.c runtime/protocol.c runtime/session.c \
-            runtime/server.c runtime/log.c runtime/strmap.c runtime/http_util.c
+            runtime/server.c runtime/log.c runtime/strmap.c runtime/http_util.c runtime/schema.c runtime/regex.c
 # Everything else of the runtime.
-RUNTIME_SRC := $(CORE_SRC) runtime/lua_json.c runtime/lua_core.c runtime/lua_task.c runtime/vm.c \
+RUNTIME_SRC := $(CORE_SRC) runtime/lua_json.c runtime/lua_core.c runtime/lua_task.c runtime/lua_schema.c runtime/vm.c \
                runtime/stdio_transport.c runtime/http_transport.c runtime/main.c
 LUA_LIB := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
@@ -58,7 +58,7 @@ run: build/luamcp
 test-deps:
 	@runtime/tools/deps.sh test
 
-UNIT_TESTS := build/tests/test_json build/tests/test_session
+UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex
 
 build/tests/test_%: runtime/tests/test_%.c $(CORE_SRC) | deps build/obj
 	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $^ -lm

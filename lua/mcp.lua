@@ -67,12 +67,18 @@ end
 ---@field version? string
 ---@field title? string
 ---@field instructions? string
+---@field coerce? boolean the default of every tool's coerce
 
 --- Describe the server (serverInfo and instructions in initialize).
 ---@param info mcp.ServerInfo
 function M.server(info)
   check_definition("server", info)
   for k, v in pairs(info) do registry.server[k] = v end
+  if info.coerce ~= nil then
+    for _, tool in ipairs(registry.tools.entries) do
+      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce)
+    end
+  end
 end
 
 ---@class mcp.ToolDefinition
@@ -84,7 +90,23 @@ end
 ---@field annotations? table
 ---@field icons? table
 ---@field _meta? table
+---@field coerce? boolean forgive "5" for 5, "true" for true and JSON text for objects/arrays in arguments
 ---@field handler fun(args: table, ctx: mcp.Context): any
+
+-- A tool's schema as JSON text, compiled: raises naming the tool, the
+-- schema and the JSON pointer of the bad part.
+local function tool_schema(def, field, level)
+  local ok, json = pcall(schema.to_json, def[field])
+  if not ok then error(("tool %s: %s: %s"):format(def.name, field, json), level) end
+  local compiled
+  ok, compiled = pcall(core.schema_compile, json, field)
+  if not ok then error(("tool %s: %s"):format(def.name, compiled), level) end
+  local as_table = type(def[field]) == "table" and def[field] or core.json_decode(json)
+  if type(as_table) ~= "table" or as_table.type ~= "object" then
+    error(("tool %s: %s must have \"type\": \"object\" at its root"):format(def.name, field), level)
+  end
+  return json, compiled, as_table
+end
 
 --- Register a tool.
 ---@param def mcp.ToolDefinition
@@ -92,15 +114,11 @@ function M.tool(def)
   check_definition("tool", def)
   check_type(def, "name", "string")
   check_type(def, "handler", "function")
-  if #def.name == 0 or #def.name > 128 then error("tool names are 1 to 128 characters", 3) end
-  local input = def.inputSchema or { type = "object" }
-  local ok, input_json = pcall(schema.to_json, input)
-  if not ok then error(("tool %s: inputSchema: %s"):format(def.name, input_json), 3) end
-  local output_json
-  if def.outputSchema ~= nil then
-    ok, output_json = pcall(schema.to_json, def.outputSchema)
-    if not ok then error(("tool %s: outputSchema: %s"):format(def.name, output_json), 3) end
-  end
+  if #def.name == 0 or #def.name > 128 then error("tool names are 1 to 128 characters", 2) end
+  if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
+  local input_json, input_schema = tool_schema(def, "inputSchema", 3)
+  local output_json, output_schema, output_table
+  if def.outputSchema ~= nil then output_json, output_schema, output_table = tool_schema(def, "outputSchema", 3) end
   local wire = describe(core.object { name = def.name }, def, { "title", "description", "annotations", "_meta" })
   wire.inputSchema = core.raw(input_json)
   if output_json then wire.outputSchema = core.raw(output_json) end
@@ -108,9 +126,15 @@ function M.tool(def)
     name = def.name,
     handler = def.handler,
     wire = core.raw(core.json_encode(wire)),
-    has_output_schema = output_json ~= nil,
+    input_schema = input_schema,
+    coerce = def.coerce,
+    output_schema = output_schema,
+    output_table = output_table,
   }
-  return handle(registry.tools, registry.tools:add(def.name, entry))
+  registry.tools:add(def.name, entry)
+  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce)
+  entry.on_remove = function() core.tool_input(def.name, nil) end
+  return handle(registry.tools, entry)
 end
 
 ---@class mcp.ResourceDefinition
@@ -262,6 +286,9 @@ function M.embedded(def)
   if def.blob ~= nil then resource.blob = core.base64_encode(def.blob) else resource.text = def.text or "" end
   return { type = "resource", resource = resource, annotations = def.annotations }
 end
+
+--- JSON Schema validation: mcp.schema.validate(schema, value) -> true | false, errors.
+M.schema = { validate = schema.validate }
 
 --- Base64 (standard alphabet, padded).
 M.base64 = { encode = core.base64_encode, decode = core.base64_decode }

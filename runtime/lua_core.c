@@ -174,6 +174,9 @@ int luaopen_mcp_core(lua_State *L) {
       {"base64_decode", core_base64_decode},
       {"page_size", core_page_size},
       {"default_name", core_default_name},
+      {"schema_compile", lua_schema_compile},
+      {"schema_validate", lua_schema_validate},
+      {"tool_input", lua_schema_tool_input},
       {NULL, NULL},
   };
   luaL_newlibtable(L, functions);

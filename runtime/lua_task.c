@@ -212,7 +212,8 @@ static int entry_continue(lua_State *co, int status, lua_KContext k) {
 }
 
 /* The body of a request's coroutine: build params and ctx (in protected
- * mode, since both allocate), then run mcp._dispatch(method, params, ctx). */
+ * mode, since both allocate), check a tool call's arguments, then run
+ * mcp._dispatch(method, params, ctx, check). */
 static int task_entry(lua_State *co) {
   const json_value *params = lua_touserdata(co, 1);
   task *t = task_of(co);
@@ -227,7 +228,10 @@ static int task_entry(lua_State *co) {
   luaL_setmetatable(co, CTX_MT);
   lua_pushvalue(co, 3);
   lua_setiuservalue(co, -2, 1); /* ctx keeps params, for ctx.meta */
-  lua_callk(co, 3, 1, 0, entry_continue);
+  if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
+    lua_schema_check_call(co, t->vm, params, 3);
+  else lua_pushnil(co);
+  lua_callk(co, 4, 1, 0, entry_continue);
   return 1;
 }
 

@@ -235,11 +235,13 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, buf *err) {
     v->module_dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
   }
   v->dispatch_ref = v->describe_ref = LUA_NOREF;
+  strmap_init(&v->tool_inputs);
   lua_State *L = v->L = luaL_newstate();
   *(task **)lua_getextraspace(L) = NULL; /* copied into every new thread */
   luaL_openlibs(L);
   ljson_init(L);
   task_register_ctx(L);
+  lua_schema_register(L);
   luaL_newmetatable(L, VM_RPC_ERROR_MT);
   lua_pushcfunction(L, rpc_error_tostring);
   lua_setfield(L, -2, "__tostring");
@@ -257,6 +259,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, buf *err) {
 void vm_free(vm *v) {
   if (!v) return;
   if (v->L) lua_close(v->L);
+  lua_schema_forget_tools(v);
   free(v->path);
   free(v->module_dir);
   free(v->server_info_json);

@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "server.h"
+#include "strmap.h"
 
 typedef struct vm vm;
 typedef struct task task;
@@ -32,6 +33,7 @@ struct vm {
   int live_tasks;
   char *server_info_json; /* last describe: serverInfo */
   char *instructions;     /* last describe: instructions, or NULL */
+  strmap tool_inputs;     /* tool name -> what tools/call validates (lua_schema.c) */
 };
 
 /* What the task is waiting for between resumes. */
@@ -72,6 +74,17 @@ void task_start_call(vm *v, call *c, const json_value *params);
 void task_cancel(task *t);
 /* Resume a waiting task with nargs values already pushed on its stack. */
 void task_resume(task *t, int nargs);
+
+/* JSON Schemas (lua_schema.c). */
+void lua_schema_register(lua_State *L);
+int lua_schema_compile(lua_State *L);
+int lua_schema_validate(lua_State *L);
+int lua_schema_tool_input(lua_State *L);
+void lua_schema_forget_tools(vm *v);
+/* Check a tools/call's arguments against the tool's inputSchema. Pushes nil
+ * (valid, or nothing to check) or {text, errors}; with coercion on, may
+ * replace params[params_idx].arguments with the corrected value. */
+void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int params_idx);
 
 /* The mcp.core module (lua_core.c). */
 int luaopen_mcp_core(lua_State *L);

@@ -45,6 +45,45 @@ function methods.sample(ctx, params)
   return ctx:_request("sampling/createMessage", p)
 end
 
+-- Elicitation forms are flat: an object of primitive fields (string,
+-- number, integer, boolean, and enums or multi-select arrays of strings).
+-- The first problem found, as "pointer: what is wrong", or nil.
+local PRIMITIVE_KEYS = {
+  string = { type = 1, title = 1, description = 1, minLength = 1, maxLength = 1, format = 1, default = 1,
+             enum = 1, enumNames = 1, oneOf = 1 },
+  number = { type = 1, title = 1, description = 1, minimum = 1, maximum = 1, default = 1 },
+  boolean = { type = 1, title = 1, description = 1, default = 1 },
+  array = { type = 1, title = 1, description = 1, minItems = 1, maxItems = 1, items = 1, default = 1 },
+}
+PRIMITIVE_KEYS.integer = PRIMITIVE_KEYS.number
+local FORMATS = { email = true, uri = true, date = true, ["date-time"] = true }
+
+local function flat_schema_problem(s)
+  if s.type ~= "object" then return "/type: must be \"object\"" end
+  if type(s.properties) ~= "table" then return "/properties: must be an object of fields" end
+  for name, field in pairs(s.properties) do
+    local where = "/properties/" .. tostring(name)
+    if type(field) ~= "table" then return where .. ": must be a schema object" end
+    local allowed = PRIMITIVE_KEYS[field.type]
+    if not allowed then
+      return where .. "/type: must be string, number, integer, boolean or array (elicitation forms are flat)"
+    end
+    for key in pairs(field) do
+      if not allowed[key] then return ("%s/%s: not allowed in an elicitation form field"):format(where, key) end
+    end
+    if field.format ~= nil and not FORMATS[field.format] then
+      return where .. "/format: must be email, uri, date or date-time"
+    end
+    if field.type == "array" then
+      local items = field.items
+      if type(items) ~= "table" or not (type(items.enum) == "table" or type(items.anyOf) == "table") then
+        return where .. "/items: a multi-select field needs items with enum or anyOf of {const, title}"
+      end
+    end
+  end
+  return nil
+end
+
 local function random_id()
   local bytes = {}
   for i = 1, 16 do bytes[i] = ("%02x"):format(math.random(0, 255)) end
@@ -82,9 +121,17 @@ function methods.elicit(ctx, params)
     if type(params.requestedSchema) ~= "table" then
       error("ctx:elicit: requestedSchema (a table) is required in form mode", 2)
     end
+    local problem = flat_schema_problem(params.requestedSchema)
+    if problem then error("ctx:elicit: requestedSchema " .. problem, 2) end
     p.requestedSchema = schema.mark(params.requestedSchema)
   end
-  return ctx:_request("elicitation/create", p)
+  local result = ctx:_request("elicitation/create", p)
+  if not url_mode and result.action == "accept" then
+    -- What the user typed must fit the form before the handler trusts it.
+    local ok, _, text = schema.validate(params.requestedSchema, result.content or object())
+    if not ok then error("ctx:elicit: the client's answer does not match requestedSchema:\n" .. text, 2) end
+  end
+  return result
 end
 
 --- The client's roots (roots/list): a list of {uri, name?}.

@@ -7,6 +7,7 @@
 
 local core = require "mcp.core"
 local registry = require "mcp.registry"
+local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
 
 local array, object, raw = core.array, core.object, core.raw
@@ -86,8 +87,9 @@ local function scalar_text(v)
   return tostring(v)
 end
 
---- Turn what a tool handler returned into a CallToolResult.
-local function tool_result(r)
+--- Turn what a tool handler returned into a CallToolResult. With an
+--- outputSchema, empty tables the schema calls arrays become [] first.
+local function tool_result(r, output_table)
   local kind = type(r)
   if r == nil then return { content = array() } end
   if kind == "string" then return { content = array { text_block(r) } } end
@@ -98,6 +100,9 @@ local function tool_result(r)
   if r.content ~= nil or r.structuredContent ~= nil or r.isError ~= nil then
     local result = {}
     for k, v in pairs(r) do result[k] = v end
+    if output_table and result.structuredContent ~= nil then
+      result.structuredContent = schema.shape(result.structuredContent, output_table)
+    end
     if result.content == nil then
       result.content = array()
       if result.structuredContent ~= nil then
@@ -110,6 +115,7 @@ local function tool_result(r)
     end
     return result
   end
+  if output_table then r = schema.shape(r, output_table) end
   local text = core.json_encode(r)
   if is_array_like(r) then return { content = array { text_block(text) } } end
   return { content = array { text_block(text) }, structuredContent = object(r) }
@@ -119,13 +125,32 @@ local function error_result(message)
   return { content = array { text_block(message) }, isError = true }
 end
 
+-- A tool that declares an outputSchema must return structuredContent that
+-- matches it; the answer is a tool error, never silently sent.
+local function check_output(tool, result)
+  local structured = result.structuredContent
+  if structured == nil then return "declares an outputSchema but returned no structuredContent" end
+  local ok, report = core.schema_validate(tool.output_schema, structured)
+  if ok then return nil end
+  return "the result does not match the tool's outputSchema:\n" .. report.text
+end
+
 local function traceback(err)
   if core.is_rpc_error(err) then return err end
   local message = type(err) == "string" and err or tostring(err)
   return { message = message, traceback = debug.traceback(message, 2) }
 end
 
-methods["tools/call"] = function(params, ctx)
+-- Arguments that do not match the inputSchema (check comes from the C
+-- validator): a tool error the model can act on from 2025-11-25 (SEP-1303),
+-- -32602 with the same list before.
+local function invalid_arguments(name, check, ctx)
+  local text = ("Invalid arguments for tool %s:\n%s"):format(name, check.text)
+  if ctx.features.tool_errors_as_results then return error_result(text) end
+  rpc_error(INVALID_PARAMS, text, { errors = check.errors })
+end
+
+methods["tools/call"] = function(params, ctx, check)
   local name = params.name
   if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
   local tool = registry.tools:get(name)
@@ -136,6 +161,7 @@ methods["tools/call"] = function(params, ctx)
   elseif type(args) ~= "table" or getmetatable(args) ~= nil then
     rpc_error(INVALID_PARAMS, "Invalid params: arguments must be an object")
   end
+  if check then return invalid_arguments(name, check, ctx) end
   local ok, result = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
     if core.is_rpc_error(result) then error(result, 0) end
@@ -143,8 +169,15 @@ methods["tools/call"] = function(params, ctx)
     return error_result(result.message)
   end
   local converted
-  ok, converted = pcall(tool_result, result)
+  ok, converted = pcall(tool_result, result, tool.output_table)
   if not ok then return error_result(("tool %s returned something that cannot be sent: %s"):format(name, converted)) end
+  if tool.output_schema and not converted.isError then
+    local problem = check_output(tool, converted)
+    if problem then
+      core.log("error", ("tool %s: %s"):format(name, problem), "luamcp")
+      return error_result(("tool %s: %s"):format(name, problem))
+    end
+  end
   -- If converted cannot be encoded as JSON (a function inside, NaN, ...),
   -- the runtime answers with an isError result saying so.
   return converted
@@ -232,7 +265,12 @@ methods["prompts/get"] = function(params, ctx)
   if not prompt then rpc_error(INVALID_PARAMS, "Unknown prompt: " .. name) end
   local args = params.arguments or {}
   if type(args) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params: arguments must be an object") end
+  local declared = {}
+  for _, a in ipairs(prompt.arguments) do declared[a.name] = true end
   for k, v in pairs(args) do
+    if not declared[k] then
+      rpc_error(INVALID_PARAMS, ("Invalid params: prompt %s has no argument %s"):format(name, tostring(k)))
+    end
     if type(v) ~= "string" then
       rpc_error(INVALID_PARAMS, ("Invalid params: argument %s must be a string"):format(tostring(k)))
     end
@@ -285,13 +323,13 @@ end
 local ARRAY_MT = getmetatable(array())
 
 --- Run one method.
-function M.dispatch(method, params, ctx)
+function M.dispatch(method, params, ctx, check)
   local handler = methods[method]
   if handler then
     if getmetatable(params) == ARRAY_MT then
       rpc_error(INVALID_PARAMS, "Invalid params: MCP methods take named params (an object)")
     end
-    return handler(params, ctx)
+    return handler(params, ctx, check)
   end
   handler = registry.methods[method]
   if not handler then rpc_error(-32601, "Method not found: " .. method) end

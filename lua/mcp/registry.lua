@@ -43,6 +43,7 @@ end
 function List:remove(entry)
   if self.by_key[entry.key] ~= entry then return false end
   self.by_key[entry.key] = nil
+  if entry.on_remove then entry.on_remove() end
   for i, e in ipairs(self.entries) do
     if e == entry then
       table.remove(self.entries, i)
