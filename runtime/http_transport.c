@@ -124,6 +124,7 @@ struct http_server {
   uv_check_t later;      /* does that work at the end of this turn ... */
   uv_idle_t later_idle;  /* ... without blocking in poll first */
   bool stopping;
+  int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
 
 static uint64_t now_ms(http_server *h) { return uv_now(h->loop); }
@@ -225,7 +226,9 @@ static void send_response(http_conn *c, int status, const char *extra_headers, c
   buf_printf(&out, "Content-Length: %zu\r\n", len);
   if (extra_headers) buf_append_str(&out, extra_headers);
   buf_puts(&out, "\r\n");
-  if (len) buf_append(&out, body, len);
+  /* A response to HEAD has no body (RFC 9110, 9.3.2): bytes sent anyway
+   * would be read as the start of the next response. */
+  if (len && c->parser.method != HTTP_HEAD) buf_append(&out, body, len);
   conn_write(c, out.data, out.len);
   buf_free(&out);
 }
@@ -384,12 +387,36 @@ static void stream_detach(http_stream *st) {
   response_done(c);
 }
 
+/* 202 with no body: the POST carried nothing to answer (notifications and
+ * responses only). */
+static void stream_accept(http_stream *st) {
+  http_conn *c = st->conn;
+  buf headers = BUF_INIT;
+  session_header(st->hs, &headers);
+  send_response(c, 202, headers.data, NULL, NULL, 0);
+  buf_free(&headers);
+  st->complete = true;
+  st->conn = NULL;
+  c->stream = NULL;
+  response_done(c);
+}
+
 /* transport_ops.send */
 static void http_send(session *s, const session_message *m) {
   http_session *hs = s->transport_data;
   http_stream *st = m->origin ? (http_stream *)m->origin : standalone_stream(hs);
-  if (!m->json) { /* a batch of notifications: nothing to say */
-    if (m->final) st->complete = true;
+  /* The session is idle from its last message, not from the arrival of a
+   * request that took longer than --session-timeout to answer. */
+  hs->last_active_ms = now_ms(hs->server);
+  /* The call is answered: from here on it no longer refers to its stream,
+   * which may be freed below (see http_call_ended). */
+  if (m->final && m->related) m->related->transport_data = NULL;
+  if (!m->json) { /* a batch with nothing to answer: the exchange still ends */
+    if (!m->final) return;
+    if (st->conn && st->mode == STREAM_PENDING) stream_accept(st);
+    st->complete = true;
+    stream_detach(st);
+    stream_maybe_free(st);
     return;
   }
   if (st->mode == STREAM_PENDING && m->final) {
@@ -438,7 +465,24 @@ static bool http_close_stream(session *s, call *c) {
   return true;
 }
 
-static const transport_ops HTTP_OPS = {.send = http_send, .close_stream = http_close_stream};
+/* transport_ops.call_ended: a call the client cancelled (notifications/
+ * cancelled) ends without a response, but its HTTP exchange must still end,
+ * or the client waits forever. An answered call no longer has a stream (see
+ * http_send); a batch ends with its array; an ended session closes its
+ * streams itself (session_destroy). */
+static void http_call_ended(session *s, call *cl) {
+  http_stream *st = cl->transport_data;
+  if (!st || cl->batch || st->complete || s->state == SESSION_CLOSED) return;
+  st->complete = true;
+  if (!st->conn) return; /* conn_close or a later resumption finishes it */
+  /* A request must be answered with JSON or an event stream: an event
+   * stream with no response in it is what a cancelled request gets. */
+  if (st->mode == STREAM_PENDING) sse_start(st);
+  stream_detach(st);
+  stream_maybe_free(st);
+}
+
+static const transport_ops HTTP_OPS = {.send = http_send, .call_ended = http_call_ended, .close_stream = http_close_stream};
 
 /* ---- Sessions -------------------------------------------------------- */
 
@@ -540,6 +584,12 @@ static void store_header(http_conn *c) {
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
     if (strcasecmp(c->field.data, wanted[i].name) != 0) continue;
     char **slot = (char **)((char *)c + wanted[i].offset);
+    if (*slot && strcmp(wanted[i].name, "host") == 0) {
+      /* RFC 9112, 3.2: 400. Keeping either one would let a request past
+       * the Host check that a proxy routes by the other. */
+      reject(c, 400, -32600, "Bad Request: more than one Host header");
+      break;
+    }
     if (*slot && strcmp(wanted[i].name, "accept") == 0) {
       /* Repeated Accept headers are one list. */
       size_t n = strlen(*slot);
@@ -786,14 +836,7 @@ static void handle_post(http_conn *c) {
   }
   if (st->conn && !st->complete && st->mode == STREAM_PENDING && !session_has_calls_from(hs->session, st)) {
     /* A notification or a response: accepted, nothing to answer. */
-    buf headers = BUF_INIT;
-    session_header(hs, &headers);
-    send_response(c, 202, headers.data, NULL, NULL, 0);
-    buf_free(&headers);
-    st->complete = true;
-    st->conn = NULL;
-    c->stream = NULL;
-    response_done(c);
+    stream_accept(st);
   }
   stream_maybe_free(st);
 }
@@ -907,7 +950,9 @@ static void response_done(http_conn *c) {
   if (c->state != CONN_RESPONDING) return;
   c->state = CONN_IDLE;
   c->request_ready = false;
-  http_parser_pause(&c->parser, 0);
+  /* Unpausing a parser in an error state (malformed HTTP) is an assertion
+   * failure in http_parser that aborts the whole process. */
+  if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED) http_parser_pause(&c->parser, 0);
   c->deadline_ms = now_ms(c->server) + HTTP_KEEPALIVE_IDLE_MS;
   if (c->close_after_response || !c->keep_alive) {
     if (c->pending_write_bytes == 0) conn_close_later(c);
@@ -999,6 +1044,18 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   }
 }
 
+/* After http_stop, the server is freed once the close callbacks of its own
+ * handles and of every connection (which use it) have run. */
+static void server_maybe_free(http_server *h) {
+  if (h->handles_closing == 0 && !h->conns) free(h);
+}
+
+static void on_server_handle_closed(uv_handle_t *handle) {
+  http_server *h = handle->data;
+  h->handles_closing--;
+  server_maybe_free(h);
+}
+
 static void on_conn_closed(uv_handle_t *h) {
   http_conn *c = h->data;
   http_server *srv = c->server;
@@ -1018,6 +1075,7 @@ static void on_conn_closed(uv_handle_t *h) {
   buf_free(&c->value);
   buf_free(&c->input);
   free(c);
+  if (srv->stopping) server_maybe_free(srv);
 }
 
 static void conn_close(http_conn *c) {
@@ -1025,6 +1083,9 @@ static void conn_close(http_conn *c) {
   c->closing = true;
   http_stream *st = c->stream;
   if (st) {
+    /* A stream open for longer than --session-timeout leaves its session
+     * idle from now, not from when it was opened. */
+    st->hs->last_active_ms = now_ms(c->server);
     st->conn = NULL;
     c->stream = NULL;
     if (st->mode == STREAM_PENDING && !st->complete) {
@@ -1152,6 +1213,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   uv_check_init(loop, &h->later);
   uv_idle_init(loop, &h->later_idle);
   h->later.data = h;
+  h->later_idle.data = h;
   uv_timer_start(&h->sweep, on_sweep, 1000, 1000);
   if (!http_is_loopback_address(opts->host))
     log_write(LOG_WARNING, "listening on %s, which is not loopback: anyone who can reach it can call your tools%s",
@@ -1169,9 +1231,10 @@ void http_stop(http_server *h) {
     next = c->next;
     conn_close(c);
   }
-  uv_close((uv_handle_t *)&h->listener, NULL);
-  uv_close((uv_handle_t *)&h->sweep, NULL);
-  uv_close((uv_handle_t *)&h->later, NULL);
-  uv_close((uv_handle_t *)&h->later_idle, NULL);
   strmap_free(&h->sessions_by_id);
+  h->handles_closing = 4;
+  uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+  uv_close((uv_handle_t *)&h->sweep, on_server_handle_closed);
+  uv_close((uv_handle_t *)&h->later, on_server_handle_closed);
+  uv_close((uv_handle_t *)&h->later_idle, on_server_handle_closed);
 }

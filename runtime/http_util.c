@@ -76,6 +76,9 @@ bool http_host_name(const char *host, char *out, size_t out_len) {
     end = strchr(host, ']');
     if (!end) return false;
     if (end[1] && !(end[1] == ':' && valid_port(end + 2))) return false;
+    if (end == host + 1) return false;
+    for (const char *p = host + 1; p < end; p++) /* an IPv6 literal: hex digits, ':' and '.' */
+      if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') return false;
     lower_copy(out, out_len, host + 1, (size_t)(end - host - 1));
     return true;
   }
