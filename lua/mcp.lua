@@ -30,6 +30,45 @@ M.json = { encode = core.json_encode, decode = core.json_decode }
 ---@param ms number
 M.sleep = core.sleep
 
+--- Run fn(...) concurrently, as part of the current request. It starts at
+--- once and runs until it first waits. Returns a handle:
+--- handle:wait() -> what fn returned (raises what fn raised),
+--- handle:cancel(), handle:done().
+---@param fn function
+---@return table handle
+M.spawn = core.spawn
+
+--- Run every function concurrently and wait for all of them. Returns the
+--- first value each returned, in order; if one raises, the others are
+--- cancelled and the error is raised.
+---@param fns function[]
+---@return any[]
+function M.all(fns)
+  local handles = {}
+  for i, fn in ipairs(fns) do handles[i] = core.spawn(fn) end
+  local results = {}
+  for i, h in ipairs(handles) do
+    local ok, value = pcall(h.wait, h)
+    if not ok then
+      for j = i + 1, #handles do handles[j]:cancel() end
+      error(value, 0)
+    end
+    results[i] = value
+  end
+  return results
+end
+
+--- Run a program (never through a shell) and wait for it without blocking:
+--- mcp.exec{argv = {...}, cwd?, env? (replaces the environment), stdin?,
+--- timeout_ms?, max_output_bytes?, stream? = function(chunk, which)}
+--- -> {code, signal, stdout, stderr, timed_out, truncated},
+--- or nil, message, code when the program cannot be started.
+M.exec = core.exec
+
+--- Files, on the thread pool: read(path), write(path, data), list(dir),
+--- stat(path). Failures return nil, message, code ("ENOENT", ...).
+M.fs = core.fs
+
 local function check_type(def, field, expected, optional, level)
   local v = def[field]
   if v == nil and optional then return end
@@ -76,7 +115,7 @@ function M.server(info)
   for k, v in pairs(info) do registry.server[k] = v end
   if info.coerce ~= nil then
     for _, tool in ipairs(registry.tools.entries) do
-      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce)
+      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce, tool.timeout_ms)
     end
   end
 end
@@ -91,6 +130,7 @@ end
 ---@field icons? table
 ---@field _meta? table
 ---@field coerce? boolean forgive "5" for 5, "true" for true and JSON text for objects/arrays in arguments
+---@field timeout_ms? integer this tool's deadline (default: --timeout); 0 for none
 ---@field handler fun(args: table, ctx: mcp.Context): any
 
 -- A tool's schema as JSON text, compiled: raises naming the tool, the
@@ -114,6 +154,7 @@ function M.tool(def)
   check_definition("tool", def)
   check_type(def, "name", "string")
   check_type(def, "handler", "function")
+  check_type(def, "timeout_ms", "number", true)
   if #def.name == 0 or #def.name > 128 then error("tool names are 1 to 128 characters", 2) end
   if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
   local input_json, input_schema = tool_schema(def, "inputSchema", 3)
@@ -128,11 +169,12 @@ function M.tool(def)
     wire = core.raw(core.json_encode(wire)),
     input_schema = input_schema,
     coerce = def.coerce,
+    timeout_ms = def.timeout_ms,
     output_schema = output_schema,
     output_table = output_table,
   }
   registry.tools:add(def.name, entry)
-  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce)
+  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms)
   entry.on_remove = function() core.tool_input(def.name, nil) end
   return handle(registry.tools, entry)
 end
@@ -323,6 +365,17 @@ end
 
 function M._start()
   registry.started = true
+end
+
+--- What `luamcp build --mcpb` writes into manifest.json: mcp.server{}'s
+--- fields and the tools registered while the scripts loaded.
+function M._manifest()
+  local tools = {}
+  for _, tool in ipairs(registry.tools:enabled_entries()) do
+    local wire = core.json_decode(tool.wire[1])
+    tools[#tools + 1] = { name = tool.name, description = wire.description }
+  end
+  return { server = registry.server, tools = tools }
 end
 
 return M

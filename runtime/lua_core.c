@@ -84,6 +84,16 @@ static int core_log(lua_State *L) {
   return 0;
 }
 
+/* stderr(level, message): the server's own log only, never the client. */
+static int core_stderr(lua_State *L) {
+  size_t n;
+  const char *name = luaL_checklstring(L, 1, &n);
+  int level = log_level_parse(name, n);
+  if (level < 0) return luaL_argerror(L, 1, "not a log level");
+  log_write(level, "%s", luaL_checkstring(L, 2));
+  return 0;
+}
+
 static int core_base64_encode(lua_State *L) {
   static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t n;
@@ -165,11 +175,14 @@ int luaopen_mcp_core(lua_State *L) {
       {"object", ljson_lua_object},
       {"raw", ljson_lua_raw},
       {"sleep", task_lua_sleep},
+      {"spawn", task_lua_spawn},
+      {"exec", lua_exec},
       {"rpc_error", core_rpc_error},
       {"is_rpc_error", core_is_rpc_error},
       {"broadcast", core_broadcast},
       {"resource_updated", core_resource_updated},
       {"log", core_log},
+      {"stderr", core_stderr},
       {"base64_encode", core_base64_encode},
       {"base64_decode", core_base64_decode},
       {"page_size", core_page_size},
@@ -186,5 +199,6 @@ int luaopen_mcp_core(lua_State *L) {
   lua_setfield(L, -2, "null");
   lua_getfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
   lua_setfield(L, -2, "ctx_methods");
+  lua_fs_register(L, lua_gettop(L));
   return 1;
 }

@@ -25,6 +25,7 @@ typedef struct schema_ud {
 typedef struct tool_input {
   schema *compiled;
   bool coerce;
+  int timeout_ms; /* the tool's own deadline; < 0: the server's default */
 } tool_input;
 
 /* One report for the whole process: validation runs on the loop thread and
@@ -105,8 +106,8 @@ int lua_schema_validate(lua_State *L) {
   return 2;
 }
 
-/* tool_input(name, schema | nil [, coerce]): what tools/call checks for the
- * tool called name (nil forgets it). */
+/* tool_input(name, schema | nil [, coerce [, timeout_ms]]): what tools/call
+ * checks for the tool called name (nil forgets it). */
 int lua_schema_tool_input(lua_State *L) {
   vm *v = lua_touserdata(L, lua_upvalueindex(1));
   const char *name = luaL_checkstring(L, 1);
@@ -115,6 +116,7 @@ int lua_schema_tool_input(lua_State *L) {
   tool_input *in = malloc(sizeof *in);
   in->compiled = check_schema(L, 2);
   in->coerce = lua_toboolean(L, 3);
+  in->timeout_ms = (int)luaL_optinteger(L, 4, -1);
   strmap_set(&v->tool_inputs, name, in);
   return 0;
 }
@@ -132,9 +134,10 @@ void lua_schema_forget_tools(vm *v) {
   strmap_free(&v->tool_inputs);
 }
 
-void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int params_idx) {
+void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int params_idx, int *timeout_ms) {
   const json_value *name = json_object_get(params, "name");
   tool_input *in = name && name->type == JSON_STRING ? strmap_get(&v->tool_inputs, name->u.string) : NULL;
+  if (in && in->timeout_ms >= 0) *timeout_ms = in->timeout_ms;
   const json_value *args = json_object_get(params, "arguments");
   if (!in || (args && args->type != JSON_OBJECT)) {
     lua_pushnil(co); /* unknown tool or malformed arguments: dispatch says so */

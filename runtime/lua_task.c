@@ -1,11 +1,21 @@
 /*
- * lua_task.c - every request runs in its own coroutine.
+ * lua_task.c - every request runs in its own coroutine, within limits.
  *
- * The OpenResty pattern: a yielding C API (mcp.sleep, ctx:sample, ...) arms
- * an event, records what the task waits for, and ends with lua_yield; the
- * event's callback resumes the coroutine. A cancelled task is never resumed
- * again: its event is disarmed, its coroutine closed (running its
- * to-be-closed variables) and unanchored.
+ * The OpenResty pattern: a yielding C API (mcp.sleep, ctx:sample, mcp.exec,
+ * ...) arms an event, records what the task waits for, and ends with
+ * lua_yield; the event's callback resumes the coroutine. A task that ends
+ * early (cancelled, or past its deadline) is never resumed again: what it
+ * waits for is disarmed, its coroutine closed (running its to-be-closed
+ * variables) and unanchored.
+ *
+ * Code that never yields is stopped the way Redis stops scripts: a count
+ * hook looks at the clock every TASK_HOOK_INSTRUCTIONS instructions; once
+ * the deadline has passed or the call was cancelled, it raises an error and
+ * re-arms itself to raise again on every instruction, so no pcall can
+ * swallow it. Every few milliseconds the hook also lets the loop run one
+ * turn (server.nested_poll), so a cancellation sent while the handler
+ * computes is seen, and progress it reported is flushed; anything that
+ * would run Lua during that turn is queued until the handler stops.
  */
 #include <lauxlib.h>
 #include <math.h>
@@ -20,25 +30,100 @@
 #include "vm.h"
 
 #define CTX_MT "mcp.Context"
+#define TASK_HANDLE_MT "mcp.Task"
 
-/* The ctx userdata a handler receives. Owner: Lua's GC; the task points at
- * it and clears `task` when it ends, so a ctx kept past its request fails
- * cleanly instead of touching freed memory. */
+/* The ctx userdata a handler receives. Owner: Lua's GC; the root task
+ * points at it and clears `task` when it ends, so a ctx kept past its
+ * request fails cleanly instead of touching freed memory. */
 typedef struct ctx_handle {
   task *task;
 } ctx_handle;
 
+typedef enum handle_state { HANDLE_RUNNING, HANDLE_FINISHED, HANDLE_CANCELLED } handle_state;
+
+/* What mcp.spawn returns. Owner: Lua's GC. While the task runs, the task
+ * keeps the handle alive (handle_ref); once it has finished, the handle
+ * keeps the finished coroutine, whose stack holds the results (results_ref),
+ * until they are collected by wait() or the handle is garbage. */
+typedef struct task_handle {
+  task *task;
+  handle_state state;
+  bool ok;
+  int nresults;
+  lua_State *results_co;
+  int results_ref;
+  vm *vm;
+} task_handle;
+
 task *task_of(lua_State *co) { return *(task **)lua_getextraspace(co); }
 
-/* ---- Lifecycle ------------------------------------------------------- */
+vm *vm_of(lua_State *L) {
+  void *ud;
+  lua_getallocf(L, &ud);
+  return ud;
+}
 
-static void task_release(uv_handle_t *h) { free(h->data); }
+static void task_free(task *t);
+static void finish_root(task *t, int status, bool stray_yield);
+static void finish_child(task *t, int status, int nres);
+
+/* ---- Deferred events --------------------------------------------------- */
+
+/* An event for t arrived while another task runs (inside its hook's loop
+ * turn): run it when that task stops. */
+static void defer(task *t, int nargs) {
+  vm *v = t->vm;
+  t->deferred_nargs += nargs;
+  if (t->in_deferred) return;
+  t->in_deferred = true;
+  t->deferred_next = NULL;
+  if (v->deferred_tail) v->deferred_tail->deferred_next = t;
+  else v->deferred = t;
+  v->deferred_tail = t;
+}
+
+static void unqueue(task *t) {
+  if (!t->in_deferred) return;
+  vm *v = t->vm;
+  task *prev = NULL;
+  for (task *q = v->deferred; q; prev = q, q = q->deferred_next) {
+    if (q != t) continue;
+    if (prev) prev->deferred_next = t->deferred_next;
+    else v->deferred = t->deferred_next;
+    if (v->deferred_tail == t) v->deferred_tail = prev;
+    break;
+  }
+  t->in_deferred = false;
+}
+
+static void answer_timeout(task *t);
+
+static void drain_deferred(vm *v) {
+  while (v->deferred && !v->running && v->srv->nested_poll == 0) {
+    task *t = v->deferred;
+    v->deferred = t->deferred_next;
+    if (!v->deferred) v->deferred_tail = NULL;
+    t->in_deferred = false;
+    int nargs = t->deferred_nargs;
+    t->deferred_nargs = 0;
+    if (t->cancelled) task_free(t);
+    else if (t->root->timed_out && t == t->root) answer_timeout(t);
+    else task_resume(t, nargs);
+  }
+}
+
+/* ---- Lifecycle --------------------------------------------------------- */
+
+static void on_timer_closed(uv_handle_t *h) {
+  task *t = h->data;
+  if (--t->open_handles == 0) free(t);
+}
 
 /* Stop waiting for the client's reply, and tell the client we no longer
  * need it. */
 static void cancel_client_request(task *t) {
   session *s = t->client_session;
-  t->wait = TASK_RUNNING_OR_READY;
+  t->client_session = NULL;
   if (!s) return;
   session_forget_request(s, t->client_request_id);
   if (s->state != SESSION_CLOSED) {
@@ -47,25 +132,80 @@ static void cancel_client_request(task *t) {
                      t->client_request_id);
     session_notify(s, NULL, "notifications/cancelled", params, (size_t)n);
   }
-  t->client_session = NULL;
+}
+
+/* Disarm whatever the task waits for, so nothing resumes it. */
+static void stop_waiting(task *t) {
+  switch (t->wait) {
+    case TASK_WAIT_TIMER: uv_timer_stop(&t->timer); break;
+    case TASK_WAIT_CLIENT:
+      uv_timer_stop(&t->timer);
+      cancel_client_request(t);
+      break;
+    case TASK_WAIT_OP:
+      if (t->wait_op) t->wait_op->cancel(t->wait_op);
+      t->wait_op = NULL;
+      break;
+    case TASK_WAIT_TASK:
+      for (task *c = t->root->children; c; c = c->next_child)
+        if (c->waiter == t) c->waiter = NULL;
+      break;
+    case TASK_NOT_WAITING: break;
+  }
+  t->wait = TASK_NOT_WAITING;
+}
+
+/* A spawned task that ends without finishing normally: its handle says so
+ * and whoever waits on it gets an error. */
+static void abandon_handle(task *t) {
+  task_handle *h = t->handle;
+  if (h) {
+    h->task = NULL;
+    h->state = HANDLE_CANCELLED;
+    t->handle = NULL;
+  }
+  if (t->handle_ref != LUA_NOREF) luaL_unref(t->vm->L, LUA_REGISTRYINDEX, t->handle_ref);
+  t->handle_ref = LUA_NOREF;
+  task *w = t->waiter;
+  t->waiter = NULL;
+  if (w && w->wait == TASK_WAIT_TASK) task_resume(w, 0); /* its continuation sees the cancellation */
 }
 
 static void task_free(task *t) {
   vm *v = t->vm;
-  if (t->ctx) t->ctx->task = NULL;
-  if (t->call) t->call->app_data = NULL;
-  if (t->wait == TASK_WAIT_CLIENT) cancel_client_request(t);
-  *(task **)lua_getextraspace(t->co) = NULL;
-  /* Close the coroutine so its to-be-closed variables run now. */
-  lua_resetthread(t->co);
-  luaL_unref(v->L, LUA_REGISTRYINDEX, t->co_ref);
-  v->live_tasks--;
-  if (t->timer_initialized) {
-    t->timer.data = t;
-    uv_close((uv_handle_t *)&t->timer, task_release);
+  unqueue(t);
+  stop_waiting(t);
+  if (t == t->root) {
+    while (t->children) task_cancel(t->children);
+    if (t->ctx) t->ctx->task = NULL;
+    if (t->call) t->call->app_data = NULL;
+    t->call = NULL;
+    if (t->deadline_armed) uv_timer_stop(&t->deadline_timer);
   } else {
-    free(t);
+    task *root = t->root;
+    if (t->prev_child) t->prev_child->next_child = t->next_child;
+    else root->children = t->next_child;
+    if (t->next_child) t->next_child->prev_child = t->prev_child;
+    abandon_handle(t);
   }
+  *(task **)lua_getextraspace(t->co) = NULL;
+  lua_sethook(t->co, NULL, 0, 0);
+  if (t->co_ref != LUA_NOREF) {
+    /* Close the coroutine so its to-be-closed variables run now. */
+    lua_resetthread(t->co);
+    luaL_unref(v->L, LUA_REGISTRYINDEX, t->co_ref);
+  }
+  v->live_tasks--;
+  t->open_handles = 0;
+  if (t->timer_initialized) {
+    t->open_handles++;
+    uv_close((uv_handle_t *)&t->timer, on_timer_closed);
+  }
+  if (t->deadline_timer_initialized) {
+    t->open_handles++;
+    uv_close((uv_handle_t *)&t->deadline_timer, on_timer_closed);
+  }
+  if (t->open_handles == 0) free(t);
 }
 
 /* Create the coroutine in protected mode: even lua_newthread can fail when
@@ -75,7 +215,7 @@ static int new_thread(lua_State *L) {
   return 1;
 }
 
-static task *task_new(vm *v) {
+static task *task_new(vm *v, task *root) {
   lua_State *L = v->L;
   lua_pushcfunction(L, new_thread);
   if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
@@ -87,10 +227,19 @@ static task *task_new(vm *v) {
   t->vm = v;
   t->co = lua_tothread(L, -1);
   t->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  t->handle_ref = LUA_NOREF;
+  t->root = root ? root : t;
   *(task **)lua_getextraspace(t->co) = t;
   v->live_tasks++;
+  if (root) {
+    t->next_child = root->children;
+    if (t->next_child) t->next_child->prev_child = t;
+    root->children = t;
+  }
   return t;
 }
+
+/* ---- Answers ----------------------------------------------------------- */
 
 /* Turn a Lua error value into the JSON-RPC error that answers the call. */
 static void fail_call_with_error(lua_State *co, call *c) {
@@ -113,37 +262,58 @@ static void fail_call_with_error(lua_State *co, call *c) {
       return;
     }
   }
-  const char *message = luaL_tolstring(co, -1, NULL);
+  const char *message = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : luaL_typename(co, -1);
   log_write(LOG_ERROR, "%s failed: %s", c->method, message);
   buf text = BUF_INIT;
   buf_printf(&text, "Internal error: %s", message);
   call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
   buf_free(&text);
-  lua_pop(co, 1);
 }
 
 /* A tool's own mistake that escaped the library (a result with no JSON
- * form, a stray yield) reaches the model as a tool error, not a protocol
- * error. */
-static bool answer_as_tool_error(call *c, const char *what, const char *detail) {
-  if (strcmp(c->method, "tools/call") != 0) return false;
-  buf text = BUF_INIT, result = BUF_INIT;
+ * form, a stray yield, a limit) reaches the model as a tool error, not a
+ * protocol error. Other methods get -32603. */
+static void answer_problem(call *c, const char *what, const char *detail) {
+  buf text = BUF_INIT;
   buf_printf(&text, "%s%s", what, detail);
-  buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
-  json_write_string(&result, text.data, text.len);
-  buf_puts(&result, "}],\"isError\":true}");
-  call_respond(c, result.data, result.len);
+  if (strcmp(c->method, "tools/call") == 0) {
+    buf result = BUF_INIT;
+    buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
+    json_write_string(&result, text.data, text.len);
+    buf_puts(&result, "}],\"isError\":true}");
+    call_respond(c, result.data, result.len);
+    buf_free(&result);
+  } else {
+    call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
+  }
   buf_free(&text);
-  buf_free(&result);
-  return true;
 }
 
-/* Answer the task's call from the coroutine's final status. The call is
- * detached first: answering frees it. */
-static void finish(task *t, int status, bool stray_yield) {
+/* The root's deadline passed: answer with an error naming the limit and
+ * stop everything it started. */
+static void answer_timeout(task *t) {
+  call *c = t->call;
+  t->call = NULL;
+  if (c) {
+    c->app_data = NULL;
+    char limit[96];
+    snprintf(limit, sizeof limit, "%d ms", t->timeout_ms);
+    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", c->method, limit);
+    answer_problem(c, "stopped: the call exceeded its time limit of ", limit);
+  }
+  task_free(t);
+}
+
+/* Answer the root task's call from the coroutine's final status. The call
+ * is detached first: answering frees it. */
+static void finish_root(task *t, int status, bool stray_yield) {
   lua_State *co = t->co;
   call *c = t->call;
   if (!c) return;
+  if (t->timed_out) {
+    answer_timeout(t);
+    return;
+  }
   t->call = NULL;
   c->app_data = NULL;
   if (stray_yield) {
@@ -151,58 +321,149 @@ static void finish(task *t, int status, bool stray_yield) {
         "a handler yielded to luamcp with coroutine.yield; yield only inside coroutines you create, and use "
         "mcp.sleep and the ctx methods to wait";
     log_write(LOG_ERROR, "%s: %s", c->method, message);
-    if (!answer_as_tool_error(c, message, "")) call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
-    return;
-  }
-  if (status != LUA_OK) {
+    answer_problem(c, message, "");
+  } else if (status != LUA_OK) {
     fail_call_with_error(co, c);
+  } else {
+    buf out = BUF_INIT;
+    char err[200];
+    if (ljson_encode(co, -1, &out, err, sizeof err)) {
+      call_respond(c, out.data, out.len);
+    } else {
+      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", c->method, err);
+      answer_problem(c, "the result cannot be sent as JSON: ", err);
+    }
+    buf_free(&out);
+  }
+  task_free(t);
+}
+
+/* A spawned task ended: its coroutine (and the results on its stack) moves
+ * to the handle, and a task waiting on it goes on. */
+static void finish_child(task *t, int status, int nres) {
+  task_handle *h = t->handle;
+  if (h) {
+    h->state = HANDLE_FINISHED;
+    h->ok = status == LUA_OK;
+    h->nresults = status == LUA_OK ? nres : 1;
+    h->results_co = t->co;
+    h->results_ref = t->co_ref; /* the handle keeps the coroutine now */
+    h->task = NULL;
+    t->co_ref = LUA_NOREF;
+    t->handle = NULL;
+  } else if (status != LUA_OK) {
+    log_write(LOG_ERROR, "a task started with mcp.spawn failed: %s",
+              lua_type(t->co, -1) == LUA_TSTRING ? lua_tostring(t->co, -1) : "(error object)");
+  }
+  task *w = t->waiter;
+  t->waiter = NULL;
+  if (t->handle_ref != LUA_NOREF) luaL_unref(t->vm->L, LUA_REGISTRYINDEX, t->handle_ref);
+  t->handle_ref = LUA_NOREF;
+  task_free(t);
+  if (w && w->wait == TASK_WAIT_TASK) task_resume(w, 0);
+}
+
+static void on_deadline(uv_timer_t *timer) {
+  task *t = timer->data;
+  t->deadline_armed = false;
+  if (!t->call || t->cancelled) return;
+  t->timed_out = true;
+  if (t->running) return; /* the hook will stop it */
+  if (t->vm->srv->nested_poll > 0 || t->vm->running) {
+    defer(t, 0);
     return;
   }
-  buf out = BUF_INIT;
-  char err[200];
-  if (ljson_encode(co, -1, &out, err, sizeof err)) {
-    call_respond(c, out.data, out.len);
-  } else {
-    log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", c->method, err);
-    if (!answer_as_tool_error(c, "the tool returned something that cannot be sent as JSON: ", err)) {
-      buf text = BUF_INIT;
-      buf_printf(&text, "Internal error: the result could not be encoded as JSON: %s", err);
-      call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
-      buf_free(&text);
-    }
-  }
-  buf_free(&out);
+  answer_timeout(t);
 }
 
 void task_resume(task *t, int nargs) {
-  int nres = 0;
-  t->running = true;
-  t->wait = TASK_RUNNING_OR_READY;
-  int status = lua_resume(t->co, t->vm->L, nargs, &nres);
-  t->running = false;
-  if (t->cancelled) {
-    task_free(t);
+  vm *v = t->vm;
+  if (v->srv->nested_poll > 0) {
+    defer(t, nargs);
     return;
   }
-  if (status == LUA_YIELD) {
+  task *outer = v->running;
+  int nres = 0;
+  v->running = t;
+  t->running = true;
+  t->wait = TASK_NOT_WAITING;
+  int status = lua_resume(t->co, v->L, nargs, &nres);
+  t->running = false;
+  v->running = outer;
+  if (t->cancelled) {
+    task_free(t);
+  } else if (status == LUA_YIELD && t->wait != TASK_NOT_WAITING) {
     lua_pop(t->co, nres);
-    if (t->wait != TASK_RUNNING_OR_READY) return;
+    task *root = t->root;
+    if (root->deadline_ns && !root->deadline_armed && root->call) {
+      /* Waiting now: the deadline needs a timer, not just the hook. */
+      uint64_t now = uv_hrtime();
+      uint64_t left_ms = root->deadline_ns > now ? (root->deadline_ns - now) / 1000000 + 1 : 0;
+      if (!root->deadline_timer_initialized) {
+        uv_timer_init(v->loop, &root->deadline_timer);
+        root->deadline_timer.data = root;
+        root->deadline_timer_initialized = true;
+      }
+      root->deadline_armed = true;
+      uv_timer_start(&root->deadline_timer, on_deadline, left_ms, 0);
+    }
+  } else {
+    bool stray = status == LUA_YIELD;
+    if (stray) lua_pop(t->co, nres);
+    if (t == t->root) finish_root(t, status, stray);
+    else finish_child(t, status, nres);
   }
-  finish(t, status, status == LUA_YIELD);
-  task_free(t);
+  if (!outer) drain_deferred(v);
 }
 
 void task_cancel(task *t) {
-  t->call = NULL;
-  if (t->running) {
-    t->cancelled = true; /* freed when lua_resume returns */
+  if (t == t->root) t->call = NULL;
+  t->cancelled = true;
+  if (t->running) return; /* the hook stops it; freed when lua_resume returns */
+  if (t->vm->srv->nested_poll > 0 || t->vm->running) {
+    /* Closing the coroutine runs Lua: not while another task runs. */
+    stop_waiting(t);
+    defer(t, 0);
     return;
   }
-  if (t->timer_initialized) uv_timer_stop(&t->timer);
   task_free(t);
 }
 
-/* ---- Starting a call ------------------------------------------------- */
+/* ---- The hook: deadlines and cancellation for code that never yields -- */
+
+static void task_hook(lua_State *L, lua_Debug *ar);
+
+static void rearm_every_instruction(lua_State *L, task *t) {
+  lua_sethook(L, task_hook, LUA_MASKCOUNT, 1);
+  if (t->co != L) lua_sethook(t->co, task_hook, LUA_MASKCOUNT, 1);
+}
+
+static void task_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  vm *v = vm_of(L);
+  task *t = v->running;
+  if (!t) return;
+  task *root = t->root;
+  uint64_t now = uv_hrtime();
+  if (!t->cancelled && !root->timed_out && root->deadline_ns && now >= root->deadline_ns) root->timed_out = true;
+  if (!t->cancelled && !root->timed_out && v->srv->nested_poll_safe && v->srv->nested_poll == 0 &&
+      now - v->last_poll_ns >= (uint64_t)TASK_POLL_INTERVAL_MS * 1000000u) {
+    /* Let the loop run one turn: a cancellation may be waiting, and output
+     * this handler produced should leave now, not when it ends. */
+    v->last_poll_ns = now;
+    v->srv->nested_poll++;
+    uv_run(v->loop, UV_RUN_NOWAIT);
+    v->srv->nested_poll--;
+  }
+  if (t->cancelled || root->cancelled || root->timed_out) {
+    rearm_every_instruction(L, t);
+    luaL_error(L, root->timed_out ? "stopped: the call exceeded its time limit" : "stopped: the call was cancelled");
+  }
+}
+
+void task_install_hook(lua_State *L) { lua_sethook(L, task_hook, LUA_MASKCOUNT, TASK_HOOK_INSTRUCTIONS); }
+
+/* ---- Starting a call --------------------------------------------------- */
 
 static int entry_continue(lua_State *co, int status, lua_KContext k) {
   (void)co;
@@ -228,29 +489,35 @@ static int task_entry(lua_State *co) {
   luaL_setmetatable(co, CTX_MT);
   lua_pushvalue(co, 3);
   lua_setiuservalue(co, -2, 1); /* ctx keeps params, for ctx.meta */
+  int timeout_ms = t->vm->default_timeout_ms;
   if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
-    lua_schema_check_call(co, t->vm, params, 3);
+    lua_schema_check_call(co, t->vm, params, 3, &timeout_ms);
   else lua_pushnil(co);
+  if (timeout_ms > 0) {
+    t->timeout_ms = timeout_ms;
+    t->deadline_ns = uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
+  }
   lua_callk(co, 4, 1, 0, entry_continue);
   return 1;
 }
 
 void task_start_call(vm *v, call *c, const json_value *params) {
-  task *t = task_new(v);
+  task *t = task_new(v, NULL);
   if (!t) {
     call_fail(c, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL, 0);
     return;
   }
   t->call = c;
   c->app_data = t;
+  task_install_hook(t->co);
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
   task_resume(t, 1);
 }
 
-/* ---- mcp.sleep ------------------------------------------------------- */
+/* ---- Waiting ----------------------------------------------------------- */
 
-static task *check_task(lua_State *co, const char *what) {
+task *task_check(lua_State *co, const char *what) {
   task *t = task_of(co);
   if (!t)
     luaL_error(co, "%s can only be called while handling a request, from the handler's own coroutine (use mcp.spawn "
@@ -261,12 +528,12 @@ static task *check_task(lua_State *co, const char *what) {
 
 static void on_sleep_done(uv_timer_t *timer) {
   task *t = timer->data;
-  task_resume(t, 0);
+  if (t->wait == TASK_WAIT_TIMER) task_resume(t, 0);
 }
 
 int task_lua_sleep(lua_State *co) {
   lua_Number ms = luaL_checknumber(co, 1);
-  task *t = check_task(co, "mcp.sleep");
+  task *t = task_check(co, "mcp.sleep");
   if (!(ms > 0)) ms = 0;
   if (ms > 1e12) ms = 1e12;
   if (!t->timer_initialized) {
@@ -279,20 +546,133 @@ int task_lua_sleep(lua_State *co) {
   return lua_yield(co, 0);
 }
 
-/* ---- Requests to the client (sampling, elicitation, roots) ----------- */
+int task_wait_op(lua_State *co, task *t, task_op *op, lua_KFunction k) {
+  t->wait = TASK_WAIT_OP;
+  t->wait_op = op;
+  return lua_yieldk(co, 0, 0, k);
+}
+
+/* ---- mcp.spawn and task handles ---------------------------------------- */
+
+static task_handle *check_handle(lua_State *L) { return luaL_checkudata(L, 1, TASK_HANDLE_MT); }
+
+static int handle_gc(lua_State *L) {
+  task_handle *h = check_handle(L);
+  if (h->results_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, h->results_ref);
+  h->results_ref = LUA_NOREF;
+  return 0;
+}
+
+/* Return the finished task's results, or raise its error. */
+static int handle_results(lua_State *L, task_handle *h) {
+  if (h->state == HANDLE_CANCELLED) return luaL_error(L, "the task was cancelled before it finished");
+  if (h->results_ref == LUA_NOREF) return luaL_error(L, "this task's results were already taken by wait()");
+  lua_State *from = h->results_co;
+  int n = h->nresults;
+  luaL_checkstack(L, n + 1, "too many results");
+  lua_xmove(from, L, n);
+  luaL_unref(L, LUA_REGISTRYINDEX, h->results_ref);
+  h->results_ref = LUA_NOREF;
+  if (!h->ok) return lua_error(L);
+  return n;
+}
+
+static int handle_wait_continue(lua_State *L, int status, lua_KContext k) {
+  (void)status;
+  (void)k;
+  lua_settop(L, 1);
+  task_handle *h = check_handle(L);
+  if (h->state == HANDLE_RUNNING) return luaL_error(L, "the task is still running");
+  return handle_results(L, h);
+}
+
+/* handle:wait() -> what the task returned (raises what it raised). */
+static int handle_wait(lua_State *L) {
+  task_handle *h = check_handle(L);
+  lua_settop(L, 1);
+  if (h->state != HANDLE_RUNNING) return handle_results(L, h);
+  task *self = task_check(L, "wait");
+  if (h->task == self) return luaL_error(L, "a task cannot wait for itself");
+  if (h->task->waiter) return luaL_error(L, "another task is already waiting for this one");
+  h->task->waiter = self;
+  self->wait = TASK_WAIT_TASK;
+  return lua_yieldk(L, 0, 0, handle_wait_continue);
+}
+
+static int handle_cancel(lua_State *L) {
+  task_handle *h = check_handle(L);
+  if (h->state == HANDLE_RUNNING && h->task) task_cancel(h->task);
+  return 0;
+}
+
+static int handle_done(lua_State *L) {
+  lua_pushboolean(L, check_handle(L)->state != HANDLE_RUNNING);
+  return 1;
+}
+
+void task_register_handle(lua_State *L) {
+  static const luaL_Reg methods[] = {
+      {"wait", handle_wait}, {"cancel", handle_cancel}, {"done", handle_done}, {NULL, NULL}};
+  luaL_newmetatable(L, TASK_HANDLE_MT);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, handle_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+}
+
+/* mcp.spawn(fn, ...) -> handle: run fn(...) as a task of the current call,
+ * concurrently with it. It starts at once and runs until it first waits. */
+int task_lua_spawn(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  task *parent = task_check(L, "mcp.spawn");
+  vm *v = parent->vm;
+  int nargs = lua_gettop(L) - 1;
+  task_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  memset(h, 0, sizeof *h);
+  h->results_ref = LUA_NOREF;
+  h->vm = v;
+  luaL_setmetatable(L, TASK_HANDLE_MT);
+  task *t = task_new(v, parent->root);
+  if (!t) return luaL_error(L, "not enough memory");
+  h->task = t;
+  t->handle = h;
+  lua_pushvalue(L, -1);
+  t->handle_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  task_install_hook(t->co);
+  /* Move fn and its arguments to the new coroutine, keeping the handle. */
+  luaL_checkstack(t->co, nargs + 1, "too many arguments");
+  lua_rotate(L, 1, 1); /* handle fn args... */
+  lua_pushvalue(L, 2);
+  lua_xmove(L, t->co, 1);
+  for (int i = 0; i < nargs; i++) {
+    lua_pushvalue(L, 3 + i);
+    lua_xmove(L, t->co, 1);
+  }
+  lua_settop(L, 1);
+  task_resume(t, nargs);
+  return 1;
+}
+
+/* ---- Requests to the client (sampling, elicitation, roots) ------------- */
 
 /* How a wait for the client ended, passed to the continuation. The reply
- * itself travels as a pointer into the message's tree, which stays valid
- * while the coroutine is resumed synchronously; the continuation converts
- * it, in protected mode. */
+ * travels as JSON text: it is converted in protected mode, and it may have
+ * to wait in the deferred queue after its message was freed. */
 enum { REPLY_RESULT = 1, REPLY_ERROR, REPLY_SESSION_ENDED, REPLY_TIMEOUT };
 
 static void resume_client_wait(task *t, int how, const json_value *value) {
-  t->wait = TASK_RUNNING_OR_READY;
   t->client_session = NULL;
-  if (t->timer_initialized) uv_timer_stop(&t->timer);
+  uv_timer_stop(&t->timer);
   lua_pushinteger(t->co, how);
-  lua_pushlightuserdata(t->co, (void *)value);
+  if (value) {
+    buf text = BUF_INIT;
+    json_write_value(&text, value);
+    lua_pushlstring(t->co, text.data, text.len);
+    buf_free(&text);
+  } else {
+    lua_pushnil(t->co);
+  }
   task_resume(t, 2);
 }
 
@@ -308,7 +688,7 @@ static void on_client_reply(void *data, const json_value *result, const json_val
 static void on_client_timeout(uv_timer_t *timer) {
   task *t = timer->data;
   if (t->wait != TASK_WAIT_CLIENT) return;
-  if (t->client_session) session_forget_request(t->client_session, t->client_request_id);
+  cancel_client_request(t);
   resume_client_wait(t, REPLY_TIMEOUT, NULL);
 }
 
@@ -319,28 +699,39 @@ static int client_request_continue(lua_State *co, int status, lua_KContext k) {
   (void)k;
   const char *method = lua_tostring(co, 2);
   int how = (int)lua_tointeger(co, -2);
-  const json_value *value = lua_touserdata(co, -1);
-  lua_pop(co, 2);
+  size_t n = 0;
+  const char *text = lua_tolstring(co, -1, &n);
+  json_doc *doc = text ? json_parse(text, n, MAX_JSON_DEPTH, NULL) : NULL;
+  const json_value *value = doc ? json_doc_root(doc) : NULL;
   switch (how) {
-    case REPLY_RESULT: ljson_push(co, value); return 1;
+    case REPLY_RESULT:
+      if (!value) break;
+      lua_pop(co, 2);
+      ljson_push(co, value);
+      json_doc_free(doc);
+      return 1;
     case REPLY_ERROR: {
       const json_value *code = json_object_get(value, "code"), *message = json_object_get(value, "message");
-      return luaL_error(co, "%s failed: the client answered with error %d: %s", method,
-                        code && code->type == JSON_INTEGER ? (int)code->u.integer : 0,
-                        message && message->type == JSON_STRING ? message->u.string : "(no message)");
+      lua_pushfstring(co, "%s failed: the client answered with error %d: %s", method,
+                      code && code->type == JSON_INTEGER ? (int)code->u.integer : 0,
+                      message && message->type == JSON_STRING ? message->u.string : "(no message)");
+      json_doc_free(doc);
+      return lua_error(co);
     }
     case REPLY_TIMEOUT:
-      return luaL_error(co, "%s failed: the client did not answer within %d ms", method,
-                        task_of(co)->vm->srv->opts.client_timeout_ms);
-    default: return luaL_error(co, "%s failed: the session ended", method);
+      json_doc_free(doc);
+      lua_pushfstring(co, "%s failed: the client did not answer within %d ms", method,
+                      task_of(co)->vm->srv->opts.client_timeout_ms);
+      return lua_error(co);
+    default: break;
   }
+  json_doc_free(doc);
+  /* No position prefix: the message is about the client, not a line here. */
+  lua_pushfstring(co, "%s failed: the session ended", method);
+  return lua_error(co);
 }
 
-/* ctx:_request(method, params): send a request to the client on the call's
- * stream and wait for its answer. */
-static int ctx_request(lua_State *L);
-
-/* ---- ctx ------------------------------------------------------------- */
+/* ---- ctx --------------------------------------------------------------- */
 
 static ctx_handle *check_ctx(lua_State *L) { return luaL_checkudata(L, 1, CTX_MT); }
 
@@ -351,58 +742,13 @@ static call *ctx_call(lua_State *L) {
   return h->task->call;
 }
 
-static int push_json_text(lua_State *L, const char *json) {
-  if (!json) {
-    lua_pushnil(L);
-    return 1;
-  }
-  json_doc *doc = json_parse(json, strlen(json), MAX_JSON_DEPTH, NULL);
-  if (!doc) {
-    lua_pushnil(L);
-    return 1;
-  }
-  ljson_push(L, json_doc_root(doc));
-  json_doc_free(doc);
-  return 1;
-}
-
-static int ctx_log(lua_State *L) {
-  call *c = ctx_call(L);
-  size_t n;
-  const char *name = luaL_checklstring(L, 2, &n);
-  int level = log_level_parse(name, n);
-  if (level < 0) return luaL_argerror(L, 2, "not a log level (debug, info, notice, warning, error, critical, alert, emergency)");
-  luaL_checkany(L, 3);
-  const char *logger = luaL_optstring(L, 4, NULL);
-  buf data = BUF_INIT;
-  char err[160];
-  if (!ljson_encode(L, 3, &data, err, sizeof err)) {
-    buf_free(&data);
-    return luaL_error(L, "ctx:log: %s", err);
-  }
-  if (lua_type(L, 3) == LUA_TSTRING) log_write(level, "%s: %s", c->method, lua_tostring(L, 3));
-  else log_write(level, "%s: %s", c->method, data.data);
-  session_log(c->session, c, level, logger, data.data, data.len);
-  buf_free(&data);
-  return 0;
-}
-
-static int ctx_progress(lua_State *L) {
-  call *c = ctx_call(L);
-  lua_Number progress = luaL_checknumber(L, 2);
-  lua_Number total = luaL_optnumber(L, 3, NAN);
-  size_t n = 0;
-  const char *message = luaL_optlstring(L, 4, NULL, &n);
-  const char *problem = call_progress(c, progress, total, message, n);
-  if (problem) return luaL_error(L, "ctx:progress: %s", problem);
-  return 0;
-}
-
+/* ctx:_request(method, params): send a request to the client on the call's
+ * stream and wait for its answer. */
 static int ctx_request(lua_State *L) {
   call *c = ctx_call(L);
   const char *method = luaL_checkstring(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
-  task *t = check_task(L, "ctx:_request");
+  task *t = task_check(L, "ctx:_request");
   buf params = BUF_INIT;
   char err[160];
   if (!ljson_encode(L, 3, &params, err, sizeof err)) {
@@ -431,6 +777,54 @@ static int ctx_close_sse_stream(lua_State *L) {
   bool closed = s->transport && s->transport->close_stream && s->transport->close_stream(s, c);
   lua_pushboolean(L, closed);
   return 1;
+}
+
+static int push_json_text(lua_State *L, const char *json) {
+  if (!json) {
+    lua_pushnil(L);
+    return 1;
+  }
+  json_doc *doc = json_parse(json, strlen(json), MAX_JSON_DEPTH, NULL);
+  if (!doc) {
+    lua_pushnil(L);
+    return 1;
+  }
+  ljson_push(L, json_doc_root(doc));
+  json_doc_free(doc);
+  return 1;
+}
+
+static int ctx_log(lua_State *L) {
+  call *c = ctx_call(L);
+  size_t n;
+  const char *name = luaL_checklstring(L, 2, &n);
+  int level = log_level_parse(name, n);
+  if (level < 0)
+    return luaL_argerror(L, 2, "not a log level (debug, info, notice, warning, error, critical, alert, emergency)");
+  luaL_checkany(L, 3);
+  const char *logger = luaL_optstring(L, 4, NULL);
+  buf data = BUF_INIT;
+  char err[160];
+  if (!ljson_encode(L, 3, &data, err, sizeof err)) {
+    buf_free(&data);
+    return luaL_error(L, "ctx:log: %s", err);
+  }
+  if (lua_type(L, 3) == LUA_TSTRING) log_write(level, "%s: %s", c->method, lua_tostring(L, 3));
+  else log_write(level, "%s: %s", c->method, data.data);
+  session_log(c->session, c, level, logger, data.data, data.len);
+  buf_free(&data);
+  return 0;
+}
+
+static int ctx_progress(lua_State *L) {
+  call *c = ctx_call(L);
+  lua_Number progress = luaL_checknumber(L, 2);
+  lua_Number total = luaL_optnumber(L, 3, NAN);
+  size_t n = 0;
+  const char *message = luaL_optlstring(L, 4, NULL, &n);
+  const char *problem = call_progress(c, progress, total, message, n);
+  if (problem) return luaL_error(L, "ctx:progress: %s", problem);
+  return 0;
 }
 
 static int ctx_index(lua_State *L) {

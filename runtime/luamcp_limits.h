@@ -34,6 +34,25 @@
  * awaited before the waiting handler gets an error (--client-timeout). */
 #define DEFAULT_CLIENT_TIMEOUT_MS 60000
 
+/* ---- Per-call limits ------------------------------------------------ */
+
+/* A call's deadline unless its tool sets timeout_ms (--timeout, ms; 0 turns
+ * deadlines off). */
+#define DEFAULT_CALL_TIMEOUT_MS 60000
+/* The cap on what one generation's Lua state may allocate (--memory-limit,
+ * MiB; 0 turns it off). */
+#define DEFAULT_MEMORY_LIMIT_MB 256
+/* The count hook looks at the clock every this many VM instructions. */
+#define TASK_HOOK_INSTRUCTIONS 1000
+/* A handler that computes without yielding lets the loop run one turn this
+ * often, to see cancellations and flush its output. */
+#define TASK_POLL_INTERVAL_MS 10
+/* After SIGTERM, a child process of mcp.exec gets this long before SIGKILL. */
+#define EXEC_KILL_GRACE_MS 500
+/* What mcp.exec keeps of a child's stdout and of its stderr, unless the call
+ * says max_output_bytes. */
+#define DEFAULT_EXEC_MAX_OUTPUT_BYTES (16u * 1024u * 1024u)
+
 /* ---- Streamable HTTP ------------------------------------------------- */
 
 /* A request's line and headers together; beyond this: 431. */

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "build.h"
+#include "bundle.h"
 #include "http_transport.h"
 #include "http_util.h"
 #include "luamcp_limits.h"
@@ -57,6 +59,8 @@ static void usage(FILE *to) {
           "Usage:\n"
           "  luamcp run PATH [options]   serve the scripts in PATH (a .lua file, or a folder:\n"
           "                              every *.lua directly inside, in sorted order)\n"
+          "  luamcp build PATH -o OUT    one executable with the scripts in PATH inside\n"
+          "                              ('luamcp build --help')\n"
           "  luamcp --version            print the version\n"
           "  luamcp --help               print this help\n"
           "\n"
@@ -69,6 +73,9 @@ static void usage(FILE *to) {
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
           "                              (default: all in one page)\n"
+          "  --timeout MS                a call's deadline unless its tool sets timeout_ms\n"
+          "                              (default: %d; 0: none)\n"
+          "  --memory-limit MB           what the scripts' Lua state may allocate (default: %d; 0: no cap)\n"
           "  --client-timeout MS         how long a tool waits for the client to answer\n"
           "                              sampling, elicitation or roots (default: %d)\n"
           "\n"
@@ -95,7 +102,8 @@ static void usage(FILE *to) {
           "      }\n"
           "    }\n"
           "  }\n",
-          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
+          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
+          DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
           DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, exe, example);
 }
 
@@ -148,6 +156,12 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--page-size") == 0) {
       o->server.page_size = (int)parse_count(a, value, 0);
+      i++;
+    } else if (strcmp(a, "--timeout") == 0) {
+      o->server.call_timeout_ms = (int)parse_count(a, value, 0);
+      i++;
+    } else if (strcmp(a, "--memory-limit") == 0) {
+      o->server.memory_limit = (size_t)parse_count(a, value, 0) * 1024 * 1024;
       i++;
     } else if (strcmp(a, "--client-timeout") == 0) {
       o->server.client_timeout_ms = (int)parse_count(a, value, 1);
@@ -251,9 +265,11 @@ static int command_run(int argc, char **argv) {
   }
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
   buf err = BUF_INIT;
-  rt->app.current = vm_new(&rt->srv, rt->loop, o.path, &err);
+  rt->app.current = vm_new(&rt->srv, rt->loop, o.path, bundle_self(), &err);
   if (!rt->app.current) {
     fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "cannot load the scripts");
+    buf_free(&err);
+    free(rt);
     return 1;
   }
   buf_free(&err);
@@ -293,7 +309,52 @@ static int command_run(int argc, char **argv) {
   return code;
 }
 
+/* A program made by `luamcp build`: it serves its bundle, and takes the
+ * options of `luamcp run` without PATH. */
+static int command_bundled(const bundle *b, int argc, char **argv) {
+  const char *first = argc > 1 ? argv[1] : "";
+  if (strcmp(first, "--bundle-info") == 0) {
+    build_print_info(b, stdout);
+    return 0;
+  }
+  if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+    printf("%s (built by luamcp %s; runtime luamcp %s, %s, libuv %s)\n", b->name, b->runtime_version, LUAMCP_VERSION,
+           LUA_RELEASE_STRING, uv_version_string());
+    return 0;
+  }
+  if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+    printf("%s: an MCP server built from \"%s\" by luamcp %s.\n"
+           "\n"
+           "  %s [options]\n"
+           "      serve it on stdio (--http: over HTTP); the options are those of\n"
+           "      luamcp run below, without PATH\n"
+           "  %s --bundle-info\n"
+           "      list the files it carries and the luamcp that built it\n"
+           "\n",
+           argv[0], b->name, b->runtime_version, argv[0], argv[0]);
+    usage(stdout);
+    return 0;
+  }
+  /* The bundle's name stands where run's PATH goes: it is the server's
+   * default name, as the folder's name is under luamcp run. */
+  char **run_argv = calloc((size_t)argc + 1, sizeof *run_argv);
+  run_argv[0] = b->name;
+  for (int i = 1; i < argc; i++) run_argv[i] = argv[i];
+  int code = command_run(argc, run_argv);
+  free(run_argv);
+  return code;
+}
+
 int main(int argc, char **argv) {
+  buf bundle_err = BUF_INIT;
+  int bundled = bundle_open_self(argv[0], &bundle_err);
+  if (bundled < 0) {
+    /* Never run part of a bundle: say what is wrong and stop. */
+    fprintf(stderr, "luamcp: %s\n", bundle_err.data);
+    return 1;
+  }
+  buf_free(&bundle_err);
+  if (bundled) return command_bundled(bundle_self(), argc, argv);
   if (argc < 2) {
     usage(stderr);
     return 2;
@@ -308,6 +369,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "run") == 0) return command_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
+  if (strcmp(cmd, "--bundle-info") == 0) {
+    fprintf(stderr, "luamcp: this program carries no bundle (luamcp build makes programs that do)\n");
+    return 1;
+  }
   fail_usage("unknown command %s", cmd);
   return 2;
 }

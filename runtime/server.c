@@ -12,6 +12,8 @@ void server_options_defaults(server_options *opts) {
   opts->page_size = DEFAULT_PAGE_SIZE;
   opts->client_timeout_ms = DEFAULT_CLIENT_TIMEOUT_MS;
   opts->default_log_level = LOG_INFO;
+  opts->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
+  opts->memory_limit = (size_t)DEFAULT_MEMORY_LIMIT_MB * 1024 * 1024;
 }
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data) {

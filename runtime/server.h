@@ -37,6 +37,8 @@ typedef struct server_options {
   int page_size;           /* 0: one page */
   int client_timeout_ms;   /* replies to sampling/elicitation/roots */
   int default_log_level;   /* a session's level until logging/setLevel */
+  int call_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
+  size_t memory_limit;     /* bytes a generation's Lua state may hold (0: no cap) */
 } server_options;
 
 struct server {
@@ -45,6 +47,14 @@ struct server {
   void *app_data;
   session *sessions;
   int session_count;
+  /* > 0 while a long-running handler lets the loop run one turn from inside
+   * itself (to see cancellations and flush output). Transports then only
+   * buffer input, except cancellations and ended sessions, which they act on
+   * at once; the app queues everything that would run Lua. */
+  int nested_poll;
+  /* Set by a transport that honours nested_poll (otherwise the app never
+   * polls from inside a handler). */
+  bool nested_poll_safe;
 };
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);

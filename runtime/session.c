@@ -472,6 +472,18 @@ static void handle_one(session *s, const json_value *v, const char *src, batch *
   }
 }
 
+bool session_receive_urgent(session *s, const char *json, size_t len) {
+  if (s->state == SESSION_NEW || s->state == SESSION_CLOSED) return false;
+  json_doc *doc = json_parse(json, len, MAX_JSON_DEPTH, NULL);
+  if (!doc) return false;
+  jsonrpc_message m;
+  jsonrpc_classify(json_doc_root(doc), json, &m);
+  bool cancel = m.kind == JSONRPC_NOTIFICATION && is_method(&m, "notifications/cancelled");
+  if (cancel) handle_notification(s, &m, json);
+  json_doc_free(doc);
+  return cancel;
+}
+
 void session_receive(session *s, const char *json, size_t len, void *origin) {
   if (s->state == SESSION_CLOSED) return;
   trace_message("<-", s->name, json, len);

@@ -132,6 +132,13 @@ void session_free(session *s);
  * exchange); answers to it carry the same origin. */
 void session_receive(session *s, const char *json, size_t len, void *origin);
 
+/* While a handler computes and the loop takes one turn from inside it
+ * (server.nested_poll), a transport may pass each message it holds back to
+ * this: a notifications/cancelled is acted on at once (so the handler can
+ * be stopped); anything else is left for session_receive later, in order.
+ * Returns whether the message was a cancellation. */
+bool session_receive_urgent(session *s, const char *json, size_t len);
+
 /* An error that answers no request (id null): an unreadable or oversized
  * message. */
 void session_send_error(session *s, void *origin, int code, const char *message);

@@ -34,6 +34,10 @@ static void maybe_finish(stdio_transport *t);
 static void on_write(uv_write_t *req, int status) {
   stdio_transport *t = req->data;
   t->write_in_flight = false;
+  if (status == UV_ECANCELED) { /* the handle closed at exit */
+    buf_free(&t->writing);
+    return;
+  }
   buf_clear(&t->writing);
   if (status < 0) {
     log_write(LOG_INFO, "stdout closed (%s); stopping", uv_strerror(status));
@@ -183,7 +187,36 @@ static void feed(stdio_transport *t, const char *data, size_t n) {
   }
 }
 
+static void on_held_check(uv_check_t *h);
+
+/* Keep input that arrived during a nested loop turn (or behind input that
+ * did), acting now only on the cancellations among its complete lines. */
+static void hold(stdio_transport *t, const char *data, size_t n) {
+  buf_append(&t->held, data, n);
+  for (;;) {
+    const char *start = t->held.data + t->held_scanned;
+    const char *nl = memchr(start, '\n', t->held.len - t->held_scanned);
+    if (!nl) break;
+    size_t len = (size_t)(nl - start);
+    if (len <= t->srv->opts.max_message_bytes) session_receive_urgent(t->session, start, len);
+    t->held_scanned += len + 1;
+  }
+  if (!uv_is_active((uv_handle_t *)&t->held_check)) uv_check_start(&t->held_check, on_held_check);
+}
+
+static bool holding(stdio_transport *t) {
+  return t->srv->nested_poll > 0 || t->held.len > 0 || t->eof_held || t->finish_held;
+}
+
 static void input_ended(stdio_transport *t) {
+  if (t->srv->nested_poll > 0) {
+    /* Cancel what runs now (a computing handler included); the rest when
+     * the handler has stopped. */
+    t->eof_held = true;
+    session_close(t->session);
+    if (!uv_is_active((uv_handle_t *)&t->held_check)) uv_check_start(&t->held_check, on_held_check);
+    return;
+  }
   if (t->input_ended) return;
   if (t->line.len && !t->discarding) handle_line(t, t->line.data, t->line.len);
   buf_free(&t->line);
@@ -195,6 +228,11 @@ static void input_ended(stdio_transport *t) {
 
 static void maybe_finish(stdio_transport *t) {
   if (!t->input_ended || t->finished || t->write_in_flight || (t->pending.len && !t->write_failed)) return;
+  if (t->srv->nested_poll > 0) { /* stopping the loop from inside a handler would stop only the inner turn */
+    t->finish_held = true;
+    if (!uv_is_active((uv_handle_t *)&t->held_check)) uv_check_start(&t->held_check, on_held_check);
+    return;
+  }
   t->finished = true;
   t->on_done(t);
 }
@@ -205,9 +243,31 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   b->len = b->base ? suggested : 0;
 }
 
+static void on_held_check(uv_check_t *h) {
+  stdio_transport *t = h->data;
+  if (t->srv->nested_poll > 0) return; /* still inside the handler: next turn */
+  uv_check_stop(h);
+  buf data = t->held;
+  t->held = (buf)BUF_INIT;
+  t->held_scanned = 0;
+  if (data.len) feed(t, data.data, data.len);
+  buf_free(&data);
+  if (t->eof_held) {
+    t->eof_held = false;
+    input_ended(t);
+  }
+  if (t->finish_held) {
+    t->finish_held = false;
+    maybe_finish(t);
+  }
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b) {
   stdio_transport *t = stream->data;
-  if (nread > 0) feed(t, b->base, (size_t)nread);
+  if (nread > 0) {
+    if (holding(t)) hold(t, b->base, (size_t)nread);
+    else feed(t, b->base, (size_t)nread);
+  }
   free(b->base);
   if (nread < 0) {
     if (nread != UV_EOF) log_write(LOG_INFO, "stdin: %s", uv_strerror((int)nread));
@@ -221,7 +281,8 @@ static void on_file_read(uv_fs_t *req) {
   ssize_t n = req->result;
   uv_fs_req_cleanup(req);
   if (n > 0) {
-    feed(t, t->file_buf, (size_t)n);
+    if (holding(t)) hold(t, t->file_buf, (size_t)n);
+    else feed(t, t->file_buf, (size_t)n);
     if (!t->input_ended) {
       uv_buf_t b = uv_buf_init(t->file_buf, FILE_READ_BYTES);
       uv_fs_read(t->loop, &t->read_req, t->in_fd, &b, 1, -1, on_file_read);
@@ -252,7 +313,10 @@ void stdio_start(stdio_transport *t, uv_loop_t *loop, server *srv, stdio_done_fn
   t->session = session_new(srv, &STDIO_OPS, t, "stdio");
   uv_check_init(loop, &t->flush_check);
   uv_idle_init(loop, &t->flush_idle);
+  uv_check_init(loop, &t->held_check);
   t->flush_check.data = t;
+  t->held_check.data = t;
+  srv->nested_poll_safe = true;
   t->out_is_stream = open_stream(loop, t->out_fd, &t->out, false);
   if (t->out_is_stream) t->out.pipe.data = t;
   t->in_is_stream = open_stream(loop, t->in_fd, &t->in, true);
@@ -270,6 +334,11 @@ void stdio_start(stdio_transport *t, uv_loop_t *loop, server *srv, stdio_done_fn
 void stdio_close_handles(stdio_transport *t) {
   if (!uv_is_closing((uv_handle_t *)&t->flush_check)) uv_close((uv_handle_t *)&t->flush_check, NULL);
   if (!uv_is_closing((uv_handle_t *)&t->flush_idle)) uv_close((uv_handle_t *)&t->flush_idle, NULL);
+  if (!uv_is_closing((uv_handle_t *)&t->held_check)) uv_close((uv_handle_t *)&t->held_check, NULL);
+  buf_free(&t->held);
+  buf_free(&t->pending);
+  buf_free(&t->line);
+  if (!t->write_in_flight) buf_free(&t->writing); /* else the write callback still owns it */
   if (t->in_is_stream && !uv_is_closing((uv_handle_t *)&t->in)) uv_close((uv_handle_t *)&t->in, NULL);
   if (t->out_is_stream && !uv_is_closing((uv_handle_t *)&t->out)) uv_close((uv_handle_t *)&t->out, NULL);
 }

@@ -39,6 +39,12 @@ struct stdio_transport {
   buf line;          /* the incomplete line read so far */
   bool discarding;   /* skipping the rest of an oversized line */
   bool input_ended;
+  /* Input that arrived while a handler computed (server.nested_poll): only
+   * cancellations in it were acted on; the rest is fed on a later turn. */
+  buf held;
+  size_t held_scanned; /* bytes of held already looked at for cancellations */
+  bool eof_held, finish_held;
+  uv_check_t held_check;
 
   bool out_is_stream;
   union {

@@ -5,6 +5,7 @@
 #include "vm.h"
 
 #include <dirent.h>
+#include <stdint.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdlib.h>
@@ -18,6 +19,72 @@
 
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
+
+/* ---- Memory ---------------------------------------------------------- */
+
+/* The Lua allocator, with a cap per generation: an allocation beyond it
+ * fails, and Lua raises "not enough memory" in the code that asked, which
+ * ends that call and nothing else. */
+static void *vm_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  vm *v = ud;
+  size_t old = ptr ? osize : 0; /* without ptr, osize tells the type of object */
+  if (nsize == 0) {
+    free(ptr);
+    v->mem_used -= old;
+    return NULL;
+  }
+  if (v->mem_limit && nsize > old && nsize - old > v->mem_limit - (v->mem_used < v->mem_limit ? v->mem_used : v->mem_limit))
+    return NULL;
+  void *p = realloc(ptr, nsize);
+  if (p) v->mem_used = v->mem_used - old + nsize;
+  return p;
+}
+
+/* Debian's lua-cjson 2.1.0 builds its output in a malloc'd buffer whose
+ * size arithmetic overflows near 357 MB, crashing the process. Before
+ * cjson.encode runs, estimate its output (6 bytes per string byte, the
+ * worst case of \u escapes) and refuse what could overflow or would not
+ * fit the memory limit. */
+static size_t estimate_encoded(lua_State *L, int idx, int depth) {
+  switch (lua_type(L, idx)) {
+    case LUA_TSTRING: return lua_rawlen(L, idx) * 6 + 2;
+    case LUA_TTABLE: {
+      if (depth > 1000 || !lua_checkstack(L, 3)) return 0;
+      size_t total = 2;
+      idx = lua_absindex(L, idx);
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        total += estimate_encoded(L, -2, depth + 1) + estimate_encoded(L, -1, depth + 1) + 2;
+        lua_pop(L, 1);
+      }
+      return total;
+    }
+    default: return 32;
+  }
+}
+
+static int guarded_cjson_encode(lua_State *L) {
+  vm *v = vm_of(L);
+  size_t estimate = estimate_encoded(L, 1, 0);
+  size_t room = v->mem_limit ? (v->mem_limit > v->mem_used ? v->mem_limit - v->mem_used : 0) : (size_t)1 << 40;
+  if (estimate > (size_t)INT32_MAX / 2 || estimate > room)
+    return luaL_error(L, "not enough memory: cjson.encode's output could reach %d MiB", (int)(estimate >> 20));
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static int open_guarded(lua_State *L, lua_CFunction opener) {
+  opener(L);
+  lua_getfield(L, -1, "encode");
+  lua_pushcclosure(L, guarded_cjson_encode, 1);
+  lua_setfield(L, -2, "encode");
+  return 1;
+}
+
+static int open_cjson(lua_State *L) { return open_guarded(L, luaopen_cjson); }
+static int open_cjson_safe(lua_State *L) { return open_guarded(L, luaopen_cjson_safe); }
 
 /* ---- Module search --------------------------------------------------- */
 
@@ -62,30 +129,80 @@ static int search_embedded(lua_State *L) {
   return 1;
 }
 
+/* Load a file of the bundle as a chunk named "@bundle/NAME", so errors and
+ * tracebacks say which file. Bytecode keeps the name it was compiled with
+ * (the same one), or none when built with --strip. */
+static int load_bundle_file(lua_State *L, const bundle_file *f) {
+  const char *chunkname = lua_pushfstring(L, "@bundle/%s", f->name);
+  int status = luaL_loadbufferx(L, (const char *)f->data, f->size, chunkname, "bt");
+  lua_remove(L, -2);
+  return status;
+}
+
+/* package.searchers entry in a built program: modules from the bundle,
+ * found the way search_script_folder finds them in a folder. */
+static int search_bundle(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  const char *name = luaL_checkstring(L, 1);
+  const char *rel = luaL_gsub(L, name, ".", "/");
+  const char *candidates[2] = {
+      lua_pushfstring(L, "%s.lua", rel),
+      lua_pushfstring(L, "%s/init.lua", rel),
+  };
+  for (int i = 0; i < 2; i++) {
+    const bundle_file *f = bundle_find(v->bundle, candidates[i]);
+    if (!f) continue;
+    if (load_bundle_file(L, f) != LUA_OK) return lua_error(L);
+    lua_pushfstring(L, "bundle/%s", f->name);
+    return 2;
+  }
+  lua_pushfstring(L, "no file 'bundle/%s'\n\tno file 'bundle/%s'", candidates[0], candidates[1]);
+  return 1;
+}
+
 static void add_searchers(lua_State *L, vm *v) {
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchers");
-  /* Shift the standard searchers up two places after package.preload. */
   lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-  for (lua_Integer i = n; i >= 2; i--) {
-    lua_rawgeti(L, -1, i);
-    lua_rawseti(L, -2, i + 2);
+  if (v->bundle) {
+    /* A built program runs exactly what was built: after package.preload
+     * only the bundle and the built-in library; the standard searchers
+     * (package.path from LUA_PATH, C modules) are dropped. */
+    for (lua_Integer i = n; i >= 2; i--) {
+      lua_pushnil(L);
+      lua_rawseti(L, -2, i);
+    }
+  } else {
+    /* Shift the standard searchers up two places after package.preload. */
+    for (lua_Integer i = n; i >= 2; i--) {
+      lua_rawgeti(L, -1, i);
+      lua_rawseti(L, -2, i + 2);
+    }
   }
   lua_pushlightuserdata(L, v);
-  lua_pushcclosure(L, search_script_folder, 1);
+  lua_pushcclosure(L, v->bundle ? search_bundle : search_script_folder, 1);
   lua_rawseti(L, -2, 2);
   lua_pushcfunction(L, search_embedded);
   lua_rawseti(L, -2, 3);
   lua_pop(L, 1);
+  if (v->bundle) {
+    lua_pushliteral(L, "");
+    lua_setfield(L, -2, "path");
+    lua_pushliteral(L, "");
+    lua_setfield(L, -2, "cpath");
+  }
 
   lua_getfield(L, -1, "preload");
   lua_pushlightuserdata(L, v);
   lua_pushcclosure(L, luaopen_mcp_core, 1);
   lua_setfield(L, -2, "mcp.core");
-  lua_pushcfunction(L, luaopen_cjson);
+  lua_pushcfunction(L, open_cjson);
   lua_setfield(L, -2, "cjson");
-  lua_pushcfunction(L, luaopen_cjson_safe);
+  lua_pushcfunction(L, open_cjson_safe);
   lua_setfield(L, -2, "cjson.safe");
+  lua_pushlightuserdata(L, v);
+  lua_pushcclosure(L, luaopen_mcp_bundle, 1);
+  lua_setfield(L, -2, "mcp.bundle");
   lua_pop(L, 2);
 }
 
@@ -107,6 +224,13 @@ static void block_global(lua_State *L, const char *lib, const char *name) {
 static int rpc_error_tostring(lua_State *L) {
   lua_getfield(L, 1, "message");
   return 1;
+}
+
+/* An error outside any protected call: nothing can be unwound, so say what
+ * happened instead of dying silently. */
+static int vm_panic(lua_State *L) {
+  log_write(LOG_CRITICAL, "unrecoverable Lua error: %s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  abort();
 }
 
 /* ---- Loading scripts ------------------------------------------------- */
@@ -164,8 +288,44 @@ static int list_scripts(const char *dir, char ***out) {
   return n;
 }
 
+/* A built program runs the *.lua files at the top of its bundle in name
+ * order, as luamcp run does with a folder. */
+static bool load_bundled_scripts(vm *v, buf *err) {
+  lua_State *L = v->L;
+  int count = 0;
+  for (size_t i = 0; i < v->bundle->file_count; i++) {
+    const bundle_file *f = &v->bundle->files[i];
+    size_t len = strlen(f->name);
+    if (strchr(f->name, '/') || len < 5 || strcmp(f->name + len - 4, ".lua") != 0) continue;
+    count++;
+    if (load_bundle_file(L, f) != LUA_OK) {
+      buf_append_str(err, lua_tostring(L, -1));
+      lua_pop(L, 1);
+      return false;
+    }
+    if (!protected_call(L, 0, 0, err)) return false;
+  }
+  if (count == 0) buf_printf(err, "%s: no .lua files in this bundle", v->bundle->path);
+  return count > 0;
+}
+
+/* mcp.bundle is written in C (lua_bundle.c); it joins the library table
+ * before any script runs, so scripts write mcp.bundle.read(name). */
+static bool attach_bundle_module(vm *v, buf *err) {
+  static const char attach[] = "local mcp = require 'mcp'\n"
+                               "if mcp.bundle == nil then mcp.bundle = require 'mcp.bundle' end\n";
+  if (luaL_loadbufferx(v->L, attach, sizeof attach - 1, "=[luamcp]", "t") != LUA_OK) {
+    buf_append_str(err, lua_tostring(v->L, -1));
+    lua_pop(v->L, 1);
+    return false;
+  }
+  return protected_call(v->L, 0, 0, err);
+}
+
 static bool load_scripts(vm *v, buf *err) {
   lua_State *L = v->L;
+  if (!attach_bundle_module(v, err)) return false;
+  if (v->bundle) return load_bundled_scripts(v, err);
   struct stat st;
   if (stat(v->path, &st) != 0) {
     buf_printf(err, "%s: no such file or folder", v->path);
@@ -222,13 +382,14 @@ static bool bind_library(vm *v, buf *err) {
   return started;
 }
 
-vm *vm_new(server *srv, uv_loop_t *loop, const char *path, buf *err) {
+vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, buf *err) {
   vm *v = calloc(1, sizeof *v);
   v->srv = srv;
   v->loop = loop;
   v->path = strdup(path);
+  v->bundle = source;
   struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (!source && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     v->module_dir = strdup(path);
   } else {
     const char *slash = strrchr(path, '/');
@@ -236,11 +397,15 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, buf *err) {
   }
   v->dispatch_ref = v->describe_ref = LUA_NOREF;
   strmap_init(&v->tool_inputs);
-  lua_State *L = v->L = luaL_newstate();
+  v->mem_limit = srv->opts.memory_limit;
+  v->default_timeout_ms = srv->opts.call_timeout_ms;
+  lua_State *L = v->L = lua_newstate(vm_alloc, v);
+  lua_atpanic(L, vm_panic);
   *(task **)lua_getextraspace(L) = NULL; /* copied into every new thread */
   luaL_openlibs(L);
   ljson_init(L);
   task_register_ctx(L);
+  task_register_handle(L);
   lua_schema_register(L);
   luaL_newmetatable(L, VM_RPC_ERROR_MT);
   lua_pushcfunction(L, rpc_error_tostring);
@@ -258,6 +423,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, buf *err) {
 
 void vm_free(vm *v) {
   if (!v) return;
+  lua_exec_kill_all(v);
   if (v->L) lua_close(v->L);
   lua_schema_forget_tools(v);
   free(v->path);

@@ -64,9 +64,11 @@ fi
 run_counted "C unit: json" build/tests/test_json "$SHARED/JSONTestSuite/test_parsing"
 run_counted "C unit: session" build/tests/test_session
 run_counted "C unit: regex" build/tests/test_regex
+run_counted "C unit: bundle" build/tests/test_bundle
 run_counted "C unit: JSON Schema suite" build/tests/test_schema "$SHARED/json-schema-test-suite/tests"
 JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted
 run_counted "MCP conformance suite" spec/conformance.sh
+run_counted "fuzz smoke (5 s a target)" runtime/fuzz/run.sh 5
 
 echo
 echo "== summary"

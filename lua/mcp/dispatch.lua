@@ -141,6 +141,18 @@ local function traceback(err)
   return { message = message, traceback = debug.traceback(message, 2) }
 end
 
+-- What a failed handler's xpcall returned, as the text a model reads. Lua
+-- does not call the message handler for memory errors, so those arrive as
+-- the bare string.
+local function failure_text(failure)
+  if type(failure) == "table" then return failure.message, failure.traceback end
+  local message = tostring(failure)
+  if message == "not enough memory" then
+    message = "not enough memory: the tool exceeded the server's memory limit"
+  end
+  return message, message
+end
+
 -- Arguments that do not match the inputSchema (check comes from the C
 -- validator): a tool error the model can act on from 2025-11-25 (SEP-1303),
 -- -32602 with the same list before.
@@ -165,8 +177,9 @@ methods["tools/call"] = function(params, ctx, check)
   local ok, result = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
     if core.is_rpc_error(result) then error(result, 0) end
-    core.log("error", ("tool %s failed: %s"):format(name, result.traceback), "luamcp")
-    return error_result(result.message)
+    local message, trace = failure_text(result)
+    core.stderr("error", ("tool %s failed: %s"):format(name, trace))
+    return error_result(message)
   end
   local converted
   ok, converted = pcall(tool_result, result, tool.output_table)
@@ -174,7 +187,7 @@ methods["tools/call"] = function(params, ctx, check)
   if tool.output_schema and not converted.isError then
     local problem = check_output(tool, converted)
     if problem then
-      core.log("error", ("tool %s: %s"):format(name, problem), "luamcp")
+      core.stderr("error", ("tool %s: %s"):format(name, problem))
       return error_result(("tool %s: %s"):format(name, problem))
     end
   end

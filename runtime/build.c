@@ -1,0 +1,632 @@
+/*
+ * build.c - `luamcp build`: check a script folder by loading it exactly as
+ * `luamcp run` does, append it to a copy of the runtime as a bundle (the
+ * format is in bundle.h), and optionally wrap the result with a manifest
+ * into an MCP Bundle (.mcpb) that Claude Desktop installs in one click.
+ */
+#include "build.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "json.h"
+#include "version.h"
+#include "vm.h"
+#include "zip.h"
+
+/* The MCPB manifest version written: github.com/modelcontextprotocol/mcpb,
+ * MANIFEST.md. */
+#define MCPB_MANIFEST_VERSION "0.3"
+/* Where the executable goes inside the .mcpb, as in the spec's examples. */
+#define MCPB_SERVER_DIR "server/"
+/* Subfolders followed below the script folder (symbolic links can loop). */
+#define MAX_FOLDER_DEPTH 32
+
+typedef struct build_options {
+  const char *path;
+  const char *out;
+  const char *mcpb;          /* NULL: no .mcpb */
+  const char *runtime;       /* NULL: this program */
+  bool bytecode, strip;
+  bool static_runtime;       /* --static: runtime is luamcp-static next to this program */
+  /* manifest.json fields that override mcp.server{} */
+  const char *name, *version, *description, *author;
+} build_options;
+
+/* One file of the script folder. Owner: its file_list. */
+typedef struct source_file {
+  char *name;      /* path inside the folder, '/' between parts */
+  char *disk_path; /* PATH/name, spelled as luamcp run spells it in errors */
+  buf data;        /* the bytes that go into the bundle */
+} source_file;
+
+/* Owner: build_command; file_list_free releases the files. */
+typedef struct file_list {
+  source_file *files;
+  size_t count, cap;
+} file_list;
+
+/* What the bundle and manifest.json say about the server, from
+ * mcp.server{}, the registered tools, and the flags. Owner: build_command;
+ * every string is malloc'ed (NULL when absent). */
+typedef struct server_facts {
+  char *default_name; /* what the server is called when mcp.server{} names none */
+  char *name, *title, *version, *description;
+  char *author_name, *author_email, *author_url;
+  size_t tool_count;
+  char **tool_names, **tool_descriptions;
+} server_facts;
+
+static void usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "luamcp: build: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nRun 'luamcp build --help' for usage.\n");
+  exit(2);
+}
+
+void build_usage(FILE *to) {
+  fprintf(to,
+          "Usage: luamcp build PATH -o OUT [options]\n"
+          "\n"
+          "Write OUT: one executable holding this runtime and the script folder PATH (every\n"
+          "file in it, subfolders included; hidden files left out). OUT serves the scripts\n"
+          "on stdio when run with no arguments, and takes the options of 'luamcp run'\n"
+          "(--http, --trace, ...). 'OUT --bundle-info' lists what it carries.\n"
+          "\n"
+          "Options:\n"
+          "  -o, --output OUT       the executable to write\n"
+          "  --bytecode             store scripts as Lua bytecode instead of source\n"
+          "  --strip                with --bytecode: leave out debug information\n"
+          "                         (smaller; errors lose file names and line numbers)\n"
+          "  --mcpb FILE            also write an MCP Bundle for Claude Desktop: a zip of\n"
+          "                         manifest.json and OUT\n"
+          "  --name NAME            manifest name (default: mcp.server{} name, else the folder's)\n"
+          "  --version VERSION      manifest version (default: mcp.server{} version, else 0.0.0)\n"
+          "  --description TEXT     manifest description (default: mcp.server{} description\n"
+          "                         or title)\n"
+          "  --author NAME          manifest author (default: mcp.server{} author, a name or\n"
+          "                         { name, email, url }); the manifest requires one\n"
+          "  --runtime FILE         use FILE (another luamcp executable, e.g. a static build)\n"
+          "                         as the runtime instead of this one\n"
+          "  --static               the same as --runtime with luamcp-static next to this\n"
+          "                         program (make build/luamcp-static)\n");
+}
+
+static void parse_build_options(int argc, char **argv, build_options *o) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    const char **text_option = NULL;
+    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) text_option = &o->out;
+    else if (strcmp(a, "--mcpb") == 0) text_option = &o->mcpb;
+    else if (strcmp(a, "--runtime") == 0) text_option = &o->runtime;
+    else if (strcmp(a, "--name") == 0) text_option = &o->name;
+    else if (strcmp(a, "--version") == 0) text_option = &o->version;
+    else if (strcmp(a, "--description") == 0) text_option = &o->description;
+    else if (strcmp(a, "--author") == 0) text_option = &o->author;
+    if (text_option) {
+      if (!value) usage_error("%s needs a value", a);
+      *text_option = value;
+      i++;
+    } else if (strcmp(a, "--bytecode") == 0) {
+      o->bytecode = true;
+    } else if (strcmp(a, "--strip") == 0) {
+      o->strip = true;
+    } else if (strcmp(a, "--static") == 0) {
+      static char static_path[PATH_MAX];
+      ssize_t n = readlink("/proc/self/exe", static_path, sizeof static_path - 1);
+      char *slash = n > 0 ? memrchr(static_path, '/', (size_t)n) : NULL;
+      if (!slash) usage_error("%s: cannot tell where this program is", a);
+      snprintf(slash + 1, sizeof static_path - (size_t)(slash + 1 - static_path), "luamcp-static");
+      o->runtime = static_path;
+      o->static_runtime = true;
+    } else if (a[0] == '-' && a[1]) {
+      usage_error("unknown option %s", a);
+    } else if (!o->path) {
+      o->path = a;
+    } else {
+      usage_error("unexpected argument %s (one script file or folder)", a);
+    }
+  }
+  if (!o->path) usage_error("%s", "build needs a script file or folder");
+  if (!o->out) usage_error("%s", "build needs -o OUT, the executable to write");
+  if (o->strip && !o->bytecode) usage_error("%s", "--strip applies to --bytecode");
+}
+
+/* ---- The script folder ------------------------------------------------ */
+
+static void file_list_free(file_list *list) {
+  for (size_t i = 0; i < list->count; i++) {
+    free(list->files[i].name);
+    free(list->files[i].disk_path);
+    buf_free(&list->files[i].data);
+  }
+  free(list->files);
+}
+
+static bool read_whole_file(const char *path, buf *into, buf *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    buf_printf(err, "%s: %s", path, strerror(errno));
+    return false;
+  }
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(into, chunk, n);
+  bool ok = !ferror(f);
+  fclose(f);
+  if (!ok) buf_printf(err, "%s: read error", path);
+  return ok;
+}
+
+static bool add_file(file_list *list, const char *name, const char *disk_path, buf *err) {
+  if (list->count == list->cap) {
+    list->cap = list->cap ? list->cap * 2 : 16;
+    list->files = realloc(list->files, list->cap * sizeof *list->files);
+  }
+  source_file *f = &list->files[list->count++];
+  *f = (source_file){.name = strdup(name), .disk_path = strdup(disk_path), .data = BUF_INIT};
+  return read_whole_file(disk_path, &f->data, err);
+}
+
+/* The files OUT and the .mcpb replace are never part of the bundle, so
+ * building into the script folder twice does not pack the first result. */
+typedef struct skip_list {
+  struct stat files[2];
+  int count;
+} skip_list;
+
+static bool skipped(const skip_list *skip, const struct stat *st) {
+  for (int i = 0; i < skip->count; i++)
+    if (skip->files[i].st_dev == st->st_dev && skip->files[i].st_ino == st->st_ino) return true;
+  return false;
+}
+
+/* Every file under disk_dir (the folder's subfolder rel, "" at the top),
+ * hidden ones left out, as luamcp run leaves them out of a folder. */
+static bool collect_folder(file_list *list, const char *disk_dir, const char *rel, const skip_list *skip, int depth,
+                           buf *err) {
+  if (depth > MAX_FOLDER_DEPTH) {
+    buf_printf(err, "%s: folders nested more than %d deep (a symbolic link loop?)", disk_dir, MAX_FOLDER_DEPTH);
+    return false;
+  }
+  DIR *d = opendir(disk_dir);
+  if (!d) {
+    buf_printf(err, "%s: cannot read the folder: %s", disk_dir, strerror(errno));
+    return false;
+  }
+  bool ok = true;
+  struct dirent *e;
+  while (ok && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char *disk_path = malloc(strlen(disk_dir) + strlen(e->d_name) + 2);
+    char *name = malloc(strlen(rel) + strlen(e->d_name) + 2);
+    sprintf(disk_path, "%s/%s", disk_dir, e->d_name);
+    sprintf(name, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+    struct stat st;
+    if (stat(disk_path, &st) != 0 || skipped(skip, &st)) {
+      /* a dangling link, or the output itself */
+    } else if (S_ISDIR(st.st_mode)) {
+      ok = collect_folder(list, disk_path, name, skip, depth + 1, err);
+    } else if (S_ISREG(st.st_mode)) {
+      ok = add_file(list, name, disk_path, err);
+    }
+    free(disk_path);
+    free(name);
+  }
+  closedir(d);
+  return ok;
+}
+
+static int compare_source_files(const void *a, const void *b) {
+  return strcmp(((const source_file *)a)->name, ((const source_file *)b)->name);
+}
+
+static bool is_lua_name(const char *name) {
+  size_t len = strlen(name);
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  return len >= 4 && strcmp(name + len - 4, ".lua") == 0 && strlen(base) > 4;
+}
+
+/* What luaL_loadfilex skips and luaL_loadbufferx does not: a UTF-8 byte
+ * order mark, and a first line starting with '#' (a #! line), which
+ * becomes empty so that line numbers stay the same. */
+static void drop_file_preamble(buf *data) {
+  if (data->len >= 3 && memcmp(data->data, "\xEF\xBB\xBF", 3) == 0) buf_consume(data, 3);
+  if (data->len > 0 && data->data[0] == '#') {
+    char *nl = memchr(data->data, '\n', data->len);
+    buf_consume(data, nl ? (size_t)(nl - data->data) : data->len);
+  }
+}
+
+static int append_to_buf(lua_State *L, const void *p, size_t n, void *ud) {
+  (void)L;
+  buf_append(ud, p, n);
+  return 0;
+}
+
+/* Compile every *.lua file, in subfolders too, so that a broken module
+ * fails the build and not its first require; with --bytecode, replace the
+ * source by what lua_dump writes. */
+static bool compile_scripts(file_list *list, const build_options *o, buf *err) {
+  lua_State *L = luaL_newstate();
+  bool ok = true;
+  for (size_t i = 0; ok && i < list->count; i++) {
+    source_file *f = &list->files[i];
+    if (!is_lua_name(f->name)) continue;
+    drop_file_preamble(&f->data);
+    const char *disk_chunkname = lua_pushfstring(L, "@%s", f->disk_path);
+    if (luaL_loadbufferx(L, f->data.data ? f->data.data : "", f->data.len, disk_chunkname, "bt") != LUA_OK) {
+      buf_append_str(err, lua_tostring(L, -1));
+      ok = false;
+    } else if (o->bytecode && !(f->data.len && f->data.data[0] == LUA_SIGNATURE[0])) {
+      /* Compiled again under the name the bundle gives it (vm.c), which
+       * the bytecode keeps for error messages unless stripped. */
+      lua_settop(L, 0);
+      const char *bundle_chunkname = lua_pushfstring(L, "@bundle/%s", f->name);
+      if (luaL_loadbufferx(L, f->data.data, f->data.len, bundle_chunkname, "t") != LUA_OK) {
+        buf_append_str(err, lua_tostring(L, -1));
+        ok = false;
+      } else {
+        buf code = BUF_INIT;
+        lua_dump(L, append_to_buf, &code, o->strip);
+        buf_free(&f->data);
+        f->data = code;
+      }
+    }
+    lua_settop(L, 0);
+  }
+  lua_close(L);
+  return ok;
+}
+
+/* ---- What the scripts register ---------------------------------------- */
+
+static char *string_at(lua_State *L, int table, const char *key) {
+  lua_getfield(L, table, key);
+  char *s = lua_type(L, -1) == LUA_TSTRING ? strdup(lua_tostring(L, -1)) : NULL;
+  lua_pop(L, 1);
+  return s;
+}
+
+/* Ask the loaded library: mcp.core.default_name() and mcp._manifest(). */
+static bool read_server_facts(vm *v, server_facts *facts, buf *err) {
+  lua_State *L = v->L;
+  int base = lua_gettop(L);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  int loaded = lua_gettop(L);
+  lua_getfield(L, loaded, "mcp.core");
+  lua_getfield(L, -1, "default_name");
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) goto failed;
+  facts->default_name = strdup(lua_tostring(L, -1) ? lua_tostring(L, -1) : "luamcp");
+  lua_getfield(L, loaded, "mcp");
+  lua_getfield(L, -1, "_manifest");
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) goto failed;
+  int manifest = lua_gettop(L);
+  lua_getfield(L, manifest, "server");
+  int server = lua_gettop(L);
+  facts->name = string_at(L, server, "name");
+  facts->title = string_at(L, server, "title");
+  facts->version = string_at(L, server, "version");
+  facts->description = string_at(L, server, "description");
+  lua_getfield(L, server, "author");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    facts->author_name = strdup(lua_tostring(L, -1));
+  } else if (lua_type(L, -1) == LUA_TTABLE) {
+    int author = lua_gettop(L);
+    facts->author_name = string_at(L, author, "name");
+    facts->author_email = string_at(L, author, "email");
+    facts->author_url = string_at(L, author, "url");
+  }
+  lua_settop(L, manifest);
+  lua_getfield(L, manifest, "tools");
+  int tools = lua_gettop(L);
+  facts->tool_count = (size_t)lua_rawlen(L, tools);
+  facts->tool_names = calloc(facts->tool_count + 1, sizeof(char *));
+  facts->tool_descriptions = calloc(facts->tool_count + 1, sizeof(char *));
+  for (size_t i = 0; i < facts->tool_count; i++) {
+    lua_rawgeti(L, tools, (lua_Integer)i + 1);
+    facts->tool_names[i] = string_at(L, -1, "name");
+    facts->tool_descriptions[i] = string_at(L, -1, "description");
+    lua_pop(L, 1);
+  }
+  lua_settop(L, base);
+  return true;
+failed:
+  buf_printf(err, "reading the server's description: %s", lua_tostring(L, -1));
+  lua_settop(L, base);
+  return false;
+}
+
+static void server_facts_free(server_facts *f) {
+  char **strings[] = {&f->default_name, &f->name, &f->title, &f->version, &f->description,
+                      &f->author_name, &f->author_email, &f->author_url};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
+  for (size_t i = 0; i < f->tool_count; i++) {
+    free(f->tool_names[i]);
+    free(f->tool_descriptions[i]);
+  }
+  free(f->tool_names);
+  free(f->tool_descriptions);
+}
+
+static void close_handle(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* Load the scripts the way `luamcp run` does (so a broken folder fails
+ * with the very message run would print) and learn what they register. */
+static bool load_like_run(const char *path, server_facts *facts, buf *err) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  server srv;
+  server_options opts;
+  server_options_defaults(&opts);
+  lua_app app = {0};
+  server_init(&srv, &opts, &VM_APP_OPS, &app);
+  vm *v = vm_new(&srv, &loop, path, NULL, err);
+  bool ok = v && read_server_facts(v, facts, err);
+  vm_free(v);
+  uv_walk(&loop, close_handle, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  return ok;
+}
+
+/* ---- Writing ---------------------------------------------------------- */
+
+/* Write through a temporary file and rename, so OUT is never half
+ * written, and an OUT that is running can be replaced (writing into a
+ * running executable fails with ETXTBSY). */
+static bool write_file(const char *path, const buf *data, mode_t mode, buf *err) {
+  size_t len = strlen(path);
+  char *tmp = malloc(len + 16);
+  snprintf(tmp, len + 16, "%s.tmp-XXXXXX", path);
+  int fd = mkstemp(tmp);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < data->len;) {
+    ssize_t n = write(fd, data->data + done, data->len - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += (size_t)n;
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  ok = ok && fchmod(fd, mode & ~mask) == 0;
+  if (fd >= 0 && close(fd) != 0) ok = false;
+  ok = ok && rename(tmp, path) == 0;
+  if (!ok) {
+    buf_printf(err, "%s: %s", path, strerror(errno));
+    if (fd >= 0) unlink(tmp);
+  }
+  free(tmp);
+  return ok;
+}
+
+/* The bytes of the runtime: the ELF part of this program (or --runtime),
+ * without any bundle it may carry itself. */
+static bool read_runtime(const char *path, buf *into, buf *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    buf_printf(err, "%s: %s", path, strerror(errno));
+    return false;
+  }
+  uint64_t size;
+  buf why = BUF_INIT;
+  bool ok = bundle_runtime_size(fd, &size, &why);
+  if (!ok) buf_printf(err, "%s: %s", path, why.data);
+  buf_free(&why);
+  if (ok) {
+    buf_reserve(into, (size_t)size);
+    ssize_t n = pread(fd, into->data, (size_t)size, 0);
+    ok = n >= 0 && (uint64_t)n == size;
+    if (ok) into->len = (size_t)size;
+    else buf_printf(err, "%s: cannot read the runtime", path);
+  }
+  close(fd);
+  return ok;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static void json_member_string(buf *b, const char *indent, const char *key, const char *value, bool more) {
+  buf_printf(b, "%s\"%s\": ", indent, key);
+  json_write_string(b, value, strlen(value));
+  buf_append_str(b, more ? ",\n" : "\n");
+}
+
+/* manifest.json for MCPB manifest_version 0.3: the required fields
+ * (manifest_version, name, version, description, author.name, server
+ * with type, entry_point and mcp_config) and the tools. Every object in
+ * that schema is strict, so nothing else is written. */
+static void write_manifest(buf *b, const server_facts *f, const char *binary) {
+  buf_puts(b, "{\n");
+  json_member_string(b, "  ", "manifest_version", MCPB_MANIFEST_VERSION, true);
+  json_member_string(b, "  ", "name", f->name, true);
+  if (f->title) json_member_string(b, "  ", "display_name", f->title, true);
+  json_member_string(b, "  ", "version", f->version, true);
+  json_member_string(b, "  ", "description", f->description, true);
+  buf_puts(b, "  \"author\": {\n");
+  json_member_string(b, "    ", "name", f->author_name, f->author_email || f->author_url);
+  if (f->author_email) json_member_string(b, "    ", "email", f->author_email, f->author_url != NULL);
+  if (f->author_url) json_member_string(b, "    ", "url", f->author_url, false);
+  buf_puts(b, "  },\n  \"server\": {\n");
+  json_member_string(b, "    ", "type", "binary", true);
+  buf entry_point = BUF_INIT, command = BUF_INIT;
+  buf_printf(&entry_point, MCPB_SERVER_DIR "%s", binary);
+  buf_printf(&command, "${__dirname}/" MCPB_SERVER_DIR "%s", binary);
+  json_member_string(b, "    ", "entry_point", entry_point.data, true);
+  buf_puts(b, "    \"mcp_config\": {\n");
+  json_member_string(b, "      ", "command", command.data, true);
+  buf_puts(b, "      \"args\": []\n    }\n  },\n");
+  buf_free(&entry_point);
+  buf_free(&command);
+  buf_puts(b, "  \"tools\": [");
+  for (size_t i = 0; i < f->tool_count; i++) {
+    buf_append_str(b, i ? ",\n    {\n" : "\n    {\n");
+    json_member_string(b, "      ", "name", f->tool_names[i], f->tool_descriptions[i] != NULL);
+    if (f->tool_descriptions[i]) json_member_string(b, "      ", "description", f->tool_descriptions[i], false);
+    buf_puts(b, "    }");
+  }
+  buf_append_str(b, f->tool_count ? "\n  ],\n" : "],\n");
+  /* OUT is a Linux executable: other platforms could not run it. */
+  buf_puts(b, "  \"compatibility\": {\n    \"platforms\": [\"linux\"]\n  }\n}\n");
+}
+
+/* Fill in what manifest.json needs from the flags, then mcp.server{},
+ * then defaults; false when no author is known (the spec requires one). */
+static bool complete_manifest_facts(server_facts *f, const build_options *o, buf *err) {
+  struct {
+    char **field;
+    const char *flag;
+  } overrides[] = {{&f->name, o->name}, {&f->version, o->version}, {&f->description, o->description},
+                   {&f->author_name, o->author}};
+  for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++) {
+    if (!overrides[i].flag) continue;
+    free(*overrides[i].field);
+    *overrides[i].field = strdup(overrides[i].flag);
+  }
+  if (o->author) {
+    free(f->author_email), f->author_email = NULL;
+    free(f->author_url), f->author_url = NULL;
+  }
+  if (!f->name) f->name = strdup(f->default_name);
+  if (!f->version) f->version = strdup("0.0.0");
+  if (!f->description) {
+    buf d = BUF_INIT;
+    if (f->title) buf_append_str(&d, f->title);
+    else buf_printf(&d, "%s, an MCP server built with luamcp", f->name);
+    f->description = buf_detach(&d, NULL);
+  }
+  if (!f->author_name || !*f->author_name) {
+    buf_puts(err, "--mcpb: manifest.json needs an author: pass --author NAME, or set author = \"NAME\" "
+                  "(or { name = ..., email = ..., url = ... }) in mcp.server{}");
+    return false;
+  }
+  return true;
+}
+
+static bool write_mcpb(const build_options *o, const server_facts *facts, const buf *program, buf *err) {
+  const char *binary = base_name(o->out);
+  buf manifest = BUF_INIT, archive = BUF_INIT, entry = BUF_INIT;
+  write_manifest(&manifest, facts, binary);
+  buf_printf(&entry, MCPB_SERVER_DIR "%s", binary);
+  zip_writer z;
+  zip_writer_init(&z, &archive, 0);
+  zip_add(&z, "manifest.json", manifest.data, manifest.len, 0644);
+  zip_add(&z, entry.data, program->data, program->len, 0755);
+  bool ok = zip_finish(&z, 0);
+  zip_writer_free(&z);
+  if (!ok) buf_printf(err, "%s: too large for a ZIP without ZIP64", o->mcpb);
+  ok = ok && write_file(o->mcpb, &archive, 0644, err);
+  buf_free(&manifest);
+  buf_free(&archive);
+  buf_free(&entry);
+  return ok;
+}
+
+/* The files OUT and the .mcpb will replace, when they exist already. */
+static void note_outputs(const build_options *o, skip_list *skip) {
+  const char *outputs[] = {o->out, o->mcpb};
+  for (int i = 0; i < 2; i++)
+    if (outputs[i] && stat(outputs[i], &skip->files[skip->count]) == 0) skip->count++;
+}
+
+int build_command(int argc, char **argv) {
+  if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+    build_usage(stdout);
+    return 0;
+  }
+  build_options o = {0};
+  parse_build_options(argc, argv, &o);
+
+  buf err = BUF_INIT, program = BUF_INIT;
+  file_list list = {0};
+  server_facts facts = {0};
+  bundle_input *inputs = NULL;
+  int code = 1;
+  char self[PATH_MAX];
+  ssize_t self_len = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[self_len > 0 ? self_len : 0] = '\0';
+  const char *runtime = o.runtime ? o.runtime : self;
+
+  if (!load_like_run(o.path, &facts, &err)) goto done;
+  if (o.mcpb && !complete_manifest_facts(&facts, &o, &err)) goto done;
+
+  struct stat st;
+  skip_list skip = {0};
+  note_outputs(&o, &skip);
+  if (stat(o.path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (!collect_folder(&list, o.path, "", &skip, 0, &err)) goto done;
+  } else {
+    char *name = strdup(base_name(o.path));
+    bool ok = add_file(&list, name, o.path, &err);
+    free(name);
+    if (!ok) goto done;
+  }
+  qsort(list.files, list.count, sizeof *list.files, compare_source_files);
+  if (!compile_scripts(&list, &o, &err)) goto done;
+
+  if (!read_runtime(runtime, &program, &err)) {
+    if (o.static_runtime) buf_puts(&err, " (make build/luamcp-static builds the static runtime)");
+    goto done;
+  }
+  size_t runtime_size = program.len;
+  inputs = calloc(list.count ? list.count : 1, sizeof *inputs);
+  for (size_t i = 0; i < list.count; i++)
+    inputs[i] = (bundle_input){list.files[i].name, list.files[i].data.data ? list.files[i].data.data : "",
+                               list.files[i].data.len};
+  buf metadata = BUF_INIT;
+  buf_printf(&metadata, "format %d\nruntime %s\nlua %s\nname %s\nscripts %s\n", BUNDLE_FORMAT, LUAMCP_VERSION,
+             LUA_RELEASE_STRING, facts.default_name,
+             o.bytecode ? (o.strip ? "bytecode-stripped" : "bytecode") : "source");
+  bool ok = bundle_write_payload(&program, inputs, list.count, metadata.data, &err);
+  buf_free(&metadata);
+  if (!ok || !write_file(o.out, &program, 0755, &err)) goto done;
+  fprintf(stderr, "luamcp: wrote %s: %zu file%s (scripts as %s), %zu bytes = runtime %zu + bundle %zu\n", o.out,
+          list.count, list.count == 1 ? "" : "s", o.bytecode ? (o.strip ? "stripped bytecode" : "bytecode") : "source", program.len, runtime_size,
+          program.len - runtime_size);
+  if (o.mcpb) {
+    if (!write_mcpb(&o, &facts, &program, &err)) goto done;
+    fprintf(stderr, "luamcp: wrote %s: manifest.json (MCPB %s, %zu tools) and %s%s\n", o.mcpb, MCPB_MANIFEST_VERSION,
+            facts.tool_count, MCPB_SERVER_DIR, base_name(o.out));
+  }
+  code = 0;
+done:
+  if (code != 0) fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "build failed");
+  free(inputs);
+  file_list_free(&list);
+  server_facts_free(&facts);
+  buf_free(&program);
+  buf_free(&err);
+  return code;
+}
+
+/* ---- --bundle-info ---------------------------------------------------- */
+
+void build_print_info(const bundle *b, FILE *to) {
+  fprintf(to, "%s: an MCP server built from \"%s\" by luamcp %s (%s)\n", b->path, b->name, b->runtime_version,
+          b->lua_version);
+  fprintf(to, "runtime: %" PRIu64 " bytes (this runtime: luamcp %s, %s)\n", b->runtime_size, LUAMCP_VERSION,
+          LUA_RELEASE_STRING);
+  fprintf(to, "bundle: format %d, %zu bytes, CRC-32 %08" PRIx32 ", scripts as %s\n", BUNDLE_FORMAT, b->payload_size,
+          b->payload_crc32, b->scripts);
+  fprintf(to, "%10s  %-8s  %s\n", "size", "crc32", "file");
+  for (size_t i = 0; i < b->file_count; i++)
+    fprintf(to, "%10zu  %08" PRIx32 "  %s\n", b->files[i].size, b->files[i].crc32, b->files[i].name);
+}

@@ -1,0 +1,31 @@
+/* fuzz_http_util.c - libFuzzer target: the HTTP header parsers (Accept,
+ * Content-Type, Host, Origin, the --http listen spec). Host names that are
+ * accepted must be plain names: no port, no path, no credentials. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *text = malloc(size + 1);
+  memcpy(text, data, size);
+  text[size] = '\0';
+  http_accepts(text, "text/event-stream");
+  http_accepts(text, "application/json");
+  http_is_json(text);
+  char name[256];
+  if (http_host_name(text, name, sizeof name)) {
+    if (strpbrk(name, "/@?#")) __builtin_trap();
+    http_is_loopback_name(name);
+  }
+  if (http_origin_host(text, name, sizeof name) && strpbrk(name, "/@?#")) __builtin_trap();
+  char host[256], path[256], err[300];
+  int port;
+  if (http_parse_listen(text, host, sizeof host, &port, path, sizeof path, err, sizeof err) &&
+      (port < 0 || port > 65535 || path[0] != '/'))
+    __builtin_trap();
+  http_secret_equal(text, size, "secret", 6);
+  free(text);
+  return 0;
+}

@@ -1,0 +1,403 @@
+-- `luamcp build`: one self-contained executable from a script folder, and an
+-- MCP Bundle (.mcpb). The built programs are run as a client would run them:
+-- copied alone into an empty folder, with an empty environment.
+
+local client = require "mcp_client"
+local cjson = client.json
+
+local LUAMCP = client.LUAMCP
+local DEMO = "scripts/demo"
+local FIXTURE = "spec/fixtures/build"
+local BROKEN = "spec/fixtures/build_broken"
+
+local function quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+--- Run a shell command; returns its exit code, stdout and stderr.
+local function sh(command)
+  local err_path = os.tmpname()
+  local p = io.popen(command .. " 2>" .. quote(err_path))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  local err = client.read_file(err_path)
+  os.remove(err_path)
+  return code, out, err
+end
+
+--- luamcp build ARGS...; returns exit code, stdout, stderr.
+local function build(...)
+  local words = { quote(LUAMCP), "build" }
+  for _, a in ipairs { ... } do words[#words + 1] = quote(a) end
+  return sh(table.concat(words, " ") .. " </dev/null")
+end
+
+local function build_ok(...)
+  local code, out, err = build(...)
+  assert(code == 0, "luamcp build failed (" .. tostring(code) .. "):\n" .. out .. err)
+  return err
+end
+
+local function copy(from, to)
+  client.write_file(to, client.read_file(from))
+  assert(os.execute("chmod 755 " .. quote(to)))
+end
+
+--- Start a built program as the only file of an empty folder, with an
+--- empty environment (env -i): nothing from this machine's Lua can help it.
+local function spawn_alone(program, args)
+  local dir = client.temp_dir()
+  local name = program:match("[^/]+$")
+  copy(program, dir .. "/" .. name)
+  local argv = { "-i", "./" .. name }
+  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+  local server = client.spawn(argv, { bin = "/usr/bin/env", cwd = dir })
+  server.dir = dir
+  return server
+end
+
+local function stop(server)
+  server:close()
+  if server.dir then client.remove_tree(server.dir) end
+end
+
+local function text_of(result)
+  assert(result.content and result.content[1], cjson.encode(result))
+  return result.content[1].text
+end
+
+local function file_contains(path, needle)
+  return client.read_file(path):find(needle, 1, true) ~= nil
+end
+
+local luamcp_version = select(2, sh(quote(LUAMCP) .. " --version")):match("^luamcp (%S+)")
+
+describe("luamcp build of the example server", function()
+  local dir, program
+  setup(function()
+    dir = client.temp_dir()
+    program = dir .. "/demo"
+    build_ok(DEMO, "-o", program)
+  end)
+  teardown(function() client.remove_tree(dir) end)
+
+  it("needs nothing but the C library", function()
+    local code, out = sh("ldd " .. quote(program))
+    assert.are.equal(0, code)
+    for line in out:gmatch("[^\n]+") do
+      local lib = line:match("^%s*(%S+)")
+      assert.is_truthy(lib:match("^linux%-vdso") or lib:match("^/?.*ld%-linux") or lib:match("^libc%.so")
+        or lib:match("^libm%.so") or lib:match("^libdl%.so") or lib:match("^libpthread%.so")
+        or lib:match("^librt%.so"), "not a C library part: " .. line)
+      assert.is_falsy(line:lower():find("lua") or line:find("libuv"), line)
+    end
+  end)
+
+  it("serves over stdio from an empty folder with an empty environment", function()
+    local server = spawn_alone(program)
+    local info = server:initialize()
+    assert.are.equal("demo", info.serverInfo.name)
+    assert.are.equal("5", text_of(server:call_tool("add", { a = 2, b = 3 })))
+    local code = server:close()
+    client.remove_tree(server.dir)
+    assert.are.equal(0, code)
+  end)
+
+  it("serves over --http 127.0.0.1:0", function()
+    local server = spawn_alone(program, { "--http", "127.0.0.1:0" })
+    local port
+    assert.is_true(client.wait_until(function()
+      port = server.stderr:match("luamcp: serving MCP over HTTP at http://127%.0%.0%.1:(%d+)/mcp")
+      return port ~= nil
+    end), server.stderr)
+    local url = "http://127.0.0.1:" .. port .. "/mcp"
+    local function post(message, session)
+      local headers_path = os.tmpname()
+      local command = table.concat({
+        "curl -s -S --max-time 5 -D", quote(headers_path), "-X POST", quote(url),
+        "-H 'Content-Type: application/json'", "-H 'Accept: application/json, text/event-stream'",
+        "-H 'MCP-Protocol-Version: 2025-06-18'",
+        session and ("-H " .. quote("Mcp-Session-Id: " .. session)) or "",
+        "--data-binary", quote(cjson.encode(message)),
+      }, " ")
+      local code, body, err = sh(command)
+      local headers = client.read_file(headers_path)
+      os.remove(headers_path)
+      assert(code == 0, "curl: " .. err)
+      -- A JSON body, or server-sent events whose data lines hold it.
+      local json = body:match("^%s*{") and body or body:match("data: ([^\n]+)")
+      return json and cjson.decode(json), headers
+    end
+    local init, headers = post({ jsonrpc = "2.0", id = 1, method = "initialize", params = {
+      protocolVersion = "2025-06-18", capabilities = {}, clientInfo = { name = "busted", version = "1" } } })
+    local session = headers:match("[Mm]cp%-[Ss]ession%-[Ii]d: *([^\r\n]+)")
+    assert.are.equal("demo", init.result.serverInfo.name)
+    post({ jsonrpc = "2.0", method = "notifications/initialized" }, session)
+    local call = post({ jsonrpc = "2.0", id = 2, method = "tools/call",
+                        params = { name = "add", arguments = { a = 40, b = 2 } } }, session)
+    assert.are.equal("42", text_of(call.result))
+    server:kill("sigterm")
+    stop(server)
+  end)
+
+  it("lists what it carries and the runtime that built it with --bundle-info", function()
+    local code, out = sh(quote(program) .. " --bundle-info")
+    assert.are.equal(0, code)
+    assert.is_truthy(out:find("luamcp " .. luamcp_version, 1, true), out)
+    assert.is_truthy(out:find("scripts as source", 1, true), out)
+    -- Each file with its size and the CRC-32 unzip computes for it.
+    local _, listing = sh("unzip -v " .. quote(program))
+    for _, name in ipairs { "countdown.lua", "math.lua", "notes.lua" } do
+      local size = #client.read_file(DEMO .. "/" .. name)
+      local crc = listing:match("(%x%x%x%x%x%x%x%x)%s+" .. name:gsub("%.", "%%.") .. "\n")
+      assert.is_truthy(crc, listing)
+      assert.is_truthy(out:find(("%10d  %s  %s\n"):format(size, crc, name), 1, true), out)
+    end
+  end)
+
+  it("is also a ZIP archive that unzip lists and tests", function()
+    local code, out = sh("unzip -t " .. quote(program))
+    assert.are.equal(0, code, out)
+    assert.is_truthy(out:find("No errors detected", 1, true), out)
+  end)
+
+  it("refuses to start with a flipped byte in its bundle", function()
+    local bytes = client.read_file(program)
+    local at = bytes:find("Add two integers", 1, true)
+    assert.is_truthy(at)
+    local damaged = dir .. "/flipped"
+    client.write_file(damaged, bytes:sub(1, at - 1) .. "B" .. bytes:sub(at + 1))
+    assert(os.execute("chmod 755 " .. quote(damaged)))
+    local code, out, err = sh(quote(damaged) .. " </dev/null")
+    assert.are_not.equal(0, code)
+    assert.are.equal("", out)
+    assert.is_truthy(err:find("damaged", 1, true), err)
+    assert.is_truthy(err:find("CRC-32", 1, true), err)
+  end)
+
+  it("refuses to start when its file was cut short", function()
+    local bytes = client.read_file(program)
+    for _, cut in ipairs { 1, 100, 3000 } do -- the trailer, part of the central directory, into the files
+      local truncated = dir .. "/truncated"
+      client.write_file(truncated, bytes:sub(1, #bytes - cut))
+      assert(os.execute("chmod 755 " .. quote(truncated)))
+      local code, out, err = sh(quote(truncated) .. " </dev/null")
+      assert.are_not.equal(0, code)
+      assert.are.equal("", out)
+      assert.is_truthy(err:find("truncated", 1, true), "cut " .. cut .. ": " .. err)
+    end
+  end)
+
+  it("takes the options of luamcp run, and refuses what run refuses", function()
+    local code, _, err = sh(quote(program) .. " --no-such-option </dev/null")
+    assert.are.equal(2, code)
+    assert.is_truthy(err:find("unknown option --no-such-option", 1, true), err)
+    code, _, err = sh(quote(program) .. " extra-path </dev/null")
+    assert.are.equal(2, code)
+    assert.is_truthy(err:find("unexpected argument extra-path", 1, true), err)
+
+    local trace = dir .. "/trace.txt"
+    local server = client.spawn({ "--trace", trace }, { bin = program })
+    server:initialize()
+    stop(server)
+    assert.is_truthy(file_contains(trace, '"method":"initialize"'))
+  end)
+end)
+
+describe("luamcp build of a folder with modules and data", function()
+  local dir
+  setup(function() dir = client.temp_dir() end)
+  teardown(function() client.remove_tree(dir) end)
+
+  local function check_fixture_server(program, chunk_name)
+    local server = spawn_alone(program, {})
+    local info = server:initialize()
+    assert.are.equal("build-fixture", info.serverInfo.name)
+    assert.are.equal("7", text_of(server:call_tool("add", { a = 3, b = 4 })))
+    assert.are.equal("alpha,beta,gamma", text_of(server:call_tool("words", {})))
+    assert.are.equal("nil / true", text_of(server:call_tool("missing_file", {})))
+    -- Only preload, the bundle and the built-in library; nothing from LUA_PATH.
+    local where = server:call_tool("where", {}).structuredContent
+    assert.are.same({ path = "", cpath = "", searchers = 3 }, where)
+    local failed = server:call_tool("fail", {})
+    assert.is_true(failed.isError)
+    if chunk_name then assert.is_truthy(text_of(failed):find(chunk_name, 1, true), text_of(failed)) end
+    stop(server)
+  end
+
+  it("bundles subfolders and data files, leaves hidden files out, and names chunks bundle/...", function()
+    local program = dir .. "/fixture"
+    build_ok(FIXTURE, "-o", program)
+    local _, listing = sh("unzip -l " .. quote(program))
+    assert.is_truthy(listing:find("lib/util.lua", 1, true), listing)
+    assert.is_truthy(listing:find("data/words.txt", 1, true), listing)
+    assert.is_falsy(listing:find("hidden", 1, true), listing)
+    assert.is_true(file_contains(program, "SOURCE-ONLY-MARKER"))
+    check_fixture_server(program, "bundle/lib/util.lua:10: failing on purpose")
+  end)
+
+  it("ignores LUA_PATH and modules on the disk", function()
+    local program = dir .. "/fixture"
+    build_ok(FIXTURE, "-o", program)
+    local decoy = client.temp_dir()
+    assert(os.execute("mkdir -p " .. quote(decoy .. "/lib")))
+    client.write_file(decoy .. "/lib/util.lua", "error('the disk was read')")
+    local server = client.spawn({}, { bin = program, cwd = decoy,
+                                      env = { "LUA_PATH=" .. decoy .. "/?.lua", "LUA_PATH_5_4=" .. decoy .. "/?.lua" } })
+    server:initialize()
+    assert.are.equal("7", text_of(server:call_tool("add", { a = 3, b = 4 })))
+    stop(server)
+    client.remove_tree(decoy)
+  end)
+
+  it("reads the same data files with mcp.bundle.read under luamcp run", function()
+    local server = client.spawn { "run", FIXTURE }
+    server:initialize()
+    assert.are.equal("alpha,beta,gamma", text_of(server:call_tool("words", {})))
+    assert.are.equal("nil / true", text_of(server:call_tool("missing_file", {})))
+    stop(server)
+  end)
+
+  it("stores scripts as bytecode with --bytecode, without their source text", function()
+    local program = dir .. "/fixture-bytecode"
+    build_ok(FIXTURE, "-o", program, "--bytecode")
+    assert.is_false(file_contains(program, "SOURCE-ONLY-MARKER"))
+    assert.is_false(file_contains(program, "local total_of_the_two_numbers = a + b"))
+    local _, info = sh(quote(program) .. " --bundle-info")
+    assert.is_truthy(info:find("scripts as bytecode", 1, true), info)
+    check_fixture_server(program, "bundle/lib/util.lua:10: failing on purpose")
+  end)
+
+  it("drops debug information with --bytecode --strip", function()
+    local program = dir .. "/fixture-stripped"
+    build_ok(FIXTURE, "-o", program, "--bytecode", "--strip")
+    assert.is_false(file_contains(program, "SOURCE-ONLY-MARKER"))
+    assert.is_false(file_contains(program, "total_of_the_two_numbers"))
+    check_fixture_server(program, nil)
+  end)
+
+  it("refuses --strip without --bytecode", function()
+    local code, _, err = build(FIXTURE, "-o", dir .. "/x", "--strip")
+    assert.are.equal(2, code)
+    assert.is_truthy(err:find("--strip applies to --bytecode", 1, true), err)
+  end)
+end)
+
+describe("luamcp build --mcpb", function()
+  local dir
+  setup(function() dir = client.temp_dir() end)
+  teardown(function() client.remove_tree(dir) end)
+
+  it("writes an MCP Bundle that unzip tests, with every required manifest field", function()
+    local program, mcpb = dir .. "/demo-server", dir .. "/demo.mcpb"
+    build_ok(DEMO, "-o", program, "--mcpb", mcpb, "--author", "luamcp tests")
+    local code, out = sh("unzip -t " .. quote(mcpb))
+    assert.are.equal(0, code, out)
+    assert.is_truthy(out:find("No errors detected", 1, true), out)
+
+    local _, text = sh("unzip -p " .. quote(mcpb) .. " manifest.json")
+    local manifest = cjson.decode(text)
+    assert.are.equal("0.3", manifest.manifest_version)
+    assert.are.equal("demo", manifest.name)
+    assert.are.equal("1.0.0", manifest.version)
+    assert.are.equal("luamcp demo", manifest.display_name)
+    assert.is_string(manifest.description)
+    assert.is_true(#manifest.description > 0)
+    assert.are.same({ name = "luamcp tests" }, manifest.author)
+    assert.are.equal("binary", manifest.server.type)
+    assert.are.equal("server/demo-server", manifest.server.entry_point)
+    assert.are.equal("${__dirname}/server/demo-server", manifest.server.mcp_config.command)
+    assert.are.same({}, manifest.server.mcp_config.args)
+    local tools = {}
+    for _, t in ipairs(manifest.tools) do tools[t.name] = t.description end
+    assert.are.equal("Add two integers", tools.add)
+    assert.is_string(tools.roll_dice)
+
+    -- The entry point is the very program, executable.
+    local _, zipinfo = sh("unzip -Z " .. quote(mcpb))
+    assert.is_truthy(zipinfo:find("%-rwxr%-xr%-x[^\n]* server/demo%-server\n"), zipinfo)
+    local _, unpacked = sh("unzip -p " .. quote(mcpb) .. " server/demo-server")
+    assert.is_true(unpacked == client.read_file(program))
+  end)
+
+  it("takes name, version, description and author from mcp.server{}, flags first", function()
+    local mcpb = dir .. "/fixture.mcpb"
+    build_ok(FIXTURE, "-o", dir .. "/fixture", "--mcpb", mcpb)
+    local manifest = cjson.decode((select(2, sh("unzip -p " .. quote(mcpb) .. " manifest.json"))))
+    assert.are.equal("build-fixture", manifest.name)
+    assert.are.equal("2.1.0", manifest.version)
+    assert.are.equal("Build fixture", manifest.description)
+    assert.are.same({ name = "luamcp tests" }, manifest.author)
+
+    build_ok(FIXTURE, "-o", dir .. "/fixture", "--mcpb", mcpb, "--name", "renamed", "--version", "3.0.0",
+             "--description", "Described", "--author", "Someone")
+    manifest = cjson.decode((select(2, sh("unzip -p " .. quote(mcpb) .. " manifest.json"))))
+    assert.are.equal("renamed", manifest.name)
+    assert.are.equal("3.0.0", manifest.version)
+    assert.are.equal("Described", manifest.description)
+    assert.are.same({ name = "Someone" }, manifest.author)
+  end)
+
+  it("needs an author, as the manifest spec requires", function()
+    local code, _, err = build(DEMO, "-o", dir .. "/x", "--mcpb", dir .. "/x.mcpb")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("needs an author", 1, true), err)
+    assert.is_falsy(io.open(dir .. "/x", "rb"))
+  end)
+end)
+
+describe("luamcp build of a broken folder", function()
+  it("fails with the message luamcp run prints", function()
+    local dir = client.temp_dir()
+    local code, _, err = build(BROKEN, "-o", dir .. "/broken")
+    local run_code, _, run_err = sh(quote(LUAMCP) .. " run " .. quote(BROKEN) .. " </dev/null")
+    assert.are.equal(1, code)
+    assert.are.equal(1, run_code)
+    assert.is_truthy(run_err:find("broken.lua:4:", 1, true), run_err)
+    assert.are.equal(run_err, err)
+    assert.is_falsy(io.open(dir .. "/broken", "rb"))
+    client.remove_tree(dir)
+  end)
+
+  it("fails on a broken module in a subfolder, which run would only meet at require", function()
+    local folder = client.temp_dir()
+    assert(os.execute("mkdir -p " .. quote(folder .. "/lib")))
+    client.write_file(folder .. "/main.lua", "local mcp = require 'mcp'\n")
+    client.write_file(folder .. "/lib/bad.lua", "return {\n")
+    local code, _, err = build(folder, "-o", folder .. "/out")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find(folder .. "/lib/bad.lua:2:", 1, true), err)
+    client.remove_tree(folder)
+  end)
+end)
+
+describe("a plain luamcp", function()
+  it("says it carries no bundle", function()
+    local code, _, err = sh(quote(LUAMCP) .. " --bundle-info")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("carries no bundle", 1, true), err)
+  end)
+end)
+
+describe("luamcp build --static", function()
+  local static_runtime = LUAMCP:gsub("[^/]+$", "luamcp-static")
+  local have_static = io.open(static_runtime, "rb")
+  if have_static then have_static:close() end
+
+  it("writes a fully static program (needs " .. static_runtime .. ", from make build/luamcp-static)", function()
+    if not have_static then
+      pending("no " .. static_runtime .. " to build with")
+      return
+    end
+    local dir = client.temp_dir()
+    local program = dir .. "/demo-static"
+    build_ok(DEMO, "-o", program, "--static")
+    local _, out, err = sh("ldd " .. quote(program))
+    assert.is_truthy((out .. err):find("not a dynamic executable", 1, true), out .. err)
+    local server = spawn_alone(program)
+    server:initialize()
+    assert.are.equal("5", text_of(server:call_tool("add", { a = 2, b = 3 })))
+    stop(server)
+    client.remove_tree(dir)
+  end)
+end)

@@ -1,0 +1,176 @@
+-- Non-blocking subprocesses and files, and per-call limits: deadlines,
+-- memory, and cancellation that stops running code.
+
+local client = require "mcp_client"
+local uv = require "luv"
+local cjson = client.json
+
+local function alive(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if not f then return false end
+  local stat = f:read("a")
+  f:close()
+  return stat:match("^%d+ %b() (%a)") ~= "Z" -- a zombie is not alive either, but is a leak
+end
+
+local function exists(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if f then f:close() return true end
+  return false
+end
+
+describe("limits", function()
+  local server
+  before_each(function()
+    server = client.spawn { "run", "spec/fixtures/limits" }
+    server:initialize()
+  end)
+  after_each(function() server:close() end)
+
+  it("runs 200 `sleep 1` children at once in well under 3 s", function()
+    local t0 = uv.hrtime()
+    for i = 1, 200 do
+      server:send({ jsonrpc = "2.0", id = i, method = "tools/call",
+                    params = { name = "run", arguments = { argv = { "sleep", "1" } } } })
+    end
+    local done = 0
+    for _ = 1, 200 do
+      local msg = server:read(5000)
+      assert(msg, "missing response")
+      assert.are.equal(0, msg.result.structuredContent.code)
+      done = done + 1
+    end
+    local seconds = (uv.hrtime() - t0) / 1e9
+    assert.are.equal(200, done)
+    assert.is_true(seconds < 3, ("took %.2f s"):format(seconds))
+  end)
+
+  it("cuts 10 MB of output at max_output_bytes and drains the rest", function()
+    local r = server:call_tool("run", { argv = { "head", "-c", "10000000", "/dev/zero" }, max_output_bytes = 1000 })
+    local out = r.structuredContent
+    assert.are.equal(0, out.code)
+    assert.are.equal(1000, out.length)
+    assert.is_true(out.truncated)
+  end)
+
+  it("passes stdin, env and cwd, and never uses a shell", function()
+    local out = server:call_tool("run", { argv = { "cat" }, stdin = "piped in" }).structuredContent
+    assert.are.equal("piped in", out.stdout)
+    out = server:call_tool("run", { argv = { "env" }, env = { ONLY = "this" } }).structuredContent
+    assert.are.equal("ONLY=this\n", out.stdout)
+    out = server:call_tool("run", { argv = { "pwd" }, cwd = "/tmp" }).structuredContent
+    assert.are.equal("/tmp\n", out.stdout)
+    out = server:call_tool("run", { argv = { "echo", "$HOME;", "`id`" } }).structuredContent
+    assert.are.equal("$HOME; `id`\n", out.stdout)
+    out = server:call_tool("run", { argv = { "/no/such/program" } }).structuredContent
+    assert.are.equal("ENOENT", out.code)
+  end)
+
+  it("kills a child at its timeout and leaves no zombie", function()
+    local out = server:call_tool("run", { argv = { "sleep", "30" }, timeout_ms = 200 }).structuredContent
+    assert.is_true(out.timed_out)
+    assert.are.equal(15, out.signal) -- SIGTERM
+    client.sleep(100)
+    assert.is_false(exists(out.pid), "child " .. out.pid .. " still in /proc")
+  end)
+
+  it("streams output as it arrives", function()
+    local r = server:call_tool("run_streaming", { argv = { "sh", "-c", "echo one; sleep 0.2; echo two" } })
+    assert.are.equal(2, r.structuredContent.chunks)
+    local logs = server:notifications_named("notifications/message")
+    assert.are.equal("stdout: one\n", logs[1].params.data)
+    assert.are.equal("stdout: two\n", logs[2].params.data)
+  end)
+
+  it("kills the child of a cancelled call within 1 s", function()
+    server:send({ jsonrpc = "2.0", id = "c", method = "tools/call",
+                  params = { name = "run_streaming", arguments = { argv = { "sh", "-c", "echo $$; exec sleep 30" } } } })
+    local note = server:read()
+    local pid = tonumber(note.params.data:match("(%d+)"))
+    assert.is_true(alive(pid))
+    server:notify("notifications/cancelled", { requestId = "c" })
+    local gone = client.wait_until(function() return not exists(pid) end, 1000)
+    assert.is_true(gone, "child " .. pid .. " still running 1 s after the cancellation")
+    assert.is_true(server:silent_for(200)) -- no response for a cancelled call
+  end)
+
+  it("stops `while true do end` at the deadline", function()
+    local t0 = uv.hrtime()
+    local r = server:call_tool("spin", {})
+    local ms = (uv.hrtime() - t0) / 1e6
+    assert.is_true(r.isError)
+    assert.are.equal("stopped: the call exceeded its time limit of 500 ms", r.content[1].text)
+    print(("\n# spin stopped after %.1f ms (limit 500 ms)"):format(ms))
+  end)
+
+  it("stops a loop around pcall at the deadline", function()
+    local t0 = uv.hrtime()
+    local r = server:call_tool("spin_pcall", {})
+    local ms = (uv.hrtime() - t0) / 1e6
+    assert.is_true(r.isError)
+    assert.truthy(r.content[1].text:find("time limit of 500 ms", 1, true))
+    print(("\n# spin_pcall stopped after %.1f ms (limit 500 ms)"):format(ms))
+  end)
+
+  it("stops a waiting call at its deadline", function()
+    local r = server:call_tool("sleep_long", {})
+    assert.are.equal("stopped: the call exceeded its time limit of 300 ms", r.content[1].text)
+  end)
+
+  it("stops computing code when the call is cancelled", function()
+    server:send({ jsonrpc = "2.0", id = "spin", method = "tools/call", params = { name = "spin_counting", arguments = {} } })
+    client.sleep(100)
+    server:notify("notifications/cancelled", { requestId = "spin" })
+    -- The server answers again, and the loop is not running any more.
+    assert.are.same({}, server:request("ping", {}).result)
+    local first = tonumber(server:call_tool("counter", {}).content[1].text)
+    client.sleep(100)
+    local second = tonumber(server:call_tool("counter", {}).content[1].text)
+    assert.is_true(first > 0)
+    assert.are.equal(first, second)
+    assert.is_nil(server.other) -- and no response was sent for the cancelled call
+  end)
+
+  it("answers a 1 GiB string with not enough memory, then a ping", function()
+    local r = server:call_tool("big_string", {})
+    assert.is_true(r.isError)
+    assert.truthy(r.content[1].text:find("not enough memory", 1, true))
+    assert.are.same({}, server:request("ping", {}).result)
+  end)
+
+  it("survives cjson.encode of 341 MiB", function()
+    local r = server:call_tool("cjson_huge", {})
+    assert.is_true(r.isError)
+    assert.truthy(r.content[1].text:find("not enough memory", 1, true))
+    assert.are.same({}, server:request("ping", {}).result)
+  end)
+
+  it("refuses os.execute, saying why", function()
+    local r = server:call_tool("os_execute", {})
+    assert.truthy(r.content[1].text:find("os.execute is not available in luamcp: it blocks every other request", 1, true))
+  end)
+
+  it("reads, writes, lists and stats files on the thread pool", function()
+    local dir = client.temp_dir()
+    local out = server:call_tool("files", { dir = dir }).structuredContent
+    assert.are.equal("hello", out.data)
+    assert.are.equal(3, out.size)
+    assert.are.equal("file", out.type)
+    assert.are.same({ "a.txt:file", "b.bin:file" }, out.names)
+    assert.are.equal("nil", out.missing)
+    assert.are.equal("ENOENT", out.code)
+    assert.truthy(out.err:find("/nope: No such file or directory", 1, true))
+    client.remove_tree(dir)
+  end)
+
+  it("runs work concurrently with mcp.spawn and mcp.all", function()
+    local t0 = uv.hrtime()
+    local out = server:call_tool("concurrent", {}).structuredContent
+    local ms = (uv.hrtime() - t0) / 1e6
+    assert.are.equal(42, out.spawned)
+    assert.are.same({ "a", "b", 0 }, out.all)
+    assert.are.equal("boom", out.failed)
+    assert.is_true(out.done)
+    assert.is_true(ms < 1500, ms) -- four 200 ms waits at once, not one after another
+  end)
+end)
