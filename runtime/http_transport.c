@@ -102,6 +102,7 @@ struct http_conn {
   /* Work for the next loop turn (see defer): never done from inside the
    * protocol core's send. */
   bool deferred, close_pending;
+  bool request_held; /* arrived while a handler computed: handled on a later turn */
   http_conn *deferred_next;
   http_conn *prev, *next;
 };
@@ -913,8 +914,29 @@ static void handle_delete(http_conn *c) {
   response_done(c);
 }
 
+/* A request that arrived while a handler computes (server.nested_poll):
+ * nothing that could run Lua or free what the handler's caller uses may
+ * happen now. A cancellation is acted on at once and a DELETE cancels the
+ * session's calls at once; everything else waits for a later turn. */
+static bool hold_request(http_conn *c) {
+  http_server *h = c->server;
+  if (h->srv->nested_poll == 0 || c->reject_status || !path_matches(c)) return false;
+  http_session *hs = c->session_id ? strmap_get(&h->sessions_by_id, c->session_id) : NULL;
+  if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
+      session_receive_urgent(hs->session, c->body.data ? c->body.data : "", c->body.len)) {
+    send_response(c, 202, NULL, NULL, NULL, 0);
+    response_done(c);
+    return true;
+  }
+  if (hs && c->parser.method == HTTP_DELETE) session_close(hs->session); /* destroyed when the request is handled */
+  c->request_held = true;
+  conn_defer(c);
+  return true;
+}
+
 static void handle_request(http_conn *c) {
   c->state = CONN_RESPONDING;
+  if (hold_request(c)) return;
   log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), c->url.data ? c->url.data : "",
             c->body.len);
   if (c->reject_status) {
@@ -992,13 +1014,20 @@ static void on_later_idle(uv_idle_t *h) { (void)h; }
 
 static void on_later(uv_check_t *t) {
   http_server *h = t->data;
+  if (h->srv->nested_poll > 0) return; /* inside a computing handler: next turn */
   while (h->deferred) {
     http_conn *c = h->deferred;
     h->deferred = c->deferred_next;
     c->deferred = false;
     if (c->closing) continue;
-    if (c->close_pending) conn_close(c);
-    else if (c->state == CONN_IDLE) resume_input(c);
+    if (c->close_pending) {
+      conn_close(c);
+    } else if (c->request_held) {
+      c->request_held = false;
+      handle_request(c);
+    } else if (c->state == CONN_IDLE) {
+      resume_input(c);
+    }
   }
   uv_check_stop(&h->later);
   uv_idle_stop(&h->later_idle);
@@ -1133,6 +1162,7 @@ static void on_connection(uv_stream_t *listener, int status) {
  * streams alive, end idle sessions. */
 static void on_sweep(uv_timer_t *t) {
   http_server *h = t->data;
+  if (h->srv->nested_poll > 0) return; /* never end sessions under a computing handler */
   uint64_t now = now_ms(h);
   for (http_conn *c = h->conns, *next; c; c = next) {
     next = c->next;
@@ -1213,6 +1243,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   uv_check_init(loop, &h->later);
   uv_idle_init(loop, &h->later_idle);
   h->later.data = h;
+  srv->nested_poll_safe = true;
   h->later_idle.data = h;
   uv_timer_start(&h->sweep, on_sweep, 1000, 1000);
   if (!http_is_loopback_address(opts->host))

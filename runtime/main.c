@@ -29,6 +29,7 @@ typedef struct runtime {
   http_server *http; /* NULL when serving stdio */
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
+  uv_check_t stop_check; /* stops the loop once no handler computes */
   bool stopping;
   int exit_code;
 } runtime;
@@ -217,10 +218,29 @@ static void stop_loop(runtime *rt) {
   uv_stop(rt->loop);
 }
 
+static void on_stop_check(uv_check_t *h) {
+  runtime *rt = h->data;
+  if (rt->srv.nested_poll > 0) return;
+  uv_check_stop(h);
+  stop_loop(rt);
+}
+
+/* Stop the loop, but not from inside a handler that lets the loop take a
+ * turn while it computes: that would stop only that turn, and free what the
+ * handler's callers still use. */
+static void request_stop(runtime *rt) {
+  if (rt->srv.nested_poll == 0) {
+    stop_loop(rt);
+    return;
+  }
+  rt->stop_check.data = rt;
+  uv_check_start(&rt->stop_check, on_stop_check);
+}
+
 static void on_shutdown_timeout(uv_timer_t *h) {
   runtime *rt = h->data;
   log_write(LOG_WARNING, "output not flushed within %d ms; exiting", SHUTDOWN_GRACE_MS);
-  stop_loop(rt);
+  request_stop(rt);
 }
 
 static void begin_shutdown(runtime *rt) {
@@ -235,15 +255,16 @@ static void begin_shutdown(runtime *rt) {
 static void on_stdio_done(stdio_transport *t) {
   runtime *rt = (runtime *)((char *)t - offsetof(runtime, stdio));
   begin_shutdown(rt);
-  stop_loop(rt);
+  request_stop(rt);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
   runtime *rt = h->data;
   log_write(LOG_INFO, "received signal %d; stopping", signum);
   begin_shutdown(rt);
-  if (!rt->http) session_close(rt->stdio.session);
-  stop_loop(rt);
+  /* Cancel every call now, one that is computing included. */
+  for (session *s = rt->srv.sessions; s; s = s->next) session_close(s);
+  request_stop(rt);
 }
 
 static void close_any(uv_handle_t *h, void *arg) {
@@ -274,6 +295,7 @@ static int command_run(int argc, char **argv) {
   }
   buf_free(&err);
 
+  uv_check_init(rt->loop, &rt->stop_check);
   uv_signal_init(rt->loop, &rt->sigint);
   uv_signal_init(rt->loop, &rt->sigterm);
   rt->sigint.data = rt->sigterm.data = rt;

@@ -174,3 +174,58 @@ describe("limits", function()
     assert.is_true(ms < 1500, ms) -- four 200 ms waits at once, not one after another
   end)
 end)
+
+describe("limits over HTTP", function()
+  local http = require "http_client"
+  local server, session
+  before_each(function()
+    server = http.start { "spec/fixtures/limits" }
+    session = server:initialize()
+  end)
+  after_each(function() server:stop_cleanly() end)
+
+  local function headers() return { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" } end
+
+  local function start_spin(id)
+    local conn = server:connect()
+    conn:send_request { method = "POST", headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json",
+      ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" },
+      body = { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = "spin_counting", arguments = {} } } }
+    client.sleep(100)
+    return conn
+  end
+
+  local function counter_is_still()
+    local r1 = server:post({ jsonrpc = "2.0", id = 90, method = "tools/call", params = { name = "counter" } }, headers())
+    client.sleep(100)
+    local r2 = server:post({ jsonrpc = "2.0", id = 91, method = "tools/call", params = { name = "counter" } }, headers())
+    local a = tonumber(r1.json.result.content[1].text)
+    local b = tonumber(r2.json.result.content[1].text)
+    return a > 0 and a == b
+  end
+
+  it("stops computing code when the call is cancelled", function()
+    local conn = start_spin("spin")
+    local r = server:post({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "spin" } }, headers())
+    assert.are.equal(202, r.status)
+    assert.is_true(counter_is_still())
+    -- The cancelled call's exchange ends without an answer.
+    local response = conn:read_response(2000)
+    assert.is_truthy(response)
+    assert.are.same({}, response.events)
+  end)
+
+  it("stops computing code when its session is deleted", function()
+    start_spin("spin")
+    local r = server:request { method = "DELETE", headers = headers() }
+    assert.are.equal(200, r.status)
+    assert.are.equal(404, server:post({ jsonrpc = "2.0", id = 1, method = "ping" }, headers()).status)
+    local other = server:initialize()
+    local c1 = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "counter" } },
+      { ["Mcp-Session-Id"] = other })
+    client.sleep(100)
+    local c2 = server:post({ jsonrpc = "2.0", id = 3, method = "tools/call", params = { name = "counter" } },
+      { ["Mcp-Session-Id"] = other })
+    assert.are.equal(c1.json.result.content[1].text, c2.json.result.content[1].text)
+  end)
+end)
