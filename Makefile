@@ -23,7 +23,7 @@ CORE_SRC := runtime/buf.c runtime/json.c runtime/jsonrpc.c runtime/protocol.c ru
             runtime/zip.c runtime/bundle.c
 # Everything else of the runtime.
 RUNTIME_SRC := $(CORE_SRC) runtime/lua_json.c runtime/lua_core.c runtime/lua_task.c runtime/lua_schema.c runtime/lua_exec.c \
-               runtime/lua_fs.c runtime/vm.c runtime/lua_bundle.c runtime/build.c \
+               runtime/lua_fs.c runtime/vm.c runtime/reload.c runtime/lua_bundle.c runtime/build.c \
                runtime/stdio_transport.c runtime/http_transport.c runtime/main.c
 LUA_LIB := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 

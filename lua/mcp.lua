@@ -332,6 +332,18 @@ end
 --- JSON Schema validation: mcp.schema.validate(schema, value) -> true | false, errors.
 M.schema = { validate = schema.validate }
 
+--- Data that survives a reload (luamcp dev, SIGHUP): the value kept under
+--- key in the previous generation, copied into this one, or else init (or
+--- what init() returns, when it is a function). Only plain data survives:
+--- tables, strings, numbers, booleans; everything else starts fresh.
+---   local notes = mcp.state("notes", {})   -- a table: changes to it are kept
+---@param key string
+---@param init any
+M.state = core.state
+
+--- About the running server: {generation, generations_open, reloads, memory, tasks}.
+M.info = core.info
+
 --- Base64 (standard alphabet, padded).
 M.base64 = { encode = core.base64_encode, decode = core.base64_decode }
 
@@ -365,6 +377,19 @@ end
 
 function M._start()
   registry.started = true
+end
+
+-- What clients see of each list, to tell which lists a reload changed.
+function M._fingerprints()
+  local function wires(...)
+    local parts = {}
+    for _, list in ipairs { ... } do
+      for _, e in ipairs(list:enabled_entries()) do parts[#parts + 1] = e.wire[1] end
+    end
+    return table.concat(parts, "\n")
+  end
+  return { tools = wires(registry.tools), resources = wires(registry.resources, registry.templates),
+           prompts = wires(registry.prompts) }
 end
 
 --- What `luamcp build --mcpb` writes into manifest.json: mcp.server{}'s

@@ -376,7 +376,7 @@ static bool load_like_run(const char *path, server_facts *facts, buf *err) {
   server_options_defaults(&opts);
   lua_app app = {0};
   server_init(&srv, &opts, &VM_APP_OPS, &app);
-  vm *v = vm_new(&srv, &loop, path, NULL, err);
+  vm *v = vm_new(&srv, &loop, path, NULL, NULL, err);
   bool ok = v && read_server_facts(v, facts, err);
   vm_free(v);
   uv_walk(&loop, close_handle, NULL);

@@ -190,6 +190,8 @@ int luaopen_mcp_core(lua_State *L) {
       {"schema_compile", lua_schema_compile},
       {"schema_validate", lua_schema_validate},
       {"tool_input", lua_schema_tool_input},
+      {"state", reload_lua_state},
+      {"info", reload_lua_info},
       {NULL, NULL},
   };
   luaL_newlibtable(L, functions);

@@ -57,9 +57,11 @@ typedef struct exec_op {
 
 static void op_release(exec_op *op) {
   vm *v = op->vm;
-  if (op->prev) op->prev->next = op->next;
-  else v->execs = op->next;
-  if (op->next) op->next->prev = op->prev;
+  if (v) {
+    if (op->prev) op->prev->next = op->next;
+    else v->execs = op->next;
+    if (op->next) op->next->prev = op->prev;
+  }
   buf_free(&op->output[0]);
   buf_free(&op->output[1]);
   while (op->chunks) {
@@ -380,9 +382,17 @@ int lua_exec(lua_State *L) {
   return task_wait_op(L, t, &op->op, exec_continue);
 }
 
+/* The generation is going away: kill every child it started. Their
+ * handles close later, so the ops are cut loose from the vm first. */
 void lua_exec_kill_all(vm *v) {
-  for (exec_op *op = v->execs; op; op = op->next) {
+  exec_op *op = v->execs;
+  v->execs = NULL;
+  while (op) {
+    exec_op *next = op->next;
     op->task = NULL;
+    op->vm = NULL;
+    op->prev = op->next = NULL;
     signal_group(op, SIGKILL);
+    op = next;
   }
 }

@@ -34,7 +34,9 @@
 
 /* The ctx userdata a handler receives. Owner: Lua's GC; the root task
  * points at it and clears `task` when it ends, so a ctx kept past its
- * request fails cleanly instead of touching freed memory. */
+ * request fails cleanly instead of touching freed memory; and when the GC
+ * takes it first (the handler returned), its __gc clears the task's
+ * pointer. */
 typedef struct ctx_handle {
   task *task;
 } ctx_handle;
@@ -196,6 +198,7 @@ static void task_free(task *t) {
     luaL_unref(v->L, LUA_REGISTRYINDEX, t->co_ref);
   }
   v->live_tasks--;
+  if (v->retired && v->live_tasks == 0) app_generation_drained(v);
   t->open_handles = 0;
   if (t->timer_initialized) {
     t->open_handles++;
@@ -878,6 +881,13 @@ static int ctx_index(lua_State *L) {
   return 0;
 }
 
+static int ctx_gc(lua_State *L) {
+  ctx_handle *h = check_ctx(L);
+  if (h->task) h->task->ctx = NULL;
+  h->task = NULL;
+  return 0;
+}
+
 static int ctx_tostring(lua_State *L) {
   ctx_handle *h = check_ctx(L);
   call *c = h->task ? h->task->call : NULL;
@@ -902,5 +912,7 @@ void task_register_ctx(lua_State *L) {
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, ctx_tostring);
   lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, ctx_gc);
+  lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
 }

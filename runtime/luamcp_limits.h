@@ -53,6 +53,10 @@
  * says max_output_bytes. */
 #define DEFAULT_EXEC_MAX_OUTPUT_BYTES (16u * 1024u * 1024u)
 
+/* luamcp dev reloads this long after the last change to a script, so an
+ * editor's burst of writes becomes one reload. */
+#define RELOAD_DEBOUNCE_MS 100
+
 /* ---- Streamable HTTP ------------------------------------------------- */
 
 /* A request's line and headers together; beyond this: 431. */

@@ -60,6 +60,9 @@ static void usage(FILE *to) {
           "Usage:\n"
           "  luamcp run PATH [options]   serve the scripts in PATH (a .lua file, or a folder:\n"
           "                              every *.lua directly inside, in sorted order)\n"
+          "  luamcp dev PATH [options]   run, reloading in place whenever a script changes\n"
+          "                              (sessions and calls in flight survive); run\n"
+          "                              reloads on SIGHUP\n"
           "  luamcp build PATH -o OUT    one executable with the scripts in PATH inside\n"
           "                              ('luamcp build --help')\n"
           "  luamcp --version            print the version\n"
@@ -272,9 +275,17 @@ static void close_any(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
-static int command_run(int argc, char **argv) {
+/* luamcp run (watch false) and luamcp dev (watch true). */
+static int serve(int argc, char **argv, bool watch) {
   run_options o = {0};
   parse_run_options(argc, argv, &o);
+  if (watch) {
+    /* The development loop: the wire trace on stderr unless sent elsewhere,
+     * and a coloured log when stderr is a terminal. */
+    bool tty = isatty(2);
+    log_set_color(tty);
+    if (!o.trace) o.trace = "-";
+  }
   if (o.trace && !trace_open(o.trace)) fail_usage("cannot open the trace file %s", o.trace);
 
   runtime *rt = calloc(1, sizeof *rt);
@@ -286,8 +297,7 @@ static int command_run(int argc, char **argv) {
   }
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
   buf err = BUF_INIT;
-  rt->app.current = vm_new(&rt->srv, rt->loop, o.path, bundle_self(), &err);
-  if (!rt->app.current) {
+  if (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
     fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "cannot load the scripts");
     buf_free(&err);
     free(rt);
@@ -321,7 +331,7 @@ static int command_run(int argc, char **argv) {
 
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
-  vm_free(rt->app.current);
+  app_stop(&rt->app);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(rt->loop);
@@ -362,7 +372,7 @@ static int command_bundled(const bundle *b, int argc, char **argv) {
   char **run_argv = calloc((size_t)argc + 1, sizeof *run_argv);
   run_argv[0] = b->name;
   for (int i = 1; i < argc; i++) run_argv[i] = argv[i];
-  int code = command_run(argc, run_argv);
+  int code = serve(argc, run_argv, false);
   free(run_argv);
   return code;
 }
@@ -390,7 +400,8 @@ int main(int argc, char **argv) {
     printf("luamcp %s (%s, libuv %s)\n", LUAMCP_VERSION, LUA_RELEASE_STRING, uv_version_string());
     return 0;
   }
-  if (strcmp(cmd, "run") == 0) return command_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "run") == 0) return serve(argc - 2, argv + 2, false);
+  if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
   if (strcmp(cmd, "--bundle-info") == 0) {
     fprintf(stderr, "luamcp: this program carries no bundle (luamcp build makes programs that do)\n");

@@ -88,6 +88,8 @@ static int open_cjson_safe(lua_State *L) { return open_guarded(L, luaopen_cjson_
 
 /* ---- Module search --------------------------------------------------- */
 
+static void note_file(vm *v, const char *path);
+
 static int try_load_file(lua_State *L, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
@@ -108,7 +110,10 @@ static int search_script_folder(lua_State *L) {
   };
   for (int i = 0; i < 2; i++) {
     int n = try_load_file(L, candidates[i]);
-    if (n) return n;
+    if (n) {
+      note_file(v, candidates[i]);
+      return n;
+    }
   }
   lua_pushfstring(L, "no file '%s'\n\tno file '%s'", candidates[0], candidates[1]);
   return 1;
@@ -351,6 +356,7 @@ static bool load_scripts(vm *v, buf *err) {
   }
   bool ok = true;
   for (int i = 0; i < count; i++) {
+    note_file(v, files[i]);
     if (ok) {
       if (luaL_loadfilex(L, files[i], "bt") != LUA_OK) {
         buf_append_str(err, lua_tostring(L, -1));
@@ -382,9 +388,19 @@ static bool bind_library(vm *v, buf *err) {
   return started;
 }
 
-vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, buf *err) {
+/* Remember a file this generation loaded from disk, for luamcp dev to
+ * watch. */
+static void note_file(vm *v, const char *path) {
+  for (size_t i = 0; i < v->file_count; i++)
+    if (strcmp(v->files[i], path) == 0) return;
+  v->files = realloc(v->files, (v->file_count + 1) * sizeof *v->files);
+  v->files[v->file_count++] = strdup(path);
+}
+
+vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {
   vm *v = calloc(1, sizeof *v);
   v->srv = srv;
+  v->previous = previous;
   v->loop = loop;
   v->path = strdup(path);
   v->bundle = source;
@@ -411,10 +427,14 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   lua_pushcfunction(L, rpc_error_tostring);
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
+  lua_newtable(L);
+  v->state_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   add_searchers(L, v);
   block_global(L, "os", "execute");
   block_global(L, "io", "popen");
-  if (!load_scripts(v, err) || !bind_library(v, err)) {
+  bool ok = load_scripts(v, err) && bind_library(v, err);
+  v->previous = NULL; /* mcp.state copies only while loading */
+  if (!ok) {
     vm_free(v);
     return NULL;
   }
@@ -430,6 +450,8 @@ void vm_free(vm *v) {
   free(v->module_dir);
   free(v->server_info_json);
   free(v->instructions);
+  for (size_t i = 0; i < v->file_count; i++) free(v->files[i]);
+  free(v->files);
   free(v);
 }
 

@@ -30,6 +30,15 @@ struct vm {
   char *path;             /* the script file or folder given to luamcp */
   char *module_dir;       /* where require looks first */
   const bundle *bundle;   /* a built program's scripts (not owned); NULL: they are at path */
+  /* Generations (reload.c). */
+  unsigned generation;    /* 1 for the first load, then one more per reload */
+  struct lua_app *app;    /* the app it belongs to, or NULL (luamcp build) */
+  bool retired;           /* replaced by a newer generation; freed once drained */
+  vm *next_retired;
+  vm *previous;           /* while loading: the generation being replaced (mcp.state) */
+  int state_ref;          /* registry: the mcp.state table */
+  char **files;           /* the script and module files it loaded from disk */
+  size_t file_count;
   int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
   int describe_ref;       /* mcp._describe() */
   int live_tasks;
@@ -101,7 +110,7 @@ struct task {
 /* Load the scripts at path into a new generation. On failure returns NULL
  * with the error (file and line) in err. With a source bundle the scripts
  * come from it instead, and path only names them (the default server name). */
-vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, buf *err);
+vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err);
 void vm_free(vm *v);
 
 /* The vm a Lua state belongs to (the allocator's userdata). */
@@ -153,11 +162,48 @@ int luaopen_mcp_bundle(lua_State *L);
 void task_register_ctx(lua_State *L);
 int task_lua_sleep(lua_State *L);
 
-/* The app behind the server: the generation new requests go to. Owner:
- * main, for the life of the process. */
+/* A directory watched for script changes (luamcp dev). Owner: the app. */
+typedef struct app_watch {
+  uv_fs_event_t handle;
+  char *dir;
+  struct lua_app *app;
+  struct app_watch *next;
+} app_watch;
+
+/* The app behind the server: the generation new requests go to, and older
+ * generations still finishing their calls. Owner: main, for the life of the
+ * process (app_start .. app_stop). */
 typedef struct lua_app {
+  server *srv;
+  uv_loop_t *loop;
+  const char *path;
+  const bundle *source;
   vm *current;
+  vm *retired;            /* replaced generations with calls still running */
+  unsigned generations;   /* loaded so far */
+  unsigned reloads, failed_reloads;
+  bool watch;             /* luamcp dev: reload when a script changes */
+  app_watch *watches;
+  uv_timer_t debounce;    /* one reload for a burst of file events */
+  uv_signal_t sighup;     /* reload on SIGHUP, in run and dev */
+  uv_check_t reaper;      /* frees drained generations outside any task */
 } lua_app;
+
+/* Load the first generation and start watching (watch) and SIGHUP. */
+bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, const bundle *source, bool watch,
+               buf *err);
+/* Load a new generation and swap it in, or keep the current one and report
+ * why not. */
+bool app_reload(lua_app *app, const char *why);
+/* A retired generation's last task ended (called from task_free). */
+void app_generation_drained(vm *v);
+/* Close the app's handles and free every generation. */
+void app_stop(lua_app *app);
+/* How many generations are alive (current + retired). */
+int app_generations_open(const lua_app *app);
+/* mcp.state and mcp.info (reload.c). */
+int reload_lua_state(lua_State *L);
+int reload_lua_info(lua_State *L);
 
 /* The app_ops over a lua_app. */
 extern const app_ops VM_APP_OPS;

@@ -316,10 +316,11 @@ Server.__index = Server
 
 --- Start `luamcp run --http 127.0.0.1:0 ARGS...` and wait for the line
 --- that names its port. args: the scripts and any options, a list. opts:
---- env (a list of "K=V"), listen (instead of 127.0.0.1:0).
+--- env (a list of "K=V"), listen (instead of 127.0.0.1:0), command ("dev"
+--- instead of "run").
 function M.start(args, opts)
   opts = opts or {}
-  local full = { "run", "--http", opts.listen or "127.0.0.1:0" }
+  local full = { opts.command or "run", "--http", opts.listen or "127.0.0.1:0" }
   for _, a in ipairs(args) do full[#full + 1] = a end
   local proc = mcp_client.spawn(full, { env = opts.env })
   local self = setmetatable({ proc = proc, conns = {} }, Server)

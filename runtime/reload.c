@@ -1,0 +1,410 @@
+/*
+ * reload.c - generations of scripts, swapped in place (luamcp dev, SIGHUP).
+ *
+ * A reload loads every script into a fresh Lua state. If anything fails, the
+ * current generation keeps serving untouched and the error goes to stderr
+ * and, as notifications/message at level error, to every client. If it
+ * succeeds, new requests go to the new generation at once; calls already
+ * running finish on the old one, which is freed when its last task ends.
+ * Sessions, their negotiated version, subscriptions and log level live in
+ * the protocol core, not in Lua, so they carry over untouched. Clients hear
+ * list_changed only for the lists that changed, and resources/updated for
+ * what they subscribed to.
+ */
+#include <lauxlib.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "log.h"
+#include "luamcp_limits.h"
+#include "lua_json.h"
+#include "vm.h"
+
+/* ---- mcp.state ------------------------------------------------------- */
+
+/* Copy the value at idx of `from` (another generation's state) onto `to`.
+ * Only plain data: tables (shared references and cycles kept), strings,
+ * numbers, booleans and mcp.null. Returns false with the reason in why. */
+static bool copy_value(lua_State *from, int idx, lua_State *to, int visited, int depth, buf *why) {
+  idx = lua_absindex(from, idx);
+  if (!lua_checkstack(from, 4) || !lua_checkstack(to, 6) || depth > 200) {
+    buf_puts(why, "nested too deeply");
+    return false;
+  }
+  switch (lua_type(from, idx)) {
+    case LUA_TNIL: lua_pushnil(to); return true;
+    case LUA_TBOOLEAN: lua_pushboolean(to, lua_toboolean(from, idx)); return true;
+    case LUA_TNUMBER:
+      if (lua_isinteger(from, idx)) lua_pushinteger(to, lua_tointeger(from, idx));
+      else lua_pushnumber(to, lua_tonumber(from, idx));
+      return true;
+    case LUA_TSTRING: {
+      size_t n;
+      const char *s = lua_tolstring(from, idx, &n);
+      lua_pushlstring(to, s, n);
+      return true;
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(from, idx) == NULL) {
+        lua_pushlightuserdata(to, NULL);
+        return true;
+      }
+      break;
+    case LUA_TTABLE: {
+      const void *p = lua_topointer(from, idx);
+      if (lua_rawgetp(to, visited, p) == LUA_TTABLE) return true; /* seen: the same table again */
+      lua_pop(to, 1);
+      lua_newtable(to);
+      lua_pushvalue(to, -1);
+      lua_rawsetp(to, visited, p);
+      if (lua_getmetatable(from, idx)) {
+        /* Only the JSON array/object marks carry over. */
+        const char *mark = NULL;
+        luaL_getmetatable(from, LJSON_ARRAY_MT);
+        if (lua_rawequal(from, -1, -2)) mark = LJSON_ARRAY_MT;
+        lua_pop(from, 1);
+        luaL_getmetatable(from, LJSON_OBJECT_MT);
+        if (lua_rawequal(from, -1, -2)) mark = LJSON_OBJECT_MT;
+        lua_pop(from, 2);
+        if (!mark) {
+          buf_puts(why, "a table with a metatable cannot survive a reload");
+          return false;
+        }
+        luaL_setmetatable(to, mark);
+      }
+      lua_pushnil(from);
+      while (lua_next(from, idx)) {
+        if (!copy_value(from, -2, to, visited, depth + 1, why) || !copy_value(from, -1, to, visited, depth + 1, why)) {
+          lua_pop(from, 2);
+          return false;
+        }
+        lua_rawset(to, -3);
+        lua_pop(from, 1);
+      }
+      return true;
+    }
+    default: break;
+  }
+  buf_printf(why, "a %s cannot survive a reload (only tables, strings, numbers and booleans do)",
+             luaL_typename(from, idx));
+  return false;
+}
+
+/* mcp.state(key, init) -> the value kept under key: the previous
+ * generation's, copied, or else init (called, if it is a function). */
+int reload_lua_state(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  const char *key = luaL_checkstring(L, 1);
+  lua_settop(L, 2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, v->state_ref); /* 3: this generation's state */
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 3) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  bool found = false;
+  if (v->previous) {
+    lua_State *from = v->previous->L;
+    int top = lua_gettop(from);
+    lua_rawgeti(from, LUA_REGISTRYINDEX, v->previous->state_ref);
+    lua_pushstring(from, key);
+    if (lua_rawget(from, -2) != LUA_TNIL) {
+      lua_newtable(L); /* tables already copied, by their address in `from` */
+      buf why = BUF_INIT;
+      found = copy_value(from, -1, L, lua_gettop(L), 0, &why);
+      lua_settop(from, top);
+      if (!found) {
+        lua_pushfstring(L, "mcp.state(\"%s\"): %s", key, why.data);
+        buf_free(&why);
+        return lua_error(L);
+      }
+      lua_remove(L, -2); /* the visited table */
+    } else {
+      lua_settop(from, top);
+    }
+  }
+  if (!found) {
+    lua_pushvalue(L, 2);
+    if (lua_type(L, -1) == LUA_TFUNCTION) lua_call(L, 0, 1);
+  }
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 3);
+  return 1;
+}
+
+/* mcp.info() -> {version, generation, generations_open, reloads, memory}. */
+int reload_lua_info(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  lua_createtable(L, 0, 6);
+  lua_pushinteger(L, v->generation);
+  lua_setfield(L, -2, "generation");
+  lua_pushinteger(L, v->app ? app_generations_open(v->app) : 1);
+  lua_setfield(L, -2, "generations_open");
+  lua_pushinteger(L, v->app ? v->app->reloads : 0);
+  lua_setfield(L, -2, "reloads");
+  lua_pushinteger(L, (lua_Integer)v->mem_used);
+  lua_setfield(L, -2, "memory");
+  lua_pushinteger(L, v->live_tasks);
+  lua_setfield(L, -2, "tasks");
+  return 1;
+}
+
+/* ---- Generations ----------------------------------------------------- */
+
+int app_generations_open(const lua_app *app) {
+  int n = app->current ? 1 : 0;
+  for (vm *v = app->retired; v; v = v->next_retired) n++;
+  return n;
+}
+
+static void on_reaper(uv_check_t *h) {
+  lua_app *app = h->data;
+  if (app->srv->nested_poll > 0) return;
+  uv_check_stop(h);
+  for (vm **pp = &app->retired; *pp;) {
+    vm *v = *pp;
+    if (v->live_tasks == 0) {
+      *pp = v->next_retired;
+      log_write(LOG_DEBUG, "generation %u closed", v->generation);
+      vm_free(v);
+    } else {
+      pp = &v->next_retired;
+    }
+  }
+}
+
+void app_generation_drained(vm *v) {
+  lua_app *app = v->app;
+  if (!app || !v->retired) return;
+  /* Not now: this runs inside the generation's own task code. */
+  if (!uv_is_active((uv_handle_t *)&app->reaper)) uv_check_start(&app->reaper, on_reaper);
+}
+
+/* {tools = "...", resources = "...", prompts = "..."}: what clients see of
+ * each list, to tell which lists a reload changed. */
+static bool fingerprints(vm *v, char *out[3]) {
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp");
+  bool ok = lua_pcall(L, 1, 1, 0) == LUA_OK;
+  if (ok) {
+    lua_getfield(L, -1, "_fingerprints");
+    ok = lua_pcall(L, 0, 1, 0) == LUA_OK;
+  }
+  static const char *const names[3] = {"tools", "resources", "prompts"};
+  for (int i = 0; i < 3; i++) {
+    out[i] = NULL;
+    if (ok) {
+      lua_getfield(L, -1, names[i]);
+      out[i] = strdup(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+  return ok;
+}
+
+static double now_ms(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return tv.tv_sec * 1e3 + tv.tv_usec / 1e3;
+}
+
+static void watch_files(lua_app *app);
+
+bool app_reload(lua_app *app, const char *why) {
+  double t0 = now_ms();
+  buf err = BUF_INIT;
+  vm *old = app->current;
+  vm *fresh = vm_new(app->srv, app->loop, app->path, app->source, old, &err);
+  if (!fresh) {
+    app->failed_reloads++;
+    log_write(LOG_ERROR, "reload failed (%s); still serving generation %u: %s", why, old->generation,
+              err.data ? err.data : "?");
+    buf data = BUF_INIT;
+    buf message = BUF_INIT;
+    buf_printf(&message, "luamcp: reload failed, still serving the previous version: %s", err.data ? err.data : "?");
+    json_write_string(&data, message.data, message.len);
+    server_log(app->srv, LOG_ERROR, "luamcp", data.data, data.len);
+    buf_free(&data);
+    buf_free(&message);
+    buf_free(&err);
+    return false;
+  }
+  buf_free(&err);
+  fresh->app = app;
+  fresh->generation = ++app->generations;
+  char *before[3], *after[3];
+  bool compared = fingerprints(old, before) && fingerprints(fresh, after);
+  app->current = fresh;
+  old->retired = true;
+  old->next_retired = app->retired;
+  app->retired = old;
+  app->reloads++;
+  if (old->live_tasks == 0) app_generation_drained(old);
+
+  static const char *const notifications[3] = {"notifications/tools/list_changed",
+                                               "notifications/resources/list_changed",
+                                               "notifications/prompts/list_changed"};
+  static const char *const lists[3] = {"tools", "resources", "prompts"};
+  buf changed = BUF_INIT;
+  for (int i = 0; i < 3; i++) {
+    if (!compared || strcmp(before[i], after[i]) != 0) {
+      server_broadcast(app->srv, notifications[i], NULL, 0);
+      buf_printf(&changed, "%s%s", changed.len ? ", " : "", lists[i]);
+    }
+    if (compared) {
+      free(before[i]);
+      free(after[i]);
+    }
+  }
+  /* The code behind every resource may have changed: tell subscribers. */
+  for (session *s = app->srv->sessions; s; s = s->next) {
+    if (s->state != SESSION_READY && s->state != SESSION_INITIALIZED) continue;
+    for (subscription *sub = s->subscriptions; sub; sub = sub->next) {
+      buf params = BUF_INIT;
+      buf_puts(&params, "{\"uri\":");
+      json_write_string(&params, sub->uri, strlen(sub->uri));
+      buf_putc(&params, '}');
+      session_notify(s, NULL, "notifications/resources/updated", params.data, params.len);
+      buf_free(&params);
+    }
+  }
+  log_write(LOG_NOTICE, "reloaded (%s) in %.1f ms: generation %u, %s changed", why, now_ms() - t0,
+            fresh->generation, changed.len ? changed.data : "no list");
+  buf_free(&changed);
+  if (app->watch) watch_files(app);
+  return true;
+}
+
+/* ---- Watching (luamcp dev) ------------------------------------------- */
+
+static void on_debounced(uv_timer_t *t) {
+  lua_app *app = t->data;
+  if (app->srv->nested_poll > 0) { /* not under a computing handler: try again shortly */
+    uv_timer_start(&app->debounce, on_debounced, 10, 0);
+    return;
+  }
+  app_reload(app, "a script changed");
+}
+
+static void on_file_event(uv_fs_event_t *h, const char *filename, int events, int status) {
+  (void)events;
+  app_watch *w = h->data;
+  if (status < 0 || !filename) return;
+  size_t n = strlen(filename);
+  if (n < 4 || strcmp(filename + n - 4, ".lua") != 0) return; /* editors' swap and backup files */
+  uv_timer_start(&w->app->debounce, on_debounced, RELOAD_DEBOUNCE_MS, 0);
+}
+
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return strdup(".");
+  if (slash == path) return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
+/* Watch the folders of every file the current generation loaded (a
+ * folder, not a file: editors save by renaming a new file over the old). */
+static void watch_files(lua_app *app) {
+  vm *v = app->current;
+  size_t n = v->file_count + 1;
+  char **dirs = calloc(n, sizeof *dirs);
+  size_t count = 0;
+  char **candidates = calloc(n, sizeof *candidates);
+  candidates[0] = v->module_dir ? strdup(v->module_dir) : dir_of(app->path);
+  for (size_t i = 0; i < v->file_count; i++) candidates[i + 1] = dir_of(v->files[i]);
+  for (size_t i = 0; i < n; i++) {
+    bool seen = false;
+    for (size_t j = 0; j < count && !seen; j++) seen = strcmp(dirs[j], candidates[i]) == 0;
+    if (seen) free(candidates[i]);
+    else dirs[count++] = candidates[i];
+  }
+  for (size_t i = 0; i < count; i++) {
+    bool watched = false;
+    for (app_watch *w = app->watches; w && !watched; w = w->next) watched = strcmp(w->dir, dirs[i]) == 0;
+    if (watched) {
+      free(dirs[i]);
+      continue;
+    }
+    app_watch *w = calloc(1, sizeof *w);
+    w->dir = dirs[i];
+    w->app = app;
+    uv_fs_event_init(app->loop, &w->handle);
+    w->handle.data = w;
+    if (uv_fs_event_start(&w->handle, on_file_event, w->dir, 0) != 0) {
+      log_write(LOG_WARNING, "cannot watch %s for changes", w->dir);
+      uv_close((uv_handle_t *)&w->handle, NULL);
+      free(w->dir);
+      free(w);
+      continue;
+    }
+    log_write(LOG_DEBUG, "watching %s", w->dir);
+    w->next = app->watches;
+    app->watches = w;
+  }
+  free(candidates);
+  free(dirs);
+}
+
+static void on_sighup(uv_signal_t *h, int signum) {
+  (void)signum;
+  lua_app *app = h->data;
+  if (app->srv->nested_poll > 0) {
+    uv_timer_start(&app->debounce, on_debounced, 10, 0);
+    return;
+  }
+  app_reload(app, "SIGHUP");
+}
+
+bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, const bundle *source, bool watch,
+               buf *err) {
+  memset(app, 0, sizeof *app);
+  app->srv = srv;
+  app->loop = loop;
+  app->path = path;
+  app->source = source;
+  app->watch = watch && !source;
+  app->current = vm_new(srv, loop, path, source, NULL, err);
+  if (!app->current) return false;
+  app->current->app = app;
+  app->current->generation = ++app->generations;
+  uv_timer_init(loop, &app->debounce);
+  app->debounce.data = app;
+  uv_check_init(loop, &app->reaper);
+  app->reaper.data = app;
+  uv_signal_init(loop, &app->sighup);
+  app->sighup.data = app;
+  uv_signal_start(&app->sighup, on_sighup, SIGHUP);
+  uv_unref((uv_handle_t *)&app->sighup);
+  if (app->watch) watch_files(app);
+  return true;
+}
+
+static void on_watch_closed(uv_handle_t *h) {
+  app_watch *w = h->data;
+  free(w->dir);
+  free(w);
+}
+
+void app_stop(lua_app *app) {
+  if (!app->loop) return;
+  while (app->watches) {
+    app_watch *w = app->watches;
+    app->watches = w->next;
+    uv_close((uv_handle_t *)&w->handle, on_watch_closed);
+  }
+  uv_close((uv_handle_t *)&app->debounce, NULL);
+  uv_close((uv_handle_t *)&app->reaper, NULL);
+  uv_close((uv_handle_t *)&app->sighup, NULL);
+  while (app->retired) {
+    vm *v = app->retired;
+    app->retired = v->next_retired;
+    vm_free(v);
+  }
+  vm_free(app->current);
+  app->current = NULL;
+  app->loop = NULL;
+}

@@ -1,0 +1,172 @@
+-- luamcp dev: scripts reload in place; sessions, calls in flight and
+-- mcp.state survive; clients hear list_changed only when a list changed.
+
+local client = require "mcp_client"
+local http = require "http_client"
+local uv = require "luv"
+local cjson = client.json
+
+-- A server script whose tool answers with its version; `extra` is more Lua
+-- appended to the file.
+local function script(version, description, extra)
+  return ([[
+local mcp = require "mcp"
+local memory = mcp.state("memory", { calls = 0 })
+mcp.tool { name = "version", description = %q,
+  handler = function() memory.calls = memory.calls + 1 return "v%d calls=" .. memory.calls end }
+mcp.tool { name = "slow", description = "Sleeps, then says its version",
+  handler = function(args) mcp.sleep(args.ms or 2000) return "slow v%d" end }
+mcp.tool { name = "info", description = "Generations", handler = function() return mcp.info() end }
+%s
+]]):format(description or "Says its version", version, version, extra or "")
+end
+
+-- Write like an editor that saves through a temporary file.
+local function save(path, text)
+  client.write_file(path .. ".tmp", text)
+  assert(os.rename(path .. ".tmp", path))
+end
+
+local function version_of(result)
+  return tonumber(result.content[1].text:match("^v(%d+)"))
+end
+
+describe("luamcp dev over stdio", function()
+  local dir, server
+  before_each(function()
+    dir = client.temp_dir()
+    save(dir .. "/tools.lua", script(1))
+    server = client.spawn { "dev", dir }
+    server:initialize()
+  end)
+  after_each(function()
+    server:close()
+    client.remove_tree(dir)
+  end)
+
+  -- Call `version` until it answers with want (the reload is debounced).
+  local function wait_for_version(want)
+    local got
+    local ok = client.wait_until(function()
+      got = version_of(server:call_tool("version", {}))
+      return got == want
+    end, 3000)
+    assert(ok, ("still version %s, wanted %d\n%s"):format(tostring(got), want, server.stderr))
+  end
+
+  it("keeps the session initialized across 20 reloads, and mcp.state too", function()
+    for v = 2, 21 do
+      save(dir .. "/tools.lua", script(v))
+      wait_for_version(v)
+    end
+    local r = server:call_tool("version", {})
+    assert.are.equal(21, version_of(r))
+    -- Every call since the start was counted in the state that survived.
+    assert.truthy(tonumber(r.content[1].text:match("calls=(%d+)")) >= 21)
+    local info = server:call_tool("info", {}).structuredContent
+    assert.are.equal(21, info.generation)
+    assert.are.equal(20, info.reloads)
+  end)
+
+  it("finishes a call in flight on the old generation and serves new calls from the new one", function()
+    server:send({ jsonrpc = "2.0", id = "before", method = "tools/call", params = { name = "slow", arguments = { ms = 2000 } } })
+    client.sleep(100)
+    save(dir .. "/tools.lua", script(2))
+    wait_for_version(2)
+    local r = server:request("tools/call", { name = "slow", arguments = { ms = 10 } })
+    assert.are.equal("slow v2", r.result.content[1].text)
+    local old = server:await_response("before", 4000)
+    assert.are.equal("slow v1", old.result.content[1].text)
+    -- Once that call is done the old generation is freed.
+    assert.is_true(client.wait_until(function()
+      return server:call_tool("info", {}).structuredContent.generations_open == 1
+    end, 2000))
+  end)
+
+  it("keeps the old tools on a syntax error, tells the client, and resumes when fixed", function()
+    save(dir .. "/tools.lua", script(2) .. "\nlocal broken = \n")
+    local note
+    assert.is_true(client.wait_until(function()
+      local r = server:request("ping", {})
+      for _, n in ipairs(server:notifications_named("notifications/message")) do
+        if n.params.level == "error" then note = n end
+      end
+      return note ~= nil
+    end, 3000))
+    assert.are.equal("luamcp", note.params.logger)
+    assert.truthy(note.params.data:find("tools.lua:11: unexpected symbol near <eof>", 1, true), note.params.data)
+    assert.are.equal(1, version_of(server:call_tool("version", {})))
+    save(dir .. "/tools.lua", script(3))
+    wait_for_version(3)
+  end)
+
+  it("sends list_changed when, and only when, a list changed", function()
+    local function count(method) return #server:notifications_named(method) end
+    -- Only a handler's code changes: no list changed.
+    save(dir .. "/tools.lua", script(2))
+    wait_for_version(2)
+    assert.are.equal(0, count("notifications/tools/list_changed"))
+    -- A description changes: the tool list changed.
+    save(dir .. "/tools.lua", script(3, "A new description"))
+    wait_for_version(3)
+    assert.are.equal(1, count("notifications/tools/list_changed"))
+    -- A prompt appears: the prompt list changed, not the tools.
+    save(dir .. "/tools.lua", script(4, "A new description",
+      'mcp.prompt { name = "p", description = "d", get = function() return "hi" end }'))
+    wait_for_version(4)
+    assert.are.equal(1, count("notifications/tools/list_changed"))
+    assert.are.equal(1, count("notifications/prompts/list_changed"))
+    assert.are.equal(0, count("notifications/resources/list_changed"))
+  end)
+
+  it("reloads when a module the scripts require changes", function()
+    client.write_file(dir .. "/helper.lua", "return { word = 'first' }")
+    save(dir .. "/tools.lua", script(2, nil,
+      'local helper = require "helper"\nmcp.tool { name = "word", description = "w", handler = function() return helper.word end }'))
+    wait_for_version(2)
+    assert.are.equal("first", server:call_tool("word", {}).content[1].text)
+    save(dir .. "/helper.lua", "return { word = 'second' }")
+    assert.is_true(client.wait_until(function()
+      return server:call_tool("word", {}).content[1].text == "second"
+    end, 3000))
+  end)
+end)
+
+describe("luamcp run", function()
+  it("reloads on SIGHUP (and only then)", function()
+    local dir = client.temp_dir()
+    save(dir .. "/tools.lua", script(1))
+    local server = client.spawn { "run", dir }
+    server:initialize()
+    save(dir .. "/tools.lua", script(2))
+    client.sleep(300)
+    assert.are.equal(1, version_of(server:call_tool("version", {})))
+    server:kill("sighup")
+    assert.is_true(client.wait_until(function()
+      return version_of(server:call_tool("version", {})) == 2
+    end, 3000))
+    server:close()
+    client.remove_tree(dir)
+  end)
+end)
+
+describe("luamcp dev over HTTP", function()
+  it("keeps the session across 20 reloads", function()
+    local dir = client.temp_dir()
+    save(dir .. "/tools.lua", script(1))
+    local server = http.start({ dir }, { command = "dev" })
+    local session = server:initialize()
+    local headers = { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" }
+    local function version()
+      local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call", params = { name = "version" } }, headers)
+      assert.are.equal(200, r.status)
+      return version_of(r.json.result)
+    end
+    for v = 2, 21 do
+      save(dir .. "/tools.lua", script(v))
+      assert.is_true(client.wait_until(function() return version() == v end, 3000), "no reload to v" .. v)
+    end
+    server:stop_cleanly()
+    client.remove_tree(dir)
+  end)
+end)
