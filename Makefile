@@ -23,11 +23,16 @@ CORE_SRC := runtime/buf.c runtime/json.c runtime/jsonrpc.c runtime/protocol.c ru
             runtime/zip.c runtime/bundle.c
 # Everything else of the runtime.
 RUNTIME_SRC := $(CORE_SRC) runtime/lua_json.c runtime/lua_core.c runtime/lua_task.c runtime/lua_schema.c runtime/lua_exec.c \
-               runtime/lua_fs.c runtime/vm.c runtime/reload.c runtime/lua_bundle.c runtime/build.c \
+               runtime/lua_fs.c runtime/vm.c runtime/reload.c runtime/watchdog.c runtime/lua_bundle.c runtime/build.c \
                runtime/stdio_transport.c runtime/http_transport.c runtime/main.c
 LUA_LIB := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o
+
+.DEFAULT_GOAL := all
+
+# make bench, make bench-smoke (the load client, the peers, the floor).
+include bench/bench.mk
 
 .PHONY: all deps run test test-deps fuzz clean
 all: build/luamcp
@@ -66,7 +71,7 @@ UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_sc
 build/tests/test_%: runtime/tests/test_%.c $(CORE_SRC) | deps build/obj
 	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $^ -lm
 
-test: test-deps build/luamcp build/luamcp-static $(UNIT_TESTS)
+test: test-deps build/luamcp build/luamcp-static $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh
 
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen

@@ -8,13 +8,14 @@
  * waits for is disarmed, its coroutine closed (running its to-be-closed
  * variables) and unanchored.
  *
- * Code that never yields is stopped the way Redis stops scripts: a count
- * hook looks at the clock every TASK_HOOK_INSTRUCTIONS instructions; once
- * the deadline has passed or the call was cancelled, it raises an error and
- * re-arms itself to raise again on every instruction, so no pcall can
- * swallow it. Every few milliseconds the hook also lets the loop run one
- * turn (server.nested_poll), so a cancellation sent while the handler
- * computes is seen, and progress it reported is flushed; anything that
+ * Code that never yields is stopped the way Redis stops scripts, with a
+ * hook that raises an error once the deadline has passed or the call was
+ * cancelled, and re-arms itself to raise again on every instruction, so no
+ * pcall can swallow it. The hook is only set when needed (watchdog.c: a
+ * count hook costs every instruction in Lua 5.4): when a resume passes its
+ * deadline, and every TASK_POLL_INTERVAL_MS of a long computation, when the
+ * hook lets the loop run one turn (server.nested_poll) so a cancellation
+ * sent meanwhile is seen and reported progress is flushed; anything that
  * would run Lua during that turn is queued until the handler stops.
  */
 #include <lauxlib.h>
@@ -28,6 +29,7 @@
 #include "log.h"
 #include "lua_json.h"
 #include "vm.h"
+#include "watchdog.h"
 
 #define CTX_MT "mcp.Context"
 #define TASK_HANDLE_MT "mcp.Task"
@@ -390,7 +392,12 @@ void task_resume(task *t, int nargs) {
   v->running = t;
   t->running = true;
   t->wait = TASK_NOT_WAITING;
+  lua_State *outer_thread = NULL;
+  if (outer) outer_thread = watchdog_switch(t->co);
+  else watchdog_enter(t->co, t->root->deadline_ns);
   int status = lua_resume(t->co, v->L, nargs, &nres);
+  if (outer) watchdog_switch(outer_thread);
+  else watchdog_leave();
   t->running = false;
   v->running = outer;
   if (t->cancelled) {
@@ -441,19 +448,21 @@ static void rearm_every_instruction(lua_State *L, task *t) {
   if (t->co != L) lua_sethook(t->co, task_hook, LUA_MASKCOUNT, 1);
 }
 
+/* Set by the watchdog (from its signal) on the thread that runs, when a
+ * resume has passed its deadline or computed for TASK_POLL_INTERVAL_MS. */
 static void task_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   vm *v = vm_of(L);
   task *t = v->running;
-  if (!t) return;
+  if (!t) {
+    lua_sethook(L, NULL, 0, 0);
+    return;
+  }
   task *root = t->root;
-  uint64_t now = uv_hrtime();
-  if (!t->cancelled && !root->timed_out && root->deadline_ns && now >= root->deadline_ns) root->timed_out = true;
-  if (!t->cancelled && !root->timed_out && v->srv->nested_poll_safe && v->srv->nested_poll == 0 &&
-      now - v->last_poll_ns >= (uint64_t)TASK_POLL_INTERVAL_MS * 1000000u) {
+  if (!root->timed_out && root->deadline_ns && uv_hrtime() >= root->deadline_ns) root->timed_out = true;
+  if (!t->cancelled && !root->cancelled && !root->timed_out && v->srv->nested_poll_safe && v->srv->nested_poll == 0) {
     /* Let the loop run one turn: a cancellation may be waiting, and output
      * this handler produced should leave now, not when it ends. */
-    v->last_poll_ns = now;
     v->srv->nested_poll++;
     uv_run(v->loop, UV_RUN_NOWAIT);
     v->srv->nested_poll--;
@@ -462,9 +471,70 @@ static void task_hook(lua_State *L, lua_Debug *ar) {
     rearm_every_instruction(L, t);
     luaL_error(L, root->timed_out ? "stopped: the call exceeded its time limit" : "stopped: the call was cancelled");
   }
+  lua_sethook(L, NULL, 0, 0);
+  watchdog_rearm();
 }
 
-void task_install_hook(lua_State *L) { lua_sethook(L, task_hook, LUA_MASKCOUNT, TASK_HOOK_INSTRUCTIONS); }
+/* Resume a coroutine the handler created, telling the watchdog which Lua
+ * thread runs (the hook must be set on that one). */
+static int guarded_resume(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  lua_State *before = co ? watchdog_switch(co) : NULL;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  if (co) watchdog_switch(before);
+  if (status != LUA_OK) return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* coroutine.wrap, over the guarded resume: errors propagate, results are
+ * returned. */
+static int guarded_wrap_call(lua_State *L) {
+  lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+  int nargs = lua_gettop(L);
+  if (lua_status(co) == LUA_OK && lua_gettop(co) == 0) return luaL_error(L, "cannot resume dead coroutine");
+  if (!lua_checkstack(co, nargs + 1)) return luaL_error(L, "too many arguments to resume");
+  lua_xmove(L, co, nargs);
+  lua_State *before = watchdog_switch(co);
+  int nres = 0;
+  int status = lua_resume(co, L, nargs, &nres);
+  watchdog_switch(before);
+  if (status == LUA_OK || status == LUA_YIELD) {
+    if (!lua_checkstack(L, nres + 1)) return luaL_error(L, "too many results to resume");
+    lua_xmove(co, L, nres);
+    return nres;
+  }
+  lua_xmove(co, L, 1); /* the error */
+  if (lua_type(L, -1) == LUA_TSTRING) { /* where it happened, as coroutine.wrap does */
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+
+static int guarded_wrap(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_State *co = lua_newthread(L);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  lua_pushcclosure(L, guarded_wrap_call, 1);
+  return 1;
+}
+
+void task_guard_coroutines(lua_State *L) {
+  lua_getglobal(L, "coroutine");
+  lua_getfield(L, -1, "resume");
+  lua_pushcclosure(L, guarded_resume, 1);
+  lua_setfield(L, -2, "resume");
+  lua_pushcfunction(L, guarded_wrap);
+  lua_setfield(L, -2, "wrap");
+  lua_pop(L, 1);
+#ifndef LUAMCP_NO_WATCHDOG /* only to measure what the watchdog costs: bench/extra.lua */
+  if (!watchdog_start(task_hook)) log_write(LOG_WARNING, "no watchdog: deadlines cannot stop code that never yields");
+#endif
+}
 
 /* ---- Starting a call --------------------------------------------------- */
 
@@ -512,7 +582,6 @@ void task_start_call(vm *v, call *c, const json_value *params) {
   }
   t->call = c;
   c->app_data = t;
-  task_install_hook(t->co);
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
   task_resume(t, 1);
@@ -642,7 +711,6 @@ int task_lua_spawn(lua_State *L) {
   t->handle = h;
   lua_pushvalue(L, -1);
   t->handle_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  task_install_hook(t->co);
   /* Move fn and its arguments to the new coroutine, keeping the handle. */
   luaL_checkstack(t->co, nargs + 1, "too many arguments");
   lua_rotate(L, 1, 1); /* handle fn args... */

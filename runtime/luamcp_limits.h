@@ -42,10 +42,8 @@
 /* The cap on what one generation's Lua state may allocate (--memory-limit,
  * MiB; 0 turns it off). */
 #define DEFAULT_MEMORY_LIMIT_MB 256
-/* The count hook looks at the clock every this many VM instructions. */
-#define TASK_HOOK_INSTRUCTIONS 1000
 /* A handler that computes without yielding lets the loop run one turn this
- * often, to see cancellations and flush its output. */
+ * often, to see cancellations and flush its output (watchdog.c). */
 #define TASK_POLL_INTERVAL_MS 10
 /* After SIGTERM, a child process of mcp.exec gets this long before SIGKILL. */
 #define EXEC_KILL_GRACE_MS 500

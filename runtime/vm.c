@@ -432,6 +432,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   add_searchers(L, v);
   block_global(L, "os", "execute");
   block_global(L, "io", "popen");
+  task_guard_coroutines(L);
   bool ok = load_scripts(v, err) && bind_library(v, err);
   v->previous = NULL; /* mcp.state copies only while loading */
   if (!ok) {

@@ -50,7 +50,6 @@ struct vm {
   int default_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
   task *running;              /* the task inside lua_resume right now, innermost */
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
-  uint64_t last_poll_ns;      /* when a long-running task last let the loop read */
   struct exec_op *execs;      /* child processes still running (lua_exec.c) */
 };
 
@@ -130,8 +129,9 @@ int task_wait_op(lua_State *co, task *t, task_op *op, lua_KFunction k);
 /* The task calling a yielding API from co, or a Lua error saying why that
  * is not possible here. */
 task *task_check(lua_State *co, const char *what);
-/* Install the count hook that enforces deadlines and cancellation. */
-void task_install_hook(lua_State *L);
+/* Make the coroutine library tell the watchdog which Lua thread runs, and
+ * start the watchdog (once per process). */
+void task_guard_coroutines(lua_State *L);
 int task_lua_spawn(lua_State *L);
 void task_register_handle(lua_State *L);
 

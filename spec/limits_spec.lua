@@ -112,6 +112,15 @@ describe("limits", function()
     print(("\n# spin_pcall stopped after %.1f ms (limit 500 ms)"):format(ms))
   end)
 
+  it("stops loops inside coroutines the handler created", function()
+    for _, wrap in ipairs { true, false } do
+      local r = server:call_tool("spin_in_coroutines", { wrap = wrap })
+      assert.is_true(r.isError)
+      assert.truthy(r.content[1].text:find("time limit of 500 ms", 1, true), r.content[1].text)
+    end
+    assert.are.same({}, server:request("ping", {}).result)
+  end)
+
   it("stops a waiting call at its deadline", function()
     local r = server:call_tool("sleep_long", {})
     assert.are.equal("stopped: the call exceeded its time limit of 300 ms", r.content[1].text)

@@ -28,7 +28,7 @@ run_counted() {
   local status=$?
   echo "$out" | grep -v '^ok ' | tail -n 40
   local line
-  line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  line=$(echo "$out" | grep -E '(^|: )[0-9]+ passed, [0-9]+ failed(, 0 skipped)?$' | tail -n 1 | grep -oE '[0-9]+ passed, [0-9]+ failed')
   if [ -z "$line" ]; then
     record "$name" 0 1
     echo "$name: no result line (exit status $status)"
@@ -69,6 +69,7 @@ run_counted "C unit: JSON Schema suite" build/tests/test_schema "$SHARED/json-sc
 JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted
 run_counted "MCP conformance suite" spec/conformance.sh
 run_counted "fuzz smoke (5 s a target)" runtime/fuzz/run.sh 5
+run_counted "bench smoke (load client)" env BENCH_SMOKE_TRANSPORTS="stdio http" make --no-print-directory -s bench-smoke
 
 echo
 echo "== summary"

@@ -1,0 +1,82 @@
+# bench/bench.mk -- benchmark targets; included from the top-level Makefile,
+# and usable alone: make -f bench/bench.mk bench-build
+#
+#   make bench          the full side-by-side run (bench/run.sh; ~30 min):
+#                       luamcp vs the official TypeScript SDK (v1 and v2) vs
+#                       the floor; writes bench/results/YYYY-MM-DD.md.
+#                       Settings are environment variables, see bench/run.sh
+#                       (QUICK=1 make bench: a few minutes).
+#   make bench-smoke    a few hundred calls against $(LUAMCP) over stdio and
+#                       Streamable HTTP, checking every answer (seconds);
+#                       HTTP is skipped while `$(LUAMCP) --help` has no --http.
+#   make bench-build    the load client and the floor servers, in build/bench/.
+#   make bench-extra    only the extra measurements (bench/extra.lua): argument
+#                       validation, stopping runaway code, reload latency.
+#
+# Only BENCH_* names are defined here (plus LUAMCP ?=), so nothing leaks into
+# the project's own build; the bench never uses the project's CFLAGS.
+
+LUAMCP ?= build/luamcp
+BENCH_DIR ?= build/bench
+BENCH_CC ?= cc
+BENCH_CFLAGS ?= -std=c11 -O2 -Wall -Wextra
+BENCH_MULTIARCH := $(shell $(BENCH_CC) -print-multiarch 2>/dev/null)
+BENCH_LIBDIR ?= /usr/lib/$(BENCH_MULTIARCH)
+BENCH_LUA_CFLAGS ?= -I/usr/include/lua5.4
+# the floor links Lua 5.4 and lua-cjson statically, as luamcp does
+BENCH_LUA_LIBS ?= $(BENCH_LIBDIR)/liblua5.4-cjson.a $(BENCH_LIBDIR)/liblua5.4.a -lm
+# bench-smoke: what to run; override to smoke-test another server, e.g.
+#   make bench-smoke BENCH_SMOKE_STDIO="node bench/peer/ts-stdio.mjs" \
+#     BENCH_SMOKE_HTTP="node bench/peer/ts-http.mjs --port {port}"
+BENCH_SMOKE_STDIO ?= $(LUAMCP) run bench/servers/add
+BENCH_SMOKE_HTTP ?= $(LUAMCP) run --http 127.0.0.1:{port} bench/servers/add
+BENCH_SMOKE_HTTP_PATH ?= /mcp
+# auto: stdio, and HTTP once `$(LUAMCP) --help` lists --http; or "stdio http"
+BENCH_SMOKE_TRANSPORTS ?= auto
+
+.PHONY: bench bench-smoke bench-build
+
+bench-build: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luafloor $(BENCH_DIR)/echo $(BENCH_DIR)/httpecho
+
+$(BENCH_DIR)/loadclient: bench/loadclient.c
+	@mkdir -p $(@D)
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
+
+$(BENCH_DIR)/echo: bench/floor/echo.c
+	@mkdir -p $(@D)
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
+
+$(BENCH_DIR)/httpecho: bench/floor/httpecho.c
+	@mkdir -p $(@D)
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
+
+$(BENCH_DIR)/luafloor: bench/floor/luafloor.c
+	@mkdir -p $(@D)
+	$(BENCH_CC) $(BENCH_CFLAGS) $(BENCH_LUA_CFLAGS) -o $@ $< $(BENCH_LUA_LIBS)
+
+BENCH_OUT ?= bench/results/$(shell date +%Y-%m-%d).md
+
+bench: test-deps $(BENCH_DIR)/luamcp-nohook
+	LUAMCP='$(LUAMCP)' BENCH_OUT='$(BENCH_OUT)' bash bench/run.sh
+	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+
+bench-smoke: $(BENCH_DIR)/loadclient
+	BENCH_DIR='$(BENCH_DIR)' BENCH_SMOKE_STDIO='$(BENCH_SMOKE_STDIO)' BENCH_SMOKE_HTTP='$(BENCH_SMOKE_HTTP)' \
+	  BENCH_SMOKE_HTTP_PATH='$(BENCH_SMOKE_HTTP_PATH)' BENCH_SMOKE_TRANSPORTS='$(BENCH_SMOKE_TRANSPORTS)' \
+	  bash bench/smoke.sh
+
+# The runtime without the watchdog, only to measure what stopping runaway
+# code costs (bench/extra.lua); never for use: nothing stops such code in it.
+BENCH_NOHOOK_OBJ := $(patsubst runtime/%.c,$(BENCH_DIR)/nohook/%.o,$(RUNTIME_SRC)) $(BENCH_DIR)/nohook/embedded_lua.o
+$(BENCH_DIR)/luamcp-nohook: $(BENCH_NOHOOK_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
+$(BENCH_DIR)/nohook/%.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLUAMCP_NO_WATCHDOG -c -o $@ $<
+$(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+.PHONY: bench-extra
+bench-extra: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luamcp-nohook $(LUAMCP)
+	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_EXTRA_OUT)

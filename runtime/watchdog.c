@@ -1,0 +1,139 @@
+/* watchdog.c - see watchdog.h. */
+#include "watchdog.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "luamcp_limits.h"
+
+/* What the main thread publishes for the watchdog. Owner: this file, for
+ * the life of the process. The main thread writes with plain atomic stores
+ * on every resume (a few nanoseconds); the watchdog only reads them, and
+ * the signal handler (on the main thread) reads `running`. */
+static struct {
+  _Atomic(lua_State *) running;    /* the Lua thread executing now, or NULL */
+  _Atomic uint64_t since_ns;       /* when it started, or the hook last ran; 0: idle */
+  _Atomic uint64_t deadline_ns;    /* of the call it runs; 0: none */
+  _Atomic uint64_t last_active_ns; /* when a resume last started */
+  _Atomic bool parked;             /* the watchdog sleeps until woken */
+  _Atomic bool stopping;
+  lua_Hook hook;
+  pthread_t main_thread, thread;
+  pthread_mutex_t mutex;
+  pthread_cond_t wake;
+  bool started;
+} dog = {.mutex = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+/* After a signal, how long the watchdog waits before it looks again (the
+ * hook resets the clock when it runs); and how long it stays awake after
+ * the last resume before it parks, so an idle server has no wake-ups at
+ * all and a busy one never pays for waking it. */
+enum { AFTER_SIGNAL_MS = 2, PARK_AFTER_MS = 200 };
+
+static void on_signal(int signum) {
+  (void)signum;
+  lua_State *L = atomic_load(&dog.running);
+  if (L) lua_sethook(L, dog.hook, LUA_MASKCOUNT, 1);
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  nanosleep(&ts, NULL);
+}
+
+/* Sleep until the running resume is due for a look (its start, or the
+ * hook's last run, plus the poll interval, or its deadline if sooner); a
+ * resume that ended meanwhile makes that look a no-op. So a busy server
+ * costs the watchdog one wake-up per poll interval, not per call. */
+static void *watch(void *arg) {
+  (void)arg;
+  const uint64_t poll_ns = (uint64_t)TASK_POLL_INTERVAL_MS * 1000000u;
+  while (!atomic_load(&dog.stopping)) {
+    uint64_t now = uv_hrtime();
+    uint64_t since = atomic_load(&dog.since_ns);
+    if (since == 0) {
+      if (now - atomic_load(&dog.last_active_ns) > (uint64_t)PARK_AFTER_MS * 1000000u) {
+        pthread_mutex_lock(&dog.mutex);
+        atomic_store(&dog.parked, true);
+        while (atomic_load(&dog.parked) && !atomic_load(&dog.stopping)) pthread_cond_wait(&dog.wake, &dog.mutex);
+        pthread_mutex_unlock(&dog.mutex);
+      } else {
+        sleep_ns(poll_ns);
+      }
+      continue;
+    }
+    uint64_t due = since + poll_ns;
+    uint64_t deadline = atomic_load(&dog.deadline_ns);
+    if (deadline && deadline < due) due = deadline;
+    if (now >= due) {
+      pthread_kill(dog.main_thread, SIGURG);
+      sleep_ns((uint64_t)AFTER_SIGNAL_MS * 1000000u);
+    } else {
+      sleep_ns(due - now);
+    }
+  }
+  return NULL;
+}
+
+bool watchdog_start(lua_Hook hook) {
+  if (dog.started) return true;
+  dog.hook = hook;
+  dog.main_thread = pthread_self();
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGURG, &sa, NULL) != 0) return false;
+  /* The watchdog thread itself never takes the signal. */
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGURG);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  bool ok = pthread_create(&dog.thread, NULL, watch, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  dog.started = ok;
+  return ok;
+}
+
+void watchdog_stop(void) {
+  if (!dog.started) return;
+  atomic_store(&dog.stopping, true);
+  pthread_mutex_lock(&dog.mutex);
+  atomic_store(&dog.parked, false);
+  pthread_cond_signal(&dog.wake);
+  pthread_mutex_unlock(&dog.mutex);
+  pthread_join(dog.thread, NULL);
+  dog.started = false;
+  atomic_store(&dog.stopping, false);
+}
+
+void watchdog_enter(lua_State *L, uint64_t deadline_ns) {
+  uint64_t now = uv_hrtime();
+  atomic_store(&dog.deadline_ns, deadline_ns);
+  atomic_store(&dog.running, L);
+  atomic_store(&dog.since_ns, now);
+  atomic_store(&dog.last_active_ns, now);
+  if (atomic_load(&dog.parked)) {
+    /* Back from idle: wake the watchdog (only on that transition). */
+    pthread_mutex_lock(&dog.mutex);
+    atomic_store(&dog.parked, false);
+    pthread_cond_signal(&dog.wake);
+    pthread_mutex_unlock(&dog.mutex);
+  }
+}
+
+lua_State *watchdog_switch(lua_State *L) { return atomic_exchange(&dog.running, L); }
+
+void watchdog_leave(void) {
+  atomic_store(&dog.since_ns, 0);
+  atomic_store(&dog.running, NULL);
+}
+
+void watchdog_rearm(void) {
+  if (atomic_load(&dog.since_ns)) atomic_store(&dog.since_ns, uv_hrtime());
+}
