@@ -23,13 +23,22 @@ struct json_doc {
 
 enum { ARENA_BLOCK_BYTES = 4096 };
 
+/* One standard block kept from the last freed doc: most messages fit in
+ * one, and a 4 KiB malloc is slow (too big for glibc's per-thread cache). */
+static _Thread_local arena_block *spare_block;
+
 static void *arena_alloc(json_doc *doc, size_t n) {
   n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
   arena_block *b = doc->blocks;
   if (!b || b->cap - b->used < n) {
     size_t cap = n > ARENA_BLOCK_BYTES / 2 ? n : ARENA_BLOCK_BYTES;
-    arena_block *nb = malloc(sizeof *nb + cap);
-    if (!nb) return NULL;
+    arena_block *nb;
+    if (cap == ARENA_BLOCK_BYTES && spare_block) {
+      nb = spare_block;
+      spare_block = NULL;
+    } else if (!(nb = malloc(sizeof *nb + cap))) {
+      return NULL;
+    }
     nb->used = 0;
     nb->cap = cap;
     if (b && cap != ARENA_BLOCK_BYTES) {
@@ -53,7 +62,8 @@ void json_doc_free(json_doc *doc) {
   arena_block *b = doc->blocks;
   while (b) {
     arena_block *next = b->next;
-    free(b);
+    if (b->cap == ARENA_BLOCK_BYTES && !spare_block) spare_block = b;
+    else free(b);
     b = next;
   }
   free(doc);
@@ -159,6 +169,16 @@ void utf8_encode(buf *b, uint32_t cp) {
 /* Parser state for one json_parse call. Lives on the caller's stack. The
  * scratch stacks hold the items of the arrays and objects still open; each
  * closed container copies its slice into the arena and pops it. */
+/* The scratch stacks of the parser, kept between parses (a parse does not
+ * call out, so one set per thread suffices). */
+static _Thread_local struct {
+  json_value *items;
+  size_t items_cap;
+  json_member *members;
+  size_t members_cap;
+  buf text;
+} scratch;
+
 typedef struct parser {
   const unsigned char *start, *p, *end;
   json_doc *doc;
@@ -524,6 +544,11 @@ json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *er
     err->message[0] = '\0';
   }
   parser ps = {0};
+  ps.items = scratch.items;
+  ps.items_cap = scratch.items_cap;
+  ps.members = scratch.members;
+  ps.members_cap = scratch.members_cap;
+  ps.text = scratch.text;
   ps.start = ps.p = (const unsigned char *)text;
   ps.end = ps.start + len;
   ps.err = err;
@@ -539,9 +564,25 @@ json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *er
     skip_ws(&ps);
     if (ps.p != ps.end) ok = fail(&ps, ps.p, "unexpected data after the JSON value");
   }
-  free(ps.items);
-  free(ps.members);
-  buf_free(&ps.text);
+  /* Keep the scratch space for the next parse, unless one huge document
+   * grew it. */
+  enum { KEEP = 4096 };
+  if (ps.items_cap > KEEP) {
+    free(ps.items);
+    ps.items = NULL;
+    ps.items_cap = 0;
+  }
+  if (ps.members_cap > KEEP) {
+    free(ps.members);
+    ps.members = NULL;
+    ps.members_cap = 0;
+  }
+  if (ps.text.cap > KEEP * 16) buf_free(&ps.text);
+  scratch.items = ps.items;
+  scratch.items_cap = ps.items_cap;
+  scratch.members = ps.members;
+  scratch.members_cap = ps.members_cap;
+  scratch.text = ps.text;
   if (!ok) {
     json_doc_free(ps.doc);
     return NULL;

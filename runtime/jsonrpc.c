@@ -61,6 +61,7 @@ void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m) 
 }
 
 void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src) {
+  out->is_integer = false;
   out->raw_len = id->src_len;
   out->raw = malloc(out->raw_len + 1);
   memcpy(out->raw, src + id->src_off, out->raw_len);
@@ -71,6 +72,8 @@ void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src) {
     out->key[0] = '"';
     memcpy(out->key + 1, id->u.string, id->len);
   } else {
+    out->is_integer = id->type == JSON_INTEGER;
+    out->integer = out->is_integer ? id->u.integer : 0;
     /* An integer's text is canonical: JSON has no leading zeros or '+'. */
     out->key_len = out->raw_len;
     out->key = malloc(out->key_len + 1);
@@ -83,13 +86,7 @@ bool jsonrpc_id_matches(const jsonrpc_id *id, const json_value *v) {
   if (!id->key) return false;
   if (v->type == JSON_STRING)
     return id->key[0] == '"' && id->key_len == v->len + 1u && memcmp(id->key + 1, v->u.string, v->len) == 0;
-  if (v->type == JSON_INTEGER) {
-    buf b = BUF_INIT;
-    json_write_integer(&b, v->u.integer);
-    bool same = b.len == id->key_len && memcmp(b.data, id->key, b.len) == 0;
-    buf_free(&b);
-    return same;
-  }
+  if (v->type == JSON_INTEGER) return id->is_integer && id->integer == v->u.integer;
   return false;
 }
 

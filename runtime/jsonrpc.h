@@ -55,6 +55,8 @@ typedef struct jsonrpc_id {
   size_t raw_len;
   char *key;
   size_t key_len;
+  bool is_integer; /* an int64 id, compared as a number */
+  int64_t integer;
 } jsonrpc_id;
 
 /* Copy an id out of a doc. src is the text the doc was parsed from. */

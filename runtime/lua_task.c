@@ -195,9 +195,17 @@ static void task_free(task *t) {
   *(task **)lua_getextraspace(t->co) = NULL;
   lua_sethook(t->co, NULL, 0, 0);
   if (t->co_ref != LUA_NOREF) {
-    /* Close the coroutine so its to-be-closed variables run now. */
-    lua_resetthread(t->co);
-    luaL_unref(v->L, LUA_REGISTRYINDEX, t->co_ref);
+    if (lua_status(t->co) == LUA_OK && v->idle_count < TASK_THREAD_POOL) {
+      /* It returned normally (its to-be-closed variables are closed): keep
+       * it for the next task. */
+      lua_settop(t->co, 0);
+      v->idle_threads[v->idle_count] = t->co;
+      v->idle_refs[v->idle_count++] = t->co_ref;
+    } else {
+      /* Close it so its to-be-closed variables run now. */
+      lua_resetthread(t->co);
+      luaL_unref(v->L, LUA_REGISTRYINDEX, t->co_ref);
+    }
   }
   v->live_tasks--;
   if (v->retired && v->live_tasks == 0) app_generation_drained(v);
@@ -222,16 +230,23 @@ static int new_thread(lua_State *L) {
 
 static task *task_new(vm *v, task *root) {
   lua_State *L = v->L;
-  lua_pushcfunction(L, new_thread);
-  if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
-    log_write(LOG_ERROR, "cannot start a coroutine: %s", lua_tostring(L, -1));
-    lua_pop(L, 1);
-    return NULL;
-  }
   task *t = calloc(1, sizeof *t);
+  if (v->idle_count > 0) {
+    v->idle_count--;
+    t->co = v->idle_threads[v->idle_count];
+    t->co_ref = v->idle_refs[v->idle_count];
+  } else {
+    lua_pushcfunction(L, new_thread);
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+      log_write(LOG_ERROR, "cannot start a coroutine: %s", lua_tostring(L, -1));
+      lua_pop(L, 1);
+      free(t);
+      return NULL;
+    }
+    t->co = lua_tothread(L, -1);
+    t->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   t->vm = v;
-  t->co = lua_tothread(L, -1);
-  t->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   t->handle_ref = LUA_NOREF;
   t->root = root ? root : t;
   *(task **)lua_getextraspace(t->co) = t;
@@ -330,7 +345,9 @@ static void finish_root(task *t, int status, bool stray_yield) {
   } else if (status != LUA_OK) {
     fail_call_with_error(co, c);
   } else {
-    buf out = BUF_INIT;
+    /* One buffer for every result (call_respond copies it). */
+    static buf out;
+    buf_clear(&out);
     char err[200];
     if (ljson_encode(co, -1, &out, err, sizeof err)) {
       call_respond(c, out.data, out.len);
@@ -338,7 +355,7 @@ static void finish_root(task *t, int status, bool stray_yield) {
       log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", c->method, err);
       answer_problem(c, "the result cannot be sent as JSON: ", err);
     }
-    buf_free(&out);
+    if (out.cap > 1024 * 1024) buf_free(&out);
   }
   task_free(t);
 }

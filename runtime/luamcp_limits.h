@@ -45,6 +45,8 @@
 /* A handler that computes without yielding lets the loop run one turn this
  * often, to see cancellations and flush its output (watchdog.c). */
 #define TASK_POLL_INTERVAL_MS 10
+/* Finished coroutines a generation keeps for reuse. */
+#define TASK_THREAD_POOL 32
 /* After SIGTERM, a child process of mcp.exec gets this long before SIGKILL. */
 #define EXEC_KILL_GRACE_MS 500
 /* What mcp.exec keeps of a child's stdout and of its stderr, unless the call

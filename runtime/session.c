@@ -110,13 +110,15 @@ static void call_send_response(call *c, buf *out) {
 }
 
 void call_respond(call *c, const char *result_json, size_t len) {
-  buf out = BUF_INIT;
+  /* One buffer for every response: transports copy what they send. */
+  static buf out;
+  buf_clear(&out);
   buf_reserve(&out, len + c->id.raw_len + 40);
   jsonrpc_write_result_start(&out, c->id.raw, c->id.raw_len);
   buf_append(&out, result_json, len);
   jsonrpc_write_result_end(&out);
   call_send_response(c, &out);
-  buf_free(&out);
+  if (out.cap > 1024 * 1024) buf_free(&out);
 }
 
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len) {

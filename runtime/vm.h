@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "bundle.h"
 #include "server.h"
+#include "luamcp_limits.h"
 #include "strmap.h"
 
 typedef struct vm vm;
@@ -51,6 +52,11 @@ struct vm {
   task *running;              /* the task inside lua_resume right now, innermost */
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
   struct exec_op *execs;      /* child processes still running (lua_exec.c) */
+  /* Finished coroutines kept for the next tasks: a new thread, its stack
+   * and call frames cost more than the rest of a simple call. */
+  lua_State *idle_threads[TASK_THREAD_POOL];
+  int idle_refs[TASK_THREAD_POOL];
+  int idle_count;
 };
 
 /* What a task is waiting for between resumes. */
