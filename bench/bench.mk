@@ -76,6 +76,7 @@ $(BENCH_DIR)/nohook/%.o: runtime/%.c
 $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
+-include $(BENCH_NOHOOK_OBJ:.o=.d)
 
 .PHONY: bench-extra
 bench-extra: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luamcp-nohook $(LUAMCP)

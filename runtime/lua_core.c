@@ -8,6 +8,7 @@
 
 #include "jsonrpc.h"
 #include "log.h"
+#include "luamcp_limits.h"
 #include "lua_json.h"
 #include "vm.h"
 
@@ -199,6 +200,17 @@ int luaopen_mcp_core(lua_State *L) {
   luaL_setfuncs(L, functions, 1);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
+  /* The error codes and limits Lua needs, from their one place in C. */
+  static const struct { const char *name; lua_Integer value; } constants[] = {
+      {"INVALID_PARAMS", JSONRPC_INVALID_PARAMS},
+      {"METHOD_NOT_FOUND", JSONRPC_METHOD_NOT_FOUND},
+      {"RESOURCE_NOT_FOUND", MCP_RESOURCE_NOT_FOUND},
+      {"MAX_COMPLETION_VALUES", MAX_COMPLETION_VALUES},
+  };
+  for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
+    lua_pushinteger(L, constants[i].value);
+    lua_setfield(L, -2, constants[i].name);
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
   lua_setfield(L, -2, "ctx_methods");
   lua_fs_register(L, lua_gettop(L));

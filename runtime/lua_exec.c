@@ -98,7 +98,9 @@ static void maybe_finish(exec_op *op) {
 }
 
 static void signal_group(exec_op *op, int signum) {
-  if (op->exited) return;
+  /* No process (it never started) means pid 0, and kill(0) would signal our
+   * own process group: never. */
+  if (op->exited || op->finished || op->process.pid <= 0) return;
   /* The child leads its own process group: take its children along. */
   if (uv_kill(-op->process.pid, signum) != 0) uv_process_kill(&op->process, signum);
 }

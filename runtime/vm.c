@@ -419,6 +419,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   lua_atpanic(L, vm_panic);
   *(task **)lua_getextraspace(L) = NULL; /* copied into every new thread */
   luaL_openlibs(L);
+  lua_gc(L, LUA_GCINC, LUA_GC_PAUSE_PERCENT, 0, 0);
   ljson_init(L);
   task_register_ctx(L);
   task_register_handle(L);

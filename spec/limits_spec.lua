@@ -66,6 +66,15 @@ describe("limits", function()
     assert.are.equal("ENOENT", out.code)
   end)
 
+  it("exits cleanly right after failing to start a program (signals nobody else)", function()
+    local out = server:call_tool("run", { argv = { "/no/such/program" } }).structuredContent
+    assert.are.equal("ENOENT", out.code)
+    -- The server shuts down while that op's handles may still be closing:
+    -- it must not signal "process 0" (its own group, this test runner too).
+    assert.are.equal(0, server:close())
+    server = client.spawn { "run", "spec/fixtures/limits" } -- for after_each
+  end)
+
   it("kills a child at its timeout and leaves no zombie", function()
     local out = server:call_tool("run", { argv = { "sleep", "30" }, timeout_ms = 200 }).structuredContent
     assert.is_true(out.timed_out)

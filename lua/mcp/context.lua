@@ -9,6 +9,19 @@
 local core = require "mcp.core"
 local schema = require "mcp.schema"
 
+--- The context every handler receives; C creates it per request (lua_task.c).
+---@class mcp.Context
+---@field id integer|string           the request's JSON-RPC id
+---@field method string               the request's method
+---@field protocol_version string     the protocol version this request speaks
+---@field client table|nil            clientInfo from initialize
+---@field capabilities table|nil      the client's capabilities
+---@field meta table|nil              the request's _meta
+---@field cancelled boolean           true once the request was cancelled or answered
+---@field log fun(self: mcp.Context, level: string, data: any, logger?: string)
+---@field progress fun(self: mcp.Context, progress: number, total?: number, message?: string)
+---@field close_sse_stream fun(self: mcp.Context)
+
 local methods = core.ctx_methods
 local array, object = core.array, core.object
 

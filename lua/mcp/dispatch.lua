@@ -2,20 +2,22 @@
 --
 -- The C core answers initialize, ping, logging/setLevel and resource
 -- subscriptions itself; everything else arrives here as
--- dispatch(method, params, ctx) inside the request's own coroutine. A method
--- returns its result table; a JSON-RPC error is raised with core.rpc_error.
+-- dispatch(method, params, ctx, check) inside the request's own coroutine,
+-- where check is C's verdict on a tools/call's arguments against the tool's
+-- inputSchema (nil when they passed). A method returns its result table; a
+-- JSON-RPC error is raised with core.rpc_error.
 
 local core = require "mcp.core"
 local registry = require "mcp.registry"
 local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
 
-local array, object, raw = core.array, core.object, core.raw
+local array, object = core.array, core.object
 local rpc_error = core.rpc_error
 
-local INVALID_PARAMS = -32602
-local RESOURCE_NOT_FOUND = -32002
-local MAX_COMPLETION_VALUES = 100
+local INVALID_PARAMS = core.INVALID_PARAMS
+local RESOURCE_NOT_FOUND = core.RESOURCE_NOT_FOUND
+local MAX_COMPLETION_VALUES = core.MAX_COMPLETION_VALUES
 
 local M = {}
 local methods = {}
@@ -335,7 +337,7 @@ end
 
 local ARRAY_MT = getmetatable(array())
 
---- Run one method.
+--- Run one method (check: the failed argument validation of a tools/call, or nil).
 function M.dispatch(method, params, ctx, check)
   local handler = methods[method]
   if handler then
@@ -345,7 +347,7 @@ function M.dispatch(method, params, ctx, check)
     return handler(params, ctx, check)
   end
   handler = registry.methods[method]
-  if not handler then rpc_error(-32601, "Method not found: " .. method) end
+  if not handler then rpc_error(core.METHOD_NOT_FOUND, "Method not found: " .. method) end
   return handler(params, ctx)
 end
 
