@@ -49,6 +49,15 @@ local function spread(t)
   return lo, hi
 end
 
+-- How a difference between two sets of rounds reads: a share of the second,
+-- and whether their ranges overlap (then the difference is noise).
+local function difference(a, b)
+  local alo, ahi = spread(a)
+  local blo, bhi = spread(b)
+  local overlap = alo <= bhi and blo <= ahi
+  return median(a) - median(b), overlap and "the ranges overlap: no difference is measurable" or "outside the noise"
+end
+
 local function loadclient(args)
   local cmd = LOADCLIENT .. " -q " .. args .. " 2>/dev/null"
   local pipe = io.popen(cmd)
@@ -100,8 +109,9 @@ say("| --- | --- | --- |")
 say("| add10, validated | %.2f (%.2f–%.2f) | %.0f |", mw, select(1, spread(with)), select(2, spread(with)), iw)
 say("| same tool, nothing to validate | %.2f (%.2f–%.2f) | %.0f |", mo, select(1, spread(without)), select(2, spread(without)), io_)
 say("")
+local cpu_diff, cpu_verdict = difference(with, without)
 say("Validation costs %.0f instructions, %.1f%% of the whole call (arguments: 10 members, every keyword checked); "
-  .. "the CPU times differ by %.2f µs, within the noise.", iw - io_, 100 * (iw - io_) / iw, mw - mo)
+  .. "the CPU times differ by %+.2f µs (%s).", iw - io_, 100 * (iw - io_) / iw, cpu_diff, cpu_verdict)
 
 -- ---- 2. The deadline hook --------------------------------------------------
 
@@ -124,8 +134,10 @@ say("| --- | --- |")
 say("| luamcp (watchdog; the hook is set only past 10 ms or the deadline) | %.1f (%.1f–%.1f) |", mh, spread(hooked))
 say("| luamcp built without the watchdog | %.1f (%.1f–%.1f) |", mu, spread(unhooked))
 say("")
-say("Stopping runaway code costs %.1f%% of a CPU-bound call. (A count hook every 1000 instructions, the "
-  .. "usual way, cost +104%% here: in Lua 5.4 any count hook traps every instruction.)", 100 * (mh - mu) / mu)
+local hook_diff, hook_verdict = difference(hooked, unhooked)
+say("With the watchdog a CPU-bound call takes %+.1f%% CPU (%s). (A count hook every 1000 instructions, the "
+  .. "usual way, cost +104%% here: in Lua 5.4 any count hook traps every instruction.)", 100 * hook_diff / mu,
+  hook_verdict)
 
 -- ---- 3. Reload latency ------------------------------------------------------
 

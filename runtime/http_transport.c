@@ -514,10 +514,19 @@ static void session_destroy(http_session *hs) {
   while (hs->streams) {
     http_stream *st = hs->streams;
     if (st->conn) {
-      /* The session is over: end its streams and their connections. */
-      st->conn->close_after_response = true;
+      /* The session is over: end the exchanges it still holds but keep
+       * their connections, which a client may already be reusing (closing
+       * one fails the request it just sent there). A request not answered
+       * yet gets the 404 every later request of the session gets. */
       st->complete = true;
-      stream_detach(st);
+      if (st->mode == STREAM_PENDING) {
+        http_conn *c = st->conn;
+        st->conn = NULL;
+        c->stream = NULL;
+        send_error(c, 404, -32001, "Session not found", NULL);
+      } else {
+        stream_detach(st);
+      }
     }
     stream_free(st);
   }

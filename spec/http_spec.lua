@@ -372,7 +372,7 @@ describe("sessions", function()
     assert_error(server:request { method = "DELETE", headers = { ["Mcp-Session-Id"] = session } }, 404, -32001)
   end)
 
-  it("end their open streams when deleted", function()
+  it("end their open streams when deleted, and keep the connections for the next request", function()
     local session = server:initialize()
     local g = server:connect()
     g:send_request(get(session))
@@ -389,7 +389,15 @@ describe("sessions", function()
     assert.is_true(ended)
     _, ended = p:read_events(1000)
     assert.is_true(ended)
-    assert.is_true(j:wait_eof(1000))
+    -- The call that had not answered yet gets what the session now gets.
+    assert_error(j:read_response(1000), 404, -32001)
+    -- A client may be sending its next request on any of these connections
+    -- already (Node's fetch does): each one is still served.
+    local ping = { method = "POST", headers = post_headers(), body = '{"jsonrpc":"2.0","id":1,"method":"ping"}' }
+    for _, conn in ipairs { g, p, j } do
+      assert.is_false(conn.eof)
+      assert_error(exchange(conn, ping), 400, -32600, "Mcp-Session-Id")
+    end
     assert.is_true(server:alive())
     assert.are.equal(32, #server:initialize())
   end)
