@@ -11,21 +11,30 @@ LIBDIR    := /usr/lib/$(MULTIARCH)
 
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Iruntime -Ibuild -I/usr/include/lua5.4 -MMD -MP
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Iruntime -MMD -MP
+CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
 # Lua, lua-cjson, libuv and http_parser are linked statically; only the C
 # library (libc, libm, libdl, libpthread) stays dynamic.
 STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a
 LDLIBS  += -lm -ldl -lpthread
 
-# The protocol core: no Lua, no libuv. Unit tests and fuzzers link only this.
-CORE_SRC := runtime/buf.c runtime/json.c runtime/jsonrpc.c runtime/protocol.c runtime/session.c \
-            runtime/server.c runtime/log.c runtime/strmap.c runtime/http_util.c runtime/schema.c runtime/regex.c \
-            runtime/zip.c runtime/bundle.c
-# Everything else of the runtime.
-RUNTIME_SRC := $(CORE_SRC) runtime/lua_json.c runtime/lua_core.c runtime/lua_task.c runtime/lua_schema.c runtime/lua_exec.c \
-               runtime/lua_fs.c runtime/vm.c runtime/reload.c runtime/watchdog.c runtime/lua_bundle.c runtime/build.c \
-               runtime/stdio_transport.c runtime/http_transport.c runtime/main.c
+# The layers, one folder each (README "Architecture"); a file includes only
+# its own folder and the folders below it (runtime/tools/check-layers.sh):
+#   core/       JSON, JSON-RPC, versions, sessions, schema, regex, limits, bundles: no Lua, no libuv
+#   transport/  stdio and HTTP over libuv                                          -> core
+#   app/        generations, tasks, the watchdog, one file per Lua binding          -> core
+#   cli/        the commands: run, dev, build                                        -> everything
+CORE_SRC      := $(sort $(wildcard runtime/core/*.c))
+TRANSPORT_SRC := $(sort $(wildcard runtime/transport/*.c))
+APP_SRC       := $(sort $(wildcard runtime/app/*.c))
+CLI_SRC       := $(sort $(wildcard runtime/cli/*.c))
+RUNTIME_SRC   := $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
 LUA_LIB := $(shell find lua -name '*.lua' | LC_ALL=C sort)
+
+# The core compiles with no Lua include path, and with stand-ins for the Lua
+# and libuv headers that stop the build if a core file includes one.
+CORE_CFLAGS := $(BASE_CFLAGS) -Ibuild/core-guard
+CORE_GUARD  := $(addprefix build/core-guard/,uv.h lua.h lauxlib.h lualib.h)
 
 OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o
 
@@ -43,8 +52,15 @@ deps:
 build/luamcp: $(OBJ) | deps
 	$(CC) $(CFLAGS) -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
 
+build/obj/core/%.o: runtime/core/%.c $(CORE_GUARD) | deps build/obj
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -c -o $@ $<
+
 build/obj/%.o: runtime/%.c | deps build/obj
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(CORE_GUARD):
+	@mkdir -p build/core-guard
+	@printf '#error "runtime/core/ may not include <%s>: the protocol core builds and is tested without Lua and libuv"\n' $(@F) >$@
 
 build/obj/embedded_lua.o: build/embedded_lua.c | build/obj
 	$(CC) $(CFLAGS) -c -o $@ $<
@@ -56,7 +72,7 @@ build/embed: runtime/tools/embed.c | build/obj
 	$(CC) -O1 -o $@ $<
 
 build/obj:
-	@mkdir -p build/obj build/tests
+	@mkdir -p $(addprefix build/obj/,core transport app cli) build/tests
 
 run: build/luamcp
 	build/luamcp run scripts/demo
@@ -68,8 +84,8 @@ test-deps:
 
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle
 
-build/tests/test_%: runtime/tests/test_%.c $(CORE_SRC) | deps build/obj
-	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $^ -lm
+build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(CORE_GUARD) | deps build/obj
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) -lm
 
 test: test-deps build/luamcp build/luamcp-static $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh
@@ -87,7 +103,7 @@ ASAN_OBJ := $(patsubst runtime/%.c,build/asan/%.o,$(RUNTIME_SRC)) build/asan/emb
 build/luamcp-asan: $(ASAN_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $(ASAN_OBJ) $(STATIC_LIBS) $(LDLIBS)
 build/asan/%.o: runtime/%.c | deps
-	@mkdir -p build/asan
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -c -o $@ $<
 build/asan/embedded_lua.o: build/embedded_lua.c
 	@mkdir -p build/asan
@@ -95,7 +111,7 @@ build/asan/embedded_lua.o: build/embedded_lua.c
 
 FUZZ_SECONDS ?= 60
 fuzz: test-deps
-	runtime/fuzz/run.sh $(FUZZ_SECONDS)
+	runtime/tools/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

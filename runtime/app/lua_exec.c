@@ -16,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "luamcp_limits.h"
-#include "log.h"
-#include "vm.h"
+#include "core/luamcp_limits.h"
+#include "core/log.h"
+#include "app/app.h"
+#include "app/lua_exec.h"
+#include "app/lua_task.h"
 
 /* A chunk of output waiting to be handed to the stream function. */
 typedef struct exec_chunk {

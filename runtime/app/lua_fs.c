@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vm.h"
+#include "app/app.h"
+#include "app/lua_fs.h"
+#include "app/lua_task.h"
 
 typedef enum fs_kind { FS_READ, FS_WRITE, FS_LIST, FS_STAT } fs_kind;
 

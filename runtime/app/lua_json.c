@@ -1,5 +1,5 @@
 /* lua_json.c - JSON values in and out of Lua. See lua_json.h. */
-#include "lua_json.h"
+#include "app/lua_json.h"
 
 #include <lauxlib.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "luamcp_limits.h"
+#include "core/luamcp_limits.h"
 
 void ljson_init(lua_State *L) {
   luaL_newmetatable(L, LJSON_ARRAY_MT);

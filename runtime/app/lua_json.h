@@ -22,8 +22,8 @@
 #include <lua.h>
 #include <stdbool.h>
 
-#include "buf.h"
-#include "json.h"
+#include "core/buf.h"
+#include "core/json.h"
 
 /* Registry keys of the marker metatables. */
 #define LJSON_ARRAY_MT "mcp.array"

@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "luamcp_limits.h"
-#include "lua_json.h"
-#include "schema.h"
-#include "vm.h"
+#include "core/luamcp_limits.h"
+#include "app/lua_json.h"
+#include "core/schema.h"
+#include "app/app.h"
+#include "app/lua_schema.h"
 
 #define SCHEMA_MT "mcp.Schema"
 

@@ -24,12 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonrpc.h"
-#include "luamcp_limits.h"
-#include "log.h"
-#include "lua_json.h"
-#include "vm.h"
-#include "watchdog.h"
+#include "core/jsonrpc.h"
+#include "core/luamcp_limits.h"
+#include "core/log.h"
+#include "app/lua_json.h"
+#include "app/lua_schema.h"
+#include "app/lua_task.h"
+#include "app/watchdog.h"
 
 #define CTX_MT "mcp.Context"
 #define TASK_HANDLE_MT "mcp.Task"
@@ -58,14 +59,6 @@ typedef struct task_handle {
   int results_ref;
   vm *vm;
 } task_handle;
-
-task *task_of(lua_State *co) { return *(task **)lua_getextraspace(co); }
-
-vm *vm_of(lua_State *L) {
-  void *ud;
-  lua_getallocf(L, &ud);
-  return ud;
-}
 
 static void task_free(task *t);
 static void finish_root(task *t, int status, bool stray_yield);
@@ -208,7 +201,7 @@ static void task_free(task *t) {
     }
   }
   v->live_tasks--;
-  if (v->retired && v->live_tasks == 0) app_generation_drained(v);
+  if (v->retired && v->live_tasks == 0 && v->on_drained) v->on_drained(v);
   t->open_handles = 0;
   if (t->timer_initialized) {
     t->open_handles++;

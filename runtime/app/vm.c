@@ -2,7 +2,7 @@
  * vm.c - a generation of scripts: the Lua state, how modules are found, how
  * scripts are loaded, and the app_ops the protocol core calls.
  */
-#include "vm.h"
+#include "app/vm.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -12,10 +12,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "embedded.h"
-#include "jsonrpc.h"
-#include "log.h"
-#include "lua_json.h"
+#include "app/embedded.h"
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "app/lua_bundle.h"
+#include "app/lua_core.h"
+#include "app/lua_exec.h"
+#include "app/lua_json.h"
+#include "app/lua_schema.h"
+#include "app/lua_task.h"
 
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);

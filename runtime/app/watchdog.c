@@ -1,5 +1,5 @@
 /* watchdog.c - see watchdog.h. */
-#include "watchdog.h"
+#include "app/watchdog.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <uv.h>
 
-#include "luamcp_limits.h"
+#include "core/luamcp_limits.h"
 
 /* What the main thread publishes for the watchdog. Owner: this file, for
  * the life of the process. The main thread writes with plain atomic stores

@@ -4,7 +4,7 @@
  * format is in bundle.h), and optionally wrap the result with a manifest
  * into an MCP Bundle (.mcpb) that Claude Desktop installs in one click.
  */
-#include "build.h"
+#include "cli/build.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "json.h"
-#include "version.h"
-#include "vm.h"
-#include "zip.h"
+#include "core/json.h"
+#include "cli/version.h"
+#include "app/vm.h"
+#include "core/zip.h"
 
 /* The MCPB manifest version written: github.com/modelcontextprotocol/mcpb,
  * MANIFEST.md. */

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "bundle.h"
+#include "core/bundle.h"
 
 /* `luamcp build PATH -o OUT [options]`; argv holds what follows "build".
  * Returns the process exit code. */

@@ -9,16 +9,17 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "build.h"
-#include "bundle.h"
-#include "http_transport.h"
-#include "http_util.h"
-#include "luamcp_limits.h"
-#include "log.h"
-#include "server.h"
-#include "stdio_transport.h"
-#include "version.h"
-#include "vm.h"
+#include "cli/build.h"
+#include "core/bundle.h"
+#include "transport/http_transport.h"
+#include "transport/http_util.h"
+#include "core/luamcp_limits.h"
+#include "core/log.h"
+#include "core/server.h"
+#include "transport/stdio_transport.h"
+#include "cli/version.h"
+#include "app/reload.h"
+#include "app/vm.h"
 
 /* Everything one `luamcp run` process owns. */
 typedef struct runtime {

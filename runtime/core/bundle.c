@@ -1,5 +1,5 @@
 /* bundle.c - see bundle.h for the format. */
-#include "bundle.h"
+#include "core/bundle.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "zip.h"
+#include "core/zip.h"
 
 #define TRAILER_FORMAT "luamcp-bundle/%u payload=%012" PRIu64 " crc32=%08" PRIx32 "\n"
 #define REBUILD_HINT "; build it again with luamcp build"

@@ -54,7 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 #define BUNDLE_FORMAT 1
 #define BUNDLE_TRAILER_SIZE 52

@@ -1,5 +1,5 @@
 /* json.c - strict JSON parser, tree helpers and writers. See json.h. */
-#include "json.h"
+#include "core/json.h"
 
 #include <errno.h>
 #include <math.h>

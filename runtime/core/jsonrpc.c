@@ -1,5 +1,5 @@
 /* jsonrpc.c - message classification, ids and error objects. See jsonrpc.h. */
-#include "jsonrpc.h"
+#include "core/jsonrpc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
-#include "json.h"
+#include "core/buf.h"
+#include "core/json.h"
 
 enum {
   JSONRPC_PARSE_ERROR = -32700,

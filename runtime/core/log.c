@@ -1,5 +1,5 @@
 /* log.c - stderr log and wire trace. See log.h. */
-#include "log.h"
+#include "core/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

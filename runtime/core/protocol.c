@@ -1,5 +1,5 @@
 /* protocol.c - the protocol version table. See protocol.h. */
-#include "protocol.h"
+#include "core/protocol.h"
 
 #include <string.h>
 

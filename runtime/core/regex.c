@@ -15,7 +15,7 @@
  * one instruction that scans forward and gives characters back one at a
  * time, which keeps [a-z]+ from pushing a choice point per character.
  */
-#include "regex.h"
+#include "core/regex.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -14,7 +14,7 @@
  * errors are not reported themselves (anyOf branches, "not", "if",
  * "contains") run in a quiet mode that stops at the first failure.
  */
-#include "schema.h"
+#include "core/schema.h"
 
 #include <float.h>
 #include <math.h>
@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "luamcp_limits.h"
-#include "regex.h"
+#include "core/luamcp_limits.h"
+#include "core/regex.h"
 
 /* Validation recursion allowed before giving up with an error. Instances
  * are at most MAX_JSON_DEPTH deep and the applicator graph has no pure

@@ -30,8 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
-#include "json.h"
+#include "core/buf.h"
+#include "core/json.h"
 
 typedef enum schema_dialect {
   SCHEMA_DRAFT_2020_12,

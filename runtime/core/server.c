@@ -1,10 +1,10 @@
 /* server.c - options and messages for every session. See server.h. */
-#include "server.h"
+#include "core/server.h"
 
 #include <string.h>
 
-#include "luamcp_limits.h"
-#include "log.h"
+#include "core/log.h"
+#include "core/luamcp_limits.h"
 
 void server_options_defaults(server_options *opts) {
   memset(opts, 0, sizeof *opts);
@@ -21,28 +21,4 @@ void server_init(server *srv, const server_options *opts, const app_ops *app, vo
   srv->opts = *opts;
   srv->app = app;
   srv->app_data = app_data;
-}
-
-/* Sessions that have answered initialize and are still open. */
-static bool session_live(const session *s) { return s->state == SESSION_READY || s->state == SESSION_INITIALIZED; }
-
-void server_broadcast(server *srv, const char *method, const char *params_json, size_t len) {
-  for (session *s = srv->sessions; s; s = s->next)
-    if (session_live(s)) session_notify(s, NULL, method, params_json, len);
-}
-
-void server_resource_updated(server *srv, const char *uri, size_t len) {
-  buf params = BUF_INIT;
-  buf_puts(&params, "{\"uri\":");
-  json_write_string(&params, uri, len);
-  buf_putc(&params, '}');
-  for (session *s = srv->sessions; s; s = s->next)
-    if (session_live(s) && session_subscribed(s, uri, len))
-      session_notify(s, NULL, "notifications/resources/updated", params.data, params.len);
-  buf_free(&params);
-}
-
-void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len) {
-  for (session *s = srv->sessions; s; s = s->next)
-    if (session_live(s)) session_log(s, NULL, level, logger, data_json, len);
 }

@@ -8,7 +8,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "session.h"
+#include "core/json.h"
+
+/* Sessions and calls are session.h's: the server only lists them. */
+typedef struct session session;
+typedef struct call call;
+typedef struct server server;
 
 /* What initialize says about the server. Owner: the app; valid until the
  * app's next describe call. */
@@ -59,12 +64,5 @@ struct server {
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);
 void server_options_defaults(server_options *opts);
-
-/* A notification to every session past initialize. */
-void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
-/* notifications/resources/updated to sessions subscribed to uri. */
-void server_resource_updated(server *srv, const char *uri, size_t len);
-/* notifications/message to every session (each filters by its level). */
-void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);
 
 #endif

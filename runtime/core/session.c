@@ -1,14 +1,14 @@
 /* session.c - JSON-RPC handling and the MCP lifecycle for one client. See session.h. */
-#include "session.h"
+#include "core/session.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "luamcp_limits.h"
-#include "log.h"
-#include "server.h"
+#include "core/luamcp_limits.h"
+#include "core/log.h"
+#include "core/server.h"
 
 /* ---- Sending --------------------------------------------------------- */
 
@@ -513,4 +513,30 @@ void session_receive(session *s, const char *json, size_t len, void *origin) {
     batch_release(s, b);
   }
   json_doc_free(doc);
+}
+
+/* ---- Every session of a server --------------------------------------- */
+
+/* Sessions that have answered initialize and are still open. */
+static bool session_live(const session *s) { return s->state == SESSION_READY || s->state == SESSION_INITIALIZED; }
+
+void server_broadcast(server *srv, const char *method, const char *params_json, size_t len) {
+  for (session *s = srv->sessions; s; s = s->next)
+    if (session_live(s)) session_notify(s, NULL, method, params_json, len);
+}
+
+void server_resource_updated(server *srv, const char *uri, size_t len) {
+  buf params = BUF_INIT;
+  buf_puts(&params, "{\"uri\":");
+  json_write_string(&params, uri, len);
+  buf_putc(&params, '}');
+  for (session *s = srv->sessions; s; s = s->next)
+    if (session_live(s) && session_subscribed(s, uri, len))
+      session_notify(s, NULL, "notifications/resources/updated", params.data, params.len);
+  buf_free(&params);
+}
+
+void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len) {
+  for (session *s = srv->sessions; s; s = s->next)
+    if (session_live(s)) session_log(s, NULL, level, logger, data_json, len);
 }

@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "json.h"
-#include "jsonrpc.h"
-#include "protocol.h"
+#include "core/buf.h"
+#include "core/json.h"
+#include "core/jsonrpc.h"
+#include "core/protocol.h"
 
 typedef struct server server;
 typedef struct session session;
@@ -168,5 +168,12 @@ bool session_has_calls_from(const session *s, const void *origin);
 /* Has the client declared this capability (a top-level key of its
  * capabilities, e.g. "sampling")? */
 bool session_client_has_capability(const session *s, const char *name);
+
+/* A notification to every session past initialize. */
+void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
+/* notifications/resources/updated to sessions subscribed to uri. */
+void server_resource_updated(server *srv, const char *uri, size_t len);
+/* notifications/message to every session (each filters by its level). */
+void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);
 
 #endif

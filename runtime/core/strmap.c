@@ -1,5 +1,5 @@
 /* strmap.c - see strmap.h. */
-#include "strmap.h"
+#include "core/strmap.h"
 
 #include <stdint.h>
 #include <stdlib.h>

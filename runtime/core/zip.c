@@ -1,7 +1,7 @@
 /* zip.c - see zip.h. Field layouts follow APPNOTE.TXT sections 4.3.7
  * (local file header), 4.3.12 (central directory header) and 4.3.16 (end of
  * central directory record); every number is little-endian. */
-#include "zip.h"
+#include "core/zip.h"
 
 #include <stdio.h>
 #include <stdlib.h>

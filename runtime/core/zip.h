@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 /* ZIP without ZIP64 stores sizes and offsets in 32 bits and counts in 16. */
 #define ZIP_MAX_SIZE 0xFFFFFFFFu

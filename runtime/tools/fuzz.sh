@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [SECONDS] - build every fuzz target with libFuzzer, ASan and UBSan
+# fuzz.sh [SECONDS] - build every fuzz target with libFuzzer, ASan and UBSan
 # and run each for SECONDS (default 10), starting from the seed corpus
 # (JSONTestSuite and the JSON Schema Test Suite in ../shared, read here,
 # never copied). Prints "N passed, N failed": one per target.
@@ -10,18 +10,21 @@ SHARED=${SHARED:-../shared}
 out=build/fuzz
 mkdir -p "$out"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iruntime -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-core="runtime/buf.c runtime/json.c runtime/jsonrpc.c runtime/protocol.c runtime/session.c runtime/server.c runtime/log.c"
+# Each target lives beside the layer it tests: runtime/LAYER/fuzz/fuzz_NAME.c.
+c=runtime/core
+core="$c/buf.c $c/json.c $c/jsonrpc.c $c/protocol.c $c/session.c $c/server.c $c/log.c"
 declare -A sources=(
   [json]="$core"
-  [session]="$core runtime/strmap.c"
-  [http_util]="runtime/http_util.c"
-  [regex]="runtime/regex.c"
-  [schema]="runtime/buf.c runtime/json.c runtime/schema.c runtime/regex.c"
+  [session]="$core $c/strmap.c"
+  [http_util]="runtime/transport/http_util.c"
+  [regex]="$c/regex.c"
+  [schema]="$c/buf.c $c/json.c $c/schema.c $c/regex.c"
 )
 passed=0
 failed=0
 for target in json session http_util regex schema; do
-  if ! clang $CFLAGS -o "$out/fuzz_$target" "runtime/fuzz/fuzz_$target.c" ${sources[$target]} -lm 2>"$out/$target.build.log"; then
+  src=$(ls runtime/*/fuzz/fuzz_$target.c)
+  if ! clang $CFLAGS -o "$out/fuzz_$target" "$src" ${sources[$target]} -lm 2>"$out/$target.build.log"; then
     echo "fuzz_$target: does not build"; cat "$out/$target.build.log"; failed=$((failed + 1)); continue
   fi
   corpus="$out/corpus_$target"

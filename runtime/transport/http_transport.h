@@ -17,7 +17,8 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "server.h"
+#include "core/server.h"
+#include "core/session.h"
 
 typedef struct http_options {
   char host[256];

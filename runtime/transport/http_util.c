@@ -1,5 +1,5 @@
 /* http_util.c - see http_util.h. */
-#include "http_util.h"
+#include "transport/http_util.h"
 
 #include <ctype.h>
 #include <stdio.h>

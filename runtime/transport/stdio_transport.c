@@ -1,5 +1,5 @@
 /* stdio_transport.c - newline-delimited JSON over stdin/stdout. See stdio_transport.h. */
-#include "stdio_transport.h"
+#include "transport/stdio_transport.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jsonrpc.h"
-#include "log.h"
+#include "core/jsonrpc.h"
+#include "core/log.h"
 
 enum { FILE_READ_BYTES = 64 * 1024, KEEP_LINE_CAPACITY = 1024 * 1024 };
 

@@ -13,8 +13,9 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "buf.h"
-#include "server.h"
+#include "core/buf.h"
+#include "core/server.h"
+#include "core/session.h"
 
 typedef struct stdio_transport stdio_transport;
 typedef void (*stdio_done_fn)(stdio_transport *t);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "luamcp_limits.h"
+#include "core/json.h"
+#include "core/luamcp_limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   json_error err;

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "regex.h"
+#include "core/regex.h"
 /* Input: pattern \0 subject */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *nul = memchr(data, 0, size);

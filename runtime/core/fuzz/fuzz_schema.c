@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "json.h"
-#include "schema.h"
+#include "core/json.h"
+#include "core/schema.h"
 static schema_report report;
 /* Input: schema JSON \0 instance JSON */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

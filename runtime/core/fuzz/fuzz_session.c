@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
-#include "session.h"
+#include "core/server.h"
+#include "core/session.h"
 
 static call *held[8];
 static int held_count;

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bundle.h"
+#include "core/bundle.h"
 #include "check.h"
-#include "zip.h"
+#include "core/zip.h"
 
 static buf read_all(const char *path) {
   buf b = BUF_INIT;

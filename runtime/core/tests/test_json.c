@@ -10,8 +10,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../json.h"
-#include "../luamcp_limits.h"
+#include "core/json.h"
+#include "core/luamcp_limits.h"
 #include "check.h"
 
 /* The implementation-defined (i_) files we accept; see README "Strict JSON". */

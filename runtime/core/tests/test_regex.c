@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "regex.h"
+#include "core/regex.h"
 
 static int passed, failed;
 

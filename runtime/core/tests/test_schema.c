@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "json.h"
-#include "schema.h"
+#include "core/json.h"
+#include "core/schema.h"
 
 static int passed, failed;
 static int verbose;

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../server.h"
-#include "../session.h"
+#include "core/server.h"
+#include "core/session.h"
 #include "check.h"
 
 /* ---- Stub transport: remembers what was sent ------------------------ */

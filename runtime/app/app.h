@@ -1,0 +1,178 @@
+/*
+ * app.h - the types every file of the app layer shares: a generation of
+ * loaded scripts (vm), the coroutines that run requests (task), and the app
+ * that owns the generations (lua_app). Types only: each file's functions
+ * are declared in its own header, so the includes show who calls whom, and
+ * they point one way:
+ *
+ *   reload.c -> vm.c -> lua_core.c -> lua_exec.c, lua_fs.c -> lua_task.c
+ *                                  -> lua_schema.c, lua_state.c, lua_json.c
+ *
+ * A generation tells its owner that it has drained through a hook
+ * (vm.on_drained), not a call, so lua_task.c needs nothing above it.
+ */
+#ifndef LUAMCP_APP_H
+#define LUAMCP_APP_H
+
+#include <lua.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "core/buf.h"
+#include "core/bundle.h"
+#include "core/server.h"
+#include "core/session.h"
+#include "core/luamcp_limits.h"
+#include "core/strmap.h"
+
+typedef struct vm vm;
+typedef struct task task;
+
+/* One generation of the scripts: a Lua state and everything registered in
+ * it. Owner: the lua_app; freed by vm_free when it is no longer current and
+ * its last task has ended. */
+struct vm {
+  lua_State *L;
+  server *srv;
+  uv_loop_t *loop;
+  char *path;             /* the script file or folder given to luamcp */
+  char *module_dir;       /* where require looks first */
+  const bundle *bundle;   /* a built program's scripts (not owned); NULL: they are at path */
+  /* Generations (reload.c). */
+  unsigned generation;    /* 1 for the first load, then one more per reload */
+  struct lua_app *app;    /* the app it belongs to, or NULL (luamcp build) */
+  /* Called (from task code) when a retired generation's last task ends: the
+   * owner frees it later, outside any task. Set by reload.c; NULL: nobody
+   * waits for it. */
+  void (*on_drained)(vm *v);
+  bool retired;           /* replaced by a newer generation; freed once drained */
+  vm *next_retired;
+  vm *previous;           /* while loading: the generation being replaced (mcp.state) */
+  int state_ref;          /* registry: the mcp.state table */
+  char **files;           /* the script and module files it loaded from disk */
+  size_t file_count;
+  int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
+  int describe_ref;       /* mcp._describe() */
+  int live_tasks;
+  char *server_info_json; /* last describe: serverInfo */
+  char *instructions;     /* last describe: instructions, or NULL */
+  strmap tool_inputs;     /* tool name -> what tools/call validates (lua_schema.c) */
+  /* Limits (lua_task.c, and the allocator in vm.c). */
+  size_t mem_used, mem_limit; /* bytes the Lua state holds, and its cap (0: none) */
+  int default_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
+  task *running;              /* the task inside lua_resume right now, innermost */
+  task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
+  struct exec_op *execs;      /* child processes still running (lua_exec.c) */
+  /* Finished coroutines kept for the next tasks: a new thread, its stack
+   * and call frames cost more than the rest of a simple call. */
+  lua_State *idle_threads[TASK_THREAD_POOL];
+  int idle_refs[TASK_THREAD_POOL];
+  int idle_count;
+};
+
+/* What a task is waiting for between resumes. */
+typedef enum task_wait {
+  TASK_NOT_WAITING, /* running, or ready to run */
+  TASK_WAIT_TIMER,  /* mcp.sleep */
+  TASK_WAIT_CLIENT, /* a reply to a request we sent the client */
+  TASK_WAIT_OP,     /* mcp.exec or mcp.fs: see wait_op */
+  TASK_WAIT_TASK,   /* another task to finish (handle:wait, mcp.all) */
+} task_wait;
+
+/* An operation a task waits on (a child process, a file request). Owner:
+ * the module that started it; cancel() is called when the task ends before
+ * the operation does, and must make sure the task is never resumed by it. */
+typedef struct task_op {
+  void (*cancel)(struct task_op *op);
+} task_op;
+
+/* A coroutine the runtime resumes: one per request (its root task), plus one
+ * per mcp.spawn inside it. Owner: its vm; created by task_start_call or
+ * mcp.spawn, freed when the coroutine ends, its call is cancelled or its
+ * deadline passes. The coroutine is anchored in the registry (co_ref) while
+ * the task lives, and its extra space points back at the task. */
+struct task {
+  vm *vm;
+  lua_State *co;
+  int co_ref;
+  call *call;             /* root: the request it answers; NULL once detached */
+  task *root;             /* the call's root task (itself for the root) */
+  task *children;         /* root: tasks spawned inside the call ... */
+  task *next_child, *prev_child; /* ... linked here */
+  struct task_handle *handle; /* spawned: its mcp.Task handle, while it runs */
+  int handle_ref;         /* spawned: keeps the handle alive while it runs */
+  task *waiter;           /* a task waiting for this one to finish */
+  struct ctx_handle *ctx; /* root: the ctx userdata given to the handler */
+  task_wait wait;
+  task_op *wait_op;       /* TASK_WAIT_OP: the operation */
+  long long client_request_id; /* TASK_WAIT_CLIENT: our request's id ... */
+  session *client_session;     /* ... and the session it went to */
+  uint64_t deadline_ns;   /* root: when the call must be done (uv_hrtime), 0: never */
+  int timeout_ms;         /* root: that limit, for the message */
+  bool running;           /* inside lua_resume right now */
+  bool cancelled;         /* stop it; free it as soon as it stops running */
+  bool timed_out;         /* root: the deadline passed */
+  bool in_deferred;       /* queued in vm->deferred */
+  int deferred_nargs;     /* values waiting on its stack for that resume */
+  task *deferred_next;
+  bool timer_initialized; /* mcp.sleep and client timeouts */
+  uv_timer_t timer;
+  bool deadline_timer_initialized;
+  bool deadline_armed;    /* root: deadline_timer runs while it waits */
+  uv_timer_t deadline_timer;
+  int open_handles;       /* timers still closing; the task is freed after */
+};
+
+/* A directory watched for script changes (luamcp dev). Owner: the app. */
+typedef struct app_watch {
+  uv_fs_event_t handle;
+  char *dir;
+  struct lua_app *app;
+  struct app_watch *next;
+} app_watch;
+
+/* The app behind the server: the generation new requests go to, and older
+ * generations still finishing their calls. Owner: main, for the life of the
+ * process (app_start .. app_stop). */
+typedef struct lua_app {
+  server *srv;
+  uv_loop_t *loop;
+  const char *path;
+  const bundle *source;
+  vm *current;
+  vm *retired;            /* replaced generations with calls still running */
+  unsigned generations;   /* loaded so far */
+  unsigned reloads, failed_reloads;
+  bool watch;             /* luamcp dev: reload when a script changes */
+  app_watch *watches;
+  uv_timer_t debounce;    /* one reload for a burst of file events */
+  uv_signal_t sighup;     /* reload on SIGHUP, in run and dev */
+  uv_check_t reaper;      /* frees drained generations outside any task */
+} lua_app;
+
+/* Raise the JSON-RPC error {code, message, data} from Lua (used by the
+ * library through mcp.core.rpc_error). */
+#define VM_RPC_ERROR_MT "mcp.rpc_error"
+/* The ctx methods table, registry[TASK_CTX_METHODS]: lua_task.c fills in
+ * the C methods, the library adds its Lua ones. */
+#define TASK_CTX_METHODS "mcp.Context.methods"
+
+/* The vm a Lua state belongs to (the allocator's userdata). */
+static inline vm *vm_of(lua_State *L) {
+  void *ud;
+  lua_getallocf(L, &ud);
+  return ud;
+}
+
+/* The task running on co, or NULL when co is not one of ours (the main
+ * thread, or a coroutine a script created itself). */
+static inline task *task_of(lua_State *co) { return *(task **)lua_getextraspace(co); }
+
+/* How many generations are alive (current + retired). */
+static inline int app_generations_open(const lua_app *app) {
+  int n = app->current ? 1 : 0;
+  for (vm *v = app->retired; v; v = v->next_retired) n++;
+  return n;
+}
+
+#endif

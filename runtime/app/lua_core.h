@@ -1,0 +1,11 @@
+/*
+ * lua_core.h - the mcp.core module: the C functions the Lua library builds on.
+ */
+#ifndef LUAMCP_LUA_CORE_H
+#define LUAMCP_LUA_CORE_H
+
+#include <lua.h>
+
+int luaopen_mcp_core(lua_State *L);
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * lua_state.c - mcp.state, the plain data a script keeps across reloads
+ * (copied from the generation being replaced), and mcp.info.
+ */
+#include <lauxlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "app/lua_json.h"
+#include "app/lua_state.h"
+
+/* Copy the value at idx of `from` (another generation's state) onto `to`.
+ * Only plain data: tables (shared references and cycles kept), strings,
+ * numbers, booleans and mcp.null. Returns false with the reason in why. */
+static bool copy_value(lua_State *from, int idx, lua_State *to, int visited, int depth, buf *why) {
+  idx = lua_absindex(from, idx);
+  if (!lua_checkstack(from, 4) || !lua_checkstack(to, 6) || depth > 200) {
+    buf_puts(why, "nested too deeply");
+    return false;
+  }
+  switch (lua_type(from, idx)) {
+    case LUA_TNIL: lua_pushnil(to); return true;
+    case LUA_TBOOLEAN: lua_pushboolean(to, lua_toboolean(from, idx)); return true;
+    case LUA_TNUMBER:
+      if (lua_isinteger(from, idx)) lua_pushinteger(to, lua_tointeger(from, idx));
+      else lua_pushnumber(to, lua_tonumber(from, idx));
+      return true;
+    case LUA_TSTRING: {
+      size_t n;
+      const char *s = lua_tolstring(from, idx, &n);
+      lua_pushlstring(to, s, n);
+      return true;
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(from, idx) == NULL) {
+        lua_pushlightuserdata(to, NULL);
+        return true;
+      }
+      break;
+    case LUA_TTABLE: {
+      const void *p = lua_topointer(from, idx);
+      if (lua_rawgetp(to, visited, p) == LUA_TTABLE) return true; /* seen: the same table again */
+      lua_pop(to, 1);
+      lua_newtable(to);
+      lua_pushvalue(to, -1);
+      lua_rawsetp(to, visited, p);
+      if (lua_getmetatable(from, idx)) {
+        /* Only the JSON array/object marks carry over. */
+        const char *mark = NULL;
+        luaL_getmetatable(from, LJSON_ARRAY_MT);
+        if (lua_rawequal(from, -1, -2)) mark = LJSON_ARRAY_MT;
+        lua_pop(from, 1);
+        luaL_getmetatable(from, LJSON_OBJECT_MT);
+        if (lua_rawequal(from, -1, -2)) mark = LJSON_OBJECT_MT;
+        lua_pop(from, 2);
+        if (!mark) {
+          buf_puts(why, "a table with a metatable cannot survive a reload");
+          return false;
+        }
+        luaL_setmetatable(to, mark);
+      }
+      lua_pushnil(from);
+      while (lua_next(from, idx)) {
+        if (!copy_value(from, -2, to, visited, depth + 1, why) || !copy_value(from, -1, to, visited, depth + 1, why)) {
+          lua_pop(from, 2);
+          return false;
+        }
+        lua_rawset(to, -3);
+        lua_pop(from, 1);
+      }
+      return true;
+    }
+    default: break;
+  }
+  buf_printf(why, "a %s cannot survive a reload (only tables, strings, numbers and booleans do)",
+             luaL_typename(from, idx));
+  return false;
+}
+
+/* mcp.state(key, init) -> the value kept under key: the previous
+ * generation's, copied, or else init (called, if it is a function). */
+int lua_state_get(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  const char *key = luaL_checkstring(L, 1);
+  lua_settop(L, 2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, v->state_ref); /* 3: this generation's state */
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 3) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  bool found = false;
+  if (v->previous) {
+    lua_State *from = v->previous->L;
+    int top = lua_gettop(from);
+    lua_rawgeti(from, LUA_REGISTRYINDEX, v->previous->state_ref);
+    lua_pushstring(from, key);
+    if (lua_rawget(from, -2) != LUA_TNIL) {
+      lua_newtable(L); /* tables already copied, by their address in `from` */
+      buf why = BUF_INIT;
+      found = copy_value(from, -1, L, lua_gettop(L), 0, &why);
+      lua_settop(from, top);
+      if (!found) {
+        lua_pushfstring(L, "mcp.state(\"%s\"): %s", key, why.data);
+        buf_free(&why);
+        return lua_error(L);
+      }
+      lua_remove(L, -2); /* the visited table */
+    } else {
+      lua_settop(from, top);
+    }
+  }
+  if (!found) {
+    lua_pushvalue(L, 2);
+    if (lua_type(L, -1) == LUA_TFUNCTION) lua_call(L, 0, 1);
+  }
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 3);
+  return 1;
+}
+
+/* mcp.info() -> {version, generation, generations_open, reloads, memory}. */
+int lua_state_info(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  lua_createtable(L, 0, 6);
+  lua_pushinteger(L, v->generation);
+  lua_setfield(L, -2, "generation");
+  lua_pushinteger(L, v->app ? app_generations_open(v->app) : 1);
+  lua_setfield(L, -2, "generations_open");
+  lua_pushinteger(L, v->app ? v->app->reloads : 0);
+  lua_setfield(L, -2, "reloads");
+  lua_pushinteger(L, (lua_Integer)v->mem_used);
+  lua_setfield(L, -2, "memory");
+  lua_pushinteger(L, v->live_tasks);
+  lua_setfield(L, -2, "tasks");
+  return 1;
+}

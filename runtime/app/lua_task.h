@@ -1,0 +1,30 @@
+/*
+ * lua_task.h - the coroutines that run requests: starting, resuming, cancelling
+ * and limiting them; ctx, mcp.sleep and mcp.spawn.
+ */
+#ifndef LUAMCP_LUA_TASK_H
+#define LUAMCP_LUA_TASK_H
+
+#include "app/app.h"
+
+void task_start_call(vm *v, call *c, const json_value *params);
+void task_cancel(task *t);
+/* Resume a waiting task with nargs values already pushed on its stack. If
+ * another task is running (a long computation let the loop read), the
+ * resume is queued until it stops. */
+void task_resume(task *t, int nargs);
+/* Start waiting on an operation (mcp.exec, mcp.fs) and yield. */
+int task_wait_op(lua_State *co, task *t, task_op *op, lua_KFunction k);
+/* The task calling a yielding API from co, or a Lua error saying why that
+ * is not possible here. */
+task *task_check(lua_State *co, const char *what);
+/* Make the coroutine library tell the watchdog which Lua thread runs, and
+ * start the watchdog (once per process). */
+void task_guard_coroutines(lua_State *L);
+int task_lua_spawn(lua_State *L);
+void task_register_handle(lua_State *L);
+/* Context methods and metatable (registry[TASK_CTX_METHODS]). */
+void task_register_ctx(lua_State *L);
+int task_lua_sleep(lua_State *L);
+
+#endif

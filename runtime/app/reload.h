@@ -1,0 +1,18 @@
+/*
+ * reload.h - generations of scripts, swapped in place (luamcp dev, SIGHUP).
+ */
+#ifndef LUAMCP_RELOAD_H
+#define LUAMCP_RELOAD_H
+
+#include "app/app.h"
+
+/* Load the first generation and start watching (watch) and SIGHUP. */
+bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, const bundle *source, bool watch,
+               buf *err);
+/* Load a new generation and swap it in, or keep the current one and report
+ * why not. */
+bool app_reload(lua_app *app, const char *why);
+/* Close the app's handles and free every generation. */
+void app_stop(lua_app *app);
+
+#endif

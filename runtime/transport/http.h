@@ -1,0 +1,173 @@
+/*
+ * http.h - the pieces of the Streamable HTTP transport, shared by its three
+ * files and by nothing else (http_transport.h is the public side):
+ *
+ *   http_conn.c        TCP connections, http_parser, writing responses, the
+ *                      listener and its limits
+ *   http_streamable.c  Streamable HTTP's rules: POST, GET and DELETE on the
+ *                      MCP endpoint, and the HTTP state of each session
+ *   http_sse.c         where a session's messages go: JSON or SSE streams,
+ *                      event ids and the Last-Event-ID replay ring
+ */
+#ifndef LUAMCP_HTTP_H
+#define LUAMCP_HTTP_H
+
+#include <http_parser.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/luamcp_limits.h"
+#include "core/protocol.h"
+#include "core/strmap.h"
+#include "transport/http_transport.h"
+
+typedef struct http_conn http_conn;
+typedef struct http_session http_session;
+typedef struct http_stream http_stream;
+
+/* One SSE event kept for Last-Event-ID replay. Owner: the session's ring. */
+typedef struct replay_event {
+  http_stream *stream;
+  uint64_t seq;
+  char *data;
+  size_t len;
+} replay_event;
+
+typedef enum stream_mode {
+  STREAM_PENDING, /* nothing written yet: JSON if the answer comes first */
+  STREAM_JSON,
+  STREAM_SSE,
+} stream_mode;
+
+/* Where the messages of one POST (or of the session's GET stream) go. Its
+ * number is part of every event id, so a Last-Event-ID names it. Owner: its
+ * http_session; freed once complete, detached and out of the replay ring
+ * (or with the session). */
+struct http_stream {
+  http_session *hs;
+  unsigned long no;            /* 0 is the session's standalone GET stream */
+  http_conn *conn;             /* where its bytes go now; NULL when detached */
+  stream_mode mode;
+  const protocol_version *version; /* of the request that opened it (MCP-Protocol-Version) */
+  bool primed;                 /* a priming event gave the client an id to resume from */
+  bool complete;               /* its final message was produced */
+  int replay_refs;             /* events of this stream in the ring */
+  bool held;                   /* handle_post is still using it: do not free */
+  uint64_t last_write_ms;
+  http_stream *prev, *next;
+};
+
+/* HTTP state of one MCP session. Owner: the http_server (sessions map and
+ * list); freed when the session is deleted, expires, or the server stops. */
+struct http_session {
+  http_server *server;
+  session *session;
+  char id[33];            /* 128 random bits, hex */
+  bool registered;        /* in the map: initialize succeeded */
+  uint64_t last_active_ms;
+  unsigned long next_stream_no;
+  uint64_t next_seq;
+  http_stream *streams;
+  replay_event ring[HTTP_REPLAY_EVENTS];
+  size_t ring_start, ring_count, ring_bytes;
+  http_session *prev, *next;
+};
+
+typedef enum conn_state {
+  CONN_IDLE,       /* between requests */
+  CONN_HEADERS,    /* reading a request's headers */
+  CONN_BODY,       /* reading its body */
+  CONN_RESPONDING, /* a response is being produced */
+} conn_state;
+
+/* One TCP connection. Owner: the http_server (conns list); freed in the
+ * close callback of its handle. */
+struct http_conn {
+  uv_tcp_t tcp;
+  http_server *server;
+  unsigned id;
+  http_parser parser;
+  conn_state state;
+  /* The request being read. */
+  buf url, field, value, body;
+  bool in_value;
+  size_t header_bytes;
+  char *host, *origin, *accept, *content_type, *session_id, *protocol_version, *last_event_id, *authorization;
+  int reject_status; /* set while parsing: answer with this and close */
+  const char *reject_message;
+  int reject_code;
+  bool request_ready;
+  uint64_t deadline_ms; /* for the current phase; 0 = none */
+  uint64_t body_started_ms;
+  bool keep_alive;
+  bool close_after_response;
+  /* Bytes that arrived while a response was in progress. */
+  buf input;
+  bool reading_stopped;
+  http_stream *stream; /* the response stream using this connection */
+  size_t pending_write_bytes;
+  bool closing;
+  /* Work for the next loop turn (see defer): never done from inside the
+   * protocol core's send. */
+  bool deferred, close_pending;
+  bool request_held; /* arrived while a handler computed: handled on a later turn */
+  http_conn *deferred_next;
+  http_conn *prev, *next;
+};
+
+struct http_server {
+  uv_loop_t *loop;
+  server *srv;
+  http_options opts;
+  uv_tcp_t listener;
+  uv_timer_t sweep;
+  int port;
+  unsigned next_conn_id;
+  int conn_count;
+  http_conn *conns;
+  strmap sessions_by_id;
+  http_session *sessions;
+  int session_count;
+  unsigned next_session_name;
+  http_conn *deferred;   /* connections with work for the next turn */
+  uv_check_t later;      /* does that work at the end of this turn ... */
+  uv_idle_t later_idle;  /* ... without blocking in poll first */
+  bool stopping;
+  int handles_closing;   /* after http_stop: freed when these and all conns have closed */
+};
+
+static inline uint64_t now_ms(http_server *h) { return uv_now(h->loop); }
+
+/* ---- http_conn.c ---------------------------------------------------- */
+
+void conn_close(http_conn *c);
+void conn_write(http_conn *c, const char *data, size_t len);
+void conn_response_done(http_conn *c);
+void conn_send_response(http_conn *c, int status, const char *extra_headers, const char *content_type,
+                          const char *body, size_t len);
+void conn_write_status_line(http_conn *c, buf *out, int status);
+void conn_defer(http_conn *c);
+void conn_send_error(http_conn *c, int status, int code, const char *message, const char *extra_headers);
+
+/* ---- http_sse.c ----------------------------------------------------- */
+
+void sse_write(http_stream *st, const char *data, size_t len);
+void stream_maybe_free(http_stream *st);
+http_stream *stream_find(http_session *hs, unsigned long no);
+void sse_event(http_stream *st, uint64_t seq, const char *json, size_t len);
+void sse_prime(http_stream *st);
+void sse_start(http_stream *st);
+void stream_accept(http_stream *st);
+void stream_detach(http_stream *st);
+void stream_free(http_stream *st);
+http_stream *stream_new(http_session *hs, http_conn *c, const protocol_version *v, bool standalone);
+/* session_ops for HTTP sessions: where the core's messages go. */
+extern const transport_ops HTTP_SESSION_OPS;
+
+/* ---- http_streamable.c ---------------------------------------------- */
+
+/* Act on a complete request (the parser has read all of it). */
+void streamable_handle_request(http_conn *c);
+void http_session_destroy(http_session *hs);
+
+#endif

@@ -1,0 +1,251 @@
+/* http_sse.c - where an HTTP session's messages go: a JSON response or an
+ * SSE stream, event ids, and the replay ring for Last-Event-ID. See http.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "transport/http.h"
+#include "transport/http_util.h"
+
+/* ---- Streams and replay ---------------------------------------------- */
+
+static void session_header(http_session *hs, buf *out) {
+  if (hs->session->state != SESSION_NEW) buf_printf(out, "Mcp-Session-Id: %s\r\n", hs->id);
+}
+
+http_stream *stream_new(http_session *hs, http_conn *c, const protocol_version *v, bool standalone) {
+  http_stream *st = calloc(1, sizeof *st);
+  st->hs = hs;
+  st->no = standalone ? 0 : ++hs->next_stream_no;
+  st->conn = c;
+  st->version = v;
+  st->mode = standalone ? STREAM_SSE : STREAM_PENDING;
+  st->next = hs->streams;
+  if (st->next) st->next->prev = st;
+  hs->streams = st;
+  if (c) c->stream = st;
+  return st;
+}
+
+void stream_free(http_stream *st) {
+  http_session *hs = st->hs;
+  if (st->conn) st->conn->stream = NULL;
+  if (st->prev) st->prev->next = st->next;
+  else hs->streams = st->next;
+  if (st->next) st->next->prev = st->prev;
+  free(st);
+}
+
+/* Free a stream nobody can reach any more. The standalone stream lives as
+ * long as its session. */
+void stream_maybe_free(http_stream *st) {
+  if (st->no != 0 && st->complete && !st->conn && st->replay_refs == 0 && !st->held) stream_free(st);
+}
+
+http_stream *stream_find(http_session *hs, unsigned long no) {
+  for (http_stream *st = hs->streams; st; st = st->next)
+    if (st->no == no) return st;
+  return NULL;
+}
+
+static http_stream *standalone_stream(http_session *hs) {
+  http_stream *st = stream_find(hs, 0);
+  return st ? st : stream_new(hs, NULL, NULL, true);
+}
+
+static void ring_drop_oldest(http_session *hs) {
+  replay_event *e = &hs->ring[hs->ring_start];
+  hs->ring_start = (hs->ring_start + 1) % HTTP_REPLAY_EVENTS;
+  hs->ring_count--;
+  hs->ring_bytes -= e->len;
+  free(e->data);
+  http_stream *st = e->stream;
+  e->data = NULL;
+  e->stream = NULL;
+  st->replay_refs--;
+  stream_maybe_free(st);
+}
+
+static void ring_push(http_session *hs, http_stream *st, uint64_t seq, const char *data, size_t len) {
+  if (len > HTTP_REPLAY_BYTES) return; /* too big to keep: it cannot be replayed */
+  while (hs->ring_count == HTTP_REPLAY_EVENTS || hs->ring_bytes + len > HTTP_REPLAY_BYTES) ring_drop_oldest(hs);
+  replay_event *e = &hs->ring[(hs->ring_start + hs->ring_count) % HTTP_REPLAY_EVENTS];
+  e->stream = st;
+  e->seq = seq;
+  e->data = malloc(len);
+  memcpy(e->data, data, len);
+  e->len = len;
+  hs->ring_count++;
+  hs->ring_bytes += len;
+  st->replay_refs++;
+}
+
+static bool chunked(http_conn *c) { return c->parser.http_major > 1 || c->parser.http_minor >= 1; }
+
+/* Write part of an SSE body (as a chunk on HTTP/1.1). */
+void sse_write(http_stream *st, const char *data, size_t len) {
+  http_conn *c = st->conn;
+  if (!c) return;
+  st->last_write_ms = now_ms(c->server);
+  if (!chunked(c)) {
+    conn_write(c, data, len);
+    return;
+  }
+  buf out = BUF_INIT;
+  buf_printf(&out, "%zx\r\n", len);
+  buf_append(&out, data, len);
+  buf_puts(&out, "\r\n");
+  conn_write(c, out.data, out.len);
+  buf_free(&out);
+}
+
+void sse_start(http_stream *st) {
+  http_conn *c = st->conn;
+  st->mode = STREAM_SSE;
+  if (!c) return;
+  if (!chunked(c)) c->close_after_response = true; /* HTTP/1.0: the body ends with the connection */
+  buf out = BUF_INIT;
+  conn_write_status_line(c, &out, 200);
+  buf_puts(&out, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
+  if (chunked(c)) buf_puts(&out, "Transfer-Encoding: chunked\r\n");
+  session_header(st->hs, &out);
+  buf_puts(&out, "\r\n");
+  conn_write(c, out.data, out.len);
+  buf_free(&out);
+  st->last_write_ms = now_ms(c->server);
+}
+
+/* A priming event: an id to resume from, how long to wait before
+ * reconnecting, and empty data (clients drop events without a data line). */
+void sse_prime(http_stream *st) {
+  if (!st->version || !st->version->sse_priming) return;
+  uint64_t seq = ++st->hs->next_seq;
+  char event[96];
+  int n = snprintf(event, sizeof event, "id: %lu-%llu\nretry: %d\ndata: \n\n", st->no, (unsigned long long)seq,
+                   HTTP_SSE_RETRY_MS);
+  sse_write(st, event, (size_t)n);
+  st->primed = true;
+}
+
+void sse_event(http_stream *st, uint64_t seq, const char *json, size_t len) {
+  buf out = BUF_INIT;
+  buf_printf(&out, "event: message\nid: %lu-%llu\ndata: ", st->no, (unsigned long long)seq);
+  buf_append(&out, json, len);
+  buf_puts(&out, "\n\n");
+  sse_write(st, out.data, out.len);
+  buf_free(&out);
+}
+
+/* End the HTTP response that carries the stream (the stream may live on). */
+void stream_detach(http_stream *st) {
+  http_conn *c = st->conn;
+  if (!c) return;
+  if (st->mode == STREAM_SSE) {
+    if (chunked(c)) conn_write(c, "0\r\n\r\n", 5);
+    else c->close_after_response = true;
+  }
+  st->conn = NULL;
+  c->stream = NULL;
+  conn_response_done(c);
+}
+
+/* 202 with no body: the POST carried nothing to answer (notifications and
+ * responses only). */
+void stream_accept(http_stream *st) {
+  http_conn *c = st->conn;
+  buf headers = BUF_INIT;
+  session_header(st->hs, &headers);
+  conn_send_response(c, 202, headers.data, NULL, NULL, 0);
+  buf_free(&headers);
+  st->complete = true;
+  st->conn = NULL;
+  c->stream = NULL;
+  conn_response_done(c);
+}
+
+/* transport_ops.send */
+static void http_send(session *s, const session_message *m) {
+  http_session *hs = s->transport_data;
+  http_stream *st = m->origin ? (http_stream *)m->origin : standalone_stream(hs);
+  /* The session is idle from its last message, not from the arrival of a
+   * request that took longer than --session-timeout to answer. */
+  hs->last_active_ms = now_ms(hs->server);
+  /* The call is answered: from here on it no longer refers to its stream,
+   * which may be freed below (see http_call_ended). */
+  if (m->final && m->related) m->related->transport_data = NULL;
+  if (!m->json) { /* a batch with nothing to answer: the exchange still ends */
+    if (!m->final) return;
+    if (st->conn && st->mode == STREAM_PENDING) stream_accept(st);
+    st->complete = true;
+    stream_detach(st);
+    stream_maybe_free(st);
+    return;
+  }
+  if (st->mode == STREAM_PENDING && m->final) {
+    /* The answer came first: a plain JSON response. An error that answers
+     * no request (unparseable body, invalid request) is a 400. */
+    st->mode = STREAM_JSON;
+    st->complete = true;
+    http_conn *c = st->conn;
+    if (!c) return;
+    buf headers = BUF_INIT;
+    session_header(hs, &headers);
+    conn_send_response(c, m->unaddressed_error ? 400 : 200, headers.data, "application/json", m->json, m->len);
+    buf_free(&headers);
+    st->conn = NULL;
+    c->stream = NULL;
+    conn_response_done(c);
+    stream_maybe_free(st);
+    return;
+  }
+  if (st->mode == STREAM_PENDING) {
+    sse_start(st);
+    sse_prime(st);
+  }
+  uint64_t seq = ++hs->next_seq;
+  ring_push(hs, st, seq, m->json, m->len);
+  if (st->conn) sse_event(st, seq, m->json, m->len);
+  if (m->final) {
+    st->complete = true;
+    stream_detach(st);
+    stream_maybe_free(st);
+  }
+}
+
+/* transport_ops.close_stream: end the call's SSE response early. */
+static bool http_close_stream(session *s, call *c) {
+  (void)s;
+  http_stream *st = c->transport_data;
+  if (!st || st->complete || st->mode == STREAM_JSON) return false;
+  if (st->mode == STREAM_PENDING) {
+    if (!st->version || !st->version->sse_priming) return false; /* no id to resume from */
+    sse_start(st);
+    sse_prime(st);
+  }
+  if (!st->primed) return false;
+  stream_detach(st);
+  return true;
+}
+
+/* transport_ops.call_ended: a call the client cancelled (notifications/
+ * cancelled) ends without a response, but its HTTP exchange must still end,
+ * or the client waits forever. An answered call no longer has a stream (see
+ * http_send); a batch ends with its array; an ended session closes its
+ * streams itself (http_session_destroy). */
+static void http_call_ended(session *s, call *cl) {
+  http_stream *st = cl->transport_data;
+  if (!st || cl->batch || st->complete || s->state == SESSION_CLOSED) return;
+  st->complete = true;
+  if (!st->conn) return; /* conn_close or a later resumption finishes it */
+  /* A request must be answered with JSON or an event stream: an event
+   * stream with no response in it is what a cancelled request gets. */
+  if (st->mode == STREAM_PENDING) sse_start(st);
+  stream_detach(st);
+  stream_maybe_free(st);
+}
+
+const transport_ops HTTP_SESSION_OPS = {.send = http_send, .call_ended = http_call_ended, .close_stream = http_close_stream};
+

@@ -1,0 +1,286 @@
+/* http_streamable.c - Streamable HTTP's rules on the MCP endpoint: POST,
+ * GET and DELETE, session ids, versions, and the HTTP state of each
+ * session. See http.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "transport/http.h"
+#include "transport/http_util.h"
+
+/* ---- Sessions -------------------------------------------------------- */
+
+static http_session *session_create(http_server *h) {
+  http_session *hs = calloc(1, sizeof *hs);
+  hs->server = h;
+  unsigned char random[16];
+  if (uv_random(NULL, NULL, random, sizeof random, 0, NULL) != 0) {
+    free(hs);
+    return NULL;
+  }
+  for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", random[i]);
+  char name[32];
+  snprintf(name, sizeof name, "http#s%u", ++h->next_session_name);
+  hs->session = session_new(h->srv, &HTTP_SESSION_OPS, hs, name);
+  hs->last_active_ms = now_ms(h);
+  hs->next = h->sessions;
+  if (hs->next) hs->next->prev = hs;
+  h->sessions = hs;
+  h->session_count++;
+  return hs;
+}
+
+/* End a session: cancel its calls, end its streams, forget it. */
+void http_session_destroy(http_session *hs) {
+  http_server *h = hs->server;
+  session_close(hs->session);
+  while (hs->streams) {
+    http_stream *st = hs->streams;
+    if (st->conn) {
+      /* The session is over: end the exchanges it still holds but keep
+       * their connections, which a client may already be reusing (closing
+       * one fails the request it just sent there). A request not answered
+       * yet gets the 404 every later request of the session gets. */
+      st->complete = true;
+      if (st->mode == STREAM_PENDING) {
+        http_conn *c = st->conn;
+        st->conn = NULL;
+        c->stream = NULL;
+        conn_send_error(c, 404, -32001, "Session not found", NULL);
+      } else {
+        stream_detach(st);
+      }
+    }
+    stream_free(st);
+  }
+  for (size_t i = 0; i < hs->ring_count; i++) free(hs->ring[(hs->ring_start + i) % HTTP_REPLAY_EVENTS].data);
+  if (hs->registered) strmap_remove(&h->sessions_by_id, hs->id);
+  if (hs->prev) hs->prev->next = hs->next;
+  else h->sessions = hs->next;
+  if (hs->next) hs->next->prev = hs->prev;
+  h->session_count--;
+  session_free(hs->session);
+  free(hs);
+}
+
+static bool path_matches(http_conn *c) {
+  const char *want = c->server->opts.path;
+  size_t n = strcspn(c->url.data ? c->url.data : "", "?#");
+  return strlen(want) == n && strncmp(c->url.data, want, n) == 0;
+}
+
+static const protocol_version *header_version(http_conn *c, bool *bad) {
+  *bad = false;
+  if (!c->protocol_version) return protocol_http_default();
+  const protocol_version *v = protocol_find(c->protocol_version, strlen(c->protocol_version));
+  if (!v) *bad = true;
+  return v;
+}
+
+/* Is the body one initialize request? (Only those may arrive without a
+ * session.) */
+static int body_is_initialize(http_conn *c) {
+  json_error err;
+  json_doc *doc = json_parse(c->body.data ? c->body.data : "", c->body.len, MAX_JSON_DEPTH, &err);
+  if (!doc) return -1;
+  const json_value *method = json_object_get(json_doc_root(doc), "method");
+  int is = method && method->type == JSON_STRING && strcmp(method->u.string, "initialize") == 0 &&
+           json_object_get(json_doc_root(doc), "id") != NULL;
+  json_doc_free(doc);
+  return is;
+}
+
+/* The session a request names: NULL after answering 400 or 404. */
+static http_session *lookup_session(http_conn *c) {
+  if (!c->session_id) {
+    conn_send_error(c, 400, -32600, "Bad Request: the Mcp-Session-Id header is required", NULL);
+    return NULL;
+  }
+  http_session *hs = strmap_get(&c->server->sessions_by_id, c->session_id);
+  if (!hs) {
+    conn_send_error(c, 404, -32001, "Session not found", NULL);
+    return NULL;
+  }
+  hs->last_active_ms = now_ms(c->server);
+  return hs;
+}
+
+static void handle_post(http_conn *c) {
+  http_server *h = c->server;
+  if (!http_accepts(c->accept, "application/json") || !http_accepts(c->accept, "text/event-stream")) {
+    conn_send_error(c, 406, -32000, "Not Acceptable: Accept must allow application/json and text/event-stream", NULL);
+    return;
+  }
+  if (!http_is_json(c->content_type)) {
+    conn_send_error(c, 415, -32000, "Unsupported Media Type: Content-Type must be application/json", NULL);
+    return;
+  }
+  bool bad_version;
+  const protocol_version *v = header_version(c, &bad_version);
+  if (bad_version) {
+    conn_send_error(c, 400, -32600, "Bad Request: unsupported MCP-Protocol-Version", NULL);
+    return;
+  }
+  http_session *hs;
+  if (!c->session_id) {
+    int init = body_is_initialize(c);
+    if (init < 0) {
+      conn_send_error(c, 400, JSONRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
+      return;
+    }
+    if (!init) {
+      conn_send_error(c, 400, -32600, "Bad Request: the Mcp-Session-Id header is required", NULL);
+      return;
+    }
+    if (h->session_count >= h->opts.max_sessions) {
+      conn_send_error(c, 503, -32000, "Service Unavailable: too many sessions", "Retry-After: 5\r\n");
+      return;
+    }
+    hs = session_create(h);
+    if (!hs) {
+      conn_send_error(c, 503, -32000, "Service Unavailable: no randomness for a session id", NULL);
+      return;
+    }
+  } else if (!(hs = lookup_session(c))) {
+    return;
+  }
+  http_stream *st = stream_new(hs, c, v, false);
+  st->held = true;
+  c->state = CONN_RESPONDING;
+  session_receive(hs->session, c->body.data ? c->body.data : "", c->body.len, st);
+  st->held = false;
+  if (!hs->registered) {
+    if (hs->session->state == SESSION_NEW) { /* initialize failed: no session */
+      st->complete = true;
+      http_session_destroy(hs);
+      return;
+    }
+    hs->registered = true;
+    strmap_set(&h->sessions_by_id, hs->id, hs);
+  }
+  if (st->conn && !st->complete && st->mode == STREAM_PENDING && !session_has_calls_from(hs->session, st)) {
+    /* A notification or a response: accepted, nothing to answer. */
+    stream_accept(st);
+  }
+  stream_maybe_free(st);
+}
+
+/* "<stream>-<seq>" */
+static bool parse_event_id(const char *id, unsigned long *stream_no, uint64_t *seq) {
+  char *end;
+  unsigned long no = strtoul(id, &end, 10);
+  if (end == id || *end != '-') return false;
+  const char *s = end + 1;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (end == s || *end) return false;
+  *stream_no = no;
+  *seq = n;
+  return true;
+}
+
+static void handle_get(http_conn *c) {
+  if (!http_accepts(c->accept, "text/event-stream")) {
+    conn_send_error(c, 406, -32000, "Not Acceptable: Accept must allow text/event-stream", NULL);
+    return;
+  }
+  bool bad_version;
+  const protocol_version *v = header_version(c, &bad_version);
+  if (bad_version) {
+    conn_send_error(c, 400, -32600, "Bad Request: unsupported MCP-Protocol-Version", NULL);
+    return;
+  }
+  http_session *hs = lookup_session(c);
+  if (!hs) return;
+  http_stream *st;
+  uint64_t after = 0;
+  if (c->last_event_id) {
+    unsigned long no;
+    if (!parse_event_id(c->last_event_id, &no, &after) || !(st = stream_find(hs, no))) {
+      conn_send_error(c, 400, -32600, "Bad Request: Last-Event-ID names no stream this session still has", NULL);
+      return;
+    }
+    if (st->conn) stream_detach(st); /* the newer connection takes the stream over */
+  } else {
+    st = stream_find(hs, 0);
+    if (st && st->conn) {
+      conn_send_error(c, 409, -32000, "Conflict: this session already has an open GET stream", NULL);
+      return;
+    }
+    if (!st) st = stream_new(hs, NULL, v, true);
+  }
+  st->conn = c;
+  c->stream = st;
+  c->state = CONN_RESPONDING;
+  if (!st->version) st->version = v;
+  sse_start(st);
+  if (!c->last_event_id) {
+    sse_prime(st);
+  } else {
+    /* Replay what the client missed, in order, then carry on live. */
+    for (size_t i = 0; i < hs->ring_count; i++) {
+      replay_event *e = &hs->ring[(hs->ring_start + i) % HTTP_REPLAY_EVENTS];
+      if (e->stream == st && e->seq > after) sse_event(st, e->seq, e->data, e->len);
+    }
+    if (st->complete) {
+      stream_detach(st);
+      stream_maybe_free(st);
+    }
+  }
+}
+
+static void handle_delete(http_conn *c) {
+  http_session *hs = lookup_session(c);
+  if (!hs) return;
+  log_write(LOG_DEBUG, "%s: deleted by the client", hs->session->name);
+  http_session_destroy(hs);
+  conn_send_response(c, 200, NULL, NULL, NULL, 0);
+  conn_response_done(c);
+}
+
+/* A request that arrived while a handler computes (server.nested_poll):
+ * nothing that could run Lua or free what the handler's caller uses may
+ * happen now. A cancellation is acted on at once and a DELETE cancels the
+ * session's calls at once; everything else waits for a later turn. */
+static bool hold_request(http_conn *c) {
+  http_server *h = c->server;
+  if (h->srv->nested_poll == 0 || c->reject_status || !path_matches(c)) return false;
+  http_session *hs = c->session_id ? strmap_get(&h->sessions_by_id, c->session_id) : NULL;
+  if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
+      session_receive_urgent(hs->session, c->body.data ? c->body.data : "", c->body.len)) {
+    conn_send_response(c, 202, NULL, NULL, NULL, 0);
+    conn_response_done(c);
+    return true;
+  }
+  if (hs && c->parser.method == HTTP_DELETE) session_close(hs->session); /* destroyed when the request is handled */
+  c->request_held = true;
+  conn_defer(c);
+  return true;
+}
+
+void streamable_handle_request(http_conn *c) {
+  c->state = CONN_RESPONDING;
+  if (hold_request(c)) return;
+  log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), c->url.data ? c->url.data : "",
+            c->body.len);
+  if (c->reject_status) {
+    c->close_after_response = true; /* the body was not read */
+    conn_send_error(c, c->reject_status, c->reject_code, c->reject_message,
+               c->reject_status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+    return;
+  }
+  if (!path_matches(c)) {
+    conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
+    return;
+  }
+  switch (c->parser.method) {
+    case HTTP_POST: handle_post(c); break;
+    case HTTP_GET: handle_get(c); break;
+    case HTTP_DELETE: handle_delete(c); break;
+    default:
+      conn_send_error(c, 405, -32000, "Method Not Allowed: use POST, GET or DELETE", "Allow: GET, POST, DELETE\r\n");
+  }
+}
+
