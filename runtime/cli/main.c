@@ -94,6 +94,9 @@ static void usage(FILE *to) {
           "  --max-connections N         connections at once (default %d)\n"
           "  --max-sessions N            sessions at once (default %d)\n"
           "  --session-timeout SECONDS   end sessions idle this long (default %d)\n"
+          "  --http-memory MB            what replay buffers, unsent output and unread input may hold\n"
+          "                              in all (default %d); the oldest replay events go first, then\n"
+          "                              clients that do not read\n"
           "\n"
           "stdout carries only protocol messages; print() and io.write() in scripts go to stderr.\n"
           "\n"
@@ -109,7 +112,7 @@ static void usage(FILE *to) {
           "  }\n",
           LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
           DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
-          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, exe, example);
+          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB, exe, example);
 }
 
 static void fail_usage(const char *fmt, const char *arg) {
@@ -202,6 +205,9 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--session-timeout") == 0) {
       o->http_opts.session_timeout_ms = (int)parse_count(a, value, 1) * 1000;
+      i++;
+    } else if (strcmp(a, "--http-memory") == 0) {
+      o->http_opts.buffer_bytes = (size_t)parse_count(a, value, 1) * 1024 * 1024;
       i++;
     } else if (a[0] == '-' && a[1]) {
       fail_usage("unknown option %s", a);

@@ -75,7 +75,9 @@
 #define HTTP_MIN_BODY_RATE (16u * 1024u)
 /* An idle keep-alive connection is closed after this long. */
 #define HTTP_KEEPALIVE_IDLE_MS 120000
-/* Connections at once (--max-connections); beyond: 503 and close. */
+/* Connections at once (--max-connections); beyond, the oldest connection
+ * that has not sent a complete request yet is closed for the new one, and
+ * when there is none: 503 and close. */
 #define DEFAULT_HTTP_MAX_CONNECTIONS 1024
 /* Sessions at once (--max-sessions); beyond: 503 on initialize. */
 #define DEFAULT_HTTP_MAX_SESSIONS 20000
@@ -88,10 +90,30 @@
  * closing it and finds dead clients. */
 #define HTTP_SSE_KEEPALIVE_MS 15000
 /* Per session, the most recent SSE events kept for Last-Event-ID replay:
- * at most this many, and at most this many bytes. */
+ * at most this many, and at most this many bytes (and all sessions together
+ * at most half of the buffer budget below). */
 #define HTTP_REPLAY_EVENTS 256
 #define HTTP_REPLAY_BYTES (1u * 1024u * 1024u)
-/* A client that stops reading while we write more than this is dropped. */
-#define HTTP_MAX_PENDING_WRITE_BYTES (64u * 1024u * 1024u)
+/* One memory budget for everything the HTTP transport buffers (--http-memory,
+ * MiB): the replay events of every session, the bytes written to clients and
+ * not yet taken by them, and held input (pipelined bytes not parsed yet and
+ * request bodies being read). Over it, the oldest replay events of any
+ * session are dropped first; then every connection over its share (the
+ * budget divided by the connections, at least HTTP_MIN_CONN_SHARE_BYTES) is
+ * closed: a slow reader may use more than its share only while the budget
+ * has room. Pipelined input beyond a connection's share waits in the kernel
+ * (reading stops) until the response in progress is done. */
+#define DEFAULT_HTTP_MEMORY_MB 64
+#define HTTP_MIN_CONN_SHARE_BYTES (64u * 1024u)
+/* A connection closed after an error (413, 431, 400, ...) or Connection:
+ * close is shut down for writing, then what the client still sends is read
+ * and discarded, up to this many bytes and this long, so the client reads
+ * the response instead of a reset. */
+#define HTTP_LINGER_BYTES (16u * 1024u * 1024u)
+#define HTTP_LINGER_MS 5000
+/* A client that half-closes (EOF) while waiting for a JSON answer gets
+ * "102 Processing"; a client that had closed entirely answers it with a
+ * reset, seen within this long, and its call is cancelled. */
+#define HTTP_EOF_PROBE_MS 20
 
 #endif

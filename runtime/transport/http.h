@@ -26,12 +26,17 @@ typedef struct http_session http_session;
 typedef struct http_stream http_stream;
 
 /* One SSE event kept for Last-Event-ID replay. Owner: the session's ring. */
-typedef struct replay_event {
+typedef struct replay_event replay_event;
+struct replay_event {
   http_stream *stream;
+  http_session *hs;
   uint64_t seq;
   char *data;
   size_t len;
-} replay_event;
+  /* Every kept event of every session, oldest first: the server's buffer
+   * budget drops from the front (see http_budget_enforce). */
+  replay_event *older, *newer;
+};
 
 typedef enum stream_mode {
   STREAM_PENDING, /* nothing written yet: JSON if the answer comes first */
@@ -101,9 +106,17 @@ struct http_conn {
   uint64_t body_started_ms;
   bool keep_alive;
   bool close_after_response;
-  /* Bytes that arrived while a response was in progress. */
+  /* Bytes read and not parsed yet: pipelined requests wait here while a
+   * response is in progress, and are parsed strictly in order (conn_pump). */
   buf input;
   bool reading_stopped;
+  bool pumping;      /* conn_pump is on the stack: it carries on by itself */
+  bool peer_eof;     /* the client shut down its side: answer what it sent, then close */
+  bool probing;      /* ... and we watch for a reset (a full close, not a half close) */
+  bool lingering;    /* answered and shut down: discarding input until EOF (conn_end) */
+  size_t linger_bytes;
+  uv_shutdown_t shutdown_req;
+  unsigned requests_done; /* complete requests read; 0: evictable at the connection cap */
   http_stream *stream; /* the response stream using this connection */
   size_t pending_write_bytes;
   bool closing;
@@ -124,7 +137,15 @@ struct http_server {
   int port;
   unsigned next_conn_id;
   int conn_count;
+  int conns_closing;     /* counted in conn_count until their close callback */
   http_conn *conns;
+  /* The buffer budget (opts.buffer_bytes): replay events + pending writes +
+   * held input (unparsed bytes and request bodies). */
+  size_t buffered, replay_bytes;
+  replay_event *replay_oldest, *replay_newest;
+  bool budget_check;     /* over budget: enforce at the end of this turn */
+  uv_timer_t probe;      /* watches half-closed connections for a reset */
+  int probing;
   strmap sessions_by_id;
   http_session *sessions;
   int session_count;
@@ -148,6 +169,11 @@ void conn_send_response(http_conn *c, int status, const char *extra_headers, con
 void conn_write_status_line(http_conn *c, buf *out, int status);
 void conn_defer(http_conn *c);
 void conn_send_error(http_conn *c, int status, int code, const char *message, const char *extra_headers);
+/* The share of the buffer budget every connection is sure of; it may use
+ * more while the budget has room. */
+size_t http_conn_share(const http_server *h);
+/* Buffered bytes changed: check the budget at the end of this turn. */
+void http_budget_changed(http_server *h);
 
 /* ---- http_sse.c ----------------------------------------------------- */
 
@@ -160,6 +186,10 @@ void sse_start(http_stream *st);
 void stream_accept(http_stream *st);
 void stream_detach(http_stream *st);
 void stream_free(http_stream *st);
+/* Drop the oldest kept replay event of any session; false when none. */
+bool replay_drop_oldest(http_server *h);
+/* Drop every replay event of a session (it is being destroyed). */
+void replay_clear(http_session *hs);
 http_stream *stream_new(http_session *hs, http_conn *c, const protocol_version *v, bool standalone);
 /* session_ops for HTTP sessions: where the core's messages go. */
 extern const transport_ops HTTP_SESSION_OPS;

@@ -5,13 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "transport/http.h"
 #include "transport/http_util.h"
 
-/* ---- Writing --------------------------------------------------------- */
+/* ---- Deferred work and the buffer budget --------------------------------------------------------- */
 
 typedef struct write_req {
   uv_write_t req;
@@ -28,22 +31,86 @@ static void conn_close_later(http_conn *c) {
   conn_defer(c);
 }
 
+static void on_later(uv_check_t *t);
+static void on_later_idle(uv_idle_t *h);
+
+static void schedule_later(http_server *h) {
+  if (!uv_is_active((uv_handle_t *)&h->later)) {
+    uv_check_start(&h->later, on_later);
+    uv_idle_start(&h->later_idle, on_later_idle);
+  }
+}
+
+/* ---- The buffer budget ----------------------------------------------- */
+
+size_t http_conn_share(const http_server *h) {
+  size_t share = h->opts.buffer_bytes / (size_t)(h->conn_count > 0 ? h->conn_count : 1);
+  return share > HTTP_MIN_CONN_SHARE_BYTES ? share : HTTP_MIN_CONN_SHARE_BYTES;
+}
+
+static size_t conn_usage(const http_conn *c) { return c->pending_write_bytes + c->input.len + c->body.len; }
+
+void http_budget_changed(http_server *h) {
+  if (h->budget_check || h->stopping) return;
+  if (h->buffered <= h->opts.buffer_bytes && h->replay_bytes <= h->opts.buffer_bytes / 2) return;
+  h->budget_check = true;
+  schedule_later(h);
+}
+
+/* At the end of a turn (never inside the core's send): drop the oldest
+ * replay events while over the budget (or replay over half of it), then
+ * close every connection over its share while what is left is still over. */
+static void budget_enforce(http_server *h) {
+  h->budget_check = false;
+  size_t budget = h->opts.buffer_bytes;
+  while ((h->buffered > budget || h->replay_bytes > budget / 2) && replay_drop_oldest(h)) {
+  }
+  if (h->buffered <= budget) return;
+  size_t share = http_conn_share(h), over = h->buffered - budget;
+  for (http_conn *c = h->conns; c && over; c = c->next) {
+    size_t used = conn_usage(c);
+    if (c->closing || used <= share) continue;
+    log_write(LOG_WARNING, "http#%u: over its share of the buffer budget (%zu bytes, share %zu); dropping the connection",
+              c->id, used, share);
+    over = used >= over ? 0 : over - used;
+    conn_close(c);
+  }
+}
+
+static void input_append(http_conn *c, const char *data, size_t n) {
+  buf_append(&c->input, data, n);
+  c->server->buffered += n;
+  http_budget_changed(c->server);
+}
+
+static void input_consume(http_conn *c, size_t n) {
+  if (!n) return;
+  c->server->buffered -= n;
+  if (n < c->input.len) {
+    buf_consume(&c->input, n);
+  } else if (c->input.cap > 64 * 1024) {
+    buf_free(&c->input); /* a burst is over: do not keep its buffer */
+  } else {
+    buf_clear(&c->input);
+  }
+}
+
+/* ---- Writing --------------------------------------------------------- */
+
 static void on_written(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
   http_conn *c = w->conn;
   c->pending_write_bytes -= w->len;
+  c->server->buffered -= w->len;
   free(w);
   if (status < 0 && !c->closing) {
     log_write(LOG_DEBUG, "http#%u: write failed: %s", c->id, uv_strerror(status));
     conn_close(c);
-    return;
   }
-  if (c->closing || c->pending_write_bytes > 0) return;
-  if (c->close_after_response && c->state == CONN_IDLE) conn_close(c);
 }
 
 void conn_write(http_conn *c, const char *data, size_t len) {
-  if (c->closing || len == 0) return;
+  if (c->closing || c->close_pending || c->lingering || len == 0) return;
   uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
   int n = c->pending_write_bytes ? UV_EAGAIN : uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
   if (n == (int)len) return;
@@ -53,8 +120,12 @@ void conn_write(http_conn *c, const char *data, size_t len) {
   }
   size_t done = n > 0 ? (size_t)n : 0;
   size_t rest = len - done;
-  if (c->pending_write_bytes + rest > HTTP_MAX_PENDING_WRITE_BYTES) {
-    log_write(LOG_WARNING, "http#%u: the client is not reading; dropping the connection", c->id);
+  http_server *h = c->server;
+  /* What cannot be dropped (everything but replay events) would pass the
+   * budget: a client that takes more than its share is not reading. */
+  if (h->buffered - h->replay_bytes + rest > h->opts.buffer_bytes && conn_usage(c) + rest > http_conn_share(h)) {
+    log_write(LOG_WARNING, "http#%u: the client is not reading (%zu bytes waiting, over its share of the buffer budget); "
+              "dropping the connection", c->id, c->pending_write_bytes + rest);
     conn_close_later(c);
     return;
   }
@@ -69,6 +140,8 @@ void conn_write(http_conn *c, const char *data, size_t len) {
     return;
   }
   c->pending_write_bytes += rest;
+  h->buffered += rest;
+  http_budget_changed(h);
 }
 
 static const char *status_text(int status) {
@@ -130,6 +203,7 @@ static void reset_request(http_conn *c) {
   buf_clear(&c->url);
   buf_clear(&c->field);
   buf_clear(&c->value);
+  c->server->buffered -= c->body.len;
   buf_free(&c->body);
   c->in_value = false;
   c->header_bytes = 0;
@@ -164,24 +238,28 @@ static void store_header(http_conn *c) {
   static const struct {
     const char *name;
     size_t offset;
+    const char *repeated; /* NULL: a repeated header is allowed */
   } wanted[] = {
-      {"host", offsetof(http_conn, host)},
-      {"origin", offsetof(http_conn, origin)},
-      {"accept", offsetof(http_conn, accept)},
-      {"content-type", offsetof(http_conn, content_type)},
-      {"mcp-session-id", offsetof(http_conn, session_id)},
-      {"mcp-protocol-version", offsetof(http_conn, protocol_version)},
-      {"last-event-id", offsetof(http_conn, last_event_id)},
-      {"authorization", offsetof(http_conn, authorization)},
+      {"host", offsetof(http_conn, host), "Bad Request: more than one Host header"},
+      {"origin", offsetof(http_conn, origin), "Bad Request: more than one Origin header"},
+      {"accept", offsetof(http_conn, accept), NULL},
+      {"content-type", offsetof(http_conn, content_type), NULL},
+      {"mcp-session-id", offsetof(http_conn, session_id), "Bad Request: more than one Mcp-Session-Id header"},
+      {"mcp-protocol-version", offsetof(http_conn, protocol_version), "Bad Request: more than one MCP-Protocol-Version header"},
+      {"last-event-id", offsetof(http_conn, last_event_id), "Bad Request: more than one Last-Event-ID header"},
+      {"authorization", offsetof(http_conn, authorization), "Bad Request: more than one Authorization header"},
   };
   if (!c->field.len) return;
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
     if (strcasecmp(c->field.data, wanted[i].name) != 0) continue;
     char **slot = (char **)((char *)c + wanted[i].offset);
-    if (*slot && strcmp(wanted[i].name, "host") == 0) {
-      /* RFC 9112, 3.2: 400. Keeping either one would let a request past
-       * the Host check that a proxy routes by the other. */
-      reject(c, 400, -32600, "Bad Request: more than one Host header");
+    if (*slot && wanted[i].repeated) {
+      /* RFC 9112, 3.2 for Host; the same for every header a check or a
+       * lookup depends on: keeping either value would let a request past a
+       * check (Origin, Authorization, Host) that a proxy or the client
+       * meant for the other, or act on a session or version it did not
+       * name. */
+      reject(c, 400, -32600, wanted[i].repeated);
       break;
     }
     if (*slot && strcmp(wanted[i].name, "accept") == 0) {
@@ -309,7 +387,14 @@ static int on_body(http_parser *p, const char *at, size_t n) {
     reject(c, 413, -32600, "Content Too Large: the body is larger than the message limit");
     return 0;
   }
+  http_server *h = c->server;
+  if (h->buffered - h->replay_bytes + n > h->opts.buffer_bytes && conn_usage(c) + n > http_conn_share(h)) {
+    reject(c, 503, -32000, "Service Unavailable: the server's buffer memory is full");
+    return 0;
+  }
   buf_append(&c->body, at, n);
+  h->buffered += n;
+  http_budget_changed(h);
   /* The body must keep arriving at HTTP_MIN_BODY_RATE on average. */
   c->deadline_ms = c->body_started_ms + HTTP_BODY_GRACE_MS + (uint64_t)c->body.len * 1000u / HTTP_MIN_BODY_RATE;
   return 0;
@@ -318,6 +403,7 @@ static int on_body(http_parser *p, const char *at, size_t n) {
 static int on_message_complete(http_parser *p) {
   http_conn *c = p->data;
   c->request_ready = true;
+  c->requests_done++;
   c->deadline_ms = 0;
   http_parser_pause(p, 1);
   return 0;
@@ -335,14 +421,40 @@ static const http_parser_settings PARSER_SETTINGS = {
 
 /* ---- Connections ----------------------------------------------------- */
 
-static void feed(http_conn *c, const char *data, size_t n);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b);
-static void on_later(uv_check_t *t);
-static void on_later_idle(uv_idle_t *h);
+static void conn_pump(http_conn *c);
 
-/* The current response is complete: the next request is read on the next
- * loop turn (this may run inside the core's send). */
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  http_conn *c = req->data;
+  if (c->closing) return;
+  if (status < 0 || c->peer_eof) conn_close(c);
+}
+
+/* Close a connection that has answered, so that the client reads the
+ * answer: shut down our side once every byte is written, then read and
+ * discard what the client still sends (a body we refused, say) until its
+ * EOF, HTTP_LINGER_BYTES or HTTP_LINGER_MS. Closing with unread input
+ * instead sends a reset, which makes clients lose the response. */
+static void conn_end(http_conn *c) {
+  if (c->lingering || c->closing) return;
+  c->lingering = true;
+  if (!c->pumping) input_consume(c, c->input.len);
+  c->deadline_ms = now_ms(c->server) + HTTP_LINGER_MS;
+  c->shutdown_req.data = c;
+  if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
+    conn_close_later(c);
+    return;
+  }
+  if (c->reading_stopped && !c->peer_eof) {
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    c->reading_stopped = false;
+  }
+}
+
+/* The current response is complete. Pipelined requests are parsed by the
+ * pump on the stack, or on the next loop turn (this may run inside the
+ * core's send). */
 void conn_response_done(http_conn *c) {
   if (c->state != CONN_RESPONDING) return;
   c->state = CONN_IDLE;
@@ -352,11 +464,11 @@ void conn_response_done(http_conn *c) {
   if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED) http_parser_pause(&c->parser, 0);
   c->deadline_ms = now_ms(c->server) + HTTP_KEEPALIVE_IDLE_MS;
   if (c->close_after_response || !c->keep_alive) {
-    if (c->pending_write_bytes == 0) conn_close_later(c);
-    else c->close_after_response = true;
+    conn_end(c);
     return;
   }
-  if (c->input.len || c->reading_stopped) conn_defer(c);
+  if (c->pumping) return;
+  if (c->input.len || c->reading_stopped || c->peer_eof) conn_defer(c);
 }
 
 void conn_defer(http_conn *c) {
@@ -365,24 +477,7 @@ void conn_defer(http_conn *c) {
   c->deferred = true;
   c->deferred_next = h->deferred;
   h->deferred = c;
-  if (!uv_is_active((uv_handle_t *)&h->later)) {
-    uv_check_start(&h->later, on_later);
-    uv_idle_start(&h->later_idle, on_later_idle);
-  }
-}
-
-/* Carry on with the bytes a pipelining client sent during the response. */
-static void resume_input(http_conn *c) {
-  if (c->reading_stopped) {
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-    c->reading_stopped = false;
-  }
-  if (c->input.len) {
-    buf pending = c->input;
-    c->input = (buf)BUF_INIT;
-    feed(c, pending.data, pending.len);
-    buf_free(&pending);
-  }
+  schedule_later(h);
 }
 
 static void on_later_idle(uv_idle_t *h) { (void)h; }
@@ -400,33 +495,62 @@ static void on_later(uv_check_t *t) {
     } else if (c->request_held) {
       c->request_held = false;
       streamable_handle_request(c);
-    } else if (c->state == CONN_IDLE) {
-      resume_input(c);
+      if (c->state != CONN_RESPONDING) conn_pump(c);
+    } else if (c->state == CONN_IDLE && !c->lingering) {
+      conn_pump(c); /* the bytes a pipelining client sent during the response */
     }
   }
-  uv_check_stop(&h->later);
-  uv_idle_stop(&h->later_idle);
+  if (h->budget_check) budget_enforce(h);
+  if (!h->deferred && !h->budget_check) {
+    uv_check_stop(&h->later);
+    uv_idle_stop(&h->later_idle);
+  }
 }
 
-static void feed(http_conn *c, const char *data, size_t n) {
-  if (c->closing) return;
-  if (c->state == CONN_RESPONDING) {
-    /* Pipelined bytes wait until the response is done. */
-    buf_append(&c->input, data, n);
-    return;
+/* What the connection may hold of unparsed input while a response is in
+ * progress; beyond it, reading stops until the response is done. */
+static size_t held_input_limit(http_conn *c) {
+  size_t limit = c->server->srv->opts.max_message_bytes + HTTP_MAX_HEADER_BYTES, share = http_conn_share(c->server);
+  return share < limit ? share : limit;
+}
+
+/* Parse held input, strictly in order: one request at a time, answered
+ * before the next is parsed; a response that completes at once lets the
+ * loop go on with the next request, one that does not stops it until
+ * conn_response_done. Never re-entered: bytes that arrive meanwhile are
+ * appended and parsed by this loop. */
+static void conn_pump(http_conn *c) {
+  if (c->pumping || c->closing) return;
+  c->pumping = true;
+  size_t off = 0;
+  while (!c->closing && !c->close_pending && !c->lingering && c->state != CONN_RESPONDING && off < c->input.len) {
+    size_t n = c->input.len - off;
+    size_t parsed = http_parser_execute(&c->parser, &PARSER_SETTINGS, c->input.data + off, n);
+    off += parsed;
+    enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
+    if (err == HPE_PAUSED) {
+      if (!c->request_ready && !c->reject_status) break;
+      streamable_handle_request(c);
+      continue;
+    }
+    if (err != HPE_OK || parsed < n) {
+      off = c->input.len;
+      c->state = CONN_RESPONDING;
+      c->close_after_response = true;
+      c->keep_alive = false;
+      conn_send_error(c, err == HPE_HEADER_OVERFLOW ? 431 : 400, -32600, "Bad Request: malformed HTTP", NULL);
+    }
   }
-  size_t parsed = http_parser_execute(&c->parser, &PARSER_SETTINGS, data, n);
-  enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
-  if (err == HPE_PAUSED) {
-    if (parsed < n) buf_append(&c->input, data + parsed, n - parsed);
-    if (c->request_ready || c->reject_status) streamable_handle_request(c);
-    return;
-  }
-  if (err != HPE_OK) {
-    c->state = CONN_RESPONDING;
-    c->close_after_response = true;
-    c->keep_alive = false;
-    conn_send_error(c, err == HPE_HEADER_OVERFLOW ? 431 : 400, -32600, "Bad Request: malformed HTTP", NULL);
+  c->pumping = false;
+  if (c->closing) return; /* the input goes with the connection */
+  input_consume(c, c->lingering ? c->input.len : off);
+  if (c->lingering || c->close_pending) return;
+  if (c->state == CONN_RESPONDING) return;
+  if (c->peer_eof) {
+    conn_end(c); /* every request the client sent is answered */
+  } else if (c->reading_stopped) {
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    c->reading_stopped = false;
   }
 }
 
@@ -436,13 +560,103 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   b->len = b->base ? suggested : 0;
 }
 
+/* ---- Half-closed clients ---------------------------------------------- */
+
+/* Has the peer reset the connection? (A client that closed its socket
+ * entirely answers anything we send with a reset; one that only shut down
+ * its sending side does not.) */
+static bool peer_reset(http_conn *c) {
+#if defined(__linux__) && defined(TCP_INFO)
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return true;
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return true;
+  return ti.tcpi_state == TCP_CLOSE;
+#else
+  (void)c;
+  return false;
+#endif
+}
+
+static void probe_stop(http_conn *c) {
+  if (!c->probing) return;
+  c->probing = false;
+  c->server->probing--;
+}
+
+/* A response in progress that a client gone for good cannot use: a JSON
+ * answer still being computed, or an SSE stream. */
+static bool awaiting_answer(http_conn *c) {
+  return c->state == CONN_RESPONDING && c->stream && c->stream->mode != STREAM_JSON && !c->stream->complete;
+}
+
+static void on_probe(uv_timer_t *t) {
+  http_server *h = t->data;
+  if (h->srv->nested_poll > 0) return; /* closing cancels calls: not under a computing handler */
+  for (http_conn *c = h->conns, *next; c; c = next) {
+    next = c->next;
+    if (!c->probing || c->closing) continue;
+    if (!awaiting_answer(c)) {
+      probe_stop(c);
+    } else if (peer_reset(c)) {
+      log_write(LOG_DEBUG, "http#%u: the client closed the connection before its answer", c->id);
+      conn_close(c);
+    }
+  }
+  if (h->probing == 0) uv_timer_stop(t);
+}
+
+/* The client will send nothing more. Requests it sent are still answered
+ * (a half close after the request is how some clients say "that is all"),
+ * then the connection closes. A client that went away entirely must not
+ * keep a JSON answer's call running or an SSE stream attached: something
+ * harmless is sent (an interim 102, or an SSE comment), which only a
+ * socket that is gone answers with a reset, and on_probe looks for it. */
+static void input_ended(http_conn *c) {
+  c->peer_eof = true;
+  c->reading_stopped = true;
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  if (c->pumping) return; /* the pump finishes the job */
+  if (c->state != CONN_RESPONDING && !c->input.len) {
+    conn_close(c);
+    return;
+  }
+  conn_pump(c);
+  if (c->closing || !awaiting_answer(c) || c->probing) return;
+  bool http11 = c->parser.http_major == 1 && c->parser.http_minor >= 1;
+  if (c->stream->mode == STREAM_SSE) sse_write(c->stream, ": \n\n", 3);
+  else if (http11) conn_write(c, "HTTP/1.1 102 Processing\r\n\r\n", sizeof "HTTP/1.1 102 Processing\r\n\r\n" - 1);
+  else return; /* HTTP/1.0 has no interim responses: the answer is just sent */
+  if (c->closing || c->close_pending) return; /* the write failed: gone */
+  if (peer_reset(c)) { /* on loopback the reset is often there already */
+    conn_close(c);
+    return;
+  }
+  c->probing = true;
+  http_server *h = c->server;
+  if (h->probing++ == 0) uv_timer_start(&h->probe, on_probe, HTTP_EOF_PROBE_MS, HTTP_EOF_PROBE_MS);
+}
+
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   http_conn *c = stream->data;
-  if (n > 0) feed(c, b->base, (size_t)n);
+  if (n > 0 && !c->closing) {
+    if (c->lingering) {
+      c->linger_bytes += (size_t)n;
+      if (c->linger_bytes > HTTP_LINGER_BYTES) conn_close(c);
+    } else {
+      input_append(c, b->base, (size_t)n);
+      conn_pump(c);
+    }
+  }
   free(b->base);
-  if (n < 0) conn_close(c); /* EOF or ECONNRESET: the client is gone */
-  else if (!c->closing && c->input.len > c->server->srv->opts.max_message_bytes + HTTP_MAX_HEADER_BYTES &&
-           !c->reading_stopped) {
+  if (c->closing) return;
+  if (n < 0) {
+    if (n == UV_EOF && !c->lingering) input_ended(c);
+    else conn_close(c); /* ECONNRESET, or the end of a lingering close */
+    return;
+  }
+  if (!c->lingering && !c->reading_stopped && c->input.len > held_input_limit(c)) {
     uv_read_stop(stream); /* a pipelining client waits for us */
     c->reading_stopped = true;
   }
@@ -473,7 +687,9 @@ static void on_conn_closed(uv_handle_t *h) {
   else srv->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   srv->conn_count--;
+  srv->conns_closing--;
   reset_request(c);
+  srv->buffered -= c->input.len;
   buf_free(&c->url);
   buf_free(&c->field);
   buf_free(&c->value);
@@ -485,6 +701,8 @@ static void on_conn_closed(uv_handle_t *h) {
 void conn_close(http_conn *c) {
   if (c->closing) return;
   c->closing = true;
+  c->server->conns_closing++;
+  probe_stop(c);
   http_stream *st = c->stream;
   if (st) {
     /* A stream open for longer than --session-timeout leaves its session
@@ -524,9 +742,27 @@ static void on_connection(uv_stream_t *listener, int status) {
   if (c->next) c->next->prev = c;
   h->conns = c;
   h->conn_count++;
-  if (h->conn_count > h->opts.max_connections || h->stopping) {
+  if (h->conn_count - h->conns_closing > h->opts.max_connections && !h->stopping) {
+    /* Full: make room by closing the oldest connection that is done (a
+     * lingering close), else the oldest that never sent a whole request
+     * (idle or trickling), so that idle sockets cannot lock clients out. */
+    http_conn *lingering = NULL, *idle = NULL;
+    for (http_conn *x = c->next; x; x = x->next) { /* newest first: the last match is the oldest */
+      if (x->closing) continue;
+      if (x->lingering) lingering = x;
+      else if (x->requests_done == 0 && x->state != CONN_RESPONDING) idle = x;
+    }
+    http_conn *victim = lingering ? lingering : idle;
+    if (victim) {
+      log_write(LOG_DEBUG, "http#%u: closed to make room for http#%u (--max-connections %d)", victim->id, c->id,
+                h->opts.max_connections);
+      conn_close(victim);
+    }
+  }
+  if (h->conn_count - h->conns_closing > h->opts.max_connections || h->stopping) {
     c->state = CONN_RESPONDING;
     c->close_after_response = true;
+    c->reading_stopped = true; /* the lingering close reads (and discards) */
     conn_send_error(c, 503, -32000, "Service Unavailable: too many connections", "Retry-After: 1\r\n");
     return;
   }
@@ -542,6 +778,10 @@ static void on_sweep(uv_timer_t *t) {
   for (http_conn *c = h->conns, *next; c; c = next) {
     next = c->next;
     if (c->closing) continue;
+    if (c->lingering) {
+      if (now > c->deadline_ms) conn_close(c);
+      continue;
+    }
     if (c->state == CONN_RESPONDING) {
       http_stream *st = c->stream;
       if (st && st->mode == STREAM_SSE && now - st->last_write_ms >= HTTP_SSE_KEEPALIVE_MS)
@@ -579,6 +819,7 @@ void http_options_defaults(http_options *o) {
   o->max_connections = DEFAULT_HTTP_MAX_CONNECTIONS;
   o->max_sessions = DEFAULT_HTTP_MAX_SESSIONS;
   o->session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_S * 1000;
+  o->buffer_bytes = (size_t)DEFAULT_HTTP_MEMORY_MB * 1024 * 1024;
 }
 
 http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, char *err, size_t err_len) {
@@ -621,6 +862,8 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   srv->nested_poll_safe = true;
   h->later_idle.data = h;
   uv_timer_start(&h->sweep, on_sweep, 1000, 1000);
+  uv_timer_init(loop, &h->probe);
+  h->probe.data = h;
   if (!http_is_loopback_address(opts->host))
     log_write(LOG_WARNING, "listening on %s, which is not loopback: anyone who can reach it can call your tools%s",
               opts->host, opts->bearer_token ? "" : " (no --bearer-token-env set)");
@@ -638,7 +881,8 @@ void http_stop(http_server *h) {
     conn_close(c);
   }
   strmap_free(&h->sessions_by_id);
-  h->handles_closing = 4;
+  h->handles_closing = 5;
+  uv_close((uv_handle_t *)&h->probe, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->sweep, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->later, on_server_handle_closed);

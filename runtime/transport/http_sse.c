@@ -56,31 +56,73 @@ static http_stream *standalone_stream(http_session *hs) {
   return st ? st : stream_new(hs, NULL, NULL, true);
 }
 
+static void replay_unlink(http_server *h, replay_event *e) {
+  if (e->older) e->older->newer = e->newer;
+  else h->replay_oldest = e->newer;
+  if (e->newer) e->newer->older = e->older;
+  else h->replay_newest = e->older;
+  e->older = e->newer = NULL;
+  h->replay_bytes -= e->len;
+  h->buffered -= e->len;
+  free(e->data);
+  e->data = NULL;
+  e->hs = NULL;
+}
+
 static void ring_drop_oldest(http_session *hs) {
   replay_event *e = &hs->ring[hs->ring_start];
   hs->ring_start = (hs->ring_start + 1) % HTTP_REPLAY_EVENTS;
   hs->ring_count--;
   hs->ring_bytes -= e->len;
-  free(e->data);
+  replay_unlink(hs->server, e);
   http_stream *st = e->stream;
-  e->data = NULL;
   e->stream = NULL;
   st->replay_refs--;
   stream_maybe_free(st);
 }
 
+/* The server-wide oldest event is the oldest of its session's ring. */
+bool replay_drop_oldest(http_server *h) {
+  replay_event *e = h->replay_oldest;
+  if (!e) return false;
+  ring_drop_oldest(e->hs);
+  return true;
+}
+
+void replay_clear(http_session *hs) {
+  for (size_t i = 0; i < hs->ring_count; i++) {
+    replay_event *e = &hs->ring[(hs->ring_start + i) % HTTP_REPLAY_EVENTS];
+    replay_unlink(hs->server, e);
+    e->stream = NULL;
+  }
+  hs->ring_count = 0;
+  hs->ring_bytes = 0;
+}
+
 static void ring_push(http_session *hs, http_stream *st, uint64_t seq, const char *data, size_t len) {
-  if (len > HTTP_REPLAY_BYTES) return; /* too big to keep: it cannot be replayed */
+  http_server *h = hs->server;
+  /* Too big to keep (for one session, or for replay's half of the buffer
+   * budget): it cannot be replayed. */
+  if (len > HTTP_REPLAY_BYTES || len > h->opts.buffer_bytes / 2) return;
   while (hs->ring_count == HTTP_REPLAY_EVENTS || hs->ring_bytes + len > HTTP_REPLAY_BYTES) ring_drop_oldest(hs);
   replay_event *e = &hs->ring[(hs->ring_start + hs->ring_count) % HTTP_REPLAY_EVENTS];
   e->stream = st;
+  e->hs = hs;
   e->seq = seq;
   e->data = malloc(len);
   memcpy(e->data, data, len);
   e->len = len;
+  e->older = h->replay_newest;
+  e->newer = NULL;
+  if (e->older) e->older->newer = e;
+  else h->replay_oldest = e;
+  h->replay_newest = e;
   hs->ring_count++;
   hs->ring_bytes += len;
+  h->replay_bytes += len;
+  h->buffered += len;
   st->replay_refs++;
+  http_budget_changed(h); /* other sessions' oldest events go at the end of the turn */
 }
 
 static bool chunked(http_conn *c) { return c->parser.http_major > 1 || c->parser.http_minor >= 1; }

@@ -56,7 +56,7 @@ void http_session_destroy(http_session *hs) {
     }
     stream_free(st);
   }
-  for (size_t i = 0; i < hs->ring_count; i++) free(hs->ring[(hs->ring_start + i) % HTTP_REPLAY_EVENTS].data);
+  replay_clear(hs);
   if (hs->registered) strmap_remove(&h->sessions_by_id, hs->id);
   if (hs->prev) hs->prev->next = hs->next;
   else h->sessions = hs->next;

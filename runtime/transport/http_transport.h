@@ -33,6 +33,7 @@ typedef struct http_options {
   int max_connections;
   int max_sessions;
   int session_timeout_ms;
+  size_t buffer_bytes;        /* the budget for replay events, pending writes and held input */
 } http_options;
 
 typedef struct http_server http_server;
