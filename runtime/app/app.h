@@ -62,6 +62,7 @@ struct vm {
   int default_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
   task *running;              /* the task inside lua_resume right now, innermost */
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
+  bool draining;              /* drain_deferred's loop is running: nobody else drains */
   struct exec_op *execs;      /* child processes still running (lua_exec.c) */
   /* Finished coroutines kept for the next tasks: a new thread, its stack
    * and call frames cost more than the rest of a simple call. */
@@ -114,7 +115,7 @@ struct task {
   bool timed_out;         /* root: the deadline passed */
   bool in_deferred;       /* queued in vm->deferred */
   int deferred_nargs;     /* values waiting on its stack for that resume */
-  task *deferred_next;
+  task *deferred_next, *deferred_prev;
   bool timer_initialized; /* mcp.sleep and client timeouts */
   uv_timer_t timer;
   bool deadline_timer_initialized;

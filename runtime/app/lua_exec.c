@@ -31,9 +31,13 @@ typedef struct exec_chunk {
 } exec_chunk;
 
 /* One mcp.exec: a child process and what it said. Owner: the vm's execs
- * list; created by lua_exec, freed once the process has exited and every
- * handle is closed. The task may go away first (cancelled, timed out): the
- * process is then killed and reaped all the same. */
+ * list and the waiting task together; created by lua_exec, freed once every
+ * handle is closed AND the task has let go of it (op->task NULL: it took
+ * the result in exec_continue, or it went away). The handles can close
+ * while the task's resume still waits in the deferred queue (another
+ * handler was computing), so closing alone must not free what
+ * exec_continue is about to read. A task that goes away first (cancelled,
+ * timed out) has the process killed and reaped all the same. */
 typedef struct exec_op {
   task_op op; /* first member: the task waits on it */
   vm *vm;
@@ -75,9 +79,15 @@ static void op_release(exec_op *op) {
   free(op);
 }
 
+/* Free the op once both owners are done with it (see exec_op). */
+static void op_maybe_release(exec_op *op) {
+  if (op->open_handles == 0 && op->task == NULL) op_release(op);
+}
+
 static void on_handle_closed(uv_handle_t *h) {
   exec_op *op = h->data;
-  if (--op->open_handles == 0) op_release(op);
+  op->open_handles--;
+  op_maybe_release(op);
 }
 
 static void close_handle(exec_op *op, uv_handle_t *h) {
@@ -138,6 +148,7 @@ static void cancel_op(task_op *base) {
   exec_op *op = (exec_op *)base;
   op->task = NULL;
   stop_child(op);
+  op_maybe_release(op);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
@@ -229,8 +240,9 @@ static int exec_continue(lua_State *L, int status, lua_KContext k) {
     return exec_continue(L, LUA_OK, 0);
   }
   if (op->finished) {
-    op->task = NULL;
     push_result(L, op);
+    op->task = NULL;
+    op_maybe_release(op);
     return 1;
   }
   return task_wait_op(L, t, &op->op, exec_continue);
@@ -397,6 +409,7 @@ void lua_exec_kill_all(vm *v) {
     op->vm = NULL;
     op->prev = op->next = NULL;
     signal_group(op, SIGKILL);
+    op_maybe_release(op);
     op = next;
   }
 }

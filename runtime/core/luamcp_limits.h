@@ -11,6 +11,12 @@
  * A stdio line or an HTTP body over this is refused without buffering it. */
 #define DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
 
+/* stdio input read while a handler computes is held until it stops (only
+ * cancellations in it are acted on at once). Past this many held bytes the
+ * transport stops reading, so the client waits on a full pipe instead of
+ * the server's memory growing with whatever it sends. */
+#define STDIO_HELD_INPUT_BYTES (1u * 1024u * 1024u)
+
 /* Deepest nesting of arrays and objects the JSON parser accepts. Deeper
  * documents are rejected with -32700: real MCP traffic nests a few levels,
  * and a bound keeps the recursive parser and the Lua conversion safe. */

@@ -10,6 +10,7 @@
 
 #include "core/jsonrpc.h"
 #include "core/log.h"
+#include "core/luamcp_limits.h"
 
 enum { FILE_READ_BYTES = 64 * 1024, KEEP_LINE_CAPACITY = 1024 * 1024 };
 
@@ -188,6 +189,22 @@ static void feed(stdio_transport *t, const char *data, size_t n) {
 }
 
 static void on_held_check(uv_check_t *h);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b);
+static void on_file_read(uv_fs_t *req);
+
+/* Back-pressure: stop reading once enough input is held; read_more starts
+ * again when the held input has been fed. */
+static bool held_full(stdio_transport *t) { return t->held.len >= STDIO_HELD_INPUT_BYTES; }
+
+static void read_more(stdio_transport *t) {
+  if (t->in_is_stream) {
+    uv_read_start((uv_stream_t *)&t->in, on_alloc, on_read);
+  } else {
+    uv_buf_t b = uv_buf_init(t->file_buf, FILE_READ_BYTES);
+    uv_fs_read(t->loop, &t->read_req, t->in_fd, &b, 1, -1, on_file_read);
+  }
+}
 
 /* Keep input that arrived during a nested loop turn (or behind input that
  * did), acting now only on the cancellations among its complete lines. */
@@ -252,6 +269,10 @@ static void on_held_check(uv_check_t *h) {
   t->held_scanned = 0;
   if (data.len) feed(t, data.data, data.len);
   buf_free(&data);
+  if (t->read_paused && !t->input_ended && !t->eof_held && !held_full(t)) {
+    t->read_paused = false;
+    read_more(t);
+  }
   if (t->eof_held) {
     t->eof_held = false;
     input_ended(t);
@@ -265,8 +286,15 @@ static void on_held_check(uv_check_t *h) {
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b) {
   stdio_transport *t = stream->data;
   if (nread > 0) {
-    if (holding(t)) hold(t, b->base, (size_t)nread);
-    else feed(t, b->base, (size_t)nread);
+    if (holding(t)) {
+      hold(t, b->base, (size_t)nread);
+      if (held_full(t)) {
+        uv_read_stop(stream);
+        t->read_paused = true;
+      }
+    } else {
+      feed(t, b->base, (size_t)nread);
+    }
   }
   free(b->base);
   if (nread < 0) {
@@ -284,8 +312,8 @@ static void on_file_read(uv_fs_t *req) {
     if (holding(t)) hold(t, t->file_buf, (size_t)n);
     else feed(t, t->file_buf, (size_t)n);
     if (!t->input_ended) {
-      uv_buf_t b = uv_buf_init(t->file_buf, FILE_READ_BYTES);
-      uv_fs_read(t->loop, &t->read_req, t->in_fd, &b, 1, -1, on_file_read);
+      if (held_full(t)) t->read_paused = true; /* on_held_check reads on */
+      else read_more(t);
       return;
     }
   } else if (n < 0) {

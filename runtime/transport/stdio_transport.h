@@ -45,6 +45,7 @@ struct stdio_transport {
   buf held;
   size_t held_scanned; /* bytes of held already looked at for cancellations */
   bool eof_held, finish_held;
+  bool read_paused;  /* held reached STDIO_HELD_INPUT_BYTES: not reading until it is fed */
   uv_check_t held_check;
 
   bool out_is_stream;

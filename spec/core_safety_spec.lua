@@ -1,0 +1,180 @@
+-- Issue 13's attacks on the concurrency core, each of which killed, froze
+-- or bloated the server before: a child process ending while another
+-- handler computes (use after free), tens of thousands of calls in flight
+-- (deferred resumes recursed until the stack overflowed), and input sent
+-- while a handler computes (held without limit). `make test` runs this
+-- file against the release build and the ASan/UBSan build.
+
+local client = require "mcp_client"
+local http = require "http_client"
+local uv = require "luv"
+local cjson = client.json
+
+local SCRIPT = [[
+local mcp = require "mcp"
+local object = { type = "object" }
+mcp.tool { name = "child", inputSchema = object, handler = function()
+  return mcp.exec { argv = { "sleep", "0.1" } }.code
+end }
+mcp.tool { name = "compute", inputSchema = object, handler = function(args)
+  local parts, deadline = {}, os.clock() + (args.ms or 300) / 1000
+  while os.clock() < deadline do parts[#parts % 100 + 1] = string.rep("z", 200) .. #parts end
+  return "computed"
+end }
+mcp.tool { name = "sleep", inputSchema = object, handler = function(args)
+  mcp.sleep(args.ms or 1000)
+  return "slept"
+end }
+]]
+
+local ASAN = (os.getenv("LUAMCP") or ""):find("asan", 1, true) ~= nil
+
+local function sanitizer_report(text)
+  return text:match("ERROR: AddressSanitizer[^\n]*") or text:match("runtime error:[^\n]*")
+end
+
+local function rss_kb(pid)
+  local f = io.open("/proc/" .. pid .. "/status")
+  if not f then return nil end
+  local kb = tonumber(f:read("a"):match("VmRSS:%s*(%d+)"))
+  f:close()
+  return kb
+end
+
+local function call(id, name, arguments)
+  return cjson.encode { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = name, arguments = arguments or {} } }
+end
+
+describe("the concurrency core", function()
+  local dir
+  setup(function()
+    dir = client.temp_dir()
+    client.write_file(dir .. "/tools.lua", SCRIPT)
+  end)
+  teardown(function() client.remove_tree(dir) end)
+
+  it("survives a child process that ends while another handler computes (stdio)", function()
+    local server = client.spawn { "run", dir }
+    server:initialize()
+    for round = 1, 5 do
+      -- The child starts first and ends (after 0.1 s) while the other
+      -- handler computes (0.4 s).
+      server:send(call("e" .. round, "child"))
+      server:send(call("c" .. round, "compute", { ms = 400 }))
+      local got = {}
+      for _ = 1, 2 do
+        local msg = server:read(20000)
+        assert.is_table(msg, "no answer; the server " .. (server.exited and "died" or "hangs") .. ":\n" .. server.stderr)
+        got[msg.id] = msg.result.content[1].text
+      end
+      assert.are.same({ ["c" .. round] = "computed", ["e" .. round] = "0" }, got)
+    end
+    local pong = server:request("ping", nil, 10000)
+    assert.is_table(pong and pong.result, server.stderr)
+    server:close()
+    assert.is_nil(sanitizer_report(server.stderr), server.stderr)
+  end)
+
+  it("survives a child process that ends while another session's handler computes (HTTP)", function()
+    local server = http.start({ dir })
+    local a = server:initialize()
+    local b = server:initialize()
+    local headers = function(s)
+      return { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", ["Mcp-Session-Id"] = s,
+               ["MCP-Protocol-Version"] = "2025-11-25" }
+    end
+    for round = 1, 5 do
+      local ca, cb = server:connect(), server:connect()
+      cb:send_request { method = "POST", headers = headers(b), body = call(round, "child") }
+      client.sleep(20)
+      ca:send_request { method = "POST", headers = headers(a), body = call(round, "compute", { ms = 400 }) }
+      local ra, rb = ca:read_response(20000), cb:read_response(20000)
+      assert.is_table(ra, "no answer to the computation:\n" .. server:stderr())
+      assert.is_table(rb, "no answer to the exec:\n" .. server:stderr())
+      assert.are.equal("computed", ra.json.result.content[1].text)
+      assert.are.equal("0", rb.json.result.content[1].text)
+      ca:close()
+      cb:close()
+    end
+    assert.is_true(server:alive(), server:stderr())
+    local stderr = server:stderr()
+    local code, signal = server:stop()
+    assert.are.equal(0, signal)
+    assert.is_nil(sanitizer_report(stderr), stderr)
+  end)
+
+  it("answers every one of a huge number of calls in flight at once", function()
+    -- 120,000 calls overflowed the stack of the release build through
+    -- recursive deferred resumes; under ASan fewer suffice to show the same
+    -- paths and keep the run short.
+    local count = ASAN and 20000 or 120000
+    local server = client.spawn { "run", dir }
+    server:initialize()
+    local lines = {}
+    for i = 1, count do lines[i] = call(i, "sleep", { ms = 1000 }) end
+    -- One computing call first, so that the sleeps' wake-ups pile up in
+    -- the deferred queue while it runs.
+    server:send(call("compute", "compute", { ms = 1500 }))
+    for i = 1, count, 5000 do
+      server:write(table.concat(lines, "\n", i, math.min(i + 4999, count)) .. "\n")
+    end
+    local answered, seen = 0, {}
+    local ok = client.wait_until(function()
+      while #server.lines > 0 do
+        local msg = cjson.decode(table.remove(server.lines, 1))
+        if type(msg.id) == "number" and not seen[msg.id] and msg.result then
+          seen[msg.id] = true
+          answered = answered + 1
+        end
+      end
+      return answered == count or server.exited
+    end, 240000)
+    assert.is_false(server.exited, ("the server died after %d answers (signal %s):\n%s")
+      :format(answered, tostring(server.exit_signal), server.stderr:sub(-2000)))
+    assert.is_true(ok, ("%d of %d answered"):format(answered, count))
+    assert.are.equal(count, answered)
+    server:close()
+    assert.is_nil(sanitizer_report(server.stderr), server.stderr:sub(-3000))
+  end)
+
+  it("stops reading stdin instead of holding everything sent while a handler computes", function()
+    local server = client.spawn { "run", dir }
+    server:initialize()
+    local before = rss_kb(server.pid)
+    server:send(call("long", "compute", { ms = 4000 }))
+    client.sleep(200)
+    -- 128 MB of pings, written without waiting: the pipe fills and the
+    -- writes wait in the client while the server computes.
+    local ping = '{"jsonrpc":"2.0","id":"p","method":"ping"}\n'
+    local chunk = string.rep(ping, math.floor(1024 * 1024 / #ping))
+    local written, pending = 0, 0
+    local peak = before
+    for _ = 1, 128 do
+      pending = pending + 1
+      server.stdin:write(chunk, function() pending = pending - 1 end)
+      written = written + #chunk
+    end
+    -- While the computation runs, the server's memory stays bounded.
+    client.wait_until(function()
+      local now = rss_kb(server.pid)
+      if now and now > peak then peak = now end
+      return #server.lines > 0 or server.exited
+    end, 60000)
+    assert.is_false(server.exited, server.stderr)
+    if not ASAN then -- ASan's quarantine keeps freed memory: RSS means nothing there
+      assert.is_true(peak - before < 64 * 1024, ("RSS grew by %d kB while input was held"):format(peak - before))
+    end
+    -- Afterwards every ping is answered.
+    local pongs, want = 0, 128 * math.floor(1024 * 1024 / #ping)
+    local ok = client.wait_until(function()
+      while #server.lines > 0 do
+        local msg = cjson.decode(table.remove(server.lines, 1))
+        if msg.id == "p" then pongs = pongs + 1 end
+      end
+      return pongs == want or server.exited
+    end, 600000)
+    assert.is_true(ok, ("%d of %d pings answered"):format(pongs, want))
+    assert.are.equal(0, pending)
+    server:close()
+  end)
+end)
