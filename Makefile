@@ -87,7 +87,7 @@ UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_sc
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) -lm
 
-test: test-deps build/luamcp build/luamcp-static $(UNIT_TESTS) $(BENCH_DIR)/loadclient
+test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh
 
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen

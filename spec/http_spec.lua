@@ -309,6 +309,10 @@ describe("a tool asking the client over HTTP", function()
 end)
 
 describe("JSONTestSuite files with a raw newline, as POST bodies", function()
+  if not uv.fs_stat(SUITE) then -- a fresh clone has no ../shared
+    pending("skipped: JSONTestSuite not found at " .. SUITE)
+    return
+  end
   local server, session
   setup(function()
     server = http.start { KITCHEN }

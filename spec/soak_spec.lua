@@ -5,7 +5,8 @@
 -- several keep-alive connections, while a second server does the same mix
 -- over stdio. Every request that was not cancelled must be answered with
 -- the right result, the servers must survive, and (under the ASan build,
--- as `make test` runs it) print no sanitizer report. It stops by itself:
+-- as `make test` runs it: tag #soak, left out of the release run) print
+-- no sanitizer report. It stops by itself:
 -- the run is bounded in time and every wait is bounded.
 
 local client = require "mcp_client"
@@ -77,7 +78,7 @@ local function sanitizer_report(text)
       or text:match("ERROR: LeakSanitizer[^\n]*")
 end
 
-describe("a soak of exec, sleeps, computations, cancellations, reloads and pipelined HTTP", function()
+describe("a soak of exec, sleeps, computations, cancellations, reloads and pipelined HTTP #soak", function()
   local dir, server, stdio
 
   setup(function()

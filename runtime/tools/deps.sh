@@ -5,7 +5,7 @@
 set -eu
 
 build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev"
-test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev"
+test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite"
 bench_pkgs="wrk"
 
 case "${1:-build}" in

@@ -33,6 +33,11 @@ for target in json session http_util regex schema; do
   case $target in
     json|session) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
   esac
+  # A fresh clone has no ../shared: start from the target's own corpus only.
+  if [ ${#seeds[@]} -gt 0 ] && [ ! -d "${seeds[0]}" ]; then
+    echo "fuzz_$target: no seed corpus at ${seeds[0]}; starting without it"
+    seeds=()
+  fi
   if "$out/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 -print_final_stats=0 \
        -artifact_prefix="$out/$target-" "$corpus" "${seeds[@]}" >"$out/$target.log" 2>&1; then
     echo "fuzz_$target: $(grep -o 'Done [0-9]* runs' "$out/$target.log" | head -n 1) in ${seconds}s, no crash"

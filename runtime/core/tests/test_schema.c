@@ -24,6 +24,7 @@
 #include "core/schema.h"
 
 static int passed, failed;
+static int skipped_suites; /* drafts whose folder is missing */
 static int verbose;
 
 /* Parts of the suite that exercise what we deliberately leave out. The
@@ -159,8 +160,9 @@ static void run_draft(const char *dir, const char *draft, schema_dialect dialect
   snprintf(path, sizeof path, "%s/%s", dir, draft);
   DIR *d = opendir(path);
   if (!d) {
-    printf("FAIL cannot open %s\n", path);
-    failed++;
+    /* A fresh clone has no ../shared: the suite is skipped, not failed. */
+    printf("%s: skipped, the JSON Schema Test Suite is not at %s\n", draft, path);
+    skipped_suites++;
     return;
   }
   char *names[256];
@@ -533,6 +535,6 @@ int main(int argc, char **argv) {
     }
   }
   if (want_bench) bench();
-  printf("%d passed, %d failed\n", passed, failed);
+  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped_suites);
   return failed ? 1 : 0;
 }
