@@ -68,6 +68,26 @@ describe("luamcp dev over stdio", function()
     assert.are.equal(20, info.reloads)
   end)
 
+  it("keeps mcp.state that a handler, not the top level, created", function()
+    local counting = [[
+mcp.tool { name = "count", handler = function()
+  local c = mcp.state("counted_in_handler", { n = 0 })
+  c.n = c.n + 1
+  return c.n
+end }
+]]
+    save(dir .. "/tools.lua", script(2, nil, counting))
+    wait_for_version(2)
+    assert.are.equal("1", server:call_tool("count", {}).content[1].text)
+    assert.are.equal("2", server:call_tool("count", {}).content[1].text)
+    save(dir .. "/tools.lua", script(3, nil, counting))
+    wait_for_version(3)
+    assert.are.equal("3", server:call_tool("count", {}).content[1].text)
+    save(dir .. "/tools.lua", script(4, nil, counting))
+    wait_for_version(4)
+    assert.are.equal("4", server:call_tool("count", {}).content[1].text)
+  end)
+
   it("finishes a call in flight on the old generation and serves new calls from the new one", function()
     server:send({ jsonrpc = "2.0", id = "before", method = "tools/call", params = { name = "slow", arguments = { ms = 2000 } } })
     client.sleep(100)

@@ -8,6 +8,7 @@
 #include "app/app.h"
 #include "app/lua_json.h"
 #include "app/lua_state.h"
+#include "core/log.h"
 
 /* Copy the value at idx of `from` (another generation's state) onto `to`.
  * Only plain data: tables (shared references and cycles kept), strings,
@@ -134,3 +135,51 @@ int lua_state_info(lua_State *L) {
   lua_setfield(L, -2, "tasks");
   return 1;
 }
+
+/* Carry the keys of from's mcp.state that `to` did not ask for while it
+ * loaded (a handler, not the script's top level, created them) into `to`,
+ * copied; lua_pcall'd on to->L: copying allocates. */
+static int carry_missing_keys(lua_State *L) {
+  vm *to = lua_touserdata(L, 1);
+  vm *from = lua_touserdata(L, 2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, to->state_ref); /* 3: the new generation's state */
+  lua_State *F = from->L;
+  luaL_checkstack(F, 4, "mcp.state");
+  lua_rawgeti(F, LUA_REGISTRYINDEX, from->state_ref);
+  int state = lua_gettop(F);
+  lua_pushnil(F);
+  while (lua_next(F, state)) {
+    if (lua_type(F, -2) == LUA_TSTRING) {
+      const char *key = lua_tostring(F, -2);
+      int top = lua_gettop(L);
+      if (lua_getfield(L, 3, key) == LUA_TNIL) {
+        lua_newtable(L); /* tables already copied, by their address in F */
+        buf why = BUF_INIT;
+        if (copy_value(F, -1, L, lua_gettop(L), 0, &why)) {
+          lua_setfield(L, 3, key);
+        } else {
+          log_write(LOG_WARNING, "mcp.state(\"%s\") not carried over: %s", key, why.data ? why.data : "?");
+        }
+        buf_free(&why);
+      }
+      lua_settop(L, top);
+    }
+    lua_pop(F, 1);
+  }
+  lua_pop(F, 1);
+  return 0;
+}
+
+void lua_state_carry(vm *from, vm *to) {
+  lua_State *L = to->L;
+  int from_top = lua_gettop(from->L);
+  lua_pushcfunction(L, carry_missing_keys);
+  lua_pushlightuserdata(L, to);
+  lua_pushlightuserdata(L, from);
+  if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+    log_write(LOG_WARNING, "mcp.state not carried over: %s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_settop(from->L, from_top); /* an error may have left values there */
+}
+

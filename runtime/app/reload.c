@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 #include "app/lua_json.h"
+#include "app/lua_state.h"
 #include "app/reload.h"
 #include "app/vm.h"
 
@@ -102,6 +103,7 @@ bool app_reload(lua_app *app, const char *why) {
     return false;
   }
   buf_free(&err);
+  lua_state_carry(old, fresh);
   fresh->app = app;
   fresh->generation = ++app->generations;
   char *before[3], *after[3];
