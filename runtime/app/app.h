@@ -60,6 +60,8 @@ struct vm {
   /* Limits (lua_task.c, and the allocator in vm.c). */
   size_t mem_used, mem_limit; /* bytes the Lua state holds, and its cap (0: none) */
   int default_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
+  uint64_t load_deadline_ns;  /* while the scripts load: when they must be done (0: none) */
+  int load_timeout_ms;        /* that limit, for the message */
   task *running;              /* the task inside lua_resume right now, innermost */
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
   bool draining;              /* drain_deferred's loop is running: nobody else drains */

@@ -470,7 +470,14 @@ static void task_hook(lua_State *L, lua_Debug *ar) {
   vm *v = vm_of(L);
   task *t = v->running;
   if (!t) {
+    if (v->load_deadline_ns && uv_hrtime() >= v->load_deadline_ns) {
+      /* The scripts' top level is still running past its deadline. */
+      lua_sethook(L, task_hook, LUA_MASKCOUNT, 1);
+      luaL_error(L, "stopped: loading the scripts exceeded their time limit of %d ms (--load-timeout)",
+                 v->load_timeout_ms);
+    }
     lua_sethook(L, NULL, 0, 0);
+    watchdog_rearm();
     return;
   }
   task *root = t->root;

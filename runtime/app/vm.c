@@ -21,6 +21,7 @@
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
+#include "app/watchdog.h"
 
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
@@ -439,7 +440,16 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   block_global(L, "os", "execute");
   block_global(L, "io", "popen");
   task_guard_coroutines(L);
+  /* Loading runs the scripts' top level: it gets a deadline too, enforced
+   * by the watchdog and task_hook like a call's. */
+  if (srv->opts.load_timeout_ms > 0) {
+    v->load_timeout_ms = srv->opts.load_timeout_ms;
+    v->load_deadline_ns = uv_hrtime() + (uint64_t)srv->opts.load_timeout_ms * 1000000u;
+    watchdog_enter(L, v->load_deadline_ns);
+  }
   bool ok = load_scripts(v, err) && bind_library(v, err);
+  if (v->load_deadline_ns) watchdog_leave();
+  v->load_deadline_ns = 0;
   v->previous = NULL; /* mcp.state copies only while loading */
   if (!ok) {
     vm_free(v);

@@ -80,6 +80,8 @@ static void usage(FILE *to) {
           "                              (default: all in one page)\n"
           "  --timeout MS                a call's deadline unless its tool sets timeout_ms\n"
           "                              (default: %d; 0: none)\n"
+          "  --load-timeout MS           how long loading the scripts may take, at start and\n"
+          "                              at each reload (default: %d; 0: none)\n"
           "  --memory-limit MB           what the scripts' Lua state may allocate (default: %d; 0: no cap)\n"
           "  --client-timeout MS         how long a tool waits for the client to answer\n"
           "                              sampling, elicitation or roots (default: %d)\n"
@@ -110,7 +112,7 @@ static void usage(FILE *to) {
           "      }\n"
           "    }\n"
           "  }\n",
-          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
+          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
           DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
           DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB, exe, example);
 }
@@ -167,6 +169,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--timeout") == 0) {
       o->server.call_timeout_ms = (int)parse_count(a, value, 0);
+    } else if (strcmp(a, "--load-timeout") == 0) {
+      o->server.load_timeout_ms = (int)parse_count(a, value, 0);
       i++;
     } else if (strcmp(a, "--memory-limit") == 0) {
       o->server.memory_limit = (size_t)parse_count(a, value, 0) * 1024 * 1024;

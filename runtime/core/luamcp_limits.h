@@ -45,6 +45,12 @@
 /* A call's deadline unless its tool sets timeout_ms (--timeout, ms; 0 turns
  * deadlines off). */
 #define DEFAULT_CALL_TIMEOUT_MS 60000
+/* How long loading the scripts (running their top level, at start and at
+ * each reload) may take (--load-timeout, ms; 0 turns it off). A script
+ * that loops while loading is stopped like a call past its deadline: at
+ * start luamcp exits with the error, at a reload the old generation keeps
+ * serving. */
+#define DEFAULT_LOAD_TIMEOUT_MS 10000
 /* The cap on what one generation's Lua state may allocate (--memory-limit,
  * MiB; 0 turns it off). */
 #define DEFAULT_MEMORY_LIMIT_MB 256

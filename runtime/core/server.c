@@ -13,6 +13,7 @@ void server_options_defaults(server_options *opts) {
   opts->client_timeout_ms = DEFAULT_CLIENT_TIMEOUT_MS;
   opts->default_log_level = LOG_INFO;
   opts->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
+  opts->load_timeout_ms = DEFAULT_LOAD_TIMEOUT_MS;
   opts->memory_limit = (size_t)DEFAULT_MEMORY_LIMIT_MB * 1024 * 1024;
 }
 

@@ -43,6 +43,7 @@ typedef struct server_options {
   int client_timeout_ms;   /* replies to sampling/elicitation/roots */
   int default_log_level;   /* a session's level until logging/setLevel */
   int call_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
+  int load_timeout_ms;     /* how long loading the scripts may take (0: no limit) */
   size_t memory_limit;     /* bytes a generation's Lua state may hold (0: no cap) */
 } server_options;
 
