@@ -31,6 +31,8 @@ typedef struct runtime {
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
   uv_check_t stop_check; /* stops the loop once no handler computes */
+  uv_check_t log_check;  /* writes pending log lines once per loop turn ... */
+  uv_timer_t log_retry;  /* ... and comes back for them while stderr is full */
   bool stopping;
   int exit_code;
 } runtime;
@@ -286,6 +288,15 @@ static void close_any(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+static void on_log_retry(uv_timer_t *h) { (void)h; } /* the check after it flushes */
+
+static void on_log_check(uv_check_t *h) {
+  runtime *rt = h->data;
+  log_flush();
+  if (log_pending() && !uv_is_active((uv_handle_t *)&rt->log_retry))
+    uv_timer_start(&rt->log_retry, on_log_retry, LOG_RETRY_MS, 0);
+}
+
 /* luamcp run (watch false) and luamcp dev (watch true). */
 static int serve(int argc, char **argv, bool watch) {
   run_options o = {0};
@@ -306,6 +317,13 @@ static int serve(int argc, char **argv, bool watch) {
     fprintf(stderr, "luamcp: cannot set up stdin/stdout\n");
     return 1;
   }
+  log_nonblocking();
+  uv_check_init(rt->loop, &rt->log_check);
+  uv_timer_init(rt->loop, &rt->log_retry);
+  rt->log_check.data = rt;
+  uv_check_start(&rt->log_check, on_log_check);
+  uv_unref((uv_handle_t *)&rt->log_check);
+  uv_unref((uv_handle_t *)&rt->log_retry);
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
   buf err = BUF_INIT;
   if (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
@@ -346,6 +364,7 @@ static int serve(int argc, char **argv, bool watch) {
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(rt->loop);
+  log_flush();
   trace_close();
   int code = rt->exit_code;
   free(rt);

@@ -1,11 +1,20 @@
 /* log.c - stderr log and wire trace. See log.h. */
 #include "core/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/luamcp_limits.h"
 
 static const char *const LEVEL_NAMES[] = {"emergency", "alert", "critical", "error",
                                           "warning",   "notice", "info",    "debug"};
@@ -13,6 +22,78 @@ static const char *const LEVEL_NAMES[] = {"emergency", "alert", "critical", "err
 static int stderr_level = LOG_INFO;
 static bool use_color;
 static FILE *trace_file;
+static bool trace_to_stderr;
+
+/* Everything written to stderr while serving goes through here, and never
+ * blocks: a client may pipe our stderr and never read it (the MCP spec
+ * allows that). Lines wait in a bounded buffer; past LOG_BUFFER_BYTES they
+ * are dropped and counted, and a marker says how many once there is room.
+ * Owner: this file, for the life of the process. */
+static struct {
+  buf pending;            /* bytes not yet written */
+  int fd;                 /* where they go: stderr, or a non-blocking copy of it */
+  bool is_socket;         /* send with MSG_DONTWAIT instead */
+  bool nonblocking;       /* log_nonblocking has run */
+  unsigned long dropped;  /* lines dropped since the last marker */
+} out = {.fd = 2};
+
+void log_nonblocking(void) {
+  if (out.nonblocking) return;
+  out.nonblocking = true;
+  struct stat st;
+  if (fstat(2, &st) != 0) return;
+  if (S_ISSOCK(st.st_mode)) {
+    out.is_socket = true;
+  } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+    /* A new open file description of the same pipe or terminal, so that
+     * O_NONBLOCK is ours alone and not the parent's or a sibling's. fd 1
+     * (print, io.write: stdout is stderr while serving) follows it, so a
+     * full pipe makes stdio report an error instead of blocking. */
+    int fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      out.fd = fd;
+      dup2(fd, 1);
+    }
+  }
+  /* A regular file never blocks for long: plain writes. */
+}
+
+static ssize_t write_some(const char *p, size_t n) {
+  if (out.is_socket) return send(out.fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return write(out.fd, p, n);
+}
+
+void log_flush(void) {
+  while (out.pending.len > 0) {
+    ssize_t n = write_some(out.pending.data, out.pending.len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) buf_clear(&out.pending); /* stderr is gone */
+      break;
+    }
+    buf_consume(&out.pending, (size_t)n);
+  }
+  if (out.pending.len == 0 && out.pending.cap > 64 * 1024) buf_free(&out.pending);
+}
+
+bool log_pending(void) { return out.pending.len > 0; }
+
+/* One whole line (or several) for stderr. */
+static void emit(const char *text, size_t len) {
+  if (out.dropped && out.pending.len + 96 <= LOG_BUFFER_BYTES) {
+    char marker[96];
+    int n = snprintf(marker, sizeof marker, "luamcp warning: %lu log lines dropped (stderr was not read)\n",
+                     out.dropped);
+    buf_append(&out.pending, marker, (size_t)n);
+    out.dropped = 0;
+  }
+  if (out.pending.len + len > LOG_BUFFER_BYTES) {
+    out.dropped++;
+    return;
+  }
+  buf_append(&out.pending, text, len);
+  log_flush();
+}
 
 int log_level_parse(const char *name, size_t len) {
   for (int i = 0; i <= LOG_DEBUG; i++)
@@ -43,18 +124,36 @@ void log_write(int level, const char *fmt, ...) {
                                        "\x1b[33m",   "\x1b[36m",   "\x1b[32m",   "\x1b[2m"};
   char when[40];
   timestamp(when, sizeof when);
+  buf line = BUF_INIT;
+  if (use_color) buf_printf(&line, "\x1b[2m%s\x1b[0m %s%-7s\x1b[0m ", when, colors[level], LEVEL_NAMES[level]);
+  else buf_printf(&line, "%s luamcp %s: ", when, LEVEL_NAMES[level]);
   va_list ap;
   va_start(ap, fmt);
-  if (use_color) fprintf(stderr, "\x1b[2m%s\x1b[0m %s%-7s\x1b[0m ", when, colors[level], LEVEL_NAMES[level]);
-  else fprintf(stderr, "%s luamcp %s: ", when, LEVEL_NAMES[level]);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  char small[512];
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  if (n >= 0 && (size_t)n < sizeof small) {
+    buf_append(&line, small, (size_t)n);
+  } else if (n > 0) {
+    char *big = malloc((size_t)n + 1);
+    if (big) {
+      vsnprintf(big, (size_t)n + 1, fmt, again);
+      buf_append(&line, big, (size_t)n);
+      free(big);
+    }
+  }
+  va_end(again);
   va_end(ap);
+  buf_putc(&line, '\n');
+  emit(line.data, line.len);
+  buf_free(&line);
 }
 
 bool trace_open(const char *path) {
   if (strcmp(path, "-") == 0) {
     trace_file = stderr;
+    trace_to_stderr = true;
     return true;
   }
   trace_file = fopen(path, "a");
@@ -65,6 +164,7 @@ bool trace_open(const char *path) {
 void trace_close(void) {
   if (trace_file && trace_file != stderr) fclose(trace_file);
   trace_file = NULL;
+  trace_to_stderr = false;
 }
 
 bool trace_enabled(void) { return trace_file != NULL; }
@@ -73,8 +173,17 @@ void trace_message(const char *direction, const char *where, const char *json, s
   if (!trace_file) return;
   char when[40];
   timestamp(when, sizeof when);
-  if (use_color && trace_file == stderr)
-    fprintf(trace_file, "\x1b[2m%s %s\x1b[0m %s%s\x1b[0m %.*s\n", when, where,
-            direction[0] == '<' ? "\x1b[36m" : "\x1b[35m", direction, (int)len, json);
-  else fprintf(trace_file, "%s %s %s %.*s\n", when, where, direction, (int)len, json);
+  if (!trace_to_stderr) { /* a file of its own: plain writes */
+    fprintf(trace_file, "%s %s %s %.*s\n", when, where, direction, (int)len, json);
+    return;
+  }
+  buf line = BUF_INIT;
+  if (use_color)
+    buf_printf(&line, "\x1b[2m%s %s\x1b[0m %s%s\x1b[0m ", when, where, direction[0] == '<' ? "\x1b[36m" : "\x1b[35m",
+               direction);
+  else buf_printf(&line, "%s %s %s ", when, where, direction);
+  buf_append(&line, json, len);
+  buf_putc(&line, '\n');
+  emit(line.data, line.len);
+  buf_free(&line);
 }

@@ -30,6 +30,13 @@ int log_get_level(void);
 /* Colour the stderr log (luamcp dev on a tty). */
 void log_set_color(bool on);
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* While serving, stderr must never block (a client may not read it): call
+ * once, after fds 0 and 1 are set up. Lines then wait in a bounded buffer
+ * (LOG_BUFFER_BYTES; beyond it they are dropped and counted), and the
+ * transport's loop calls log_flush while log_pending. */
+void log_nonblocking(void);
+void log_flush(void);
+bool log_pending(void);
 
 /* --trace: every message in and out, with direction and timestamp. path
  * "-" means stderr. Returns false if the file cannot be opened. */

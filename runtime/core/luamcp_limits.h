@@ -11,6 +11,12 @@
  * A stdio line or an HTTP body over this is refused without buffering it. */
 #define DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
 
+/* Log and stderr trace lines waiting for a slow (or absent) reader of
+ * stderr. Past this, lines are dropped and counted, never waited for. */
+#define LOG_BUFFER_BYTES (1u * 1024u * 1024u)
+/* While lines wait, how often the loop tries stderr again (ms). */
+#define LOG_RETRY_MS 20
+
 /* stdio input read while a handler computes is held until it stops (only
  * cancellations in it are acted on at once). Past this many held bytes the
  * transport stops reading, so the client waits on a full pipe instead of

@@ -47,7 +47,8 @@ local Process = {}
 Process.__index = Process
 
 --- Start luamcp with args (a list). opts: env (list of "K=V"), cwd,
---- stdin_file (a path opened as the child's stdin instead of a pipe), bin.
+--- stdin_file (a path opened as the child's stdin instead of a pipe), bin,
+--- unread_stderr (a pipe that nobody reads: allowed by the MCP spec).
 function M.spawn(args, opts)
   opts = opts or {}
   local self = setmetatable({
@@ -91,9 +92,11 @@ function M.spawn(args, opts)
       self.buffer = self.buffer:sub(nl + 1)
     end
   end)
-  self.stderr_pipe:read_start(function(err, data)
-    if data then self.stderr = self.stderr .. data end
-  end)
+  if not opts.unread_stderr then
+    self.stderr_pipe:read_start(function(err, data)
+      if data then self.stderr = self.stderr .. data end
+    end)
+  end
   return self
 end
 
