@@ -7,7 +7,9 @@
  */
 #include <errno.h>
 #include <lauxlib.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
@@ -27,8 +29,23 @@ static bool valid_name(const char *name) {
   }
 }
 
+/* Is the file at path inside dir once every symlink is resolved? A link
+ * in the script folder must not hand out files from elsewhere: a built
+ * program (which stores the files themselves) could not either. */
+static bool inside_folder(const char *dir, const char *path) {
+  char real_dir[PATH_MAX], real_path[PATH_MAX];
+  if (!realpath(dir, real_dir) || !realpath(path, real_path)) return true; /* fopen reports what is wrong */
+  size_t n = strlen(real_dir);
+  return strncmp(real_path, real_dir, n) == 0 && (real_path[n] == '/' || (n == 1 && real_dir[0] == '/'));
+}
+
 static int read_from_disk(lua_State *L, const char *dir, const char *name) {
   const char *path = lua_pushfstring(L, "%s/%s", dir, name);
+  if (!inside_folder(dir, path)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: a symbolic link that leads out of the script folder", name);
+    return 2;
+  }
   FILE *f = fopen(path, "rb");
   if (!f) {
     int e = errno;

@@ -114,6 +114,21 @@ static void drain_deferred(vm *v) {
   v->draining = false;
 }
 
+/* After a task stops at the top level: the events of every generation, not
+ * only its own. The task that computed may belong to an older generation
+ * than the one an event is for (a reload happened meanwhile); nothing else
+ * would drain that queue. */
+static void drain_all_generations(vm *v) {
+  lua_app *app = v->app;
+  if (!app) {
+    drain_deferred(v);
+    return;
+  }
+  if (app->current) drain_deferred(app->current);
+  for (vm *g = app->retired; g; g = g->next_retired) drain_deferred(g);
+  if (v != app->current && !v->retired) drain_deferred(v); /* not yet, or no longer, in the app's lists */
+}
+
 /* ---- Lifecycle --------------------------------------------------------- */
 
 static void on_timer_closed(uv_handle_t *h) {
@@ -438,7 +453,7 @@ void task_resume(task *t, int nargs) {
     if (t == t->root) finish_root(t, status, stray);
     else finish_child(t, status, nres);
   }
-  if (!outer) drain_deferred(v);
+  if (!outer) drain_all_generations(v);
 }
 
 void task_cancel(task *t) {

@@ -171,6 +171,30 @@ static int search_bundle(lua_State *L) {
   return 1;
 }
 
+/* package.path and package.cpath without relative entries ("./?.lua"):
+ * what a script requires must not depend on the directory luamcp was
+ * started from (the script folder is searched first, by its own searcher). */
+static void drop_relative_entries(lua_State *L, const char *field) {
+  lua_getfield(L, -1, field);
+  const char *path = lua_tostring(L, -1);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  bool first = true;
+  while (path && *path) {
+    const char *end = strchr(path, ';');
+    size_t len = end ? (size_t)(end - path) : strlen(path);
+    if (len > 0 && path[0] == '/') {
+      if (!first) luaL_addchar(&b, ';');
+      luaL_addlstring(&b, path, len);
+      first = false;
+    }
+    path = end ? end + 1 : NULL;
+  }
+  luaL_pushresult(&b);
+  lua_setfield(L, -3, field);
+  lua_pop(L, 1);
+}
+
 static void add_searchers(lua_State *L, vm *v) {
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchers");
@@ -201,6 +225,9 @@ static void add_searchers(lua_State *L, vm *v) {
     lua_setfield(L, -2, "path");
     lua_pushliteral(L, "");
     lua_setfield(L, -2, "cpath");
+  } else {
+    drop_relative_entries(L, "path");
+    drop_relative_entries(L, "cpath");
   }
 
   lua_getfield(L, -1, "preload");
@@ -219,6 +246,25 @@ static void add_searchers(lua_State *L, vm *v) {
 
 /* os.execute and io.popen wait for the child, which would stop every other
  * request; they are replaced by functions that say so. */
+/* print, through the log's buffer: stderr never blocks the loop, even when
+ * the client does not read it (io.write and io.stdout still use stdio). */
+static int print_to_log(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 1; i <= n; i++) {
+    if (i > 1) luaL_addchar(&b, '\t');
+    luaL_tolstring(L, i, NULL);
+    luaL_addvalue(&b);
+  }
+  luaL_addchar(&b, '\n');
+  luaL_pushresult(&b);
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  log_raw(text, len);
+  return 0;
+}
+
 static int blocked_function(lua_State *L) {
   return luaL_error(L, "%s is not available in luamcp: it blocks every other request while it waits; use mcp.exec",
                     lua_tostring(L, lua_upvalueindex(1)));
@@ -437,6 +483,8 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   lua_newtable(L);
   v->state_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   add_searchers(L, v);
+  lua_pushcfunction(L, print_to_log);
+  lua_setglobal(L, "print");
   block_global(L, "os", "execute");
   block_global(L, "io", "popen");
   task_guard_coroutines(L);

@@ -171,6 +171,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--timeout") == 0) {
       o->server.call_timeout_ms = (int)parse_count(a, value, 0);
+      i++;
     } else if (strcmp(a, "--load-timeout") == 0) {
       o->server.load_timeout_ms = (int)parse_count(a, value, 0);
       i++;
@@ -413,6 +414,7 @@ int main(int argc, char **argv) {
   if (bundled < 0) {
     /* Never run part of a bundle: say what is wrong and stop. */
     fprintf(stderr, "luamcp: %s\n", bundle_err.data);
+    buf_free(&bundle_err);
     return 1;
   }
   buf_free(&bundle_err);

@@ -46,14 +46,9 @@ void log_nonblocking(void) {
     out.is_socket = true;
   } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
     /* A new open file description of the same pipe or terminal, so that
-     * O_NONBLOCK is ours alone and not the parent's or a sibling's. fd 1
-     * (print, io.write: stdout is stderr while serving) follows it, so a
-     * full pipe makes stdio report an error instead of blocking. */
+     * O_NONBLOCK is ours alone and not the parent's or a sibling's. */
     int fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) {
-      out.fd = fd;
-      dup2(fd, 1);
-    }
+    if (fd >= 0) out.fd = fd;
   }
   /* A regular file never blocks for long: plain writes. */
 }
@@ -79,7 +74,7 @@ void log_flush(void) {
 bool log_pending(void) { return out.pending.len > 0; }
 
 /* One whole line (or several) for stderr. */
-static void emit(const char *text, size_t len) {
+void log_raw(const char *text, size_t len) {
   if (out.dropped && out.pending.len + 96 <= LOG_BUFFER_BYTES) {
     char marker[96];
     int n = snprintf(marker, sizeof marker, "luamcp warning: %lu log lines dropped (stderr was not read)\n",
@@ -146,7 +141,7 @@ void log_write(int level, const char *fmt, ...) {
   va_end(again);
   va_end(ap);
   buf_putc(&line, '\n');
-  emit(line.data, line.len);
+  log_raw(line.data, line.len);
   buf_free(&line);
 }
 
@@ -184,6 +179,6 @@ void trace_message(const char *direction, const char *where, const char *json, s
   else buf_printf(&line, "%s %s %s ", when, where, direction);
   buf_append(&line, json, len);
   buf_putc(&line, '\n');
-  emit(line.data, line.len);
+  log_raw(line.data, line.len);
   buf_free(&line);
 }

@@ -36,6 +36,9 @@ void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  * transport's loop calls log_flush while log_pending. */
 void log_nonblocking(void);
 void log_flush(void);
+/* Text that already ends in a newline (Lua's print), through the same
+ * buffer. */
+void log_raw(const char *text, size_t len);
 bool log_pending(void);
 
 /* --trace: every message in and out, with direction and timestamp. path
