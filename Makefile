@@ -53,9 +53,11 @@ build/luamcp: $(OBJ) | deps
 	$(CC) $(CFLAGS) -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
 
 build/obj/core/%.o: runtime/core/%.c $(CORE_GUARD) | deps build/obj
+	@mkdir -p $(@D)
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -c -o $@ $<
 
 build/obj/%.o: runtime/%.c | deps build/obj
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(CORE_GUARD):
