@@ -103,6 +103,55 @@ describe("the concurrency core", function()
     assert.is_nil(sanitizer_report(stderr), stderr)
   end)
 
+  it("cancels a request held behind a computation, with its cancellation (stdio)", function()
+    local server = client.spawn { "run", dir }
+    server:initialize()
+    -- While "c" computes, the request "s" and then its cancellation are
+    -- held; the scan of held input for cancellations sees the cancellation
+    -- before "s" has started, and "s" must still end unanswered.
+    server:send(call("c", "compute", { ms = 300 }))
+    server:send(call("s", "sleep", { ms = 60000 }))
+    server:send(cjson.encode { jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "s" } })
+    server:send(cjson.encode { jsonrpc = "2.0", id = "p", method = "ping" })
+    local ids = {}
+    for _ = 1, 2 do
+      local msg = server:read(20000)
+      assert.is_table(msg, server.stderr)
+      ids[#ids + 1] = msg.id
+    end
+    assert.are.same({ "c", "p" }, ids)
+    -- "s" is not running: nothing else arrives, and a later request is answered.
+    local pong = server:request("ping", nil, 10000)
+    assert.is_table(pong and pong.result, server.stderr)
+    server:close()
+    assert.is_nil(server:read(0))
+  end)
+
+  it("drops a request whose cancellation came first on another connection (HTTP)", function()
+    local server = http.start({ dir })
+    local session = server:initialize()
+    local headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", ["Mcp-Session-Id"] = session,
+                      ["MCP-Protocol-Version"] = "2025-11-25" }
+    local r = server:request { method = "POST", headers = headers, body = cjson.encode {
+      jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "late" } } }
+    assert.are.equal(202, r.status)
+    -- The request arrives after its cancellation: its exchange ends at once
+    -- with no result instead of sleeping for a minute.
+    local conn = server:connect()
+    conn:send_request { method = "POST", headers = headers, body = call("late", "sleep", { ms = 60000 }) }
+    local answer = conn:read_response(20000)
+    assert.is_table(answer, server:stderr())
+    assert.are.equal(200, answer.status)
+    assert.is_true(answer.complete)
+    for _, e in ipairs(answer.events or {}) do assert.is_nil(e.json and e.json.result) end
+    assert.is_nil(answer.json)
+    conn:close()
+    local stderr = server:stderr()
+    local code, signal = server:stop()
+    assert.are.equal(0, signal)
+    assert.is_nil(sanitizer_report(stderr), stderr)
+  end)
+
   it("answers every one of a huge number of calls in flight at once", function()
     -- 120,000 calls overflowed the stack of the release build through
     -- recursive deferred resumes; under ASan fewer suffice to show the same

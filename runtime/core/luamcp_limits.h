@@ -23,6 +23,14 @@
  * the server's memory growing with whatever it sends. */
 #define STDIO_HELD_INPUT_BYTES (1u * 1024u * 1024u)
 
+/* A notifications/cancelled may arrive before the request it names has
+ * started: over HTTP on another connection, or behind held input while a
+ * handler computes. A session remembers the ids of the last this-many such
+ * cancellations, and a request that later arrives with one of them is
+ * dropped unanswered, as if cancelled at once (MCP forbids reusing a
+ * request id within a session, so no later request is mistaken). */
+#define SESSION_EARLY_CANCELS 16
+
 /* Deepest nesting of arrays and objects the JSON parser accepts. Deeper
  * documents are rejected with -32700: real MCP traffic nests a few levels,
  * and a bound keeps the recursive parser and the Lua conversion safe. */

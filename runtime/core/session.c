@@ -293,6 +293,7 @@ void session_free(session *s) {
   else srv->sessions = s->next;
   if (s->next) s->next->prev = s->prev;
   srv->session_count--;
+  for (int i = 0; i < SESSION_EARLY_CANCELS; i++) free(s->early_cancels[i]);
   free(s->client_info_json);
   free(s->client_capabilities_json);
   free(s);
@@ -389,6 +390,40 @@ static void handle_subscription(session *s, const jsonrpc_message *m, const char
   reply_result(s, b, origin, m->id, src, "{}", 2);
 }
 
+/* ---- Cancellations that came before their request ----------------- */
+
+static char *id_text(const json_value *id) {
+  if (!id || (id->type != JSON_STRING && id->type != JSON_INTEGER)) return NULL;
+  buf b = BUF_INIT;
+  json_write_value(&b, id);
+  return buf_detach(&b, NULL);
+}
+
+static void remember_early_cancel(session *s, const json_value *id) {
+  char *text = id_text(id);
+  if (!text) return;
+  char **slot = &s->early_cancels[s->early_cancel_next++ % SESSION_EARLY_CANCELS];
+  free(*slot);
+  *slot = text;
+}
+
+/* Whether a cancellation for this request id came before the request (and
+ * forget it: it cancels one request). */
+static bool take_early_cancel(session *s, const json_value *id) {
+  char *text = id_text(id);
+  if (!text) return false;
+  bool found = false;
+  for (int i = 0; i < SESSION_EARLY_CANCELS && !found; i++) {
+    if (s->early_cancels[i] && strcmp(s->early_cancels[i], text) == 0) {
+      free(s->early_cancels[i]);
+      s->early_cancels[i] = NULL;
+      found = true;
+    }
+  }
+  free(text);
+  return found;
+}
+
 static void start_call(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
   call *c = calloc(1, sizeof *c);
   c->session = s;
@@ -405,6 +440,13 @@ static void start_call(session *s, const jsonrpc_message *m, const char *src, ba
   c->next = s->calls;
   if (c->next) c->next->prev = c;
   s->calls = c;
+  if (take_early_cancel(s, m->id)) {
+    /* Cancelled before it started: no answer (the transport still ends an
+     * HTTP exchange, as for any cancelled call). */
+    log_write(LOG_DEBUG, "%s: request %s was cancelled before it arrived", s->name, c->id.raw);
+    call_free(c);
+    return;
+  }
   server *srv = s->server;
   if (!srv->app) {
     call_fail(c, JSONRPC_METHOD_NOT_FOUND, NULL, NULL, 0);
@@ -444,6 +486,8 @@ static void handle_notification(session *s, const jsonrpc_message *m, const char
     if (c) {
       log_write(LOG_DEBUG, "%s: request %s cancelled by the client", s->name, c->id.raw);
       call_cancel(c);
+    } else {
+      remember_early_cancel(s, id);
     }
     return;
   }

@@ -18,6 +18,7 @@
 
 #include "core/buf.h"
 #include "core/json.h"
+#include "core/luamcp_limits.h"
 #include "core/jsonrpc.h"
 #include "core/protocol.h"
 
@@ -118,6 +119,10 @@ struct session {
   pending_request *pending;         /* our requests awaiting the client's reply */
   long long next_request_id;
   subscription *subscriptions;
+  /* Ids (JSON text) of cancellations that named no call in progress, most
+   * recent SESSION_EARLY_CANCELS of them; a ring. Owner: the session. */
+  char *early_cancels[SESSION_EARLY_CANCELS];
+  unsigned early_cancel_next;
   session *prev, *next;             /* server->sessions */
 };
 

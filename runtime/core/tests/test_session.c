@@ -166,6 +166,36 @@ static void test_cancel_and_close(void) {
   session_free(s);
 }
 
+static void test_cancel_before_request(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  /* The cancellation overtook its request (another HTTP connection, or
+   * input held while a handler computed). */
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"B\"}}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":9}}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0042\",\"method\":\"hold\"}");
+  CHECK(held_count == 0 && sent_count == 0, "a request cancelled before it came is not started or answered");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":\"9\",\"method\":\"echo\",\"params\":{}}");
+  CHECK(sent_count == 1, "the string \"9\" was not cancelled by the integer 9");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"echo\",\"params\":{}}");
+  CHECK(sent_count == 1, "the integer 9 was");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"echo\",\"params\":{}}");
+  CHECK(sent_count == 2, "an early cancellation cancels one request, not every later use of the id");
+  /* Only the most recent SESSION_EARLY_CANCELS are kept. */
+  char msg[160];
+  for (int i = 0; i <= SESSION_EARLY_CANCELS; i++) {
+    snprintf(msg, sizeof msg, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%d}}", 100 + i);
+    receive(s, msg);
+  }
+  clear_sent();
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"echo\",\"params\":{}}");
+  CHECK(sent_count == 1, "the oldest remembered cancellation was forgotten");
+  snprintf(msg, sizeof msg, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"echo\",\"params\":{}}", 100 + SESSION_EARLY_CANCELS);
+  receive(s, msg);
+  CHECK(sent_count == 1, "the newest is kept");
+  session_free(s);
+}
+
 static int replies;
 static char reply_seen[128];
 static void on_reply(void *data, const json_value *result, const json_value *error) {
@@ -250,6 +280,7 @@ int main(void) {
   test_negotiation();
   test_batches();
   test_cancel_and_close();
+  test_cancel_before_request();
   test_client_requests();
   test_progress_and_logging();
   test_subscriptions();
