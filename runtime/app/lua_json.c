@@ -92,17 +92,22 @@ static bool encode_value(encoder *e, int idx, int depth);
 /* One key of an object being encoded. String keys point into the table's
  * own key strings, which live as long as the table is not modified. */
 typedef struct object_key {
-  const char *text;
+  const char *text;  /* a string key's own text (unused for number keys) */
   size_t len;
   bool is_number;
-  lua_Number number; /* the key itself when is_number */
-  char digits[40];   /* its text when is_number */
+  bool is_integer;   /* a number key's type: looked up by the key itself */
+  lua_Integer integer;
+  lua_Number number;
+  char digits[40];   /* a number key's text */
 } object_key;
+
+/* Not a pointer stored in the key: keys move (the array grows, qsort). */
+static const char *key_text(const object_key *k) { return k->is_number ? k->digits : k->text; }
 
 static int compare_keys(const void *a, const void *b) {
   const object_key *x = a, *y = b;
   size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->text, y->text, n);
+  int c = memcmp(key_text(x), key_text(y), n);
   return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
@@ -136,15 +141,19 @@ static bool encode_object(encoder *e, int idx, int depth) {
     } else if (lua_type(L, -1) == LUA_TNUMBER) {
       /* A sparse or mixed table: number keys become their decimal text. */
       k->is_number = true;
-      k->number = lua_tonumber(L, -1);
+      k->is_integer = lua_isinteger(L, -1);
       buf text = BUF_INIT;
-      if (lua_isinteger(L, -1)) json_write_integer(&text, (int64_t)lua_tointeger(L, -1));
-      else if (!json_write_double(&text, (double)k->number)) buf_puts(&text, "NaN");
+      if (k->is_integer) {
+        k->integer = lua_tointeger(L, -1);
+        json_write_integer(&text, (int64_t)k->integer);
+      } else {
+        k->number = lua_tonumber(L, -1);
+        /* A table key is never NaN; an infinity is written as Lua does. */
+        if (!json_write_double(&text, (double)k->number)) buf_append_str(&text, k->number > 0 ? "inf" : "-inf");
+      }
       snprintf(k->digits, sizeof k->digits, "%s", text.data);
       buf_free(&text);
-      k->text = k->digits;
       k->len = strlen(k->digits);
-      if (lua_isinteger(L, -1)) k->number = (lua_Number)lua_tointeger(L, -1);
     } else {
       ok = encode_fail(e, "cannot encode a table key of type %s", luaL_typename(L, -1));
       lua_pop(L, 1);
@@ -152,17 +161,26 @@ static bool encode_object(encoder *e, int idx, int depth) {
     }
   }
   if (count > 1) qsort(keys, count, sizeof *keys, compare_keys);
+  /* A number key and a string key with the same text (1 and "1") would be
+   * one JSON key twice: the receiver would keep only one of the values. */
+  for (size_t i = 1; i < count && ok; i++) {
+    if (compare_keys(&keys[i - 1], &keys[i]) == 0) {
+      char text[48];
+      snprintf(text, sizeof text, "%.*s", (int)(keys[i].len < 40 ? keys[i].len : 40), key_text(&keys[i]));
+      ok = encode_fail(e, "cannot encode a table with a number key and a string key that are both \"%s\"", text);
+    }
+  }
+  if (!ok) goto done;
   buf_putc(e->out, '{');
   for (size_t i = 0; i < count && ok; i++) {
     object_key *k = &keys[i];
     if (i) buf_putc(e->out, ',');
-    json_write_string(e->out, k->text, k->len);
+    json_write_string(e->out, key_text(k), k->len);
     buf_putc(e->out, ':');
     if (k->is_number) {
       /* Look the value up by the key itself, not its text. */
-      lua_Number n = k->number;
-      if (n == (lua_Number)(lua_Integer)n) lua_pushinteger(L, (lua_Integer)n);
-      else lua_pushnumber(L, n);
+      if (k->is_integer) lua_pushinteger(L, k->integer);
+      else lua_pushnumber(L, k->number);
     } else {
       lua_pushlstring(L, k->text, k->len);
     }

@@ -14,7 +14,6 @@
 
 #include "core/zip.h"
 
-#define TRAILER_FORMAT "luamcp-bundle/%u payload=%012" PRIu64 " crc32=%08" PRIx32 "\n"
 #define REBUILD_HINT "; build it again with luamcp build"
 
 static bundle *self_bundle;
@@ -93,7 +92,7 @@ static void read_metadata(bundle *b, const unsigned char *data, size_t len) {
     const char *key;
     char **field;
   } fields[] = {{"name", &b->name}, {"runtime", &b->runtime_version}, {"lua", &b->lua_version}, {"scripts", &b->scripts}};
-  const char *p = (const char *)data, *end = p + len;
+  const char *p = data ? (const char *)data : "", *end = p + len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl) nl = end;
@@ -121,7 +120,7 @@ static bool check_payload(bundle *b, buf *err) {
   uint32_t stated_crc;
   /* Parsed, then printed again and compared: only the canonical form counts. */
   if (sscanf(trailer, "luamcp-bundle/%u payload=%" SCNu64 " crc32=%" SCNx32, &format, &stated_size, &stated_crc) != 3 ||
-      snprintf(again, sizeof again, TRAILER_FORMAT, format, stated_size, stated_crc) != BUNDLE_TRAILER_SIZE ||
+      snprintf(again, sizeof again, BUNDLE_TRAILER_FORMAT, format, stated_size, stated_crc) != BUNDLE_TRAILER_SIZE ||
       memcmp(again, trailer, BUNDLE_TRAILER_SIZE) != 0) {
     buf_printf(err, "%s: the bundle appended to this program is truncated or damaged (%zu bytes after the runtime, "
                     "without a luamcp-bundle trailer at the end)" REBUILD_HINT,
@@ -262,7 +261,7 @@ bool bundle_write_payload(buf *out, const bundle_input *files, size_t count, con
   uint64_t payload_size = out->len - start + BUNDLE_TRAILER_SIZE;
   uint32_t crc = zip_crc32(0, out->data + start, out->len - start);
   char trailer[BUNDLE_TRAILER_SIZE + 1];
-  snprintf(trailer, sizeof trailer, TRAILER_FORMAT, (unsigned)BUNDLE_FORMAT, payload_size, crc);
+  snprintf(trailer, sizeof trailer, BUNDLE_TRAILER_FORMAT, (unsigned)BUNDLE_FORMAT, payload_size, crc);
   buf_append(out, trailer, BUNDLE_TRAILER_SIZE);
   return true;
 }

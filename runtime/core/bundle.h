@@ -50,6 +50,7 @@
 #ifndef LUAMCP_BUNDLE_H
 #define LUAMCP_BUNDLE_H
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,8 @@
 
 #define BUNDLE_FORMAT 1
 #define BUNDLE_TRAILER_SIZE 52
+/* The trailer: the payload's last BUNDLE_TRAILER_SIZE bytes (format, payload size, CRC-32 of what precedes it). */
+#define BUNDLE_TRAILER_FORMAT "luamcp-bundle/%u payload=%012" PRIu64 " crc32=%08" PRIx32 "\n"
 #define BUNDLE_METADATA_NAME ".luamcp/bundle"
 
 /* One file of the bundle. name is NUL-terminated and owned by the bundle;

@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
-# fuzz.sh [SECONDS] - build every fuzz target with libFuzzer, ASan and UBSan
-# and run each for SECONDS (default 10), starting from the seed corpus
-# (JSONTestSuite and the JSON Schema Test Suite in ../shared, read here,
-# never copied). Prints "N passed, N failed": one per target.
+# fuzz.sh [SECONDS [TARGET...]] - build fuzz targets with libFuzzer, ASan and
+# UBSan and run each for SECONDS (default 10), from its corpus in
+# build/fuzz (kept between runs) and, for the JSON parsers, the
+# JSONTestSuite in ../shared (read there, never copied). With no TARGET,
+# every target. Prints, per target, its executions and coverage (libFuzzer's
+# "cov" edges and "ft" features), then "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-10}
+shift || true
 SHARED=${SHARED:-../shared}
 out=build/fuzz
 mkdir -p "$out"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iruntime -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 # Each target lives beside the layer it tests: runtime/LAYER/fuzz/fuzz_NAME.c.
 c=runtime/core
-core="$c/buf.c $c/json.c $c/jsonrpc.c $c/protocol.c $c/session.c $c/server.c $c/log.c"
+t=runtime/transport
+core="$c/buf.c $c/json.c $c/jsonrpc.c $c/protocol.c $c/session.c $c/server.c $c/log.c $c/strmap.c"
 declare -A sources=(
   [json]="$core"
-  [session]="$core $c/strmap.c"
-  [http_util]="runtime/transport/http_util.c"
+  [session]="$core"
+  [http_util]="$t/http_util.c"
   [regex]="$c/regex.c"
   [schema]="$c/buf.c $c/json.c $c/schema.c $c/regex.c"
+  [bundle]="$c/buf.c $c/bundle.c $c/zip.c"
+  [http]="$core $t/http_conn.c $t/http_sse.c $t/http_streamable.c $t/http_util.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
+  [stdio]="$core $t/stdio_transport.c $t/fuzz/fuzz_app.c -luv"
+  [lua_json]="$c/buf.c $c/json.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
 )
+all="json session http_util regex schema bundle http stdio lua_json"
+targets=${*:-$all}
 passed=0
 failed=0
-for target in json session http_util regex schema; do
-  src=$(ls runtime/*/fuzz/fuzz_$target.c)
+for target in $targets; do
+  src=$(ls runtime/*/fuzz/fuzz_$target.c 2>/dev/null)
+  if [ -z "$src" ] || [ -z "${sources[$target]:-}" ]; then
+    echo "fuzz_$target: no such target (targets: $all)"; failed=$((failed + 1)); continue
+  fi
   if ! clang $CFLAGS -o "$out/fuzz_$target" "$src" ${sources[$target]} -lm 2>"$out/$target.build.log"; then
     echo "fuzz_$target: does not build"; cat "$out/$target.build.log"; failed=$((failed + 1)); continue
   fi
@@ -31,20 +44,22 @@ for target in json session http_util regex schema; do
   mkdir -p "$corpus"
   seeds=()
   case $target in
-    json|session) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
+    json|session|lua_json) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
   esac
   # A fresh clone has no ../shared: start from the target's own corpus only.
   if [ ${#seeds[@]} -gt 0 ] && [ ! -d "${seeds[0]}" ]; then
     echo "fuzz_$target: no seed corpus at ${seeds[0]}; starting without it"
     seeds=()
   fi
-  if "$out/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 -print_final_stats=0 \
+  if "$out/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 -print_final_stats=1 \
        -artifact_prefix="$out/$target-" "$corpus" "${seeds[@]}" >"$out/$target.log" 2>&1; then
-    echo "fuzz_$target: $(grep -o 'Done [0-9]* runs' "$out/$target.log" | head -n 1) in ${seconds}s, no crash"
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$target.log" | grep -o '[0-9]*$')
+    cov=$(grep -E '^#[0-9]+' "$out/$target.log" | tail -n 1 | grep -o 'cov: [0-9]* ft: [0-9]*')
+    echo "fuzz_$target: ${runs:-?} runs in ${seconds}s, ${cov:-cov ?}, corpus $(ls "$corpus" | wc -l) inputs, no crash"
     passed=$((passed + 1))
   else
     echo "fuzz_$target: FOUND A PROBLEM (see $out/$target.log and $out/$target-*)"
-    grep -A20 'ERROR\|==ERROR\|runtime error' "$out/$target.log" | head -n 30
+    grep -A20 'ERROR\|==ERROR\|runtime error\|deadly signal' "$out/$target.log" | head -n 40
     failed=$((failed + 1))
   fi
 done
