@@ -135,6 +135,24 @@ describe("limits", function()
     assert.are.same({}, server:request("ping", {}).result)
   end)
 
+  it("stops a backtracking string pattern at the deadline (find, match, gmatch, gsub, and around pcall)", function()
+    for _, fn in ipairs { "find", "match", "gmatch", "gsub", "pcall" } do
+      local r = server:call_tool("backtrack", { fn = fn })
+      assert.is_true(r.isError, fn)
+      assert.truthy(r.content[1].text:find("time limit of 500 ms", 1, true), fn .. ": " .. r.content[1].text)
+    end
+    assert.are.same({}, server:request("ping", {}).result)
+  end)
+
+  it("stops a backtracking string pattern when the call is cancelled, and answers others meanwhile", function()
+    server:send({ jsonrpc = "2.0", id = "bt", method = "tools/call", params = { name = "backtrack_forever", arguments = { fn = "gsub" } } })
+    client.sleep(100)
+    -- While it matches, the loop still turns: the cancellation is read.
+    server:notify("notifications/cancelled", { requestId = "bt" })
+    assert.are.same({}, server:request("ping", {}).result)
+    assert.is_true(server:silent_for(200)) -- and the cancelled call is not answered
+  end)
+
   it("stops a waiting call at its deadline", function()
     local r = server:call_tool("sleep_long", {})
     assert.are.equal("stopped: the call exceeded its time limit of 300 ms", r.content[1].text)

@@ -512,6 +512,10 @@ static void task_hook(lua_State *L, lua_Debug *ar) {
   watchdog_rearm();
 }
 
+void task_interrupt_point(lua_State *L) {
+  if (lua_gethook(L) == task_hook) task_hook(L, NULL);
+}
+
 /* Resume a coroutine the handler created, telling the watchdog which Lua
  * thread runs (the hook must be set on that one). */
 static int guarded_resume(lua_State *L) {

@@ -21,6 +21,10 @@ task *task_check(lua_State *co, const char *what);
 /* Make the coroutine library tell the watchdog which Lua thread runs, and
  * start the watchdog (once per process). */
 void task_guard_coroutines(lua_State *L);
+/* For C functions that loop without running Lua (the pattern matcher):
+ * do now what the watchdog asked the instruction hook to do, if it did
+ * (stop the call past its deadline or cancelled, or poll the loop). */
+void task_interrupt_point(lua_State *L);
 int task_lua_spawn(lua_State *L);
 void task_register_handle(lua_State *L);
 /* Context methods and metatable (registry[TASK_CTX_METHODS]). */

@@ -19,6 +19,7 @@
 #include "app/lua_core.h"
 #include "app/lua_exec.h"
 #include "app/lua_json.h"
+#include "app/lua_pattern.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
 #include "app/watchdog.h"
@@ -471,6 +472,10 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   lua_atpanic(L, vm_panic);
   *(task **)lua_getextraspace(L) = NULL; /* copied into every new thread */
   luaL_openlibs(L);
+  /* string.find/match/gmatch/gsub that a deadline can stop. */
+  lua_getglobal(L, "string");
+  lua_pattern_install(L, task_interrupt_point);
+  lua_pop(L, 1);
   lua_gc(L, LUA_GCINC, LUA_GC_PAUSE_PERCENT, 0, 0);
   ljson_init(L);
   task_register_ctx(L);

@@ -65,6 +65,10 @@
  * start luamcp exits with the error, at a reload the old generation keeps
  * serving. */
 #define DEFAULT_LOAD_TIMEOUT_MS 10000
+/* string.find, match, gmatch and gsub let the deadline and cancellation
+ * check run every this many matching steps (Lua's own matcher never runs
+ * the instruction hook; see app/lua_pattern.h). */
+#define PATTERN_STEPS_PER_CHECK 1024u
 /* The cap on what one generation's Lua state may allocate (--memory-limit,
  * MiB; 0 turns it off). */
 #define DEFAULT_MEMORY_LIMIT_MB 256

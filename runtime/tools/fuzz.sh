@@ -27,8 +27,9 @@ declare -A sources=(
   [http]="$core $t/http_conn.c $t/http_sse.c $t/http_streamable.c $t/http_util.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
   [stdio]="$core $t/stdio_transport.c $t/fuzz/fuzz_app.c -luv"
   [lua_json]="$c/buf.c $c/json.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
+  [lua_pattern]="runtime/app/lua_pattern.c -I/usr/include/lua5.4 -llua5.4"
 )
-all="json session http_util regex schema bundle http stdio lua_json"
+all="json session http_util regex schema bundle http stdio lua_json lua_pattern"
 targets=${*:-$all}
 passed=0
 failed=0
