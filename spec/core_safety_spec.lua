@@ -33,13 +33,7 @@ local function sanitizer_report(text)
   return text:match("ERROR: AddressSanitizer[^\n]*") or text:match("runtime error:[^\n]*")
 end
 
-local function rss_kb(pid)
-  local f = io.open("/proc/" .. pid .. "/status")
-  if not f then return nil end
-  local kb = tonumber(f:read("a"):match("VmRSS:%s*(%d+)"))
-  f:close()
-  return kb
-end
+local rss_kb = http.rss_kb
 
 local function call(id, name, arguments)
   return cjson.encode { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = name, arguments = arguments or {} } }

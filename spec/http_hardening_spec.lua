@@ -25,23 +25,8 @@ local function on(session, extra)
   return h
 end
 
-local function assert_error(r, status, code, message)
-  assert.is_table(r, "no response")
-  assert.are.equal(status, r.status, r.body)
-  assert.are.equal("application/json", r.headers["content-type"])
-  assert.is_table(r.json, r.body)
-  assert.are.equal("2.0", r.json.jsonrpc)
-  assert.are.equal(code, r.json.error.code, r.body)
-  if message then assert.truthy(r.json.error.message:find(message, 1, true), r.json.error.message) end
-end
-
-local function rss_kb(server)
-  local f = io.open("/proc/" .. server.proc.pid .. "/status")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return tonumber(text:match("VmRSS:%s*(%d+)"))
-end
+local assert_error = http.assert_error
+local function rss_kb(server) return http.rss_kb(server.proc.pid) end
 
 -- Drop interim (1xx) responses from what a connection has received.
 local function skip_interim(conn, timeout_ms)

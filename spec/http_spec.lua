@@ -35,20 +35,7 @@ local function post_headers(extra)
   return h
 end
 
--- An HTTP error: the status, and a JSON-RPC error body with id null.
-local function assert_error(r, status, code, message)
-  assert.is_table(r, "no response")
-  assert.are.equal(status, r.status, r.body)
-  assert.are.equal("application/json", r.headers["content-type"])
-  assert.is_true(r.complete)
-  assert.are.equal(#r.body, tonumber(r.headers["content-length"]))
-  assert.truthy(r.body:find('"id":null', 1, true), r.body)
-  assert.is_table(r.json, r.body)
-  assert.are.equal("2.0", r.json.jsonrpc)
-  assert.are.equal(cjson.null, r.json.id)
-  assert.are.equal(code, r.json.error.code, r.body)
-  if message then assert.truthy(r.json.error.message:find(message, 1, true), r.json.error.message) end
-end
+local assert_error = http.assert_error
 
 -- The text of a tools/call result in a JSON response.
 local function result_text(r)
@@ -120,7 +107,7 @@ describe("POST", function()
     for _, accept in ipairs { false, "application/json", "text/event-stream", "text/html",
                               "application/json, text/event-stream;q=0", "application/json;q=0, text/event-stream" } do
       local r = server:post(call(1, "add", { a = 1, b = 1 }), on(session, { Accept = accept }))
-      assert_error(r, 406, -32000, "Not Acceptable")
+      assert_error(r, 406, -32000, "Not Acceptable", 1)
     end
     for _, accept in ipairs { "*/*", "application/*, text/*", "text/event-stream;q=0.5, application/json;q=0.9" } do
       local r = server:post(call(1, "add", { a = 1, b = 1 }), on(session, { Accept = accept }))
@@ -132,7 +119,7 @@ describe("POST", function()
   it("answers 415 unless Content-Type is application/json", function()
     for _, ct in ipairs { false, "text/plain", "application/jsonp", "application/x-www-form-urlencoded" } do
       local r = server:post(call(1, "add", { a = 1, b = 1 }), on(session, { ["Content-Type"] = ct }))
-      assert_error(r, 415, -32000, "Unsupported Media Type")
+      assert_error(r, 415, -32000, "Unsupported Media Type", 1)
     end
     for _, ct in ipairs { "application/json; charset=utf-8", "Application/JSON" } do
       local r = server:post(call(1, "add", { a = 1, b = 1 }), on(session, { ["Content-Type"] = ct }))
@@ -143,7 +130,7 @@ describe("POST", function()
   it("answers 400 to an unknown MCP-Protocol-Version", function()
     for _, version in ipairs { "2099-01-01", "2025-11-25 ", "" } do
       local r = server:post(call(1, "add", { a = 1, b = 1 }), on(session, { ["MCP-Protocol-Version"] = version }))
-      assert_error(r, 400, -32600, "unsupported MCP-Protocol-Version")
+      assert_error(r, 400, -32600, "unsupported MCP-Protocol-Version", 1)
     end
     local r = server:post(call(1, "add", { a = 1, b = 1 }), on(session, { ["MCP-Protocol-Version"] = "2025-06-18" }))
     assert.are.equal(200, r.status)
@@ -151,16 +138,16 @@ describe("POST", function()
 
   it("answers 400 to a request other than initialize without Mcp-Session-Id", function()
     local r = server:post(call(1, "add", { a = 1, b = 1 }), { ["MCP-Protocol-Version"] = V })
-    assert_error(r, 400, -32600, "Mcp-Session-Id header is required")
+    assert_error(r, 400, -32600, "Mcp-Session-Id header is required", 1)
     r = server:post({ jsonrpc = "2.0", id = 1, method = "ping" })
-    assert_error(r, 400, -32600, "Mcp-Session-Id header is required")
+    assert_error(r, 400, -32600, "Mcp-Session-Id header is required", 1)
   end)
 
   it("answers 404 with -32001 to a session id it does not know", function()
     local r = server:post(call(1, "add", { a = 1, b = 1 }), on(("0"):rep(32)))
-    assert_error(r, 404, -32001, "Session not found")
+    assert_error(r, 404, -32001, "Session not found", 1)
     r = server:post(call(1, "add", { a = 1, b = 1 }), on(session:upper()))
-    assert_error(r, 404, -32001, "Session not found")
+    assert_error(r, 404, -32001, "Session not found", 1)
   end)
 
   it("answers 400 with -32700 to a body that is not JSON, with or without a session", function()
@@ -371,7 +358,7 @@ describe("sessions", function()
     local r = server:request { method = "DELETE", headers = { ["Mcp-Session-Id"] = session } }
     assert.are.equal(200, r.status)
     assert.are.equal("", r.body)
-    assert_error(server:post(call(1, "add", { a = 1, b = 2 }), on(session)), 404, -32001)
+    assert_error(server:post(call(1, "add", { a = 1, b = 2 }), on(session)), 404, -32001, nil, 1)
     assert_error(server:request(get(session)), 404, -32001)
     assert_error(server:request { method = "DELETE", headers = { ["Mcp-Session-Id"] = session } }, 404, -32001)
   end)
@@ -394,13 +381,13 @@ describe("sessions", function()
     _, ended = p:read_events(1000)
     assert.is_true(ended)
     -- The call that had not answered yet gets what the session now gets.
-    assert_error(j:read_response(1000), 404, -32001)
+    assert_error(j:read_response(1000), 404, -32001, nil, 2)
     -- A client may be sending its next request on any of these connections
     -- already (Node's fetch does): each one is still served.
     local ping = { method = "POST", headers = post_headers(), body = '{"jsonrpc":"2.0","id":1,"method":"ping"}' }
     for _, conn in ipairs { g, p, j } do
       assert.is_false(conn.eof)
-      assert_error(exchange(conn, ping), 400, -32600, "Mcp-Session-Id")
+      assert_error(exchange(conn, ping), 400, -32600, "Mcp-Session-Id", 1)
     end
     assert.is_true(server:alive())
     assert.are.equal(32, #server:initialize())
@@ -718,7 +705,7 @@ describe("keep-alive", function()
     r = exchange(conn, { method = "GET", path = "/elsewhere" })
     assert_error(r, 404, -32000)
     r = exchange(conn, { method = "POST", headers = post_headers(on(("f"):rep(32))), body = call(5, "add", { a = 1, b = 1 }) })
-    assert_error(r, 404, -32001)
+    assert_error(r, 404, -32001, nil, 5)
     r = exchange(conn, { method = "DELETE", headers = { ["Mcp-Session-Id"] = own } })
     assert.are.equal(200, r.status)
     assert.is_nil(r.headers["connection"])
@@ -900,7 +887,7 @@ describe("limits, methods and paths", function()
 
   it("answers 404 to other paths", function()
     for _, path in ipairs { "/", "/mcp/", "/mcp/x", "/MCP", "/other" } do
-      assert_error(server:post(call(1, "add", { a = 1, b = 1 }), on(session), { path = path }), 404, -32000, "Not Found")
+      assert_error(server:post(call(1, "add", { a = 1, b = 1 }), on(session), { path = path }), 404, -32000, "Not Found", 1)
     end
     -- A query string does not change the path.
     assert.are.equal("2", result_text(server:post(call(1, "add", { a = 1, b = 1 }), on(session), { path = "/mcp?x=1" })))
@@ -1056,7 +1043,7 @@ describe("--max-sessions", function()
     local init = { jsonrpc = "2.0", id = 1, method = "initialize",
                    params = { protocolVersion = V, capabilities = EMPTY, clientInfo = { name = "m", version = "1" } } }
     local r = server:post(init)
-    assert_error(r, 503, -32000, "too many sessions")
+    assert_error(r, 503, -32000, "too many sessions", 1)
     assert.are.equal("5", r.headers["retry-after"])
     -- Existing sessions still work.
     assert.are.equal("2", result_text(server:post(call(1, "add", { a = 1, b = 1 }), on(a))))
@@ -1110,7 +1097,7 @@ describe("--session-timeout", function()
     local r = server:post(call(1, "sleep", { ms = 2000 }), on(busy), { timeout_ms = 4000 })
     assert.are.equal("slept 2000", result_text(r))
     http.sleep(700)
-    assert_error(server:post(call(1, "add", { a = 1, b = 1 }), on(idle)), 404, -32001)
+    assert_error(server:post(call(1, "add", { a = 1, b = 1 }), on(idle)), 404, -32001, nil, 1)
     assert.are.equal("2", result_text(server:post(call(2, "add", { a = 1, b = 1 }), on(busy))))
     -- The stream is still open (an ended session would have ended it) ...
     g:pump()
@@ -1122,6 +1109,6 @@ describe("--session-timeout", function()
     assert.are.equal("2", result_text(server:post(call(1, "add", { a = 1, b = 1 }), on(streaming))))
     -- Left alone, it ends too.
     http.sleep(2100)
-    assert_error(server:post(call(2, "add", { a = 1, b = 1 }), on(streaming)), 404, -32001)
+    assert_error(server:post(call(2, "add", { a = 1, b = 1 }), on(streaming)), 404, -32001, nil, 2)
   end)
 end)

@@ -187,10 +187,25 @@ void conn_send_response(http_conn *c, int status, const char *extra_headers, con
 }
 
 
-/* An HTTP error with a JSON-RPC error body (id null). */
+/* The id of the request in the body read so far, as JSON text, when the
+ * body is one complete JSON-RPC request (empty otherwise: a batch, a
+ * notification, a body not read or not valid). */
+static void body_request_id(http_conn *c, buf *id) {
+  if (c->body.len == 0 || c->reject_status) return;
+  json_doc *doc = json_parse(c->body.data, c->body.len, MAX_JSON_DEPTH, NULL);
+  if (!doc) return;
+  const json_value *v = json_object_get(json_doc_root(doc), "id");
+  if (v && (v->type == JSON_STRING || v->type == JSON_INTEGER)) json_write_value(id, v);
+  json_doc_free(doc);
+}
+
+/* An HTTP error with a JSON-RPC error body, echoing the request's id when
+ * the body could be read (id null otherwise). */
 void conn_send_error(http_conn *c, int status, int code, const char *message, const char *extra_headers) {
-  buf body = BUF_INIT;
-  jsonrpc_write_error(&body, NULL, 0, code, message, NULL, 0);
+  buf body = BUF_INIT, id = BUF_INIT;
+  body_request_id(c, &id);
+  jsonrpc_write_error(&body, id.len ? id.data : NULL, id.len, code, message, NULL, 0);
+  buf_free(&id);
   log_write(LOG_DEBUG, "http#%u: %d %s", c->id, status, message);
   conn_send_response(c, status, extra_headers, "application/json", body.data, body.len);
   buf_free(&body);

@@ -408,4 +408,31 @@ function Server:stop_cleanly()
 end
 
 M.Server = Server
+--- Assert an HTTP error: the status, and a JSON-RPC error body whose id is
+--- the request's when its body was read (id), null otherwise. Uses busted's
+--- assert.
+function M.assert_error(r, status, code, message, id)
+  local assert = require "luassert"
+  assert.is_table(r, "no response")
+  assert.are.equal(status, r.status, r.body)
+  assert.are.equal("application/json", r.headers["content-type"])
+  assert.is_true(r.complete)
+  assert.are.equal(#r.body, tonumber(r.headers["content-length"]))
+  if id == nil then assert.truthy(r.body:find('"id":null', 1, true), r.body) end
+  assert.is_table(r.json, r.body)
+  assert.are.equal("2.0", r.json.jsonrpc)
+  assert.are.equal(id == nil and cjson.null or id, r.json.id)
+  assert.are.equal(code, r.json.error.code, r.body)
+  if message then assert.truthy(r.json.error.message:find(message, 1, true), r.json.error.message) end
+end
+
+--- The resident memory of a process, in kB (nil once it is gone).
+function M.rss_kb(pid)
+  local f = io.open("/proc/" .. pid .. "/status")
+  if not f then return nil end
+  local kb = tonumber(f:read("a"):match("VmRSS:%s*(%d+)"))
+  f:close()
+  return kb
+end
+
 return M
