@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS [TARGET...]] - build fuzz targets with libFuzzer, ASan and
 # UBSan and run each for SECONDS (default 10), from its corpus in
-# build/fuzz (kept between runs) and, for the JSON parsers, the
-# JSONTestSuite in ../shared (read there, never copied). With no TARGET,
+# build/fuzz (kept between runs), its seeds beside it (fuzz/seeds_NAME/,
+# with a dictionary fuzz/fuzz_NAME.dict where there is one) and, for the
+# JSON parsers, the JSONTestSuite in ../shared (read there, never copied).
+# With no TARGET,
 # every target. Prints, per target, its executions and coverage (libFuzzer's
 # "cov" edges and "ft" features), then "N passed, N failed".
 set -uo pipefail
@@ -52,7 +54,11 @@ for target in $targets; do
     echo "fuzz_$target: no seed corpus at ${seeds[0]}; starting without it"
     seeds=()
   fi
-  if "$out/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 -print_final_stats=1 \
+  dir=$(dirname "$src")
+  [ -d "$dir/seeds_$target" ] && seeds+=("$dir/seeds_$target")
+  dict=()
+  [ -f "$dir/fuzz_$target.dict" ] && dict=("-dict=$dir/fuzz_$target.dict")
+  if "$out/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 -print_final_stats=1 "${dict[@]}" \
        -artifact_prefix="$out/$target-" "$corpus" "${seeds[@]}" >"$out/$target.log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$target.log" | grep -o '[0-9]*$')
     cov=$(grep -E '^#[0-9]+' "$out/$target.log" | tail -n 1 | grep -o 'cov: [0-9]* ft: [0-9]*')

@@ -12,7 +12,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -73,6 +75,7 @@ static bool turn(void) {
     ssize_t n;
     while ((n = recv(c->fd, in, sizeof in, MSG_DONTWAIT)) > 0) {
       moved = true;
+      if (getenv("FUZZ_VERBOSE")) fprintf(stderr, "<<< %.*s\n", (int)n, in);
       if (c->check && HTTP_PARSER_ERRNO(&c->parser) == HPE_OK) {
         size_t done = http_parser_execute(&c->parser, &RESPONSE_SETTINGS, in, (size_t)n);
         /* The server must only ever send well-formed responses. */
@@ -129,6 +132,7 @@ static void open_client(const char *data, size_t len, bool check) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
+  signal(SIGPIPE, SIG_IGN); /* as luamcp does: a client gone mid-write is an error, not death */
   uv_loop_init(&loop);
   server_options o;
   server_options_defaults(&o);

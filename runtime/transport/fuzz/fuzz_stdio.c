@@ -6,6 +6,7 @@
  * output queue. The input is written in pieces whose sizes come from its
  * first byte. Every line the server writes must be one JSON value. */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,13 @@ static void check_output(void) {
     json_doc_free(doc);
     buf_consume(&output, n + 1);
   }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  signal(SIGPIPE, SIG_IGN); /* as luamcp does */
+  return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
