@@ -146,6 +146,30 @@ describe("the concurrency core", function()
     assert.is_nil(sanitizer_report(stderr), stderr)
   end)
 
+  it("survives a client's error response with id null (stdio and HTTP)", function()
+    local bad = cjson.encode { jsonrpc = "2.0", id = cjson.null, error = { code = -32700, message = "Parse error" } }
+    local float_id = '{"jsonrpc":"2.0","id":4.5,"result":{}}'
+    local server = client.spawn { "run", dir }
+    server:initialize()
+    server:send(bad)
+    server:send(float_id)
+    local pong = server:request("ping", nil, 10000)
+    assert.is_table(pong and pong.result, server.stderr)
+    server:close()
+    assert.truthy(server.stderr:find("no usable id", 1, true), server.stderr)
+
+    local web = http.start({ dir })
+    local session = web:initialize()
+    local headers = { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" }
+    assert.are.equal(202, web:post(bad, headers).status)
+    assert.are.equal(202, web:post(float_id, headers).status)
+    assert.are.equal(200, web:post({ jsonrpc = "2.0", id = 1, method = "ping" }, headers).status)
+    local stderr = web:stderr()
+    local code, signal = web:stop()
+    assert.are.equal(0, signal)
+    assert.is_nil(sanitizer_report(stderr), stderr)
+  end)
+
   it("answers every one of a huge number of calls in flight at once", function()
     -- 120,000 calls overflowed the stack of the release build through
     -- recursive deferred resumes; under ASan fewer suffice to show the same

@@ -44,6 +44,8 @@ local CASES = {
   { fn = "match", s = "a-z", p = "[a%-z]+" },
   { fn = "match", s = "2024-11-25", p = "(%d+)-(%d+)-(%d+)" },
   { fn = "match", s = "aaa", p = "a-b" },
+  { fn = "gsub", s = "a\0b\0", p = "%z", repl = "0" },
+  { fn = "match", s = "\0\0Sd", p = "%**%Zd" },
   { fn = "match", s = "x", p = "[a" },
   { fn = "match", s = "x", p = "%" },
   { fn = "match", s = "x", p = "(x" },

@@ -65,6 +65,7 @@ static bool in_class(int c, int letter) {
     case 'u': in = isupper(c); break;
     case 'w': in = isalnum(c); break;
     case 'x': in = isxdigit(c); break;
+    case 'z': in = c == 0; break; /* deprecated since Lua 5.2, still in 5.4 */
     default: return letter == c;
   }
   return isupper(letter) ? !in : in;

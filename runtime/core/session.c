@@ -496,6 +496,14 @@ static void handle_notification(session *s, const jsonrpc_message *m, const char
 }
 
 static void handle_response(session *s, const jsonrpc_message *m) {
+  if (!m->id) {
+    /* An error with id null (the client could not read one of our
+     * requests, and cannot say which), or an id of no valid type: no
+     * waiting request can be matched to it. */
+    log_write(LOG_WARNING, "%s: the client answered with no usable id%s", s->name,
+              m->error ? " (an error: it may have failed to read one of our requests)" : "");
+    return;
+  }
   pending_request *p = m->id->type == JSON_INTEGER ? take_pending(s, m->id->u.integer) : NULL;
   if (!p) {
     log_write(LOG_DEBUG, "%s: ignoring a response to no request of ours", s->name);

@@ -37,7 +37,7 @@ static const char DRIVER[] =
     "    for i = 1, v.n or #v do parts[i] = show(v[i], depth + 1) end\n"
     "    return '{' .. table.concat(parts, ',') .. '}'\n"
     "  end\n"
-    "  return type(v) .. ':' .. tostring(v)\n"
+    "  return type(v) .. ':' .. string.format('%q', tostring(v))\n"
     "end\n"
     "local replacements = {\n"
     "  '<%0|%1>', '%%', '%2%1', '%', 'x%z',\n"

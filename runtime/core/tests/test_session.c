@@ -196,6 +196,21 @@ static void test_cancel_before_request(void) {
   session_free(s);
 }
 
+static void test_responses_without_usable_id(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  /* A client's error with id null (it could not read one of our
+   * requests), or a response whose id is no valid id: ignored, and the
+   * session goes on. */
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":4.5,\"result\":{}}");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}");
+  CHECK(sent_count == 0, "nothing answers a response");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+  CHECK(sent_count == 1, "the session goes on after responses with no usable id");
+  session_free(s);
+}
+
 static int replies;
 static char reply_seen[128];
 static void on_reply(void *data, const json_value *result, const json_value *error) {
@@ -281,6 +296,7 @@ int main(void) {
   test_batches();
   test_cancel_and_close();
   test_cancel_before_request();
+  test_responses_without_usable_id();
   test_client_requests();
   test_progress_and_logging();
   test_subscriptions();
