@@ -4,7 +4,7 @@
 #   make run      serve the example server (scripts/demo) on stdio
 #   make test     every test suite; ends with "N passed, N failed"
 #   make bench    benchmarks against the official TypeScript SDK
-#   make fuzz     every parser under libFuzzer (FUZZ_SECONDS each, default 60)
+#   make fuzz     every fuzz target under libFuzzer (FUZZ_SECONDS each, default 60)
 
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR    := /usr/lib/$(MULTIARCH)
