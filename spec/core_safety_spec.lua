@@ -21,6 +21,7 @@ mcp.tool { name = "compute", inputSchema = object, handler = function(args)
   while os.clock() < deadline do parts[#parts % 100 + 1] = string.rep("z", 200) .. #parts end
   return "computed"
 end }
+mcp.tool { name = "big", inputSchema = object, handler = function(args) return string.rep("b", args.n) end }
 mcp.tool { name = "sleep", inputSchema = object, handler = function(args)
   mcp.sleep(args.ms or 1000)
   return "slept"
@@ -166,6 +167,34 @@ describe("the concurrency core", function()
     assert.are.equal(200, web:post({ jsonrpc = "2.0", id = 1, method = "ping" }, headers).status)
     local stderr = web:stderr()
     local code, signal = web:stop()
+    assert.are.equal(0, signal)
+    assert.is_nil(sanitizer_report(stderr), stderr)
+  end)
+
+  it("survives clients that go away while their request computes (HTTP)", function()
+    -- The connection ends during the loop turns a computing handler takes:
+    -- it must not be freed under the request being handled.
+    local server = http.start({ dir })
+    local session = server:initialize()
+    local headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", ["Mcp-Session-Id"] = session,
+                      ["MCP-Protocol-Version"] = "2025-11-25" }
+    for round = 1, 6 do
+      -- A client that pipelines a big answer it does not read and a
+      -- computation, then goes away (a reset, with unread data) while the
+      -- computation runs: the big answer's write fails inside the turns
+      -- the computation takes.
+      local conn = server:connect()
+      conn.tcp:read_stop()
+      conn:write(http.format_request(server.port, { method = "POST", headers = headers, body = call("b" .. round, "big", { n = 4000000 }) })
+                 .. http.format_request(server.port, { method = "POST", headers = headers, body = call(round, "compute", { ms = 400 }) }))
+      client.sleep(100 + round * 20)
+      conn:close()
+    end
+    local r = server:post({ jsonrpc = "2.0", id = "after", method = "ping" }, headers, { timeout_ms = 20000 })
+    assert.is_table(r, "the server is gone:\n" .. server:stderr())
+    assert.are.equal(200, r.status)
+    local stderr = server:stderr()
+    local code, signal = server:stop()
     assert.are.equal(0, signal)
     assert.is_nil(sanitizer_report(stderr), stderr)
   end)

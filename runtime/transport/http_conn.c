@@ -452,7 +452,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
  * EOF, HTTP_LINGER_BYTES or HTTP_LINGER_MS. Closing with unread input
  * instead sends a reset, which makes clients lose the response. */
 static void conn_end(http_conn *c) {
-  if (c->lingering || c->closing) return;
+  if (c->lingering || c->closing || c->close_pending) return;
   c->lingering = true;
   if (!c->pumping) input_consume(c, c->input.len);
   c->deadline_ms = now_ms(c->server) + HTTP_LINGER_MS;
@@ -713,26 +713,44 @@ static void on_conn_closed(uv_handle_t *h) {
   if (srv->stopping) server_maybe_free(srv);
 }
 
+/* The connection is going: its response stream, if any, has nowhere to go. */
+static void conn_detach_stream(http_conn *c) {
+  http_stream *st = c->stream;
+  if (!st) return;
+  /* A stream open for longer than --session-timeout leaves its session
+   * idle from now, not from when it was opened. */
+  st->hs->last_active_ms = now_ms(c->server);
+  st->conn = NULL;
+  c->stream = NULL;
+  if (st->mode == STREAM_PENDING && !st->complete) {
+    /* A JSON answer has nowhere to go now: stop the work (a cancellation,
+     * which is allowed under a computing handler). An SSE stream stays,
+     * for the client to resume with Last-Event-ID. */
+    session_cancel_from(st->hs->session, st);
+    st->complete = true;
+  }
+  stream_maybe_free(st);
+}
+
 void conn_close(http_conn *c) {
   if (c->closing) return;
+  conn_detach_stream(c);
+  if (c->server->srv->nested_poll > 0) {
+    /* A loop turn taken from inside a computing handler (a write failed,
+     * the client reset): the connection may be the very one whose request
+     * is being handled further down the stack, so its close callback must
+     * not run (and free it) in this turn. Stop reading; close it on the
+     * next turn. */
+    if (!c->reading_stopped) {
+      uv_read_stop((uv_stream_t *)&c->tcp);
+      c->reading_stopped = true;
+    }
+    conn_close_later(c);
+    return;
+  }
   c->closing = true;
   c->server->conns_closing++;
   probe_stop(c);
-  http_stream *st = c->stream;
-  if (st) {
-    /* A stream open for longer than --session-timeout leaves its session
-     * idle from now, not from when it was opened. */
-    st->hs->last_active_ms = now_ms(c->server);
-    st->conn = NULL;
-    c->stream = NULL;
-    if (st->mode == STREAM_PENDING && !st->complete) {
-      /* A JSON answer has nowhere to go now: stop the work. An SSE stream
-       * stays, for the client to resume with Last-Event-ID. */
-      session_cancel_from(st->hs->session, st);
-      st->complete = true;
-    }
-    stream_maybe_free(st);
-  }
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
