@@ -732,15 +732,27 @@ static void conn_detach_stream(http_conn *c) {
   stream_maybe_free(st);
 }
 
-void conn_close(http_conn *c) {
+/* Close now: its close callback frees it, perhaps in a loop turn taken
+ * from inside a computing handler, so only for a connection that no caller
+ * further down the stack can be using (see conn_close). */
+static void conn_close_now(http_conn *c) {
   if (c->closing) return;
   conn_detach_stream(c);
+  c->closing = true;
+  c->server->conns_closing++;
+  probe_stop(c);
+  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+void conn_close(http_conn *c) {
+  if (c->closing) return;
   if (c->server->srv->nested_poll > 0) {
     /* A loop turn taken from inside a computing handler (a write failed,
      * the client reset): the connection may be the very one whose request
      * is being handled further down the stack, so its close callback must
-     * not run (and free it) in this turn. Stop reading; close it on the
-     * next turn. */
+     * not run (and free it) in this turn. Stop its calls (a cancellation,
+     * allowed here) and its reading now; close it on the next turn. */
+    conn_detach_stream(c);
     if (!c->reading_stopped) {
       uv_read_stop((uv_stream_t *)&c->tcp);
       c->reading_stopped = true;
@@ -748,10 +760,7 @@ void conn_close(http_conn *c) {
     conn_close_later(c);
     return;
   }
-  c->closing = true;
-  c->server->conns_closing++;
-  probe_stop(c);
-  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+  conn_close_now(c);
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
@@ -789,7 +798,9 @@ static void on_connection(uv_stream_t *listener, int status) {
     if (victim) {
       log_write(LOG_DEBUG, "http#%u: closed to make room for http#%u (--max-connections %d)", victim->id, c->id,
                 h->opts.max_connections);
-      conn_close(victim);
+      /* At once, even under a computing handler: an idle or lingering
+       * connection has no request being handled. */
+      conn_close_now(victim);
     }
   }
   if (h->conn_count - h->conns_closing > h->opts.max_connections || h->stopping) {
