@@ -245,8 +245,6 @@ static void add_searchers(lua_State *L, vm *v) {
   lua_pop(L, 2);
 }
 
-/* os.execute and io.popen wait for the child, which would stop every other
- * request; they are replaced by functions that say so. */
 /* print, through the log's buffer: stderr never blocks the loop, even when
  * the client does not read it (io.write and io.stdout still use stdio). */
 static int print_to_log(lua_State *L) {
@@ -266,6 +264,8 @@ static int print_to_log(lua_State *L) {
   return 0;
 }
 
+/* os.execute and io.popen wait for the child, which would stop every other
+ * request; they are replaced by functions that say so. */
 static int blocked_function(lua_State *L) {
   return luaL_error(L, "%s is not available in luamcp: it blocks every other request while it waits; use mcp.exec",
                     lua_tostring(L, lua_upvalueindex(1)));
