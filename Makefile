@@ -13,9 +13,11 @@ CC      ?= gcc
 CFLAGS  ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Iruntime -MMD -MP
 CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
-# Lua, lua-cjson, libuv and http_parser are linked statically; only the C
-# library (libc, libm, libdl, libpthread) stays dynamic.
-STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a
+# Lua, lua-cjson, libuv, http_parser and OpenSSL's libcrypto (the HMAC that
+# seals requestState) are linked statically; only the C library (libc,
+# libm, libdl, libpthread) stays dynamic.
+STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a \
+               $(LIBDIR)/libcrypto.a
 LDLIBS  += -lm -ldl -lpthread
 
 # The layers, one folder each (README "Architecture"); a file includes only
@@ -87,7 +89,7 @@ test-deps:
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle
 
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(CORE_GUARD) | deps build/obj
-	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) -lm
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(LIBDIR)/libcrypto.a -lm -ldl -lpthread
 
 test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh

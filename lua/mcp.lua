@@ -148,6 +148,24 @@ local function tool_schema(def, field, level)
   return json, compiled, as_table
 end
 
+-- The arguments a tool mirrors in HTTP headers (2026-07-28, SEP-2243): a
+-- top-level property with "x-mcp-header": "Name" travels as Mcp-Param-Name.
+-- Returns {lower-case name = property}, or nil.
+local function header_params(tool, input_table)
+  local found
+  for property, sub in pairs(type(input_table.properties) == "table" and input_table.properties or {}) do
+    local name = type(sub) == "table" and sub["x-mcp-header"]
+    if name ~= nil and name ~= false then
+      if type(name) ~= "string" or not name:match("^[%w%-]+$") then
+        error(("tool %s: x-mcp-header of %s must be a header name (letters, digits and -)"):format(tool, property), 4)
+      end
+      found = found or {}
+      found[name:lower()] = property
+    end
+  end
+  return found
+end
+
 --- Register a tool.
 ---@param def mcp.ToolDefinition
 function M.tool(def)
@@ -157,7 +175,7 @@ function M.tool(def)
   check_type(def, "timeout_ms", "number", true)
   if #def.name == 0 or #def.name > 128 then error("tool names are 1 to 128 characters", 2) end
   if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
-  local input_json, input_schema = tool_schema(def, "inputSchema", 3)
+  local input_json, input_schema, input_table = tool_schema(def, "inputSchema", 3)
   local output_json, output_schema, output_table
   if def.outputSchema ~= nil then output_json, output_schema, output_table = tool_schema(def, "outputSchema", 3) end
   local wire = describe(core.object { name = def.name }, def, { "title", "description", "annotations", "_meta" })
@@ -172,6 +190,7 @@ function M.tool(def)
     timeout_ms = def.timeout_ms,
     output_schema = output_schema,
     output_table = output_table,
+    header_params = header_params(def.name, input_table),
   }
   registry.tools:add(def.name, entry)
   core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms)
@@ -349,9 +368,12 @@ M.base64 = { encode = core.base64_encode, decode = core.base64_decode }
 
 -- ---- Runtime entry points (not for scripts) ----------------------------
 
-M._dispatch = require("mcp.dispatch").dispatch
+local dispatch = require "mcp.dispatch"
+M._dispatch = dispatch.dispatch
 
-function M._describe()
+-- serverInfo (initialize) and _meta["io.modelcontextprotocol/serverInfo"]
+-- (every 2026-07-28 result).
+local function server_info()
   local s = registry.server
   local info = core.object {
     name = s.name or core.default_name(),
@@ -359,6 +381,13 @@ function M._describe()
   }
   for _, f in ipairs { "title", "description", "websiteUrl" } do info[f] = s[f] end
   if s.icons then info.icons = core.array(s.icons) end
+  return info
+end
+dispatch.server_info = server_info
+
+function M._describe()
+  local s = registry.server
+  local info = server_info()
   local completions = false
   for _, list in ipairs { registry.prompts, registry.templates } do
     for _, e in ipairs(list.entries) do

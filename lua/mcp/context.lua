@@ -1,12 +1,19 @@
 -- mcp.context: the ctx methods that ask the client something.
 --
--- ctx:sample, ctx:elicit and ctx:roots each send a request to the client
--- (on HTTP, on the call's own SSE stream), wait without blocking anything
--- else, and return the client's result table. A JSON-RPC error or a timeout
--- (--client-timeout) raises a Lua error the handler can catch. Asking for
--- something the client did not declare raises at once, sending nothing.
+-- ctx:sample, ctx:elicit and ctx:roots (and ctx:ask, for several at once)
+-- return the client's answer, the same way in both protocol eras:
+--  * in a session (2025-11-25 and before) each sends a request to the
+--    client (on HTTP, on the call's own SSE stream) and waits without
+--    blocking anything else. A JSON-RPC error or a timeout
+--    (--client-timeout) raises a Lua error the handler can catch.
+--  * in a 2026-07-28 request the call ends with an input_required result
+--    and the handler runs again when the client retries with the answers
+--    (mcp.input): code before the first question runs once per round.
+-- Asking for something the client did not declare raises at once, sending
+-- nothing (in 2026-07-28, uncaught, it answers -32021).
 
 local core = require "mcp.core"
+local input = require "mcp.input"
 local schema = require "mcp.schema"
 
 --- The context every handler receives; C creates it per request (lua_task.c).
@@ -32,6 +39,14 @@ local function declared(ctx, name)
   return cap
 end
 
+-- The client did not declare a capability this question needs.
+local function missing_capability(ctx, name, message, level)
+  if ctx.features.modern then
+    core.rpc_error(core.MISSING_CAPABILITY, message, { requiredCapabilities = object { [name] = object() } })
+  end
+  error(message, level + 1)
+end
+
 local function copy(t)
   local out = {}
   for k, v in pairs(t) do out[k] = v end
@@ -41,21 +56,25 @@ end
 --- Ask the client's model for a completion (sampling/createMessage).
 --- params: {messages, maxTokens, systemPrompt?, temperature?, ...}; a message
 --- may be a plain string (a user text message).
----@return table result {role, content, model, stopReason}
-function methods.sample(ctx, params)
-  if type(params) ~= "table" then error("ctx:sample needs {messages = ..., maxTokens = ...}", 2) end
+-- Each question is prepared (checked, and put in its wire form) by one of
+-- these: they return the method, its params and what turns the client's
+-- answer into the handler's. level is the stack level of the user's call.
+local prepare = {}
+
+function prepare.sample(ctx, params, level)
+  if type(params) ~= "table" then error("ctx:sample needs {messages = ..., maxTokens = ...}", level) end
   if not declared(ctx, "sampling") then
-    error("ctx:sample: the client did not declare the sampling capability", 2)
+    missing_capability(ctx, "sampling", "ctx:sample: the client did not declare the sampling capability", level)
   end
-  if math.type(params.maxTokens) ~= "integer" then error("ctx:sample: maxTokens (an integer) is required", 2) end
-  if type(params.messages) ~= "table" then error("ctx:sample: messages (a list) is required", 2) end
+  if math.type(params.maxTokens) ~= "integer" then error("ctx:sample: maxTokens (an integer) is required", level) end
+  if type(params.messages) ~= "table" then error("ctx:sample: messages (a list) is required", level) end
   local p = copy(params)
   p.messages = array()
   for i, m in ipairs(params.messages) do
     if type(m) == "string" then m = { role = "user", content = { type = "text", text = m } } end
     p.messages[i] = m
   end
-  return ctx:_request("sampling/createMessage", p)
+  return "sampling/createMessage", p
 end
 
 -- Elicitation forms are flat: an object of primitive fields (string,
@@ -106,52 +125,134 @@ end
 --- Ask the user (elicitation/create).
 --- Form mode: {message, requestedSchema}. URL mode (2025-11-25):
 --- {mode = "url", message, url [, elicitationId]}.
----@return table result {action = "accept"|"decline"|"cancel", content?}
-function methods.elicit(ctx, params)
-  if type(params) ~= "table" then error("ctx:elicit needs {message = ..., requestedSchema = ...}", 2) end
+function prepare.elicit(ctx, params, level)
+  if type(params) ~= "table" then error("ctx:elicit needs {message = ..., requestedSchema = ...}", level) end
   local features = ctx.features
   local cap = declared(ctx, "elicitation")
   local url_mode = params.mode == "url"
   if not features.elicitation then
-    error("ctx:elicit: protocol " .. ctx.protocol_version .. " has no elicitation", 2)
+    error("ctx:elicit: protocol " .. ctx.protocol_version .. " has no elicitation", level)
   end
-  if not cap then error("ctx:elicit: the client did not declare the elicitation capability", 2) end
-  if type(params.message) ~= "string" then error("ctx:elicit: message (a string) is required", 2) end
+  if not cap then
+    missing_capability(ctx, "elicitation", "ctx:elicit: the client did not declare the elicitation capability", level)
+  end
+  if type(params.message) ~= "string" then error("ctx:elicit: message (a string) is required", level) end
   local p = copy(params)
   if url_mode then
     if not features.url_elicitation then
-      error("ctx:elicit: URL mode needs protocol 2025-11-25 or later", 2)
+      error("ctx:elicit: URL mode needs protocol 2025-11-25 or later", level)
     end
     if type(cap) ~= "table" or cap.url == nil then
-      error("ctx:elicit: the client did not declare URL-mode elicitation", 2)
+      error("ctx:elicit: the client did not declare URL-mode elicitation", level)
     end
-    if type(params.url) ~= "string" then error("ctx:elicit: url (a string) is required in URL mode", 2) end
+    if type(params.url) ~= "string" then error("ctx:elicit: url (a string) is required in URL mode", level) end
     p.elicitationId = params.elicitationId or random_id()
   else
     if type(cap) == "table" and next(cap) ~= nil and cap.form == nil then
-      error("ctx:elicit: the client did not declare form-mode elicitation", 2)
+      error("ctx:elicit: the client did not declare form-mode elicitation", level)
     end
     if type(params.requestedSchema) ~= "table" then
-      error("ctx:elicit: requestedSchema (a table) is required in form mode", 2)
+      error("ctx:elicit: requestedSchema (a table) is required in form mode", level)
     end
     local problem = flat_schema_problem(params.requestedSchema)
-    if problem then error("ctx:elicit: requestedSchema " .. problem, 2) end
+    if problem then error("ctx:elicit: requestedSchema " .. problem, level) end
     p.requestedSchema = schema.mark(params.requestedSchema)
   end
-  local result = ctx:_request("elicitation/create", p)
-  if not url_mode and result.action == "accept" then
-    -- What the user typed must fit the form before the handler trusts it.
-    local ok, _, text = schema.validate(params.requestedSchema, result.content or object())
-    if not ok then error("ctx:elicit: the client's answer does not match requestedSchema:\n" .. text, 2) end
+  local function finish(result)
+    if not url_mode and type(result) == "table" and result.action == "accept" then
+      -- What the user typed must fit the form before the handler trusts it.
+      local ok, _, text = schema.validate(params.requestedSchema, result.content or object())
+      if not ok then error("ctx:elicit: the client's answer does not match requestedSchema:\n" .. text, 0) end
+    end
+    return result
   end
+  return "elicitation/create", p, finish
+end
+
+function prepare.roots(ctx, _, level)
+  if not declared(ctx, "roots") then
+    missing_capability(ctx, "roots", "ctx:roots: the client did not declare the roots capability", level)
+  end
+  return "roots/list", object(), function(result) return result.roots or array() end
+end
+
+-- One question, asked the way the request's era asks.
+local function ask_one(ctx, kind, params, key)
+  local method, p, finish = prepare[kind](ctx, params, 4)
+  local result
+  if ctx.features.input_required then
+    if key ~= nil and type(key) ~= "string" then error("ctx:" .. kind .. ": the key must be a string", 3) end
+    key = key or input.next_key(ctx)
+    result = input.ask(ctx, { { key = key, method = method, params = p } })[key]
+  else
+    result = ctx:_request(method, p)
+  end
+  if finish then return finish(result) end
   return result
 end
 
+--- Ask the client's model for a completion (sampling/createMessage).
+--- params: {messages, maxTokens, systemPrompt?, temperature?, ...}; a message
+--- may be a plain string (a user text message). key (optional) names the
+--- question in a 2026-07-28 input_required result.
+---@return table result {role, content, model, stopReason}
+function methods.sample(ctx, params, key)
+  return ask_one(ctx, "sample", params, key)
+end
+
+--- Ask the user (elicitation/create).
+--- Form mode: {message, requestedSchema}. URL mode (2025-11-25):
+--- {mode = "url", message, url [, elicitationId]}.
+---@return table result {action = "accept"|"decline"|"cancel", content?}
+function methods.elicit(ctx, params, key)
+  return ask_one(ctx, "elicit", params, key)
+end
+
 --- The client's roots (roots/list): a list of {uri, name?}.
-function methods.roots(ctx)
-  if not declared(ctx, "roots") then error("ctx:roots: the client did not declare the roots capability", 2) end
-  local result = ctx:_request("roots/list", object())
-  return result.roots or array()
+function methods.roots(ctx, key)
+  return ask_one(ctx, "roots", nil, key)
+end
+
+--- Several questions at once: {key = {"elicit"|"sample"|"roots", params}, ...}.
+--- Returns the answers under the same keys. In a 2026-07-28 request they go
+--- to the client together in one input_required result; in a session they
+--- are sent one after the other.
+function methods.ask(ctx, questions)
+  if type(questions) ~= "table" then error("ctx:ask needs {key = {kind, params}, ...}", 2) end
+  local keys = {}
+  for key in pairs(questions) do
+    if type(key) ~= "string" then error("ctx:ask: every question needs a string key", 2) end
+    keys[#keys + 1] = key
+  end
+  table.sort(keys) -- the same order on every round
+  local asked, finishers = {}, {}
+  for i, key in ipairs(keys) do
+    local q = questions[key]
+    local kind = type(q) == "table" and q[1]
+    if not prepare[kind] then error(("ctx:ask: question %s must be {\"elicit\"|\"sample\"|\"roots\", params}"):format(key), 2) end
+    local method, p, finish = prepare[kind](ctx, q[2], 3)
+    asked[i] = { key = key, method = method, params = p }
+    finishers[key] = finish
+  end
+  local answers
+  if ctx.features.input_required then
+    answers = input.ask(ctx, asked)
+  else
+    answers = {}
+    for _, r in ipairs(asked) do answers[r.key] = ctx:_request(r.method, r.params) end
+  end
+  for key, finish in pairs(finishers) do answers[key] = finish(answers[key]) end
+  return answers
+end
+
+--- fn's result, computed once per request: in a 2026-07-28 request the
+--- handler runs again on every round of questions, and what fn returned on
+--- the first round comes back (from requestState; it must be JSON) instead
+--- of running fn again. In a session it simply calls fn.
+function methods.once(ctx, key, fn)
+  if type(key) ~= "string" or type(fn) ~= "function" then error("ctx:once needs (key, function)", 2) end
+  if not ctx.features.input_required then return fn() end
+  return input.once(ctx, key, fn)
 end
 
 return methods

@@ -8,6 +8,7 @@
 -- JSON-RPC error is raised with core.rpc_error.
 
 local core = require "mcp.core"
+local input = require "mcp.input"
 local registry = require "mcp.registry"
 local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
@@ -21,6 +22,7 @@ local MAX_COMPLETION_VALUES = core.MAX_COMPLETION_VALUES
 
 local M = {}
 local methods = {}
+local check_param_headers
 
 local function text_block(s)
   return { type = "text", text = s }
@@ -164,6 +166,42 @@ local function invalid_arguments(name, check, ctx)
   rpc_error(INVALID_PARAMS, text, { errors = check.errors })
 end
 
+-- An Mcp-Param-* header value: "=?base64?...?=" is Base64 (strictly: the
+-- right alphabet and padding), anything else is literal. nil when invalid.
+local function header_value(text)
+  local inner = text:match("^=%?base64%?(.*)%?=$")
+  if not inner then return text end
+  if #inner % 4 ~= 0 or not inner:match("^[A-Za-z0-9+/]*=?=?$") then return nil end
+  local ok, decoded = pcall(core.base64_decode, inner)
+  if not ok then return nil end
+  return decoded
+end
+
+-- Over HTTP, a 2026-07-28 tools/call repeats the arguments its tool marks
+-- with x-mcp-header in Mcp-Param-<name> headers, for gateways that route on
+-- them (SEP-2243); the two must agree (-32020, HTTP 400). On stdio there
+-- are no headers to check.
+check_param_headers = function(tool, args, ctx)
+  local mirrored = tool.header_params
+  if not mirrored or not ctx:_header("mcp-protocol-version") then return end
+  for header, property in pairs(mirrored) do
+    local given = ctx:_header("mcp-param-" .. header)
+    local value = args[property]
+    local problem
+    if given == nil then
+      if value ~= nil then problem = "the Mcp-Param-" .. header .. " header is missing" end
+    else
+      local decoded = header_value(given)
+      if decoded == nil then
+        problem = "the Mcp-Param-" .. header .. " header is not valid Base64"
+      elseif value == nil or decoded ~= (type(value) == "string" and value or core.json_encode(value)) then
+        problem = "the Mcp-Param-" .. header .. " header does not match arguments." .. property
+      end
+    end
+    if problem then rpc_error(core.HEADER_MISMATCH, "Header mismatch: " .. problem) end
+  end
+end
+
 methods["tools/call"] = function(params, ctx, check)
   local name = params.name
   if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
@@ -175,6 +213,7 @@ methods["tools/call"] = function(params, ctx, check)
   elseif type(args) ~= "table" or getmetatable(args) ~= nil then
     rpc_error(INVALID_PARAMS, "Invalid params: arguments must be an object")
   end
+  if ctx.features.modern then check_param_headers(tool, args, ctx) end
   if check then return invalid_arguments(name, check, ctx) end
   local ok, result = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
@@ -208,8 +247,11 @@ methods["resources/templates/list"] = function(params)
   return list_page(registry.templates, params, "resourceTemplates")
 end
 
-local function not_found(uri)
-  rpc_error(RESOURCE_NOT_FOUND, "Resource not found: " .. uri, { uri = uri })
+-- 2026-07-28 (SEP-2164) makes an unknown resource invalid params; the
+-- initialize era keeps -32002. Both carry the URI.
+local function not_found(uri, ctx)
+  local code = ctx.features.not_found_invalid_params and INVALID_PARAMS or RESOURCE_NOT_FOUND
+  rpc_error(code, "Resource not found: " .. uri, { uri = uri })
 end
 
 --- Turn what a read function returned into a ReadResourceResult.
@@ -239,7 +281,7 @@ methods["resources/read"] = function(params, ctx)
   local resource = registry.resources:get(uri)
   if resource then
     local r = resource.read(uri, ctx)
-    if r == nil then not_found(uri) end
+    if r == nil then not_found(uri, ctx) end
     return read_result(r, uri, resource.mimeType)
   end
   for _, t in ipairs(registry.templates:enabled_entries()) do
@@ -249,7 +291,7 @@ methods["resources/read"] = function(params, ctx)
       if r ~= nil then return read_result(r, uri, t.mimeType) end
     end
   end
-  not_found(uri)
+  not_found(uri, ctx)
 end
 
 -- ---- Prompts ------------------------------------------------------------
@@ -337,8 +379,7 @@ end
 
 local ARRAY_MT = getmetatable(array())
 
---- Run one method (check: the failed argument validation of a tools/call, or nil).
-function M.dispatch(method, params, ctx, check)
+local function run(method, params, ctx, check)
   local handler = methods[method]
   if handler then
     if getmetatable(params) == ARRAY_MT then
@@ -349,6 +390,45 @@ function M.dispatch(method, params, ctx, check)
   handler = registry.methods[method]
   if not handler then rpc_error(core.METHOD_NOT_FOUND, "Method not found: " .. method) end
   return handler(params, ctx)
+end
+
+-- A 2026-07-28 result says what kind it is (resultType) and which server
+-- answered (_meta["io.modelcontextprotocol/serverInfo"]).
+local function modern_result(result)
+  if type(result) ~= "table" or getmetatable(result) == ARRAY_MT then return result end
+  if result.resultType == nil then result.resultType = "complete" end
+  local meta = {}
+  if type(result._meta) == "table" then
+    for k, v in pairs(result._meta) do meta[k] = v end
+  end
+  meta["io.modelcontextprotocol/serverInfo"] = M.server_info()
+  result._meta = object(meta)
+  return result
+end
+
+input.modern_result = modern_result
+
+-- Cache hints (SEP-2549) on the results a 2026-07-28 client may cache:
+-- the lists and resources/read. Defaults: mcp.server{ttlMs, cacheScope},
+-- else 0 ms and "private"; a resource's read result may set its own.
+local CACHEABLE = { ["tools/list"] = true, ["prompts/list"] = true, ["resources/list"] = true,
+                    ["resources/templates/list"] = true, ["resources/read"] = true }
+
+function M.cache_hints()
+  local s = registry.server
+  return math.tointeger(s.ttlMs) or 0, s.cacheScope == "public" and "public" or "private"
+end
+
+--- Run one method (check: the failed argument validation of a tools/call, or nil).
+function M.dispatch(method, params, ctx, check)
+  if not ctx.features.modern then return run(method, params, ctx, check) end
+  local result = input.run(run, method, params, ctx, check)
+  if CACHEABLE[method] and type(result) == "table" then
+    local ttl, scope = M.cache_hints()
+    if result.ttlMs == nil then result.ttlMs = ttl end
+    if result.cacheScope == nil then result.cacheScope = scope end
+  end
+  return modern_result(result)
 end
 
 M.methods = methods

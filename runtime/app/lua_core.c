@@ -4,11 +4,14 @@
  * Every function has the vm as its first upvalue.
  */
 #include <lauxlib.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
+#include "core/state_token.h"
 #include "app/lua_json.h"
 #include "app/app.h"
 #include "app/lua_core.h"
@@ -159,6 +162,45 @@ static int core_page_size(lua_State *L) {
   return 1;
 }
 
+static uint64_t unix_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* state_seal(binding, payload [, ttl_ms]): a requestState token
+ * (core/state_token.h). */
+static int core_state_seal(lua_State *L) {
+  size_t blen, plen;
+  const char *binding = luaL_checklstring(L, 1, &blen);
+  const char *payload = luaL_checklstring(L, 2, &plen);
+  lua_Integer ttl = luaL_optinteger(L, 3, MRTR_STATE_TTL_MS);
+  size_t n;
+  char *token = state_seal(binding, blen, payload, plen, unix_ms() + (uint64_t)(ttl > 0 ? ttl : 0), &n);
+  if (!token) return luaL_error(L, "no key to seal requestState with (no randomness available)");
+  lua_pushlstring(L, token, n);
+  free(token);
+  return 1;
+}
+
+/* state_open(binding, token): the payload, or nil and why not. */
+static int core_state_open(lua_State *L) {
+  size_t blen, tlen;
+  const char *binding = luaL_checklstring(L, 1, &blen);
+  const char *token = luaL_checklstring(L, 2, &tlen);
+  char *payload;
+  size_t n;
+  state_verdict v = state_open(binding, blen, token, tlen, unix_ms(), &payload, &n);
+  if (v != STATE_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, state_verdict_text(v));
+    return 2;
+  }
+  lua_pushlstring(L, payload, n);
+  free(payload);
+  return 1;
+}
+
 /* The name a server gets when mcp.server{} gives none: the script folder's
  * (or file's) base name. */
 static int core_default_name(lua_State *L) {
@@ -193,6 +235,8 @@ int luaopen_mcp_core(lua_State *L) {
       {"base64_encode", core_base64_encode},
       {"base64_decode", core_base64_decode},
       {"page_size", core_page_size},
+      {"state_seal", core_state_seal},
+      {"state_open", core_state_open},
       {"default_name", core_default_name},
       {"schema_compile", lua_schema_compile},
       {"schema_validate", lua_schema_validate},
@@ -211,6 +255,8 @@ int luaopen_mcp_core(lua_State *L) {
       {"INVALID_PARAMS", JSONRPC_INVALID_PARAMS},
       {"METHOD_NOT_FOUND", JSONRPC_METHOD_NOT_FOUND},
       {"RESOURCE_NOT_FOUND", MCP_RESOURCE_NOT_FOUND},
+      {"MISSING_CAPABILITY", MCP_MISSING_CAPABILITY},
+      {"HEADER_MISMATCH", MCP_HEADER_MISMATCH},
       {"MAX_COMPLETION_VALUES", MAX_COMPLETION_VALUES},
   };
   for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {

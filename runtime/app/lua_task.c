@@ -881,6 +881,44 @@ static int ctx_request(lua_State *L) {
   return lua_yieldk(L, 0, 0, client_request_continue);
 }
 
+/* ctx:_finish(result): answer the call now with result (a 2026-07-28
+ * input_required result) and end the handler where it stands: its
+ * coroutine is closed, never resumed (its to-be-closed variables run), as
+ * if cancelled. The retry runs it again from the start. */
+static int ctx_finish(lua_State *L) {
+  call *c = ctx_call(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  task *t = task_check(L, "ctx:_finish");
+  if (t != t->root || t->call != c)
+    return luaL_error(L, "in a 2026-07-28 request, ask the client from the handler itself, not from a task it spawned");
+  buf out = BUF_INIT;
+  char err[160];
+  if (!ljson_encode(L, 2, &out, err, sizeof err)) {
+    buf_free(&out);
+    return luaL_error(L, "input_required result: %s", err);
+  }
+  t->call = NULL;
+  c->app_data = NULL;
+  call_respond(c, out.data, out.len);
+  buf_free(&out);
+  task_cancel(t); /* running: freed when lua_resume returns */
+  return lua_yield(L, 0);
+}
+
+/* ctx:_header(name): an Mcp-* header of the request (lower-case name), or
+ * nil (always nil on stdio). */
+static int ctx_header(lua_State *L) {
+  call *c = ctx_call(L);
+  const char *name = luaL_checkstring(L, 2);
+  session *s = c->session;
+  const char *value = s->transport && s->transport->request_header
+                          ? s->transport->request_header(s, c->transport_data, name)
+                          : NULL;
+  if (value) lua_pushstring(L, value);
+  else lua_pushnil(L);
+  return 1;
+}
+
 /* ctx:close_sse_stream(): on HTTP, end this request's SSE stream now; the
  * client resumes it with Last-Event-ID. Returns whether it was closed. */
 static int ctx_close_sse_stream(lua_State *L) {
@@ -962,8 +1000,8 @@ static int ctx_index(lua_State *L) {
     lua_pushstring(L, c->version ? c->version->name : "");
     return 1;
   }
-  if (strcmp(key, "client") == 0) return push_json_text(L, c->session->client_info_json);
-  if (strcmp(key, "capabilities") == 0) return push_json_text(L, c->session->client_capabilities_json);
+  if (strcmp(key, "client") == 0) return push_json_text(L, call_client_info(c));
+  if (strcmp(key, "capabilities") == 0) return push_json_text(L, call_client_capabilities(c));
   if (strcmp(key, "meta") == 0) {
     lua_getiuservalue(L, 1, 1);
     if (lua_type(L, -1) != LUA_TTABLE) return 0;
@@ -974,7 +1012,7 @@ static int ctx_index(lua_State *L) {
   if (strcmp(key, "features") == 0) {
     /* What the request's protocol version offers (from the one table). */
     const protocol_version *v = c->version;
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 8);
     lua_pushboolean(L, v && v->elicitation);
     lua_setfield(L, -2, "elicitation");
     lua_pushboolean(L, v && v->url_elicitation);
@@ -985,6 +1023,12 @@ static int ctx_index(lua_State *L) {
     lua_setfield(L, -2, "tool_errors_as_results");
     lua_pushboolean(L, v && v->batches);
     lua_setfield(L, -2, "batches");
+    lua_pushboolean(L, c->modern);
+    lua_setfield(L, -2, "modern");
+    lua_pushboolean(L, c->modern && v && v->input_required);
+    lua_setfield(L, -2, "input_required");
+    lua_pushboolean(L, v && v->not_found_invalid_params);
+    lua_setfield(L, -2, "not_found_invalid_params");
     return 1;
   }
   return 0;
@@ -1010,6 +1054,8 @@ void task_register_ctx(lua_State *L) {
       {"log", ctx_log},
       {"progress", ctx_progress},
       {"_request", ctx_request},
+      {"_finish", ctx_finish},
+      {"_header", ctx_header},
       {"close_sse_stream", ctx_close_sse_stream},
       {NULL, NULL},
   };

@@ -23,6 +23,10 @@ enum {
   JSONRPC_INTERNAL_ERROR = -32603,
   MCP_RESOURCE_NOT_FOUND = -32002,
   MCP_URL_ELICITATION_REQUIRED = -32042,
+  /* 2026-07-28 */
+  MCP_HEADER_MISMATCH = -32020,        /* an Mcp-* header disagrees with the body */
+  MCP_MISSING_CAPABILITY = -32021,     /* the request needs a client capability it did not declare */
+  MCP_UNSUPPORTED_VERSION = -32022,    /* data: {supported, requested} */
 };
 
 typedef enum jsonrpc_kind {

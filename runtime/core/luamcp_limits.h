@@ -50,6 +50,13 @@
 /* How long the server waits for in-flight work to stop after stdin ends. */
 #define SHUTDOWN_GRACE_MS 1500
 
+/* How long the requestState of an input_required result (2026-07-28)
+ * stays valid: the client must retry with its answers within this (ms). */
+#define MRTR_STATE_TTL_MS (15u * 60u * 1000u)
+
+/* A subscriptions/listen call follows at most this many resource URIs. */
+#define LISTEN_MAX_URIS 256
+
 /* Longest a reply from the client (sampling, elicitation, roots) is
  * awaited before the waiting handler gets an error (--client-timeout). */
 #define DEFAULT_CLIENT_TIMEOUT_MS 60000

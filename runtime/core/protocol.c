@@ -1,6 +1,7 @@
 /* protocol.c - the protocol version table. See protocol.h. */
 #include "core/protocol.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const protocol_version PROTOCOL_VERSIONS[] = {
@@ -14,6 +15,14 @@ const protocol_version PROTOCOL_VERSIONS[] = {
      .elicitation = true,
      .url_elicitation = true,
      .sse_priming = true},
+    {.name = "2026-07-28",
+     .era = PROTOCOL_ERA_MODERN,
+     .tool_errors_as_results = true,
+     .structured_output = true,
+     .elicitation = true,
+     .url_elicitation = true,
+     .input_required = true,
+     .not_found_invalid_params = true},
 };
 const size_t PROTOCOL_VERSION_COUNT = sizeof PROTOCOL_VERSIONS / sizeof PROTOCOL_VERSIONS[0];
 
@@ -30,3 +39,15 @@ const protocol_version *protocol_preferred(void) { return protocol_find("2025-11
 /* Streamable HTTP (2025-06-18 onwards): "the server SHOULD assume protocol
  * version 2025-03-26" when the header is missing. */
 const protocol_version *protocol_http_default(void) { return protocol_find("2025-03-26", 10); }
+
+const char *protocol_supported_json(void) {
+  static char text[256];
+  if (!text[0]) {
+    size_t n = 0;
+    text[n++] = '[';
+    for (size_t i = 0; i < PROTOCOL_VERSION_COUNT; i++)
+      n += (size_t)snprintf(text + n, sizeof text - n, "%s\"%s\"", i ? "," : "", PROTOCOL_VERSIONS[i].name);
+    snprintf(text + n, sizeof text - n, "]");
+  }
+  return text;
+}

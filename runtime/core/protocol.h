@@ -26,9 +26,14 @@ typedef struct protocol_version {
   bool elicitation;            /* elicitation/create */
   bool url_elicitation;        /* elicitation in URL mode */
   bool sse_priming;            /* SSE streams start with a priming event */
+  /* 2026-07-28 onwards (the modern era): */
+  bool input_required;         /* the server asks the client through input_required results (MRTR),
+                                  never with a request of its own */
+  bool not_found_invalid_params; /* resource not found is -32602 (SEP-2164), not -32002 */
 } protocol_version;
 
-/* Versions in ascending order; the last initialize-era one is our preferred. */
+/* Versions in ascending order; the last initialize-era one is what we answer
+ * an initialize with when asked for one we do not speak. */
 extern const protocol_version PROTOCOL_VERSIONS[];
 extern const size_t PROTOCOL_VERSION_COUNT;
 
@@ -38,5 +43,8 @@ const protocol_version *protocol_find(const char *name, size_t len);
 const protocol_version *protocol_preferred(void);
 /* What a Streamable HTTP request without MCP-Protocol-Version means. */
 const protocol_version *protocol_http_default(void);
+/* The versions a modern client may ask for, as a JSON array of strings
+ * (server/discover's supportedVersions and -32022's data.supported). */
+const char *protocol_supported_json(void);
 
 #endif

@@ -15,11 +15,13 @@ typedef struct session session;
 typedef struct call call;
 typedef struct server server;
 
-/* What initialize says about the server. Owner: the app; valid until the
- * app's next describe call. */
+/* What initialize and server/discover say about the server. Owner: the
+ * app; valid until the app's next describe call. */
 typedef struct app_description {
   const char *server_info_json; /* complete JSON object for serverInfo */
   const char *instructions;     /* NULL when none */
+  const char *extensions_json;  /* capabilities.extensions (an object), or NULL */
+  const char *cache_json;       /* server/discover's cache hints: `"ttlMs":N,"cacheScope":"..."`, or NULL */
   bool tools, resources, prompts, completions;
 } app_description;
 

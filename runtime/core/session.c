@@ -20,24 +20,29 @@ static void send_message(session *s, session_message *m) {
 
 /* A reply that is not the end of a call: an error for a message we could not
  * accept, or an answer the core gives itself (ping, initialize, ...). */
-static void send_reply(session *s, batch *b, void *origin, buf *reply, bool unaddressed) {
+static void send_reply(session *s, batch *b, void *origin, buf *reply, bool unaddressed, int http_status) {
   if (b) {
     if (b->answered++) buf_putc(&b->out, ',');
     buf_append(&b->out, reply->data, reply->len);
     return;
   }
   session_message m = {.json = reply->data, .len = reply->len, .origin = origin, .final = true,
-                       .unaddressed_error = unaddressed};
+                       .unaddressed_error = unaddressed, .http_status = http_status};
   send_message(s, &m);
+}
+
+static void reply_error_status(session *s, batch *b, void *origin, const json_value *id, const char *src, int code,
+                               const char *message, const char *data_json, size_t data_len, int http_status) {
+  buf out = BUF_INIT;
+  jsonrpc_write_error(&out, id ? src + id->src_off : NULL, id ? id->src_len : 0, code, message, data_json,
+                      data_len);
+  send_reply(s, b, origin, &out, id == NULL, http_status);
+  buf_free(&out);
 }
 
 static void reply_error(session *s, batch *b, void *origin, const json_value *id, const char *src, int code,
                         const char *message, const char *data_json, size_t data_len) {
-  buf out = BUF_INIT;
-  jsonrpc_write_error(&out, id ? src + id->src_off : NULL, id ? id->src_len : 0, code, message, data_json,
-                      data_len);
-  send_reply(s, b, origin, &out, id == NULL);
-  buf_free(&out);
+  reply_error_status(s, b, origin, id, src, code, message, data_json, data_len, 0);
 }
 
 void session_send_error(session *s, void *origin, int code, const char *message) {
@@ -50,7 +55,7 @@ static void reply_result(session *s, batch *b, void *origin, const json_value *i
   jsonrpc_write_result_start(&out, src + id->src_off, id->src_len);
   buf_append(&out, result, len);
   jsonrpc_write_result_end(&out);
-  send_reply(s, b, origin, &out, false);
+  send_reply(s, b, origin, &out, false, 0);
   buf_free(&out);
 }
 
@@ -77,10 +82,19 @@ static void batch_release(session *s, batch *b) {
 
 /* ---- Calls ----------------------------------------------------------- */
 
-static call *find_call(session *s, const json_value *id) {
+/* The call in progress with this id. A sessionless session's ids are only
+ * unique within one exchange (origin): many clients share it. */
+static call *find_call(session *s, const json_value *id, const void *origin) {
   for (call *c = s->calls; c; c = c->next)
-    if (jsonrpc_id_matches(&c->id, id)) return c;
+    if (jsonrpc_id_matches(&c->id, id) && (!s->sessionless || c->transport_data == origin)) return c;
   return NULL;
+}
+
+static void listener_free(listener *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->uri_count; i++) free(l->uris[i]);
+  free(l->uris);
+  free(l);
 }
 
 static void call_free(call *c) {
@@ -93,17 +107,21 @@ static void call_free(call *c) {
   jsonrpc_id_free(&c->id);
   free(c->method);
   free(c->progress_token);
+  free(c->client_capabilities_json);
+  free(c->client_info_json);
+  listener_free(c->listener);
   free(c);
   if (b) batch_release(s, b);
 }
 
-static void call_send_response(call *c, buf *out) {
+static void call_send_response(call *c, buf *out, int http_status) {
   session *s = c->session;
   if (c->batch) {
     if (c->batch->answered++) buf_putc(&c->batch->out, ',');
     buf_append(&c->batch->out, out->data, out->len);
   } else {
-    session_message m = {.json = out->data, .len = out->len, .related = c, .origin = c->transport_data, .final = true};
+    session_message m = {.json = out->data, .len = out->len, .related = c, .origin = c->transport_data, .final = true,
+                         .http_status = http_status};
     send_message(s, &m);
   }
   call_free(c);
@@ -117,14 +135,18 @@ void call_respond(call *c, const char *result_json, size_t len) {
   jsonrpc_write_result_start(&out, c->id.raw, c->id.raw_len);
   buf_append(&out, result_json, len);
   jsonrpc_write_result_end(&out);
-  call_send_response(c, &out);
+  call_send_response(c, &out, 0);
   if (out.cap > 1024 * 1024) buf_free(&out);
 }
 
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len) {
   buf out = BUF_INIT;
   jsonrpc_write_error(&out, c->id.raw, c->id.raw_len, code, message, data_json, data_len);
-  call_send_response(c, &out);
+  /* 2026-07-28 over HTTP: an unknown method is a 404 as well. */
+  int status = 0;
+  if (c->modern && code == JSONRPC_METHOD_NOT_FOUND) status = 404;
+  if (c->modern && (code == MCP_MISSING_CAPABILITY || code == MCP_HEADER_MISMATCH)) status = 400;
+  call_send_response(c, &out, status);
   buf_free(&out);
 }
 
@@ -171,7 +193,12 @@ void session_notify(session *s, call *related, const char *method, const char *p
 }
 
 void session_log(session *s, call *related, int level, const char *logger, const char *data_json, size_t len) {
-  if (level > s->log_level || s->state == SESSION_NEW) return;
+  if (related && related->modern) {
+    /* 2026-07-28: only when the request asked, at its level, on its stream. */
+    if (level > related->log_level) return;
+  } else if (level > s->log_level || s->state == SESSION_NEW) {
+    return;
+  }
   buf params = BUF_INIT;
   buf_puts(&params, "{\"level\":\"");
   buf_append_str(&params, log_level_name(level));
@@ -240,14 +267,28 @@ bool session_has_calls_from(const session *s, const void *origin) {
   return false;
 }
 
-bool session_client_has_capability(const session *s, const char *name) {
-  if (!s->client_capabilities_json) return false;
-  json_doc *doc = json_parse(s->client_capabilities_json, strlen(s->client_capabilities_json), MAX_JSON_DEPTH, NULL);
+const char *call_client_capabilities(const call *c) {
+  return c->modern ? c->client_capabilities_json : c->session->client_capabilities_json;
+}
+
+const char *call_client_info(const call *c) { return c->modern ? c->client_info_json : c->session->client_info_json; }
+
+static bool capabilities_have(const char *json, const char *name) {
+  if (!json) return false;
+  json_doc *doc = json_parse(json, strlen(json), MAX_JSON_DEPTH, NULL);
   if (!doc) return false;
   const json_value *v = json_object_get(json_doc_root(doc), name);
   bool has = v && v->type != JSON_NULL && v->type != JSON_FALSE;
   json_doc_free(doc);
   return has;
+}
+
+bool call_client_has_capability(const call *c, const char *name) {
+  return capabilities_have(call_client_capabilities(c), name);
+}
+
+bool session_client_has_capability(const session *s, const char *name) {
+  return capabilities_have(s->client_capabilities_json, name);
 }
 
 /* ---- Lifecycle ------------------------------------------------------- */
@@ -310,6 +351,39 @@ static bool is_method(const jsonrpc_message *m, const char *name) {
   return m->method_len == strlen(name) && memcmp(m->method, name, m->method_len) == 0;
 }
 
+/* The _meta keys of the 2026-07-28 era. */
+#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
+
+/* The capabilities object of initialize and server/discover. */
+static void write_capabilities(buf *r, const app_description *d) {
+  buf_puts(r, "{\"logging\":{}");
+  if (d->completions) buf_puts(r, ",\"completions\":{}");
+  if (d->prompts) buf_puts(r, ",\"prompts\":{\"listChanged\":true}");
+  if (d->resources) buf_puts(r, ",\"resources\":{\"subscribe\":true,\"listChanged\":true}");
+  if (d->tools) buf_puts(r, ",\"tools\":{\"listChanged\":true}");
+  if (d->extensions_json) {
+    buf_puts(r, ",\"extensions\":");
+    buf_append_str(r, d->extensions_json);
+  }
+  buf_putc(r, '}');
+}
+
+static void write_server_info(buf *r, const app_description *d) {
+  if (d->server_info_json) buf_append_str(r, d->server_info_json);
+  else buf_puts(r, "{\"name\":\"luamcp\",\"version\":\"0\"}");
+}
+
+static void describe_app(session *s, app_description *d) {
+  memset(d, 0, sizeof *d);
+  server *srv = s->server;
+  if (srv->app && srv->app->describe) srv->app->describe(srv->app_data, d);
+}
+
 static void handle_initialize(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
   if (s->state != SESSION_NEW) {
     reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_REQUEST,
@@ -328,20 +402,15 @@ static void handle_initialize(session *s, const jsonrpc_message *m, const char *
   s->client_info_json = value_to_json(json_object_get(m->params, "clientInfo"));
   s->client_capabilities_json = value_to_json(json_object_get(m->params, "capabilities"));
 
-  app_description d = {0};
-  server *srv = s->server;
-  if (srv->app && srv->app->describe) srv->app->describe(srv->app_data, &d);
+  app_description d;
+  describe_app(s, &d);
   buf r = BUF_INIT;
   buf_puts(&r, "{\"protocolVersion\":\"");
   buf_append_str(&r, v->name);
-  buf_puts(&r, "\",\"capabilities\":{\"logging\":{}");
-  if (d.completions) buf_puts(&r, ",\"completions\":{}");
-  if (d.prompts) buf_puts(&r, ",\"prompts\":{\"listChanged\":true}");
-  if (d.resources) buf_puts(&r, ",\"resources\":{\"subscribe\":true,\"listChanged\":true}");
-  if (d.tools) buf_puts(&r, ",\"tools\":{\"listChanged\":true}");
-  buf_puts(&r, "},\"serverInfo\":");
-  if (d.server_info_json) buf_append_str(&r, d.server_info_json);
-  else buf_puts(&r, "{\"name\":\"luamcp\",\"version\":\"0\"}");
+  buf_puts(&r, "\",\"capabilities\":");
+  write_capabilities(&r, &d);
+  buf_puts(&r, ",\"serverInfo\":");
+  write_server_info(&r, &d);
   if (d.instructions) {
     buf_puts(&r, ",\"instructions\":");
     json_write_string(&r, d.instructions, strlen(d.instructions));
@@ -424,13 +493,18 @@ static bool take_early_cancel(session *s, const json_value *id) {
   return found;
 }
 
-static void start_call(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
+/* ---- Starting calls ----------------------------------------------------- */
+
+/* A call for the request, in the session's list; NULL when a cancellation
+ * for it came first (the call is then already ended). */
+static call *call_new(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
   call *c = calloc(1, sizeof *c);
   c->session = s;
   jsonrpc_id_copy(&c->id, m->id, src);
   c->method = strndup(m->method, m->method_len);
   c->version = s->version;
   c->transport_data = origin;
+  c->log_level = -1;
   const json_value *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
   if (token && (token->type == JSON_STRING || token->type == JSON_INTEGER)) c->progress_token = value_to_json(token);
   if (b) {
@@ -440,14 +514,19 @@ static void start_call(session *s, const jsonrpc_message *m, const char *src, ba
   c->next = s->calls;
   if (c->next) c->next->prev = c;
   s->calls = c;
-  if (take_early_cancel(s, m->id)) {
+  if (!s->sessionless && take_early_cancel(s, m->id)) {
     /* Cancelled before it started: no answer (the transport still ends an
      * HTTP exchange, as for any cancelled call). */
     log_write(LOG_DEBUG, "%s: request %s was cancelled before it arrived", s->name, c->id.raw);
     call_free(c);
-    return;
+    return NULL;
   }
-  server *srv = s->server;
+  return c;
+}
+
+/* Hand the call to the app. */
+static void call_begin(call *c, const jsonrpc_message *m, const char *src) {
+  server *srv = c->session->server;
   if (!srv->app) {
     call_fail(c, JSONRPC_METHOD_NOT_FOUND, NULL, NULL, 0);
     return;
@@ -455,12 +534,220 @@ static void start_call(session *s, const jsonrpc_message *m, const char *src, ba
   srv->app->call_start(srv->app_data, c, m->params, src);
 }
 
+/* ---- The 2026-07-28 era: every request stands alone ------------------ */
+
+/* server/discover: what initialize said, without a session. */
+static void handle_discover(session *s, const jsonrpc_message *m, const char *src, void *origin) {
+  app_description d;
+  describe_app(s, &d);
+  buf r = BUF_INIT;
+  buf_puts(&r, "{\"supportedVersions\":");
+  buf_append_str(&r, protocol_supported_json());
+  buf_puts(&r, ",\"capabilities\":");
+  write_capabilities(&r, &d);
+  if (d.instructions) {
+    buf_puts(&r, ",\"instructions\":");
+    json_write_string(&r, d.instructions, strlen(d.instructions));
+  }
+  if (d.cache_json) {
+    buf_putc(&r, ',');
+    buf_append_str(&r, d.cache_json);
+  }
+  buf_puts(&r, ",\"resultType\":\"complete\",\"_meta\":{\"" META_SERVER_INFO "\":");
+  write_server_info(&r, &d);
+  buf_puts(&r, "}}");
+  reply_result(s, NULL, origin, m->id, src, r.data, r.len);
+  buf_free(&r);
+}
+
+static bool is_removed_method(const jsonrpc_message *m) {
+  static const char *const removed[] = {"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                        "resources/unsubscribe"};
+  for (size_t i = 0; i < sizeof removed / sizeof *removed; i++)
+    if (is_method(m, removed[i])) return true;
+  return false;
+}
+
+/* What names the request's target (Mcp-Name): tools/call and prompts/get
+ * name one, resources/read a URI. */
+static const json_value *request_target(const jsonrpc_message *m) {
+  if (is_method(m, "tools/call") || is_method(m, "prompts/get")) return json_object_get(m->params, "name");
+  if (is_method(m, "resources/read")) return json_object_get(m->params, "uri");
+  return NULL;
+}
+
+static bool string_is(const json_value *v, const char *text) {
+  return v && v->type == JSON_STRING && text && strlen(text) == v->len && memcmp(v->u.string, text, v->len) == 0;
+}
+
+/* Over HTTP the headers repeat what the body says, for proxies and
+ * gateways that route on them; a disagreement is -32020. Returns the
+ * problem, or NULL. */
+static const char *header_mismatch(session *s, const jsonrpc_message *m, void *origin, const json_value *version) {
+  const transport_ops *t = s->transport;
+  if (!t || !t->request_header) return NULL;
+  const char *header = t->request_header(s, origin, "mcp-protocol-version");
+  if (!string_is(version, header)) return "the MCP-Protocol-Version header does not match _meta's protocolVersion";
+  const char *method = t->request_header(s, origin, "mcp-method");
+  if (!method) return "the Mcp-Method header is required";
+  if (!(strlen(method) == m->method_len && memcmp(method, m->method, m->method_len) == 0))
+    return "the Mcp-Method header does not match the request's method";
+  const json_value *target = request_target(m);
+  const char *name = t->request_header(s, origin, "mcp-name");
+  if (target && target->type == JSON_STRING && !name) return "the Mcp-Name header is required for this request";
+  if (name && target && !string_is(target, name)) return "the Mcp-Name header does not match the request's params";
+  return NULL;
+}
+
+/* subscriptions/listen: the call stays open, and the core sends it the
+ * notifications its filter asks for (server_broadcast and
+ * server_resource_updated), each tagged with the subscription's id (the
+ * request's). It ends when the client cancels it or closes its stream. */
+static void listen_start(call *c, const jsonrpc_message *m) {
+  session *s = c->session;
+  const json_value *filter = json_object_get(m->params, "notifications");
+  if (!filter || filter->type != JSON_OBJECT) {
+    call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: notifications (a subscription filter object) is required",
+              NULL, 0);
+    return;
+  }
+  app_description d;
+  describe_app(s, &d);
+  listener *l = calloc(1, sizeof *l);
+  const json_value *v;
+  l->tools = d.tools && (v = json_object_get(filter, "toolsListChanged")) && v->type == JSON_TRUE;
+  l->prompts = d.prompts && (v = json_object_get(filter, "promptsListChanged")) && v->type == JSON_TRUE;
+  l->resources = d.resources && (v = json_object_get(filter, "resourcesListChanged")) && v->type == JSON_TRUE;
+  const json_value *uris = json_object_get(filter, "resourceSubscriptions");
+  buf agreed = BUF_INIT;
+  buf_puts(&agreed, "{\"notifications\":{");
+  const char *sep = "";
+  if (l->tools) buf_puts(&agreed, "\"toolsListChanged\":true"), sep = ",";
+  if (l->prompts) buf_printf(&agreed, "%s\"promptsListChanged\":true", sep), sep = ",";
+  if (l->resources) buf_printf(&agreed, "%s\"resourcesListChanged\":true", sep), sep = ",";
+  if (d.resources && uris && uris->type == JSON_ARRAY) {
+    l->uris = calloc(uris->len ? uris->len : 1, sizeof *l->uris);
+    buf_printf(&agreed, "%s\"resourceSubscriptions\":[", sep);
+    for (uint32_t i = 0; i < uris->len && i < LISTEN_MAX_URIS; i++) {
+      const json_value *u = &uris->u.items[i];
+      if (u->type != JSON_STRING) continue;
+      if (l->uri_count) buf_putc(&agreed, ',');
+      l->uris[l->uri_count++] = strndup(u->u.string, u->len);
+      json_write_string(&agreed, u->u.string, u->len);
+    }
+    buf_putc(&agreed, ']');
+  }
+  buf_puts(&agreed, "},\"_meta\":{\"" META_SUBSCRIPTION_ID "\":");
+  buf_append(&agreed, c->id.raw, c->id.raw_len);
+  buf_puts(&agreed, "}}");
+  c->listener = l;
+  session_notify(s, c, "notifications/subscriptions/acknowledged", agreed.data, agreed.len);
+  buf_free(&agreed);
+}
+
+/* A request of the 2026-07-28 era: it carries its version, the client's
+ * capabilities and info and its log level in _meta, and needs no session. */
+static void handle_modern(session *s, const jsonrpc_message *m, const char *src, void *origin) {
+  /* The order of the checks is the spec's: the header must be there, the
+   * required _meta must be there, the two must agree, and only then is the
+   * version itself judged. */
+  const transport_ops *t = s->transport;
+  const char *header = t && t->request_header ? t->request_header(s, origin, "mcp-protocol-version") : NULL;
+  if (t && t->request_header && !header) {
+    reply_error_status(s, NULL, origin, m->id, src, MCP_HEADER_MISMATCH,
+                       "Header mismatch: the MCP-Protocol-Version header is required", NULL, 0, 400);
+    return;
+  }
+  const json_value *meta = json_object_get(m->params, "_meta");
+  const json_value *version = json_object_get(meta, META_PROTOCOL_VERSION);
+  const json_value *caps = json_object_get(meta, META_CLIENT_CAPABILITIES);
+  const json_value *info = json_object_get(meta, META_CLIENT_INFO);
+  const json_value *level = json_object_get(meta, META_LOG_LEVEL);
+  int log_level = -1;
+  const char *bad = NULL;
+  if (!meta || meta->type != JSON_OBJECT) bad = "_meta (an object) is required";
+  else if (!version || version->type != JSON_STRING) bad = "_meta[\"" META_PROTOCOL_VERSION "\"] (a string) is required";
+  else if (!caps || caps->type != JSON_OBJECT) bad = "_meta[\"" META_CLIENT_CAPABILITIES "\"] (an object) is required";
+  else if (info && info->type != JSON_OBJECT) bad = "_meta[\"" META_CLIENT_INFO "\"] must be an object";
+  else if (level && (level->type != JSON_STRING || (log_level = log_level_parse(level->u.string, level->len)) < 0))
+    bad = "_meta[\"" META_LOG_LEVEL "\"] must be a log level (debug ... emergency)";
+  if (bad) {
+    char message[200];
+    snprintf(message, sizeof message, "Invalid params: %s", bad);
+    reply_error_status(s, NULL, origin, m->id, src, JSONRPC_INVALID_PARAMS, message, NULL, 0, 400);
+    return;
+  }
+  const char *mismatch = header_mismatch(s, m, origin, version);
+  if (mismatch) {
+    char message[160];
+    snprintf(message, sizeof message, "Header mismatch: %s", mismatch);
+    reply_error_status(s, NULL, origin, m->id, src, MCP_HEADER_MISMATCH, message, NULL, 0, 400);
+    return;
+  }
+  const protocol_version *v = protocol_find(version->u.string, version->len);
+  if (!v || v->era != PROTOCOL_ERA_MODERN) {
+    buf data = BUF_INIT;
+    buf_puts(&data, "{\"supported\":");
+    buf_append_str(&data, protocol_supported_json());
+    buf_puts(&data, ",\"requested\":");
+    json_write_string(&data, version->u.string, version->len);
+    buf_putc(&data, '}');
+    reply_error_status(s, NULL, origin, m->id, src, MCP_UNSUPPORTED_VERSION,
+                       v ? "Unsupported protocol version: this version starts with initialize"
+                         : "Unsupported protocol version",
+                       data.data, data.len, 400);
+    buf_free(&data);
+    return;
+  }
+  if (is_removed_method(m)) {
+    char message[160];
+    snprintf(message, sizeof message, "Method not found: %s is not part of protocol %s", m->method, v->name);
+    reply_error_status(s, NULL, origin, m->id, src, JSONRPC_METHOD_NOT_FOUND, message, NULL, 0, 404);
+    return;
+  }
+  if (is_method(m, "server/discover")) return handle_discover(s, m, src, origin);
+  call *c = call_new(s, m, src, NULL, origin);
+  if (!c) return;
+  c->modern = true;
+  c->version = v;
+  c->client_capabilities_json = value_to_json(caps);
+  c->client_info_json = value_to_json(info);
+  c->log_level = log_level;
+  if (is_method(m, "subscriptions/listen")) return listen_start(c, m);
+  call_begin(c, m, src);
+}
+
+/* Which era a request speaks, decided for each request (the 2026-07-28
+ * versioning and backward-compatibility rules): _meta naming a protocol
+ * version (or, over HTTP, a 2026-07-28 MCP-Protocol-Version header) makes
+ * it modern, unless an initialized session's client merely labels a
+ * legacy request with its own version; everything on the sessionless
+ * session is modern. */
+static bool is_modern_request(session *s, const jsonrpc_message *m, void *origin) {
+  if (s->sessionless) return true;
+  const json_value *version = json_object_get(json_object_get(m->params, "_meta"), META_PROTOCOL_VERSION);
+  if (version && version->type == JSON_STRING) {
+    const protocol_version *v = protocol_find(version->u.string, version->len);
+    if (v && v->era == PROTOCOL_ERA_MODERN) return true;
+    /* A legacy version: the request belongs to an initialize handshake
+     * (initialize itself, or a session's later request). */
+    return s->state == SESSION_NEW && !is_method(m, "initialize");
+  }
+  if (version) return s->state == SESSION_NEW && !is_method(m, "initialize");
+  const char *header = s->transport && s->transport->request_header
+                           ? s->transport->request_header(s, origin, "mcp-protocol-version")
+                           : NULL;
+  const protocol_version *hv = header ? protocol_find(header, strlen(header)) : NULL;
+  return hv && hv->era == PROTOCOL_ERA_MODERN;
+}
+
 static void handle_request(session *s, const jsonrpc_message *m, const char *src, batch *b, void *origin) {
-  if (find_call(s, m->id)) {
+  if (find_call(s, m->id, origin)) {
     reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_REQUEST,
                 "Invalid Request: this id is already used by a request in progress", NULL, 0);
     return;
   }
+  if (!b && is_modern_request(s, m, origin)) return handle_modern(s, m, src, origin);
   if (is_method(m, "initialize")) return handle_initialize(s, m, src, b, origin);
   if (is_method(m, "ping")) return reply_result(s, b, origin, m->id, src, "{}", 2);
   if (s->state == SESSION_NEW) {
@@ -471,7 +758,8 @@ static void handle_request(session *s, const jsonrpc_message *m, const char *src
   if (is_method(m, "logging/setLevel")) return handle_set_level(s, m, src, b, origin);
   if (is_method(m, "resources/subscribe")) return handle_subscription(s, m, src, b, origin, true);
   if (is_method(m, "resources/unsubscribe")) return handle_subscription(s, m, src, b, origin, false);
-  start_call(s, m, src, b, origin);
+  call *c = call_new(s, m, src, b, origin);
+  if (c) call_begin(c, m, src);
 }
 
 static void handle_notification(session *s, const jsonrpc_message *m, const char *src) {
@@ -482,7 +770,7 @@ static void handle_notification(session *s, const jsonrpc_message *m, const char
   if (s->state == SESSION_NEW) return;
   if (is_method(m, "notifications/cancelled")) {
     const json_value *id = json_object_get(m->params, "requestId");
-    call *c = id ? find_call(s, id) : NULL;
+    call *c = id && !s->sessionless ? find_call(s, id, NULL) : NULL;
     if (c) {
       log_write(LOG_DEBUG, "%s: request %s cancelled by the client", s->name, c->id.raw);
       call_cancel(c);
@@ -572,9 +860,54 @@ void session_receive(session *s, const char *json, size_t len, void *origin) {
 /* Sessions that have answered initialize and are still open. */
 static bool session_live(const session *s) { return s->state == SESSION_READY || s->state == SESSION_INITIALIZED; }
 
+/* A notification on a listen call's stream, tagged with its subscription. */
+static void listener_notify(call *c, const char *method, const char *params_json, size_t len) {
+  buf params = BUF_INIT;
+  buf_puts(&params, "{\"_meta\":{\"" META_SUBSCRIPTION_ID "\":");
+  buf_append(&params, c->id.raw, c->id.raw_len);
+  buf_putc(&params, '}');
+  /* The caller's params (an object) lose their braces and follow. */
+  if (params_json && len > 2 && params_json[0] == '{') {
+    buf_putc(&params, ',');
+    buf_append(&params, params_json + 1, len - 2);
+  }
+  buf_putc(&params, '}');
+  session_notify(c->session, c, method, params.data, params.len);
+  buf_free(&params);
+}
+
+static bool listener_wants(const listener *l, const char *method) {
+  if (strcmp(method, "notifications/tools/list_changed") == 0) return l->tools;
+  if (strcmp(method, "notifications/prompts/list_changed") == 0) return l->prompts;
+  if (strcmp(method, "notifications/resources/list_changed") == 0) return l->resources;
+  return false;
+}
+
+/* Notify every listen call for which wants(listener) holds. A notification
+ * cannot end a call, so the lists stay as they are while we walk them. */
+static void notify_listeners(server *srv, const char *method, const char *uri, size_t uri_len, const char *params_json,
+                             size_t len) {
+  for (session *s = srv->sessions; s; s = s->next) {
+    if (s->state == SESSION_CLOSED) continue;
+    for (call *c = s->calls; c; c = c->next) {
+      listener *l = c->listener;
+      if (!l) continue;
+      bool wanted = false;
+      if (uri) {
+        for (size_t i = 0; i < l->uri_count && !wanted; i++)
+          wanted = strlen(l->uris[i]) == uri_len && memcmp(l->uris[i], uri, uri_len) == 0;
+      } else {
+        wanted = listener_wants(l, method);
+      }
+      if (wanted) listener_notify(c, method, params_json, len);
+    }
+  }
+}
+
 void server_broadcast(server *srv, const char *method, const char *params_json, size_t len) {
   for (session *s = srv->sessions; s; s = s->next)
     if (session_live(s)) session_notify(s, NULL, method, params_json, len);
+  notify_listeners(srv, method, NULL, 0, params_json, len);
 }
 
 void server_resource_updated(server *srv, const char *uri, size_t len) {
@@ -585,6 +918,7 @@ void server_resource_updated(server *srv, const char *uri, size_t len) {
   for (session *s = srv->sessions; s; s = s->next)
     if (session_live(s) && session_subscribed(s, uri, len))
       session_notify(s, NULL, "notifications/resources/updated", params.data, params.len);
+  notify_listeners(srv, "notifications/resources/updated", uri, len, params.data, params.len);
   buf_free(&params);
 }
 

@@ -44,6 +44,9 @@ typedef struct session_message {
   void *origin;   /* the transport's exchange the triggering message came in on, or NULL */
   bool final;     /* this is the response that ends `related` (or `batch`, or answers `origin`) */
   bool unaddressed_error; /* an error with id null: the message itself was unusable */
+  /* Streamable HTTP's status for this answer when it is not 200: the
+   * 2026-07-28 era answers some errors with 400 or 404 (0: the default). */
+  int http_status;
 } session_message;
 
 /* Set by the transport that owns the session. send must not close or free
@@ -58,7 +61,19 @@ typedef struct transport_ops {
    * transport cannot do that (stdio, or a stream that cannot be resumed).
    * Optional. */
   bool (*close_stream)(session *s, call *c);
+  /* The value of a request header (name in lower case) of the exchange
+   * origin, or NULL. Only transports with headers (HTTP) set it: 2026-07-28
+   * requires the Mcp-* headers to agree with the body. Optional. */
+  const char *(*request_header)(session *s, void *origin, const char *name);
 } transport_ops;
+
+/* A subscriptions/listen call (2026-07-28): what it asked to hear about.
+ * Owner: its call. */
+typedef struct listener {
+  bool tools, prompts, resources; /* the list_changed kinds */
+  char **uris;                    /* resources/updated for these URIs */
+  size_t uri_count;
+} listener;
 
 /* A request from the client being handled. Owner: its session, which creates
  * it when the request arrives and frees it after the response is written or
@@ -71,6 +86,15 @@ struct call {
   char *progress_token; /* raw JSON of params._meta.progressToken, or NULL */
   double last_progress;
   bool has_progress;
+  /* A 2026-07-28 request carries what initialize said before: its own
+   * client capabilities and info (JSON text, or NULL) and log level
+   * (-1: the request asked for no log messages). A legacy request uses its
+   * session's. */
+  bool modern;
+  char *client_capabilities_json;
+  char *client_info_json;
+  int log_level;
+  listener *listener;   /* subscriptions/listen: the core holds it open */
   batch *batch;         /* the batch it arrived in, or NULL */
   void *app_data;       /* the app's state for this call */
   void *transport_data; /* HTTP: the exchange this call answers on */
@@ -111,6 +135,10 @@ struct session {
   void *transport_data;
   char name[48];                    /* for logs and traces, e.g. "stdio" or "http#3" */
   session_state state;
+  /* HTTP's shared session for sessionless (2026-07-28) requests: never
+   * initialized, and its requests come from many clients, so a request id
+   * is unique only within its exchange (origin). */
+  bool sessionless;
   const protocol_version *version;  /* negotiated; NULL before initialize */
   char *client_info_json;           /* params.clientInfo of initialize, or NULL */
   char *client_capabilities_json;   /* params.capabilities of initialize, or NULL */
@@ -170,13 +198,20 @@ bool session_subscribed(const session *s, const char *uri, size_t len);
 void session_cancel_from(session *s, void *origin);
 /* Is any call that arrived on origin still in flight? */
 bool session_has_calls_from(const session *s, const void *origin);
+/* What the client declared for this call: its request's own _meta in the
+ * 2026-07-28 era, its session's initialize before (JSON text or NULL). */
+const char *call_client_capabilities(const call *c);
+const char *call_client_info(const call *c);
 /* Has the client declared this capability (a top-level key of its
- * capabilities, e.g. "sampling")? */
+ * capabilities, e.g. "sampling") for this call, or in its session's
+ * initialize? */
+bool call_client_has_capability(const call *c, const char *name);
 bool session_client_has_capability(const session *s, const char *name);
 
-/* A notification to every session past initialize. */
+/* A notification to every session past initialize, and to every
+ * subscriptions/listen call that asked for it (list_changed kinds). */
 void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
-/* notifications/resources/updated to sessions subscribed to uri. */
+/* notifications/resources/updated to sessions and listeners subscribed to uri. */
 void server_resource_updated(server *srv, const char *uri, size_t len);
 /* notifications/message to every session (each filters by its level). */
 void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);

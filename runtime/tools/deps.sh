@@ -4,7 +4,7 @@
 # absent. Uses sudo when not root.
 set -eu
 
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev"
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev"
 test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite"
 bench_pkgs="wrk"
 

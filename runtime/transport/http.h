@@ -67,6 +67,10 @@ struct http_stream {
 struct http_session {
   http_server *server;
   session *session;
+  /* The server's one session for sessionless (2026-07-28) requests: never
+   * registered, no replay (a modern stream cannot be resumed), and a
+   * request's stream closing cancels its call. */
+  bool stateless;
   char id[33];            /* 128 random bits, hex */
   bool registered;        /* in the map: initialize succeeded */
   uint64_t last_active_ms;
@@ -98,6 +102,10 @@ struct http_conn {
   bool in_value;
   size_t header_bytes;
   char *host, *origin, *accept, *content_type, *session_id, *protocol_version, *last_event_id, *authorization;
+  /* The other Mcp-* headers (Mcp-Method, Mcp-Name, Mcp-Param-*), which a
+   * 2026-07-28 request must keep in agreement with its body: "name\0value\0"
+   * pairs, names in lower case, values trimmed. */
+  buf mcp_headers;
   int reject_status; /* set while parsing: answer with this and close */
   const char *reject_message;
   int reject_code;
@@ -147,6 +155,7 @@ struct http_server {
   uv_timer_t probe;      /* watches half-closed connections for a reset */
   int probing;
   strmap sessions_by_id;
+  http_session *stateless; /* sessionless requests (created with the server) */
   http_session *sessions;
   int session_count;
   unsigned next_session_name;
@@ -198,6 +207,11 @@ extern const transport_ops HTTP_SESSION_OPS;
 
 /* Act on a complete request (the parser has read all of it). */
 void streamable_handle_request(http_conn *c);
+/* The sessionless session (created by http_start, destroyed by http_stop). */
+http_session *streamable_stateless_new(http_server *h);
+/* The value of an Mcp-* header of the request being handled (name in lower
+ * case), or NULL. */
+const char *conn_mcp_header(const http_conn *c, const char *name);
 void http_session_destroy(http_session *hs);
 
 #endif

@@ -1,6 +1,7 @@
 /* http_conn.c - HTTP/1.1 connections for the Streamable HTTP transport: reading
  * and parsing requests, writing responses, the listener and its limits.
  * See http.h. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,7 @@ static void reset_request(http_conn *c) {
     free(*headers[i]);
     *headers[i] = NULL;
   }
+  buf_clear(&c->mcp_headers);
   c->reject_status = 0;
   c->request_ready = false;
 }
@@ -238,6 +240,37 @@ static void reject(http_conn *c, int status, int code, const char *message) {
   c->reject_code = code;
   c->reject_message = message;
   http_parser_pause(&c->parser, 1);
+}
+
+const char *conn_mcp_header(const http_conn *c, const char *name) {
+  const char *p = c->mcp_headers.data, *end = p + c->mcp_headers.len;
+  while (p && p < end) {
+    const char *value = p + strlen(p) + 1;
+    if (strcmp(p, name) == 0) return value;
+    p = value + strlen(value) + 1;
+  }
+  return NULL;
+}
+
+/* Keep an Mcp-* header the body must agree with (see http_conn.mcp_headers).
+ * A repeated one is refused: which of the two would the check be against? */
+static void store_mcp_header(http_conn *c) {
+  char name[128];
+  size_t n = c->field.len;
+  if (n >= sizeof name) return;
+  for (size_t i = 0; i < n; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
+  name[n] = '\0';
+  if (conn_mcp_header(c, name)) {
+    reject(c, 400, -32600, "Bad Request: a repeated Mcp-* header");
+    return;
+  }
+  const char *v = c->value.data ? c->value.data : "";
+  size_t len = c->value.len;
+  while (len && (*v == ' ' || *v == '\t')) v++, len--;
+  while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
+  buf_append(&c->mcp_headers, name, n + 1);
+  buf_append(&c->mcp_headers, v, len);
+  buf_putc(&c->mcp_headers, '\0');
 }
 
 static bool header_budget(http_conn *c, size_t n) {
@@ -265,6 +298,13 @@ static void store_header(http_conn *c) {
       {"authorization", offsetof(http_conn, authorization), "Bad Request: more than one Authorization header"},
   };
   if (!c->field.len) return;
+  if (c->field.len > 4 && strncasecmp(c->field.data, "mcp-", 4) == 0 && strcasecmp(c->field.data, "mcp-session-id") != 0 &&
+      strcasecmp(c->field.data, "mcp-protocol-version") != 0) {
+    store_mcp_header(c);
+    buf_clear(&c->field);
+    buf_clear(&c->value);
+    return;
+  }
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
     if (strcasecmp(c->field.data, wanted[i].name) != 0) continue;
     char **slot = (char **)((char *)c + wanted[i].offset);
@@ -708,6 +748,7 @@ static void on_conn_closed(uv_handle_t *h) {
   buf_free(&c->url);
   buf_free(&c->field);
   buf_free(&c->value);
+  buf_free(&c->mcp_headers);
   buf_free(&c->input);
   free(c);
   if (srv->stopping) server_maybe_free(srv);
@@ -722,10 +763,11 @@ static void conn_detach_stream(http_conn *c) {
   st->hs->last_active_ms = now_ms(c->server);
   st->conn = NULL;
   c->stream = NULL;
-  if (st->mode == STREAM_PENDING && !st->complete) {
+  if ((st->mode == STREAM_PENDING || st->hs->stateless) && !st->complete) {
     /* A JSON answer has nowhere to go now: stop the work (a cancellation,
      * which is allowed under a computing handler). An SSE stream stays,
-     * for the client to resume with Last-Event-ID. */
+     * for the client to resume with Last-Event-ID, except a sessionless
+     * one: in 2026-07-28 closing a request's stream cancels it. */
     session_cancel_from(st->hs->session, st);
     st->complete = true;
   }
@@ -879,6 +921,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   h->srv = srv;
   h->opts = *opts;
   strmap_init(&h->sessions_by_id);
+  h->stateless = streamable_stateless_new(h);
   struct sockaddr_storage addr;
   const char *host = strcmp(opts->host, "localhost") == 0 ? "127.0.0.1" : opts->host;
   int rc = strchr(host, ':') ? uv_ip6_addr(host, opts->port, (struct sockaddr_in6 *)&addr)
@@ -920,6 +963,7 @@ void http_stop(http_server *h) {
   if (h->stopping) return;
   h->stopping = true;
   while (h->sessions) http_session_destroy(h->sessions);
+  if (h->stateless) http_session_destroy(h->stateless);
   for (http_conn *c = h->conns, *next; c; c = next) {
     next = c->next;
     conn_close(c);

@@ -235,7 +235,8 @@ static void http_send(session *s, const session_message *m) {
     if (!c) return;
     buf headers = BUF_INIT;
     session_header(hs, &headers);
-    conn_send_response(c, m->unaddressed_error ? 400 : 200, headers.data, "application/json", m->json, m->len);
+    int status = m->http_status ? m->http_status : m->unaddressed_error ? 400 : 200;
+    conn_send_response(c, status, headers.data, "application/json", m->json, m->len);
     buf_free(&headers);
     st->conn = NULL;
     c->stream = NULL;
@@ -248,7 +249,7 @@ static void http_send(session *s, const session_message *m) {
     sse_prime(st);
   }
   uint64_t seq = ++hs->next_seq;
-  ring_push(hs, st, seq, m->json, m->len);
+  if (!hs->stateless) ring_push(hs, st, seq, m->json, m->len);
   if (st->conn) sse_event(st, seq, m->json, m->len);
   if (m->final) {
     st->complete = true;
@@ -289,5 +290,18 @@ static void http_call_ended(session *s, call *cl) {
   stream_maybe_free(st);
 }
 
-const transport_ops HTTP_SESSION_OPS = {.send = http_send, .call_ended = http_call_ended, .close_stream = http_close_stream};
+/* transport_ops.request_header: the headers of the POST a stream answers. */
+static const char *http_request_header(session *s, void *origin, const char *name) {
+  (void)s;
+  http_stream *st = origin;
+  http_conn *c = st ? st->conn : NULL;
+  if (!c) return NULL;
+  if (strcmp(name, "mcp-protocol-version") == 0) return c->protocol_version;
+  return conn_mcp_header(c, name);
+}
+
+const transport_ops HTTP_SESSION_OPS = {.send = http_send,
+                                        .call_ended = http_call_ended,
+                                        .close_stream = http_close_stream,
+                                        .request_header = http_request_header};
 

@@ -33,6 +33,15 @@ static http_session *session_create(http_server *h) {
   return hs;
 }
 
+http_session *streamable_stateless_new(http_server *h) {
+  http_session *hs = calloc(1, sizeof *hs);
+  hs->server = h;
+  hs->stateless = true;
+  hs->session = session_new(h->srv, &HTTP_SESSION_OPS, hs, "http-stateless");
+  hs->session->sessionless = true;
+  return hs;
+}
+
 /* End a session: cancel its calls, end its streams, forget it. */
 void http_session_destroy(http_session *hs) {
   http_server *h = hs->server;
@@ -58,10 +67,14 @@ void http_session_destroy(http_session *hs) {
   }
   replay_clear(hs);
   if (hs->registered) strmap_remove(&h->sessions_by_id, hs->id);
-  if (hs->prev) hs->prev->next = hs->next;
-  else h->sessions = hs->next;
-  if (hs->next) hs->next->prev = hs->prev;
-  h->session_count--;
+  if (hs->stateless) {
+    h->stateless = NULL;
+  } else {
+    if (hs->prev) hs->prev->next = hs->next;
+    else h->sessions = hs->next;
+    if (hs->next) hs->next->prev = hs->prev;
+    h->session_count--;
+  }
   session_free(hs->session);
   free(hs);
 }
@@ -78,6 +91,24 @@ static const protocol_version *header_version(http_conn *c, bool *bad) {
   const protocol_version *v = protocol_find(c->protocol_version, strlen(c->protocol_version));
   if (!v) *bad = true;
   return v;
+}
+
+/* Does a request without a session id belong to the sessionless
+ * (2026-07-28) era? Yes when its MCP-Protocol-Version header names a
+ * modern version or one we do not know (the core answers -32022), or,
+ * without the header, when its body names a version in _meta. A legacy
+ * header keeps it in the initialize era. */
+static bool is_sessionless(http_conn *c) {
+  if (c->protocol_version) {
+    const protocol_version *v = protocol_find(c->protocol_version, strlen(c->protocol_version));
+    return !v || v->era == PROTOCOL_ERA_MODERN;
+  }
+  json_doc *doc = json_parse(c->body.data ? c->body.data : "", c->body.len, MAX_JSON_DEPTH, NULL);
+  if (!doc) return false;
+  const json_value *meta = json_object_get(json_object_get(json_doc_root(doc), "params"), "_meta");
+  bool modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL;
+  json_doc_free(doc);
+  return modern;
 }
 
 /* Is the body one initialize request? (Only those may arrive without a
@@ -116,6 +147,21 @@ static void handle_post(http_conn *c) {
   }
   if (!http_is_json(c->content_type)) {
     conn_send_error(c, 415, -32000, "Unsupported Media Type: Content-Type must be application/json", NULL);
+    return;
+  }
+  if (!c->session_id && is_sessionless(c)) {
+    /* Any request on any connection; the core checks the headers against
+     * the body and answers errors with the request's id. */
+    http_session *hs = h->stateless;
+    const protocol_version *v = c->protocol_version ? protocol_find(c->protocol_version, strlen(c->protocol_version)) : NULL;
+    http_stream *st = stream_new(hs, c, v, false);
+    st->held = true;
+    c->state = CONN_RESPONDING;
+    session_receive(hs->session, c->body.data ? c->body.data : "", c->body.len, st);
+    st->held = false;
+    if (st->conn && !st->complete && st->mode == STREAM_PENDING && !session_has_calls_from(hs->session, st))
+      stream_accept(st);
+    stream_maybe_free(st);
     return;
   }
   bool bad_version;

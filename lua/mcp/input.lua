@@ -1,0 +1,130 @@
+-- mcp.input: asking the client in a 2026-07-28 request (multi round-trip
+-- requests, SEP-2322).
+--
+-- A modern request cannot send the client a request of its own. When a
+-- handler asks (ctx:elicit, ctx:sample, ctx:roots, ctx:ask) and the answer
+-- is not in hand, the call ends with an input_required result: the
+-- questions (inputRequests, under keys) and a sealed requestState. The
+-- client retries the same request with its inputResponses and that state;
+-- the runtime runs the handler again from the start, and each question
+-- asked before now returns its answer at once. Whatever the handler did
+-- before its first question runs again on every round: ctx:once(key, fn)
+-- keeps a value across rounds instead.
+--
+-- requestState carries the answers of earlier rounds and the values
+-- ctx:once kept, bound to what the request was (method and tool, prompt or
+-- resource), under an HMAC (core.state_seal, OpenSSL's libcrypto) with an
+-- expiry. A state that was altered, expired, or issued for another request
+-- is refused with -32602. Answers (inputResponses) are the client's own
+-- input: any it sends for a question the handler asks is taken, and keys no
+-- question asks are ignored.
+
+local core = require "mcp.core"
+
+local array, object = core.array, core.object
+local rpc_error = core.rpc_error
+local INVALID_PARAMS = core.INVALID_PARAMS
+
+local M = {}
+
+-- The state of each call's current round, by ctx.
+local rounds = setmetatable({}, { __mode = "k" })
+
+-- The methods that may end with input_required (SEP-2322).
+local CAN_ASK = { ["tools/call"] = true, ["prompts/get"] = true, ["resources/read"] = true }
+
+local function binding(method, params)
+  local target = params.name or params.uri
+  return method .. "\0" .. (type(target) == "string" and target or "")
+end
+
+local function open_state(bind, token)
+  if type(token) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: requestState must be a string") end
+  local payload, why = core.state_open(bind, token)
+  if not payload then rpc_error(INVALID_PARAMS, "Invalid params: requestState " .. why) end
+  local ok, saved = pcall(core.json_decode, payload)
+  if not ok or type(saved) ~= "table" or type(saved.answers) ~= "table" then
+    rpc_error(INVALID_PARAMS, "Invalid params: requestState is not one this server can read")
+  end
+  return saved
+end
+
+--- Run a method of a modern request with the answers its retry brought.
+function M.run(run, method, params, ctx, check)
+  local state = { answers = {}, kept = {}, asked = 0, can_ask = CAN_ASK[method] }
+  if state.can_ask then
+    state.bind = binding(method, params)
+    if params.requestState ~= nil then
+      local saved = open_state(state.bind, params.requestState)
+      for k, v in pairs(saved.answers) do state.answers[k] = v end
+      if type(saved.kept) == "table" then
+        for k, v in pairs(saved.kept) do state.kept[k] = v end
+      end
+    end
+    local responses = params.inputResponses
+    if responses ~= nil then
+      if type(responses) ~= "table" or getmetatable(responses) == getmetatable(array()) then
+        rpc_error(INVALID_PARAMS, "Invalid params: inputResponses must be an object of answers")
+      end
+      for key, answer in pairs(responses) do
+        if type(answer) ~= "table" then
+          rpc_error(INVALID_PARAMS, ("Invalid params: inputResponses[%q] must be an object"):format(tostring(key)))
+        end
+        state.answers[key] = answer
+      end
+    end
+  end
+  rounds[ctx] = state
+  return run(method, params, ctx, check)
+end
+
+local function state_of(ctx)
+  local state = rounds[ctx]
+  if not state then error("ctx: this request has no input state (not a 2026-07-28 request)", 3) end
+  return state
+end
+
+--- The key of the next question asked without one: questions are numbered
+--- in the order the handler asks them, the same on every round.
+function M.next_key(ctx)
+  local state = state_of(ctx)
+  state.asked = state.asked + 1
+  return "input-" .. state.asked
+end
+
+--- Ask several questions at once: requests is a list of {key, method,
+--- params}. Returns the answers by key, or ends the call with
+--- input_required for the ones not answered yet.
+function M.ask(ctx, requests)
+  local state = state_of(ctx)
+  if not state.can_ask then
+    error(("ctx: %s cannot ask the client anything in protocol %s (only tools/call, prompts/get and "
+      .. "resources/read can)"):format(ctx.method, ctx.protocol_version), 3)
+  end
+  local answers, missing = {}, {}
+  for _, r in ipairs(requests) do
+    local answer = state.answers[r.key]
+    if answer ~= nil then answers[r.key] = answer else missing[#missing + 1] = r end
+  end
+  if #missing == 0 then return answers end
+  local input_requests = object()
+  for _, r in ipairs(missing) do input_requests[r.key] = { method = r.method, params = r.params } end
+  local payload = core.json_encode { answers = object(state.answers), kept = object(state.kept) }
+  ctx:_finish(M.modern_result {
+    resultType = "input_required",
+    inputRequests = input_requests,
+    requestState = core.state_seal(state.bind, payload),
+  })
+end
+
+--- ctx:once(key, fn): fn's result, computed on the first round only.
+function M.once(ctx, key, fn)
+  local state = state_of(ctx)
+  local kept = state.kept[key]
+  if kept ~= nil then return kept.value end
+  local value = fn()
+  state.kept[key] = { value = value }
+  return value
+end
+
+return M
