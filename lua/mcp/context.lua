@@ -176,12 +176,14 @@ function prepare.roots(ctx, _, level)
   return "roots/list", object(), function(result) return result.roots or array() end
 end
 
--- One question, asked the way the request's era asks.
+-- One question, asked the way the request's era asks. ctx:sample and the
+-- others tail-call it, so the user's code is its caller (level 2, and
+-- level 3 seen from prepare).
 local function ask_one(ctx, kind, params, key)
-  local method, p, finish = prepare[kind](ctx, params, 4)
+  local method, p, finish = prepare[kind](ctx, params, 3)
   local result
   if ctx.features.input_required then
-    if key ~= nil and type(key) ~= "string" then error("ctx:" .. kind .. ": the key must be a string", 3) end
+    if key ~= nil and type(key) ~= "string" then error("ctx:" .. kind .. ": the key must be a string", 2) end
     key = key or input.next_key(ctx)
     result = input.ask(ctx, { { key = key, method = method, params = p } })[key]
   else

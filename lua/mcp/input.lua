@@ -20,6 +20,7 @@
 -- question asks are ignored.
 
 local core = require "mcp.core"
+local registry = require "mcp.registry"
 
 local array, object = core.array, core.object
 local rpc_error = core.rpc_error
@@ -113,7 +114,8 @@ function M.ask(ctx, requests)
   ctx:_finish(M.modern_result {
     resultType = "input_required",
     inputRequests = input_requests,
-    requestState = core.state_seal(state.bind, payload),
+    -- mcp.server{requestStateTtlMs = ...}, else MRTR_STATE_TTL_MS (15 min).
+    requestState = core.state_seal(state.bind, payload, math.tointeger(registry.server.requestStateTtlMs)),
   })
 end
 

@@ -45,8 +45,10 @@ const char *protocol_supported_json(void) {
   if (!text[0]) {
     size_t n = 0;
     text[n++] = '[';
-    for (size_t i = 0; i < PROTOCOL_VERSION_COUNT; i++)
-      n += (size_t)snprintf(text + n, sizeof text - n, "%s\"%s\"", i ? "," : "", PROTOCOL_VERSIONS[i].name);
+    for (size_t i = 0; i < PROTOCOL_VERSION_COUNT; i++) {
+      if (PROTOCOL_VERSIONS[i].era != PROTOCOL_ERA_MODERN) continue;
+      n += (size_t)snprintf(text + n, sizeof text - n, "%s\"%s\"", n > 1 ? "," : "", PROTOCOL_VERSIONS[i].name);
+    }
     snprintf(text + n, sizeof text - n, "]");
   }
   return text;

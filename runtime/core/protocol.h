@@ -43,8 +43,10 @@ const protocol_version *protocol_find(const char *name, size_t len);
 const protocol_version *protocol_preferred(void);
 /* What a Streamable HTTP request without MCP-Protocol-Version means. */
 const protocol_version *protocol_http_default(void);
-/* The versions a modern client may ask for, as a JSON array of strings
- * (server/discover's supportedVersions and -32022's data.supported). */
+/* The versions a request may name in its _meta, as a JSON array of
+ * strings (server/discover's supportedVersions and -32022's
+ * data.supported). The initialize-era versions are not among them: those
+ * are negotiated by initialize. */
 const char *protocol_supported_json(void);
 
 #endif
