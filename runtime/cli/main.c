@@ -16,6 +16,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "core/server.h"
+#include "core/state_token.h"
 #include "transport/stdio_transport.h"
 #include "cli/version.h"
 #include "app/reload.h"
@@ -87,6 +88,9 @@ static void usage(FILE *to) {
           "  --memory-limit MB           what the scripts' Lua state may allocate (default: %d; 0: no cap)\n"
           "  --client-timeout MS         how long a tool waits for the client to answer\n"
           "                              sampling, elicitation or roots (default: %d)\n"
+          "  --state-key-env NAME        seal 2026-07-28 requestState with the secret in $NAME\n"
+          "                              (shared by every process that serves the same clients;\n"
+          "                              default: a random key per process)\n"
           "\n"
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
@@ -197,6 +201,13 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       if (!value) fail_usage("%s needs a value", a);
       if (*count == MAX_ALLOWED) fail_usage("too many %s flags", a);
       (host ? o->allow_hosts : o->allow_origins)[(*count)++] = value;
+      i++;
+    } else if (strcmp(a, "--state-key-env") == 0) {
+      if (!value) fail_usage("%s needs the name of an environment variable", a);
+      const char *secret = getenv(value);
+      if (!secret || strlen(secret) < 16)
+        fail_usage("--state-key-env: the environment variable %s must hold a secret of at least 16 characters", value);
+      state_key_set(secret, strlen(secret));
       i++;
     } else if (strcmp(a, "--bearer-token-env") == 0) {
       if (!value) fail_usage("%s needs the name of an environment variable", a);
