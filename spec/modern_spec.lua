@@ -289,3 +289,45 @@ describe("2026-07-28 subscriptions/listen and luamcp dev", function()
     client.remove_tree(dir)
   end)
 end)
+
+describe("2026-07-28 CORS and shared state keys", function()
+  it("answers a preflight for an allowed origin and lets the page read Mcp-Session-Id", function()
+    local server = http.start({ FIXTURE, "--allow-origin", "https://app.example", "--bearer-token-env", "TOKEN" },
+      { env = { "TOKEN=secret-token" } })
+    local r = server:request { method = "OPTIONS", headers = { Origin = "https://app.example",
+      ["Access-Control-Request-Method"] = "POST", ["Access-Control-Request-Headers"] = "mcp-protocol-version" } }
+    assert.are.equal(204, r.status)
+    assert.are.equal("https://app.example", r.headers["access-control-allow-origin"])
+    assert.truthy(r.headers["access-control-allow-headers"]:find("MCP-Protocol-Version", 1, true))
+    assert.truthy(r.headers["access-control-allow-methods"]:find("POST", 1, true))
+    r = server:request { method = "OPTIONS", headers = { Origin = "https://evil.example" } }
+    assert.are.equal(403, r.status)
+    local init = server:post({ jsonrpc = "2.0", id = 1, method = "initialize", params = { protocolVersion = "2025-11-25",
+      capabilities = EMPTY, clientInfo = { name = "page", version = "1" } } },
+      { Origin = "https://app.example", Authorization = "Bearer secret-token" })
+    assert.are.equal(200, init.status)
+    assert.are.equal("https://app.example", init.headers["access-control-allow-origin"])
+    assert.are.equal("Mcp-Session-Id", init.headers["access-control-expose-headers"])
+    assert.is_string(init.headers["mcp-session-id"])
+    server:stop_cleanly()
+  end)
+
+  it("accepts another process's requestState only when both share --state-key-env", function()
+    local env = { "STATE_KEY=0123456789abcdef0123456789abcdef" }
+    local a = client.spawn({ "run", "--state-key-env", "STATE_KEY", FIXTURE }, { env = env })
+    local r = a:request("tools/call", with_meta({ name = "greet" }, BOTH))
+    a:close()
+    local key = next(r.result.inputRequests)
+    local retry = with_meta({ name = "greet", requestState = r.result.requestState,
+      inputResponses = { [key] = { action = "accept", content = { name = "Bo" } } } }, BOTH)
+    local b = client.spawn({ "run", "--state-key-env", "STATE_KEY", FIXTURE }, { env = env })
+    local rb = b:request("tools/call", retry)
+    b:close()
+    assert.are.equal("input_required", rb.result.resultType) -- on to the next question: the state was accepted
+    assert.are.equal("sampling/createMessage", select(2, next(rb.result.inputRequests)).method)
+    local c = client.spawn({ "run", FIXTURE })
+    local rc = c:request("tools/call", retry)
+    c:close()
+    assert.are.equal(-32602, rc.error.code)
+  end)
+end)

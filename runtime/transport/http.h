@@ -106,6 +106,7 @@ struct http_conn {
    * 2026-07-28 request must keep in agreement with its body: "name\0value\0"
    * pairs, names in lower case, values trimmed. */
   buf mcp_headers;
+  bool origin_allowed; /* an Origin header was checked and allowed: CORS headers go out */
   int reject_status; /* set while parsing: answer with this and close */
   const char *reject_message;
   int reject_code;

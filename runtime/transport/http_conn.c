@@ -169,6 +169,12 @@ void conn_write_status_line(http_conn *c, buf *out, int status) {
   buf_printf(out, "HTTP/1.1 %d %s\r\n", status, status_text(status));
   if (c->close_after_response || !c->keep_alive) buf_puts(out, "Connection: close\r\n");
   else if (c->parser.http_minor == 0) buf_puts(out, "Connection: keep-alive\r\n");
+  if (c->origin && c->origin_allowed) {
+    /* CORS for an allowed browser origin: it may read the response, and
+     * the session id in it (origins not allowed got a 403 already). */
+    buf_printf(out, "Access-Control-Allow-Origin: %s\r\nAccess-Control-Expose-Headers: Mcp-Session-Id\r\nVary: Origin\r\n",
+               c->origin);
+  }
 }
 
 /* A whole response with a body (or none). extra_headers end in \r\n. */
@@ -231,6 +237,7 @@ static void reset_request(http_conn *c) {
   }
   buf_clear(&c->mcp_headers);
   c->reject_status = 0;
+  c->origin_allowed = false;
   c->request_ready = false;
 }
 
@@ -243,8 +250,9 @@ static void reject(http_conn *c, int status, int code, const char *message) {
 }
 
 const char *conn_mcp_header(const http_conn *c, const char *name) {
+  if (!c->mcp_headers.data) return NULL;
   const char *p = c->mcp_headers.data, *end = p + c->mcp_headers.len;
-  while (p && p < end) {
+  while (p < end) {
     const char *value = p + strlen(p) + 1;
     if (strcmp(p, name) == 0) return value;
     p = value + strlen(value) + 1;
@@ -405,8 +413,11 @@ static void check_headers(http_conn *c) {
       reject(c, 403, -32000, "Forbidden: Origin not allowed");
       return;
     }
+    c->origin_allowed = true;
   }
-  if (h->opts.bearer_token) {
+  /* A CORS preflight carries no credentials (the Fetch standard): it is
+   * answered without them, and says only what the real request may send. */
+  if (h->opts.bearer_token && c->parser.method != HTTP_OPTIONS) {
     const char *given = c->authorization;
     size_t secret_len = strlen(h->opts.bearer_token);
     bool ok = given && strncasecmp(given, "Bearer ", 7) == 0 &&

@@ -325,8 +325,20 @@ void streamable_handle_request(http_conn *c) {
     case HTTP_POST: handle_post(c); break;
     case HTTP_GET: handle_get(c); break;
     case HTTP_DELETE: handle_delete(c); break;
+    case HTTP_OPTIONS:
+      /* A CORS preflight (its Origin was allowed, or it would be a 403). */
+      conn_send_response(c, 204,
+                         "Allow: GET, POST, DELETE, OPTIONS\r\n"
+                         "Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n"
+                         "Access-Control-Allow-Headers: Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                         "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID\r\n"
+                         "Access-Control-Max-Age: 600\r\n",
+                         NULL, NULL, 0);
+      conn_response_done(c);
+      break;
     default:
-      conn_send_error(c, 405, -32000, "Method Not Allowed: use POST, GET or DELETE", "Allow: GET, POST, DELETE\r\n");
+      conn_send_error(c, 405, -32000, "Method Not Allowed: use POST, GET or DELETE",
+                      "Allow: GET, POST, DELETE, OPTIONS\r\n");
   }
 }
 
