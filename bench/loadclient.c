@@ -547,10 +547,14 @@ static void call_args(uint64_t k, long long *a, long long *b) {
 
 static bool http_conn_open(chan *c);
 
+/* 2026-07-28 and later: no handshake; every request names its version and
+ * the client's capabilities in its own _meta (and, over HTTP, in headers). */
+static bool modern_era(void) { return strcmp(opt.proto, "2026-07-28") >= 0; }
+
 static void chan_send(chan *c, int kind, uint64_t k) {
   if (c->http && c->dead && !http_conn_open(c)) return;
   req *r = &c->pend[c->np];
-  char body[512];
+  char body[1024], meta[256] = "";
   int bl;
   memset(r, 0, sizeof *r);
   r->kind = kind;
@@ -568,11 +572,18 @@ static void chan_send(chan *c, int kind, uint64_t k) {
     r->id = R.next_id++;
     r->expect = a + b;
     r->measured = R.measuring;
+    if (modern_era())
+      snprintf(meta, sizeof meta,
+               ",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"%s\","
+               "\"io.modelcontextprotocol/clientCapabilities\":{},"
+               "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"luamcp-loadclient\",\"version\":\"1.0.0\"}}",
+               opt.proto);
     bl = snprintf(body, sizeof body,
                   "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
-                  "\"arguments\":{\"a\":%lld,\"b\":%lld%s%s}}}",
-                  r->id, opt.tool, a, b, opt.extra_args ? "," : "", opt.extra_args ? opt.extra_args : "");
+                  "\"arguments\":{\"a\":%lld,\"b\":%lld%s%s}%s}}",
+                  r->id, opt.tool, a, b, opt.extra_args ? "," : "", opt.extra_args ? opt.extra_args : "", meta);
   }
+  if (bl < 0 || (size_t)bl >= sizeof body) die("request body too long (--extra-args)");
   if (c->http) {
     if (kind == K_INIT) {
       buf_printf(&c->out,
@@ -588,6 +599,7 @@ static void chan_send(chan *c, int kind, uint64_t k) {
                    http_path, http_hostport);
         if (c->sid[0]) buf_printf(&c->hdr, "Mcp-Session-Id: %s\r\n", c->sid);
         buf_printf(&c->hdr, "MCP-Protocol-Version: %s\r\n", R.proto_neg[0] ? R.proto_neg : opt.proto);
+        if (modern_era()) buf_printf(&c->hdr, "Mcp-Method: tools/call\r\nMcp-Name: %s\r\n", opt.tool);
         snprintf(c->hdr_sid, sizeof c->hdr_sid, "%s", c->sid);
         c->hdr_ok = true;
       }
@@ -663,6 +675,11 @@ static void check_response(chan *c, req *r, jdoc *d, const char *raw, size_t raw
   /* tools/call */
   if (err >= 0 || res < 0) {
     report_error("tools/call returned an error", raw, rawlen);
+    call_done(r);
+    return;
+  }
+  if (modern_era() && !jtok_is(d, jget(d, res, "resultType"), "complete")) {
+    report_error("tools/call result without resultType \"complete\"", raw, rawlen);
     call_done(r);
     return;
   }
@@ -1166,6 +1183,12 @@ static void produce(chan *c) {
   }
   switch (c->hs) {
   case HS_NONE:
+    if (modern_era()) {
+      snprintf(R.proto_neg, sizeof R.proto_neg, "%s", opt.proto);
+      c->hs = HS_READY;
+      produce(c);
+      return;
+    }
     if (opt.shared_session && c->http && c->idx > 0) {
       c->hs = HS_WAIT_SHARED;
       return;
@@ -1399,7 +1422,11 @@ static void usage(FILE *f) {
       "  --server-stderr FILE   where a spawned server's stderr goes (default inherit)\n"
       "  --tool NAME            tool to call (default add)\n"
       "  --extra-args JSON      more members for the call's arguments, e.g. '\"c\":1'\n"
-      "  --protocol-version V   (default 2025-11-25)\n"
+      "  --protocol-version V   (default 2025-11-25); 2026-07-28 or later: no\n"
+      "                         handshake, each call carries its version, client\n"
+      "                         capabilities and info in _meta (over HTTP also\n"
+      "                         MCP-Protocol-Version, Mcp-Method and Mcp-Name) and\n"
+      "                         must come back with resultType \"complete\"\n"
       "  --label STR            copied into the JSON output\n"
       "  -q, --quiet            no human line on stderr\n"
       "output: one JSON line on stdout, one human line on stderr.\n"
@@ -1584,6 +1611,8 @@ int main(int argc, char **argv) {
   if (!opt.url && !opt.argv) { usage(stderr); die("give a server command after -- or --http URL"); }
   if (opt.mode == MODE_STARTUP && !opt.argv) die("startup mode needs a server command after --");
   if (opt.mode == MODE_SESSIONS && !opt.url) die("sessions mode needs --http URL");
+  if (modern_era() && (opt.mode == MODE_STARTUP || opt.mode == MODE_SESSIONS || opt.shared_session))
+    die("--protocol-version %s has no handshake and no sessions: use seq or pipe mode", opt.proto);
   if (opt.window < 0) opt.window = (opt.mode == MODE_PIPE && !opt.url) ? 64 : 1;
   if (opt.mode == MODE_SEQ) opt.window = 1;
   if (opt.window < 1 || opt.window > MAXWIN) die("--window must be 1..%d", MAXWIN);

@@ -21,7 +21,8 @@
 #   WARMUP=2000             unmeasured calls before each measured phase
 #   HTTP_SECONDS=3          measured seconds per HTTP connection-count setting
 #   HTTP_CALLS=             cap on their calls (empty: as many as fit)
-#   HTTP_CONNS="1 16 64"    HTTP keep-alive connections, one session each
+#   HTTP_CONNS="1 16 64"    HTTP keep-alive connections, one session each; the
+#                           2026-07-28 runs (luamcp, TS v2) use the same counts
 #   STARTUP_REPEAT=5        spawns per round for the start-up time
 #   SESSIONS=10000          idle HTTP sessions (once per server; 0 = skip)
 #   SESSION_CONNS=16        connections used to create them
@@ -133,6 +134,8 @@ have_server() {
   esac
 }
 has_http() { [[ $1 == luamcp || $1 == ts || $1 == ts2 || $1 == echo ]]; }
+# serves 2026-07-28 requests statelessly (no initialize, no session)
+has_modern() { [[ $1 == luamcp || $1 == ts2 ]]; }
 stdio_cmd() {
   case $1 in
     luamcp) echo "$LUAMCP run bench/servers/add" ;;
@@ -142,11 +145,12 @@ stdio_cmd() {
     echo) echo "$BB/echo" ;;
   esac
 }
-http_cmd() { # server port
+http_cmd() { # server port [era]
   case $1 in
     luamcp) echo "$LUAMCP run --http 127.0.0.1:$2 bench/servers/add" ;;
     ts) echo "$NODE bench/peer/ts-http.mjs --port $2" ;;
-    ts2) echo "$NODE bench/peer/ts2-http.mjs --port $2" ;;
+    ts2) [[ ${3:-legacy} == modern ]] && echo "$NODE bench/peer/ts2-http-modern.mjs --port $2" ||
+      echo "$NODE bench/peer/ts2-http.mjs --port $2" ;;
     echo) echo "$BB/httpecho $2" ;;
   esac
 }
@@ -189,11 +193,11 @@ lc() {
 }
 
 HTTP_PID=
-start_http() { # server placement -> HTTP_PID, HTTP_URL
+start_http() { # server [era] -> HTTP_PID, HTTP_URL
   local port
   port=$("$LC" --free-port)
   # shellcheck disable=SC2046
-  taskset -c 0 $(http_cmd "$1" "$port") >>"$LOG" 2>&1 </dev/null &
+  taskset -c 0 $(http_cmd "$1" "$port" "${2:-legacy}") >>"$LOG" 2>&1 </dev/null &
   HTTP_PID=$!
   HTTP_URL="http://127.0.0.1:$port$(http_path "$1")"
 }
@@ -254,22 +258,26 @@ http_started() { # server
     return 1
   fi
 }
-run_http() { # server placement
-  local s=$1 p=$2 c n first=1
+# era legacy: a session per connection (initialize first; metrics http_*);
+# era modern: 2026-07-28 requests, stateless, each carrying its own _meta
+# and headers (metrics mhttp_*)
+run_http() { # server placement [era]
+  local s=$1 p=$2 era=${3:-legacy} c n first=1 key=http version=()
   [[ -z ${NO_HTTP[$s]:-} ]] || return 0
+  if [[ $era == modern ]]; then key=mhttp version=(--protocol-version 2026-07-28); fi
   c=$(client_cpu "$p")
-  start_http "$s"
+  start_http "$s" "$era"
   http_started "$s" || return 0
   for n in $HTTP_CONNS; do
     # shellcheck disable=SC2046
-    if lc "$s" "$p" "http_c$n" -- --http "$HTTP_URL" --connect-timeout 30 -c "$n" -d "$HTTP_SECONDS" ${HTTP_CALLS:+-n "$HTTP_CALLS"} \
-        --warmup "$((WARMUP / 2))" --cpu "$c" --server-pid "$HTTP_PID" --timeout 600 $(extra_flags "$s"); then
-      rec "$s" "$p" "http_c${n}_cps" "$(jget "$OUT" calls_per_s)"
-      rec "$s" "$p" "http_c${n}_p50_us" "$(jget "$OUT" lat_p50_us)"
-      rec "$s" "$p" "http_c${n}_p99_us" "$(jget "$OUT" lat_p99_us)"
-      rec "$s" "$p" "http_c${n}_cpu_us" "$(cpu_of "$OUT")"
-      if ((first)); then rec "$s" "$p" http_rss_idle_kb "$(jget "$OUT" rss_idle_kb)"; first=0; fi
-      rec "$s" "$p" http_rss_after_kb "$(jget "$OUT" rss_after_kb)"
+    if lc "$s" "$p" "${key}_c$n" -- --http "$HTTP_URL" --connect-timeout 30 -c "$n" -d "$HTTP_SECONDS" ${HTTP_CALLS:+-n "$HTTP_CALLS"} \
+        --warmup "$((WARMUP / 2))" --cpu "$c" --server-pid "$HTTP_PID" --timeout 600 "${version[@]}" $(extra_flags "$s"); then
+      rec "$s" "$p" "${key}_c${n}_cps" "$(jget "$OUT" calls_per_s)"
+      rec "$s" "$p" "${key}_c${n}_p50_us" "$(jget "$OUT" lat_p50_us)"
+      rec "$s" "$p" "${key}_c${n}_p99_us" "$(jget "$OUT" lat_p99_us)"
+      rec "$s" "$p" "${key}_c${n}_cpu_us" "$(cpu_of "$OUT")"
+      if ((first)); then rec "$s" "$p" "${key}_rss_idle_kb" "$(jget "$OUT" rss_idle_kb)"; first=0; fi
+      rec "$s" "$p" "${key}_rss_after_kb" "$(jget "$OUT" rss_after_kb)"
     fi
   done
   stop_http
@@ -292,6 +300,7 @@ for r in $(seq "$ROUNDS"); do
       say "round $r/$ROUNDS, $p, $s"
       run_stdio "$s" "$p"
       has_http "$s" && run_http "$s" "$p"
+      has_modern "$s" && run_http "$s" "$p" modern
     done
   done
 done
