@@ -101,6 +101,10 @@ local function handle(list, entry)
   return setmetatable({ list = list, entry = entry }, Handle)
 end
 
+-- serverInfo encoded once, for the _meta of every 2026-07-28 result
+-- (mcp.server{} forgets it; dispatch.server_info_json makes it).
+local server_info_json
+
 ---@class mcp.ServerInfo
 ---@field name? string defaults to the script folder's name
 ---@field version? string
@@ -113,6 +117,7 @@ end
 function M.server(info)
   check_definition("server", info)
   for k, v in pairs(info) do registry.server[k] = v end
+  server_info_json = nil
   if info.coerce ~= nil then
     for _, tool in ipairs(registry.tools.entries) do
       core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce, tool.timeout_ms)
@@ -384,6 +389,11 @@ local function server_info()
   return info
 end
 dispatch.server_info = server_info
+
+function dispatch.server_info_json()
+  if not server_info_json then server_info_json = core.raw(core.json_encode(server_info())) end
+  return server_info_json
+end
 
 function M._describe()
   local s = registry.server

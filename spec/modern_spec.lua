@@ -222,6 +222,17 @@ describe("2026-07-28 over stdio", function()
     assert.truthy(r.error.message:find("expired", 1, true), r.error.message)
   end)
 
+  it("gives the handler its request's client, capabilities and _meta, less the envelope", function()
+    local r = proc:request("tools/call", with_meta({ name = "whoami" }, BOTH,
+      { progressToken = 7, ["example.com/trace"] = "abc" }))
+    assert.are.same({ meta_keys = "example.com/trace,progressToken", client = "busted", sampling = true, version = V },
+      r.result.structuredContent)
+    proc:initialize("2025-11-25", EMPTY)
+    r = proc:request("tools/call", { name = "whoami", _meta = { progressToken = 8 } })
+    assert.are.same({ meta_keys = "progressToken", client = "busted", sampling = false, version = "2025-11-25" },
+      r.result.structuredContent)
+  end)
+
   it("serves a legacy session and modern requests side by side", function()
     local d = proc:request("server/discover", with_meta())
     assert.are.same({ V }, d.result.supportedVersions)

@@ -401,7 +401,7 @@ local function modern_result(result)
   if type(result._meta) == "table" then
     for k, v in pairs(result._meta) do meta[k] = v end
   end
-  meta["io.modelcontextprotocol/serverInfo"] = M.server_info()
+  meta["io.modelcontextprotocol/serverInfo"] = M.server_info_json()
   result._meta = object(meta)
   return result
 end

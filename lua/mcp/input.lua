@@ -28,8 +28,11 @@ local INVALID_PARAMS = core.INVALID_PARAMS
 
 local M = {}
 
--- The state of each call's current round, by ctx.
+-- The state of each call's current round, by ctx, made when the handler
+-- first asks or keeps something (most calls never do); until then
+-- `requests` holds the call's method and params.
 local rounds = setmetatable({}, { __mode = "k" })
+local requests = setmetatable({}, { __mode = "k" })
 
 -- The methods that may end with input_required (SEP-2322).
 local CAN_ASK = { ["tools/call"] = true, ["prompts/get"] = true, ["resources/read"] = true }
@@ -50,38 +53,51 @@ local function open_state(bind, token)
   return saved
 end
 
---- Run a method of a modern request with the answers its retry brought.
-function M.run(run, method, params, ctx, check)
+-- A round's state: the answers it brought (sealed ones from requestState,
+-- new ones from inputResponses) and what ctx:once kept.
+local function new_state(method, params)
   local state = { answers = {}, kept = {}, asked = 0, can_ask = CAN_ASK[method] }
-  if state.can_ask then
-    state.bind = binding(method, params)
-    if params.requestState ~= nil then
-      local saved = open_state(state.bind, params.requestState)
-      for k, v in pairs(saved.answers) do state.answers[k] = v end
-      if type(saved.kept) == "table" then
-        for k, v in pairs(saved.kept) do state.kept[k] = v end
-      end
-    end
-    local responses = params.inputResponses
-    if responses ~= nil then
-      if type(responses) ~= "table" or getmetatable(responses) == getmetatable(array()) then
-        rpc_error(INVALID_PARAMS, "Invalid params: inputResponses must be an object of answers")
-      end
-      for key, answer in pairs(responses) do
-        if type(answer) ~= "table" then
-          rpc_error(INVALID_PARAMS, ("Invalid params: inputResponses[%q] must be an object"):format(tostring(key)))
-        end
-        state.answers[key] = answer
-      end
+  if not state.can_ask then return state end
+  state.bind = binding(method, params)
+  if params.requestState ~= nil then
+    local saved = open_state(state.bind, params.requestState)
+    for k, v in pairs(saved.answers) do state.answers[k] = v end
+    if type(saved.kept) == "table" then
+      for k, v in pairs(saved.kept) do state.kept[k] = v end
     end
   end
-  rounds[ctx] = state
+  local responses = params.inputResponses
+  if responses ~= nil then
+    if type(responses) ~= "table" or getmetatable(responses) == getmetatable(array()) then
+      rpc_error(INVALID_PARAMS, "Invalid params: inputResponses must be an object of answers")
+    end
+    for key, answer in pairs(responses) do
+      if type(answer) ~= "table" then
+        rpc_error(INVALID_PARAMS, ("Invalid params: inputResponses[%q] must be an object"):format(tostring(key)))
+      end
+      state.answers[key] = answer
+    end
+  end
+  return state
+end
+
+--- Run a method of a modern request with the answers its retry brought.
+function M.run(run, method, params, ctx, check)
+  if CAN_ASK[method] and (params.requestState ~= nil or params.inputResponses ~= nil) then
+    rounds[ctx] = new_state(method, params) -- a bad state or answer is refused before the handler runs
+  else
+    requests[ctx] = params
+  end
   return run(method, params, ctx, check)
 end
 
 local function state_of(ctx)
   local state = rounds[ctx]
-  if not state then error("ctx: this request has no input state (not a 2026-07-28 request)", 3) end
+  if state then return state end
+  local params = requests[ctx]
+  if not params then error("ctx: this request has no input state (not a 2026-07-28 request)", 3) end
+  state = new_state(ctx.method, params)
+  rounds[ctx] = state
   return state
 end
 

@@ -27,6 +27,7 @@
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
+#include "core/protocol.h"
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
@@ -586,6 +587,36 @@ static int entry_continue(lua_State *co, int status, lua_KContext k) {
   return 1;
 }
 
+/* params as handlers see them: _meta without a 2026-07-28 request's
+ * envelope (version, client capabilities, info, log level), which the call
+ * already holds and ctx gives as fields. Pushing those tables and long keys
+ * into Lua for every call was a fifth of a modern call's cost. */
+static void push_params(lua_State *co, const json_value *params) {
+  if (params->type != JSON_OBJECT) {
+    ljson_push(co, params);
+    return;
+  }
+  lua_createtable(co, 0, (int)params->len);
+  for (uint32_t i = 0; i < params->len; i++) {
+    const json_member *m = &params->u.members[i];
+    lua_pushlstring(co, m->key, m->key_len);
+    if (m->key_len == 5 && memcmp(m->key, "_meta", 5) == 0 && m->value.type == JSON_OBJECT) {
+      const json_value *meta = &m->value;
+      lua_createtable(co, 0, (int)meta->len);
+      for (uint32_t j = 0; j < meta->len; j++) {
+        const json_member *e = &meta->u.members[j];
+        if (protocol_is_envelope_key(e->key, e->key_len)) continue;
+        lua_pushlstring(co, e->key, e->key_len);
+        ljson_push(co, &e->value);
+        lua_rawset(co, -3);
+      }
+    } else {
+      ljson_push(co, &m->value);
+    }
+    lua_rawset(co, -3);
+  }
+}
+
 /* The body of a request's coroutine: build params and ctx (in protected
  * mode, since both allocate), check a tool call's arguments, then run
  * mcp._dispatch(method, params, ctx, check). */
@@ -595,9 +626,9 @@ static int task_entry(lua_State *co) {
   lua_settop(co, 0);
   lua_rawgeti(co, LUA_REGISTRYINDEX, t->vm->dispatch_ref);
   lua_pushstring(co, t->call->method);
-  if (params) ljson_push(co, params);
+  if (params) push_params(co, params);
   else lua_newtable(co);
-  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 1);
+  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 2); /* params, then ctx.features once made */
   h->task = t;
   t->ctx = h;
   luaL_setmetatable(co, CTX_MT);
@@ -1010,7 +1041,10 @@ static int ctx_index(lua_State *L) {
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, c->progress_token);
   if (strcmp(key, "features") == 0) {
-    /* What the request's protocol version offers (from the one table). */
+    /* What the request's protocol version offers (from the one table),
+     * made on first use and kept: the library reads it on every call. */
+    if (lua_getiuservalue(L, 1, 2) == LUA_TTABLE) return 1;
+    lua_pop(L, 1);
     const protocol_version *v = c->version;
     lua_createtable(L, 0, 8);
     lua_pushboolean(L, v && v->elicitation);
@@ -1029,6 +1063,8 @@ static int ctx_index(lua_State *L) {
     lua_setfield(L, -2, "input_required");
     lua_pushboolean(L, v && v->not_found_invalid_params);
     lua_setfield(L, -2, "not_found_invalid_params");
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, 1, 2);
     return 1;
   }
   return 0;

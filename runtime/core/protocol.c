@@ -53,3 +53,11 @@ const char *protocol_supported_json(void) {
   }
   return text;
 }
+
+bool protocol_is_envelope_key(const char *key, size_t len) {
+  static const char *const envelope[] = {MCP_META_PROTOCOL_VERSION, MCP_META_CLIENT_CAPABILITIES,
+                                         MCP_META_CLIENT_INFO, MCP_META_LOG_LEVEL};
+  for (size_t i = 0; i < sizeof envelope / sizeof *envelope; i++)
+    if (strlen(envelope[i]) == len && memcmp(envelope[i], key, len) == 0) return true;
+  return false;
+}

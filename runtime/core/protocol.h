@@ -49,4 +49,18 @@ const protocol_version *protocol_http_default(void);
  * are negotiated by initialize. */
 const char *protocol_supported_json(void);
 
+/* The _meta keys of the 2026-07-28 era. A modern request's envelope is the
+ * first four: the runtime reads them into the call, and handlers see them
+ * as ctx.protocol_version, ctx.capabilities, ctx.client and the log level,
+ * not in ctx.meta. */
+#define MCP_META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define MCP_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
+
+/* Is this _meta key one of the request envelope's four? */
+bool protocol_is_envelope_key(const char *key, size_t len);
+
 #endif

@@ -351,14 +351,6 @@ static bool is_method(const jsonrpc_message *m, const char *name) {
   return m->method_len == strlen(name) && memcmp(m->method, name, m->method_len) == 0;
 }
 
-/* The _meta keys of the 2026-07-28 era. */
-#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
-#define META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
-#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
-#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
-#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
-#define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
-
 /* The capabilities object of initialize and server/discover. */
 static void write_capabilities(buf *r, const app_description *d) {
   buf_puts(r, "{\"logging\":{}");
@@ -553,7 +545,7 @@ static void handle_discover(session *s, const jsonrpc_message *m, const char *sr
     buf_putc(&r, ',');
     buf_append_str(&r, d.cache_json);
   }
-  buf_puts(&r, ",\"resultType\":\"complete\",\"_meta\":{\"" META_SERVER_INFO "\":");
+  buf_puts(&r, ",\"resultType\":\"complete\",\"_meta\":{\"" MCP_META_SERVER_INFO "\":");
   write_server_info(&r, &d);
   buf_puts(&r, "}}");
   reply_result(s, NULL, origin, m->id, src, r.data, r.len);
@@ -637,7 +629,7 @@ static void listen_start(call *c, const jsonrpc_message *m) {
     }
     buf_putc(&agreed, ']');
   }
-  buf_puts(&agreed, "},\"_meta\":{\"" META_SUBSCRIPTION_ID "\":");
+  buf_puts(&agreed, "},\"_meta\":{\"" MCP_META_SUBSCRIPTION_ID "\":");
   buf_append(&agreed, c->id.raw, c->id.raw_len);
   buf_puts(&agreed, "}}");
   c->listener = l;
@@ -659,18 +651,18 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
     return;
   }
   const json_value *meta = json_object_get(m->params, "_meta");
-  const json_value *version = json_object_get(meta, META_PROTOCOL_VERSION);
-  const json_value *caps = json_object_get(meta, META_CLIENT_CAPABILITIES);
-  const json_value *info = json_object_get(meta, META_CLIENT_INFO);
-  const json_value *level = json_object_get(meta, META_LOG_LEVEL);
+  const json_value *version = json_object_get(meta, MCP_META_PROTOCOL_VERSION);
+  const json_value *caps = json_object_get(meta, MCP_META_CLIENT_CAPABILITIES);
+  const json_value *info = json_object_get(meta, MCP_META_CLIENT_INFO);
+  const json_value *level = json_object_get(meta, MCP_META_LOG_LEVEL);
   int log_level = -1;
   const char *bad = NULL;
   if (!meta || meta->type != JSON_OBJECT) bad = "_meta (an object) is required";
-  else if (!version || version->type != JSON_STRING) bad = "_meta[\"" META_PROTOCOL_VERSION "\"] (a string) is required";
-  else if (!caps || caps->type != JSON_OBJECT) bad = "_meta[\"" META_CLIENT_CAPABILITIES "\"] (an object) is required";
-  else if (info && info->type != JSON_OBJECT) bad = "_meta[\"" META_CLIENT_INFO "\"] must be an object";
+  else if (!version || version->type != JSON_STRING) bad = "_meta[\"" MCP_META_PROTOCOL_VERSION "\"] (a string) is required";
+  else if (!caps || caps->type != JSON_OBJECT) bad = "_meta[\"" MCP_META_CLIENT_CAPABILITIES "\"] (an object) is required";
+  else if (info && info->type != JSON_OBJECT) bad = "_meta[\"" MCP_META_CLIENT_INFO "\"] must be an object";
   else if (level && (level->type != JSON_STRING || (log_level = log_level_parse(level->u.string, level->len)) < 0))
-    bad = "_meta[\"" META_LOG_LEVEL "\"] must be a log level (debug ... emergency)";
+    bad = "_meta[\"" MCP_META_LOG_LEVEL "\"] must be a log level (debug ... emergency)";
   if (bad) {
     char message[200];
     snprintf(message, sizeof message, "Invalid params: %s", bad);
@@ -725,7 +717,7 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
  * session is modern. */
 static bool is_modern_request(session *s, const jsonrpc_message *m, void *origin) {
   if (s->sessionless) return true;
-  const json_value *version = json_object_get(json_object_get(m->params, "_meta"), META_PROTOCOL_VERSION);
+  const json_value *version = json_object_get(json_object_get(m->params, "_meta"), MCP_META_PROTOCOL_VERSION);
   if (version && version->type == JSON_STRING) {
     const protocol_version *v = protocol_find(version->u.string, version->len);
     if (v && v->era == PROTOCOL_ERA_MODERN) return true;
@@ -863,7 +855,7 @@ static bool session_live(const session *s) { return s->state == SESSION_READY ||
 /* A notification on a listen call's stream, tagged with its subscription. */
 static void listener_notify(call *c, const char *method, const char *params_json, size_t len) {
   buf params = BUF_INIT;
-  buf_puts(&params, "{\"_meta\":{\"" META_SUBSCRIPTION_ID "\":");
+  buf_puts(&params, "{\"_meta\":{\"" MCP_META_SUBSCRIPTION_ID "\":");
   buf_append(&params, c->id.raw, c->id.raw_len);
   buf_putc(&params, '}');
   /* The caller's params (an object) lose their braces and follow. */

@@ -106,7 +106,7 @@ static bool is_sessionless(http_conn *c) {
   json_doc *doc = json_parse(c->body.data ? c->body.data : "", c->body.len, MAX_JSON_DEPTH, NULL);
   if (!doc) return false;
   const json_value *meta = json_object_get(json_object_get(json_doc_root(doc), "params"), "_meta");
-  bool modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL;
+  bool modern = json_object_get(meta, MCP_META_PROTOCOL_VERSION) != NULL;
   json_doc_free(doc);
   return modern;
 }
