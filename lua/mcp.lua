@@ -81,6 +81,17 @@ local function check_definition(kind, def)
   if type(def) ~= "table" then error(("mcp.%s needs a table"):format(kind), 3) end
 end
 
+-- ttlMs and cacheScope (2026-07-28 cache hints) on mcp.server, mcp.resource
+-- and mcp.template.
+local function check_cache_hints(def)
+  if def.ttlMs ~= nil and not (math.type(def.ttlMs) == "integer" and def.ttlMs >= 0) then
+    error(("ttlMs must be a whole number of milliseconds >= 0, got %s"):format(tostring(def.ttlMs)), 3)
+  end
+  if def.cacheScope ~= nil and def.cacheScope ~= "public" and def.cacheScope ~= "private" then
+    error(("cacheScope must be \"public\" or \"private\", got %s"):format(tostring(def.cacheScope)), 3)
+  end
+end
+
 -- Copy the optional descriptive fields of a definition into a wire entry.
 local function describe(entry, def, fields)
   for _, f in ipairs(fields) do
@@ -111,11 +122,21 @@ local server_info_json
 ---@field title? string
 ---@field instructions? string
 ---@field coerce? boolean the default of every tool's coerce
+---@field ttlMs? integer 2026-07-28 cache hint for lists, reads and server/discover (default 0)
+---@field cacheScope? "public"|"private" (default "private")
+---@field requestStateTtlMs? integer how long a client has to answer an input_required result
+---@field extensions? table<string, table> capabilities.extensions, by extension id
 
 --- Describe the server (serverInfo and instructions in initialize).
 ---@param info mcp.ServerInfo
 function M.server(info)
   check_definition("server", info)
+  check_cache_hints(info)
+  check_type(info, "extensions", "table", true, 3)
+  if info.extensions then
+    local ok, err = pcall(core.json_encode, core.object(info.extensions))
+    if not ok then error("extensions: " .. tostring(err), 2) end
+  end
   for k, v in pairs(info) do registry.server[k] = v end
   server_info_json = nil
   if info.coerce ~= nil then
@@ -210,6 +231,8 @@ end
 ---@field description? string
 ---@field mimeType? string
 ---@field read fun(uri: string, ctx: mcp.Context): string|table|nil
+---@field ttlMs? integer 2026-07-28 cache hint for its reads (a read's result may set its own)
+---@field cacheScope? "public"|"private"
 
 --- Register a resource with a fixed URI.
 ---@param def mcp.ResourceDefinition
@@ -220,7 +243,9 @@ function M.resource(def)
   check_type(def, "read", "function")
   local wire = describe(core.object { uri = def.uri, name = def.name }, def,
     { "title", "description", "mimeType", "size", "annotations", "_meta" })
-  local entry = { uri = def.uri, mimeType = def.mimeType, read = def.read, wire = core.raw(core.json_encode(wire)) }
+  check_cache_hints(def)
+  local entry = { uri = def.uri, mimeType = def.mimeType, read = def.read, wire = core.raw(core.json_encode(wire)),
+                  ttlMs = def.ttlMs, cacheScope = def.cacheScope }
   return handle(registry.resources, registry.resources:add(def.uri, entry))
 end
 
@@ -229,6 +254,8 @@ end
 ---@field name string
 ---@field read fun(vars: table, ctx: mcp.Context, uri: string): string|table|nil
 ---@field complete? table<string, fun(value: string, ctx: mcp.Context, arguments: table): table>
+---@field ttlMs? integer 2026-07-28 cache hint for its reads (a read's result may set its own)
+---@field cacheScope? "public"|"private"
 
 --- Register a resource template.
 ---@param def mcp.TemplateDefinition
@@ -242,9 +269,10 @@ function M.template(def)
   if not compiled then error(("template %s: %s"):format(def.name, err), 3) end
   local wire = describe(core.object { uriTemplate = def.uriTemplate, name = def.name }, def,
     { "title", "description", "mimeType", "annotations", "_meta" })
+  check_cache_hints(def)
   local entry = {
     uriTemplate = def.uriTemplate, mimeType = def.mimeType, read = def.read, matcher = compiled,
-    complete = def.complete, wire = core.raw(core.json_encode(wire)),
+    complete = def.complete, wire = core.raw(core.json_encode(wire)), ttlMs = def.ttlMs, cacheScope = def.cacheScope,
   }
   return handle(registry.templates, registry.templates:add(def.uriTemplate, entry))
 end
@@ -411,6 +439,8 @@ function M._describe()
     resources = #registry.resources.entries + #registry.templates.entries > 0,
     prompts = #registry.prompts.entries > 0,
     completions = completions,
+    extensions = s.extensions and core.json_encode(core.object(s.extensions)),
+    cache = ('"ttlMs":%d,"cacheScope":"%s"'):format(dispatch.cache_hints()),
   }
 end
 

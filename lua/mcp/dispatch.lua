@@ -254,10 +254,22 @@ local function not_found(uri, ctx)
   rpc_error(code, "Resource not found: " .. uri, { uri = uri })
 end
 
+-- A read's cache hints (2026-07-28): what the read function returned, else
+-- what the resource or template declared; the server's defaults fill the
+-- rest (M.dispatch).
+local function read_hints(result, r, owner, ctx)
+  if not ctx.features.modern then return result end
+  if type(r) == "table" then result.ttlMs, result.cacheScope = r.ttlMs, r.cacheScope end
+  if result.ttlMs == nil then result.ttlMs = owner.ttlMs end
+  if result.cacheScope == nil then result.cacheScope = owner.cacheScope end
+  return result
+end
+
 --- Turn what a read function returned into a ReadResourceResult.
-local function read_result(r, uri, mime)
+local function read_result(r, uri, owner, ctx)
+  local mime = owner.mimeType
   if type(r) == "string" then
-    return { contents = array { { uri = uri, mimeType = mime, text = r } } }
+    return read_hints({ contents = array { { uri = uri, mimeType = mime, text = r } } }, r, owner, ctx)
   end
   if type(r) ~= "table" then error("a resource read function returned a " .. type(r), 0) end
   if r.contents ~= nil then
@@ -268,11 +280,11 @@ local function read_result(r, uri, mime)
       item.uri = item.uri or uri
       contents[i] = item
     end
-    return { contents = contents, _meta = r._meta }
+    return read_hints({ contents = contents, _meta = r._meta }, r, owner, ctx)
   end
   local item = { uri = uri, mimeType = r.mimeType or mime, _meta = r._meta }
   if r.blob ~= nil then item.blob = core.base64_encode(r.blob) else item.text = r.text or "" end
-  return { contents = array { item } }
+  return read_hints({ contents = array { item } }, r, owner, ctx)
 end
 
 methods["resources/read"] = function(params, ctx)
@@ -282,13 +294,13 @@ methods["resources/read"] = function(params, ctx)
   if resource then
     local r = resource.read(uri, ctx)
     if r == nil then not_found(uri, ctx) end
-    return read_result(r, uri, resource.mimeType)
+    return read_result(r, uri, resource, ctx)
   end
   for _, t in ipairs(registry.templates:enabled_entries()) do
     local vars = uri_template.match(t.matcher, uri)
     if vars then
       local r = t.read(vars, ctx, uri)
-      if r ~= nil then return read_result(r, uri, t.mimeType) end
+      if r ~= nil then return read_result(r, uri, t, ctx) end
     end
   end
   not_found(uri, ctx)

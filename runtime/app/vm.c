@@ -520,6 +520,8 @@ void vm_free(vm *v) {
   free(v->module_dir);
   free(v->server_info_json);
   free(v->instructions);
+  free(v->extensions_json);
+  free(v->cache_json);
   for (size_t i = 0; i < v->file_count; i++) free(v->files[i]);
   free(v->files);
   free(v);
@@ -566,6 +568,8 @@ static void app_describe(void *app, app_description *out) {
   int idx = lua_gettop(L);
   free(v->server_info_json);
   free(v->instructions);
+  free(v->extensions_json);
+  free(v->cache_json);
   lua_getfield(L, idx, "server_info");
   buf info = BUF_INIT;
   char why[160];
@@ -573,8 +577,12 @@ static void app_describe(void *app, app_description *out) {
   else v->server_info_json = NULL, buf_free(&info);
   lua_pop(L, 1);
   v->instructions = string_field(L, idx, "instructions");
+  v->extensions_json = string_field(L, idx, "extensions");
+  v->cache_json = string_field(L, idx, "cache");
   out->server_info_json = v->server_info_json;
   out->instructions = v->instructions;
+  out->extensions_json = v->extensions_json;
+  out->cache_json = v->cache_json;
   out->tools = bool_field(L, idx, "tools");
   out->resources = bool_field(L, idx, "resources");
   out->prompts = bool_field(L, idx, "prompts");
