@@ -19,6 +19,11 @@ CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
 STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a \
                $(LIBDIR)/libcrypto.a
 LDLIBS  += -lm -ldl -lpthread
+# Lua C modules (require "luasql.sqlite3") are shared libraries that take
+# the Lua C API from the program that loads them: export it, and nothing
+# else, from luamcp. libcurl is not linked: mcp.http loads it on first use.
+EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=luaL_* \
+                  -Wl,--export-dynamic-symbol=luaopen_*
 
 # The layers, one folder each (README "Architecture"); a file includes only
 # its own folder and the folders below it (runtime/tools/check-layers.sh):
@@ -52,7 +57,7 @@ deps:
 	@runtime/tools/deps.sh build
 
 build/luamcp: $(OBJ) | deps
-	$(CC) $(CFLAGS) -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(EXPORT_LUA_API) -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
 
 build/obj/core/%.o: runtime/core/%.c $(CORE_GUARD) | deps build/obj
 	@mkdir -p $(@D)

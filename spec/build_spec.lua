@@ -369,6 +369,16 @@ describe("luamcp build of a broken folder", function()
     assert.is_truthy(err:find(folder .. "/lib/bad.lua:2:", 1, true), err)
     client.remove_tree(folder)
   end)
+
+  it("fails on a folder that loads a Lua C module, naming it", function()
+    local dir = client.temp_dir()
+    local code, _, err = build("scripts/sqlite", "-o", dir .. "/out")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("the scripts load Lua C modules, which a built program cannot carry: luasql.sqlite3 (", 1,
+      true), err)
+    assert.is_falsy(io.open(dir .. "/out", "rb"))
+    client.remove_tree(dir)
+  end)
 end)
 
 describe("a plain luamcp", function()
@@ -399,5 +409,21 @@ describe("luamcp build --static", function()
     assert.are.equal("5", text_of(server:call_tool("add", { a = 2, b = 3 })))
     stop(server)
     client.remove_tree(dir)
+  end)
+
+  it("says that mcp.http and C modules cannot work in it", function()
+    if not have_static then
+      pending("no " .. static_runtime .. " to run")
+      return
+    end
+    local server = client.spawn({ "run", "spec/fixtures/http_client" }, { bin = static_runtime })
+    server:initialize()
+    local result = server:call_tool("request", { url = "http://127.0.0.1:1/" })
+    server:close()
+    assert.is_true(result.isError)
+    assert.is_truthy(text_of(result):find("mcp.http is not available in a fully static luamcp", 1, true), text_of(result))
+    local code, _, err = sh(quote(static_runtime) .. " run scripts/sqlite </dev/null")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("cannot load the C module luasql.sqlite3 (", 1, true), err)
   end)
 end)

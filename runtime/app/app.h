@@ -68,6 +68,7 @@ struct vm {
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
   bool draining;              /* drain_deferred's loop is running: nobody else drains */
   struct exec_op *execs;      /* child processes still running (lua_exec.c) */
+  struct http_op *https;      /* mcp.http transfers still running (lua_http.c) */
   /* Finished coroutines kept for the next tasks: a new thread, its stack
    * and call frames cost more than the rest of a simple call. */
   lua_State *idle_threads[TASK_THREAD_POOL];
@@ -158,9 +159,16 @@ typedef struct lua_app {
 /* Raise the JSON-RPC error {code, message, data} from Lua (used by the
  * library through mcp.core.rpc_error). */
 #define VM_RPC_ERROR_MT "mcp.rpc_error"
+/* registry[VM_C_MODULES]: the Lua C modules the scripts loaded, name ->
+ * file (luamcp build refuses them: a built program carries only Lua). */
+#define VM_C_MODULES "luamcp.c_modules"
 /* The ctx methods table, registry[TASK_CTX_METHODS]: lua_task.c fills in
  * the C methods, the library adds its Lua ones. */
 #define TASK_CTX_METHODS "mcp.Context.methods"
+
+/* False in a fully static luamcp, which cannot dlopen shared libraries
+ * (libcurl for mcp.http, Lua C modules). */
+bool app_can_load_shared_libraries(void);
 
 /* The vm a Lua state belongs to (the allocator's userdata). */
 static inline vm *vm_of(lua_State *L) {

@@ -16,6 +16,7 @@
 #include "app/app.h"
 #include "app/lua_core.h"
 #include "app/lua_exec.h"
+#include "app/lua_http.h"
 #include "app/lua_fs.h"
 #include "app/lua_schema.h"
 #include "app/lua_state.h"
@@ -226,6 +227,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"sleep", task_lua_sleep},
       {"spawn", task_lua_spawn},
       {"exec", lua_exec},
+      {"http_request", lua_http_request},
       {"rpc_error", core_rpc_error},
       {"is_rpc_error", core_is_rpc_error},
       {"broadcast", core_broadcast},

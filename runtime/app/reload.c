@@ -19,6 +19,7 @@
 
 #include "core/log.h"
 #include "core/luamcp_limits.h"
+#include "app/lua_http.h"
 #include "app/lua_json.h"
 #include "app/lua_state.h"
 #include "app/reload.h"
@@ -277,5 +278,6 @@ void app_stop(lua_app *app) {
   }
   vm_free(app->current);
   app->current = NULL;
+  lua_http_shutdown();
   app->loop = NULL;
 }

@@ -18,6 +18,7 @@
 #include "app/lua_bundle.h"
 #include "app/lua_core.h"
 #include "app/lua_exec.h"
+#include "app/lua_http.h"
 #include "app/lua_json.h"
 #include "app/lua_pattern.h"
 #include "app/lua_schema.h"
@@ -196,6 +197,38 @@ static void drop_relative_entries(lua_State *L, const char *field) {
   lua_pop(L, 1);
 }
 
+/* package.searchers entry around Lua's own C-module searchers: records
+ * each C module loaded (registry[VM_C_MODULES]); in a fully static luamcp,
+ * which cannot load shared libraries, a C module found on package.cpath
+ * fails with an error that says so instead. */
+static int search_c_modules(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  if (!app_can_load_shared_libraries()) {
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "searchpath");
+    lua_pushvalue(L, 1);
+    lua_getfield(L, -3, "cpath");
+    lua_call(L, 2, 1);
+    if (lua_isstring(L, -1))
+      return luaL_error(L, "cannot load the C module %s (%s): a fully static luamcp (luamcp build --static) cannot "
+                           "load shared libraries; use the dynamically linked luamcp",
+                        name, lua_tostring(L, -1));
+    lua_pushfstring(L, "no C module '%s' (a fully static luamcp loads none)", name);
+    return 1;
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 2);
+  if (lua_isfunction(L, -2)) {
+    lua_getfield(L, LUA_REGISTRYINDEX, VM_C_MODULES);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  }
+  return 2;
+}
+
 static void add_searchers(lua_State *L, vm *v) {
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchers");
@@ -209,9 +242,13 @@ static void add_searchers(lua_State *L, vm *v) {
       lua_rawseti(L, -2, i);
     }
   } else {
-    /* Shift the standard searchers up two places after package.preload. */
+    /* Shift the standard searchers up two places after package.preload;
+     * the C ones (Lua's third and fourth) go through search_c_modules. */
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, VM_C_MODULES);
     for (lua_Integer i = n; i >= 2; i--) {
       lua_rawgeti(L, -1, i);
+      if (i >= 3) lua_pushcclosure(L, search_c_modules, 1);
       lua_rawseti(L, -2, i + 2);
     }
   }
@@ -514,6 +551,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
 void vm_free(vm *v) {
   if (!v) return;
   lua_exec_kill_all(v);
+  lua_http_abort_all(v);
   if (v->L) lua_close(v->L);
   lua_schema_forget_tools(v);
   free(v->path);
@@ -526,6 +564,11 @@ void vm_free(vm *v) {
   free(v->files);
   free(v);
 }
+
+/* A program linked with -static has no dynamic section: its _DYNAMIC, a
+ * weak reference here, stays NULL. */
+extern char _DYNAMIC[] __attribute__((weak));
+bool app_can_load_shared_libraries(void) { return _DYNAMIC != NULL; }
 
 /* ---- app_ops --------------------------------------------------------- */
 

@@ -366,6 +366,26 @@ static void close_handle(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+/* A built program runs only Lua (the bundle and the built-in library): a
+ * folder whose scripts load C modules cannot be built. */
+static bool refuse_c_modules(vm *v, buf *err) {
+  lua_State *L = v->L;
+  lua_getfield(L, LUA_REGISTRYINDEX, VM_C_MODULES);
+  bool any = false;
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      buf_append_str(err, any ? ", " : "the scripts load Lua C modules, which a built program cannot carry: ");
+      buf_printf(err, "%s (%s)", lua_tostring(L, -2), lua_tostring(L, -1));
+      any = true;
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  if (any) buf_puts(err, ". A built program runs only Lua; serve this folder with `luamcp run` instead.");
+  return !any;
+}
+
 /* Load the scripts the way `luamcp run` does (so a broken folder fails
  * with the very message run would print) and learn what they register. */
 static bool load_like_run(const char *path, server_facts *facts, buf *err) {
@@ -377,7 +397,7 @@ static bool load_like_run(const char *path, server_facts *facts, buf *err) {
   lua_app app = {0};
   server_init(&srv, &opts, &VM_APP_OPS, &app);
   vm *v = vm_new(&srv, &loop, path, NULL, NULL, err);
-  bool ok = v && read_server_facts(v, facts, err);
+  bool ok = v && refuse_c_modules(v, err) && read_server_facts(v, facts, err);
   vm_free(v);
   uv_walk(&loop, close_handle, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);

@@ -94,6 +94,16 @@
 /* What mcp.exec keeps of a child's stdout and of its stderr, unless the call
  * says max_output_bytes. */
 #define DEFAULT_EXEC_MAX_OUTPUT_BYTES (16u * 1024u * 1024u)
+/* mcp.http: a response body larger than this fails with "too_large" unless
+ * the request says max_bytes; the whole request (connect, TLS, redirects,
+ * body) must finish within the timeout unless it says timeout_ms; this many
+ * redirects are followed unless it says max_redirects. */
+#define HTTP_CLIENT_MAX_BYTES (16u * 1024u * 1024u)
+#define HTTP_CLIENT_TIMEOUT_MS 30000
+#define HTTP_CLIENT_CONNECT_TIMEOUT_MS 10000
+#define HTTP_CLIENT_MAX_REDIRECTS 5
+/* A request body larger than this is refused before anything is sent. */
+#define HTTP_CLIENT_MAX_REQUEST_BYTES (64u * 1024u * 1024u)
 
 /* luamcp dev reloads this long after the last change to a script, so an
  * editor's burst of writes becomes one reload. */

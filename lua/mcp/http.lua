@@ -1,0 +1,76 @@
+-- mcp.http: HTTP/1.1 and HTTP/2 requests, over TLS, without blocking the
+-- loop (libcurl driven by libuv, in lua_http.c). A handler waits for its
+-- response while every other call goes on.
+--
+--   local r, err, code = mcp.http.request { method = "POST", url = "https://api.example.com/v1/x",
+--     headers = { authorization = "Bearer " .. key }, json = { q = args.q },
+--     timeout_ms = 10000, max_bytes = 8 << 20, stream = function(chunk) ... end }
+--   -- r.status, r.headers (lower-case names), r.body, r.url (after redirects), r:json()
+--
+-- Expected failures return nil, message, code (dns, connect, tls, timeout,
+-- too_large, redirects, protocol); misuse (a bad option) raises.
+
+local core = require "mcp.core"
+
+local M = {}
+
+local Response = {}
+Response.__index = Response
+
+--- The body decoded as JSON (raises when it is not JSON).
+function Response:json()
+  local ok, value = pcall(core.json_decode, self.body)
+  if not ok then error("mcp.http: the response body is not JSON: " .. tostring(value), 2) end
+  return value
+end
+
+local OPTIONS = {
+  url = true, method = true, headers = true, body = true, json = true, timeout_ms = true, max_bytes = true,
+  max_redirects = true, ca_file = true, insecure = true, proxy = true, stream = true,
+}
+
+--- Send a request and wait for its response.
+function M.request(opts)
+  if type(opts) ~= "table" then error("mcp.http.request needs a table of options", 2) end
+  for k in pairs(opts) do
+    if not OPTIONS[k] then error(("mcp.http: unknown option %s"):format(tostring(k)), 2) end
+  end
+  local request = {}
+  for k, v in pairs(opts) do request[k] = v end
+  if opts.json ~= nil then
+    if opts.body ~= nil then error("mcp.http: give body or json, not both", 2) end
+    request.json = nil
+    request.body = core.json_encode(opts.json)
+    local headers = {}
+    local typed = false
+    for k, v in pairs(opts.headers or {}) do
+      headers[k] = v
+      if type(k) == "string" and k:lower() == "content-type" then typed = true end
+    end
+    if not typed then headers["content-type"] = "application/json" end
+    request.headers = headers
+  end
+  if request.method == nil then request.method = request.body ~= nil and "POST" or "GET" end
+  -- Misuse found in C (and an error from the stream function) is raised
+  -- again here, at the line that called mcp.http.
+  local ok, r, err, code = pcall(core.http_request, request)
+  if not ok then error(r, 2) end
+  if not r then return nil, err, code end
+  return setmetatable(r, Response)
+end
+
+--- GET url (options as for request).
+function M.get(url, opts)
+  local request = { url = url, method = "GET" }
+  for k, v in pairs(opts or {}) do request[k] = v end
+  return M.request(request)
+end
+
+--- POST url with a body (a string) or json (a value to encode).
+function M.post(url, opts)
+  local request = { url = url, method = "POST" }
+  for k, v in pairs(opts or {}) do request[k] = v end
+  return M.request(request)
+end
+
+return M
