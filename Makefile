@@ -110,7 +110,7 @@ build/luamcp-static: $(OBJ) | deps
 # them: make build/luamcp-asan && LUAMCP=build/luamcp-asan busted
 ASAN_OBJ := $(patsubst runtime/%.c,build/asan/%.o,$(RUNTIME_SRC)) build/asan/embedded_lua.o
 build/luamcp-asan: $(ASAN_OBJ)
-	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $(ASAN_OBJ) $(STATIC_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -fsanitize=address,undefined $(EXPORT_LUA_API) -o $@ $(ASAN_OBJ) $(STATIC_LIBS) $(LDLIBS)
 build/asan/%.o: runtime/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -c -o $@ $<

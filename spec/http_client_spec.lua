@@ -153,6 +153,15 @@ describe("mcp.http", function()
     assert.is_true(server:silent_for(200)) -- a cancelled call gets no answer
   end)
 
+  it("stops the transfer when its call passes its deadline", function()
+    local function stats() return call(server, "get_json", { url = http_base .. "/stats" }) end
+    local before = stats()
+    local _, result = call(server, "stream_briefly", { url = http_base .. "/drip" })
+    assert.is_true(result.isError)
+    assert.truthy(result.content[1].text:find("time limit of 300 ms", 1, true), result.content[1].text)
+    assert.is_true(client.wait_until(function() return stats().dripsClosed == before.dripsClosed + 1 end, 5000))
+  end)
+
   it("runs 100 slow requests at once, and answers a ping sent after them first", function()
     for i = 1, 100 do
       server:send { jsonrpc = "2.0", id = 1000 + i, method = "tools/call", params = { name = "request",

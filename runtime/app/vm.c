@@ -364,16 +364,24 @@ static int list_scripts(const char *dir, char ***out) {
   while ((e = readdir(d))) {
     size_t len = strlen(e->d_name);
     if (len < 5 || e->d_name[0] == '.' || strcmp(e->d_name + len - 4, ".lua") != 0) continue;
-    char *full = malloc(strlen(dir) + len + 2);
-    sprintf(full, "%s/%s", dir, e->d_name);
+    size_t size = strlen(dir) + len + 2;
+    char *full = malloc(size);
+    if (!full) goto out_of_memory;
+    snprintf(full, size, "%s/%s", dir, e->d_name);
     struct stat st;
     if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
       free(full);
       continue;
     }
     if (n == cap) {
-      cap = cap ? cap * 2 : 8;
-      names = realloc(names, (size_t)cap * sizeof *names);
+      int grown_cap = cap ? cap * 2 : 8;
+      char **grown = realloc(names, (size_t)grown_cap * sizeof *names);
+      if (!grown) {
+        free(full);
+        goto out_of_memory;
+      }
+      names = grown;
+      cap = grown_cap;
     }
     names[n++] = full;
   }
@@ -381,6 +389,11 @@ static int list_scripts(const char *dir, char ***out) {
   qsort(names, (size_t)n, sizeof *names, compare_names);
   *out = names;
   return n;
+out_of_memory:
+  closedir(d);
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return -1;
 }
 
 /* A built program runs the *.lua files at the top of its bundle in name
