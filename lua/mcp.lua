@@ -11,6 +11,7 @@ local core = require "mcp.core"
 local registry = require "mcp.registry"
 local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
+local check = require "mcp.check"
 require "mcp.context" -- adds ctx:sample, ctx:elicit and ctx:roots
 
 local M = {}
@@ -86,6 +87,7 @@ end
 
 local function check_definition(kind, def)
   if type(def) ~= "table" then error(("mcp.%s needs a table"):format(kind), 3) end
+  check.fields(kind, def, 3)
 end
 
 -- ttlMs and cacheScope (2026-07-28 cache hints) on mcp.server, mcp.resource
@@ -178,6 +180,9 @@ local function tool_schema(def, field, level)
   if type(as_table) ~= "table" or as_table.type ~= "object" then
     error(("tool %s: %s must have \"type\": \"object\" at its root"):format(def.name, field), level)
   end
+  local caller = debug.getinfo(level, "Sl")
+  check.schema_keywords(as_table, ("tool %s: %s"):format(def.name, field),
+    caller and ("%s:%d"):format(caller.short_src, caller.currentline))
   return json, compiled, as_table
 end
 
@@ -204,9 +209,11 @@ end
 function M.tool(def)
   check_definition("tool", def)
   check_type(def, "name", "string")
-  check_type(def, "handler", "function")
+  check.tool_name(def.name, 2)
+  if type(def.handler) ~= "function" then
+    error(("mcp.tool %s: handler must be a function(args, ctx), got %s"):format(def.name, type(def.handler)), 2)
+  end
   check_type(def, "timeout_ms", "number", true)
-  if #def.name == 0 or #def.name > 128 then error("tool names are 1 to 128 characters", 2) end
   if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
   local input_json, input_schema, input_table = tool_schema(def, "inputSchema", 3)
   local output_json, output_schema, output_table

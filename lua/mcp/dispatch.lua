@@ -202,6 +202,12 @@ check_param_headers = function(tool, args, ctx)
   end
 end
 
+-- Where a function was written: "scripts/x.lua:12".
+local function where_defined(fn)
+  local info = debug.getinfo(fn, "S")
+  return ("%s:%d"):format(info.short_src, info.linedefined)
+end
+
 methods["tools/call"] = function(params, ctx, check)
   local name = params.name
   if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
@@ -215,16 +221,26 @@ methods["tools/call"] = function(params, ctx, check)
   end
   if ctx.features.modern then check_param_headers(tool, args, ctx) end
   if check then return invalid_arguments(name, check, ctx) end
-  local ok, result = xpcall(tool.handler, traceback, args, ctx)
+  local ok, result, err = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
     if core.is_rpc_error(result) then error(result, 0) end
     local message, trace = failure_text(result)
     core.stderr("error", ("tool %s failed: %s"):format(name, trace))
     return error_result(message)
   end
+  if result == nil and err ~= nil then
+    -- Lua's own way to fail (and what mcp.exec, mcp.fs and mcp.http return).
+    core.stderr("warning", ("tool %s (%s) returned nil, %s"):format(name, where_defined(tool.handler), tostring(err)))
+    return error_result(tostring(err))
+  end
   local converted
   ok, converted = pcall(tool_result, result, tool.output_table)
-  if not ok then return error_result(("tool %s returned something that cannot be sent: %s"):format(name, converted)) end
+  if not ok then
+    local problem = ("tool %s (%s) returned a value that cannot be sent as JSON: %s"):format(name,
+      where_defined(tool.handler), tostring(converted):gsub("^%[luamcp%][^:]*:%d+: ", ""))
+    core.stderr("error", problem)
+    return error_result(problem)
+  end
   if tool.output_schema and not converted.isError then
     local problem = check_output(tool, converted)
     if problem then

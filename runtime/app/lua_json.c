@@ -66,11 +66,37 @@ typedef struct encoder {
   char *err;
   size_t errlen;
   int array_mt, object_mt, raw_mt; /* stack indices */
+  /* Where a failure happened, built while unwinding, in Lua's notation:
+   * .items[2].name (the innermost part kept when it grows too long). */
+  char path[200];
+  size_t path_len;
 } encoder;
 
 static bool encode_fail(encoder *e, const char *fmt, const char *arg) {
   snprintf(e->err, e->errlen, fmt, arg);
   return false;
+}
+
+/* Put one step of the failing value's path in front of the steps below it. */
+static void path_prepend(encoder *e, const char *step, size_t n) {
+  if (e->path_len + n + 1 >= sizeof e->path) return;
+  memmove(e->path + n, e->path, e->path_len + 1);
+  memcpy(e->path, step, n);
+  e->path_len += n;
+}
+
+static void path_prepend_key(encoder *e, const char *key, size_t len, bool is_number) {
+  char step[64];
+  int n;
+  bool identifier = !is_number && len > 0 && len < 48 && !(key[0] >= '0' && key[0] <= '9');
+  for (size_t i = 0; identifier && i < len; i++) {
+    char ch = key[i];
+    identifier = ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+  }
+  if (identifier) n = snprintf(step, sizeof step, ".%.*s", (int)len, key);
+  else if (is_number) n = snprintf(step, sizeof step, "[%.*s]", (int)(len < 40 ? len : 40), key);
+  else n = snprintf(step, sizeof step, "[\"%.*s%s\"]", (int)(len < 40 ? len : 40), key, len < 40 ? "" : "...");
+  if (n > 0) path_prepend(e, step, (size_t)n < sizeof step ? (size_t)n : sizeof step - 1);
 }
 
 /* Which marker metatable, if any, the table at idx carries. */
@@ -187,6 +213,7 @@ static bool encode_object(encoder *e, int idx, int depth) {
     lua_rawget(L, idx);
     ok = encode_value(e, lua_gettop(L), depth + 1);
     lua_pop(L, 1);
+    if (!ok) path_prepend_key(e, key_text(k), k->len, k->is_number);
   }
   if (ok) buf_putc(e->out, '}');
 done:
@@ -202,7 +229,12 @@ static bool encode_array(encoder *e, int idx, lua_Integer n, int depth) {
     lua_rawgeti(L, idx, i);
     bool ok = encode_value(e, lua_gettop(L), depth + 1);
     lua_pop(L, 1);
-    if (!ok) return false;
+    if (!ok) {
+      char step[32];
+      int n = snprintf(step, sizeof step, "[%lld]", (long long)i);
+      path_prepend(e, step, (size_t)n);
+      return false;
+    }
   }
   buf_putc(e->out, ']');
   return true;
@@ -276,7 +308,7 @@ static bool encode_value(encoder *e, int idx, int depth) {
 }
 
 bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
-  encoder e = {L, out, err, errlen, 0, 0, 0};
+  encoder e = {L, out, err, errlen, 0, 0, 0, {0}, 0};
   err[0] = '\0';
   idx = lua_absindex(L, idx);
   if (!lua_checkstack(L, 8)) {
@@ -292,6 +324,10 @@ bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
   e.raw_mt = lua_gettop(L);
   bool ok = encode_value(&e, idx, 0);
   lua_settop(L, top);
+  if (!ok && e.path_len) {
+    size_t used = strlen(err);
+    snprintf(err + used, errlen > used ? errlen - used : 0, " (at %s)", e.path);
+  }
   return ok;
 }
 
