@@ -155,6 +155,22 @@ describe("luamcp build of the example server", function()
     end
   end)
 
+  it("prints a client configuration in --help that starts it as it is (no run, no folder)", function()
+    local code, out = sh(quote(program) .. " --help")
+    assert.are.equal(0, code)
+    local snippet = out:match('"mcpServers": (%b{})')
+    assert.is_truthy(snippet, out)
+    local servers = cjson.decode(snippet)
+    assert.are.same({ demo = { command = servers.demo.command } }, servers)
+    assert.are.equal(program, servers.demo.command:sub(-#program))
+    assert.is_falsy(out:find("luamcp run PATH", 1, true), out)
+    -- and what the snippet says works: the program alone serves the demo
+    local server = client.spawn({}, { bin = servers.demo.command })
+    server:initialize()
+    assert.are.equal("5", text_of(server:call_tool("add", { a = 2, b = 3 })))
+    stop(server)
+  end)
+
   it("is also a ZIP archive that unzip lists and tests", function()
     local code, out = sh("unzip -t " .. quote(program))
     assert.are.equal(0, code, out)

@@ -124,3 +124,30 @@ describe("mcp.json.decode", function()
     assert.is_true(good.structuredContent.ok)
   end)
 end)
+
+describe("a module next to the scripts", function()
+  it("runs once, whether a script requires it before or after its turn, under run and in a built program", function()
+    local dir = client.temp_dir()
+    client.write_file(dir .. "/helper.lua", 'local mcp = require "mcp"\nHELPER_RUNS = (HELPER_RUNS or 0) + 1\n'
+      .. 'mcp.tool { name = "helper_tool", handler = function() return HELPER_RUNS end }\n'
+      .. 'return { greet = function(n) return "hi " .. n end }\n')
+    client.write_file(dir .. "/main.lua", 'local mcp = require "mcp"\nlocal helper = require "helper"\n'
+      .. 'local late = require "zz_lib"\n'
+      .. 'mcp.tool { name = "main_tool", handler = function() return helper.greet(late.name) .. " " .. ZZ_RUNS end }\n')
+    client.write_file(dir .. "/zz_lib.lua", 'ZZ_RUNS = (ZZ_RUNS or 0) + 1\nreturn { name = "ann" }\n')
+    local program = dir .. "/out/program"
+    assert(os.execute("mkdir -p " .. dir .. "/out && " .. client.LUAMCP .. " build " .. dir .. " -o " .. program
+      .. " >/dev/null 2>&1"))
+    for _, spawn in ipairs { function() return client.spawn { "run", dir } end,
+                             function() return client.spawn({}, { bin = program }) end } do
+      local server = spawn()
+      server:initialize()
+      local main = server:call_tool("main_tool", {})
+      local helper = server:call_tool("helper_tool", {})
+      server:close()
+      assert.are.equal("hi ann 1", main.content[1].text, server.stderr)
+      assert.are.equal("1", helper.content[1].text)
+    end
+    client.remove_tree(dir)
+  end)
+end)

@@ -152,6 +152,20 @@ end }
   end)
 end)
 
+describe("the demo's notebook under luamcp run", function()
+  it("keeps the notes written before a reload (SIGHUP), as the README's dev loop promises", function()
+    local server = client.spawn { "run", "scripts/demo" }
+    server:initialize()
+    server:call_tool("write_note", { name = "kept", text = "still here" })
+    server:kill("sighup")
+    assert.is_true(client.wait_until(function() return server.stderr:find("reloaded (", 1, true) ~= nil end, 3000),
+      server.stderr)
+    local read = server:request("resources/read", { uri = "notes://kept" })
+    assert.are.equal("still here", read.result.contents[1].text)
+    server:close()
+  end)
+end)
+
 describe("luamcp run", function()
   it("reloads on SIGHUP (and only then)", function()
     local dir = client.temp_dir()

@@ -396,6 +396,52 @@ out_of_memory:
   return -1;
 }
 
+/* A script at the top of the folder is also a module the others may
+ * require by its name (helper.lua is require "helper"), and it runs once:
+ * a script an earlier one required is not run again, and what a script
+ * returns is what a later require gets. The module name of a file path,
+ * or NULL when no require could name it (dots, dashes...). */
+static const char *script_module(const char *path, char *name, size_t size) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t len = strlen(base) - 4; /* without ".lua" */
+  if (len == 0 || len >= size) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    char c = base[i];
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return NULL;
+  }
+  memcpy(name, base, len);
+  name[len] = '\0';
+  return name;
+}
+
+static bool already_required(lua_State *L, const char *module) {
+  if (!module) return false;
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  bool loaded = lua_getfield(L, -1, module) != LUA_TNIL;
+  lua_pop(L, 2);
+  return loaded;
+}
+
+/* Run the script chunk on the stack; its result (true for none) becomes
+ * package.loaded[module]. */
+static bool run_script(lua_State *L, const char *module, buf *err) {
+  if (!protected_call(L, 0, 1, err)) return false;
+  if (!module) {
+    lua_pop(L, 1);
+    return true;
+  }
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, module);
+  lua_pop(L, 1);
+  return true;
+}
+
 /* A built program runs the *.lua files at the top of its bundle in name
  * order, as luamcp run does with a folder. */
 static bool load_bundled_scripts(vm *v, buf *err) {
@@ -406,12 +452,15 @@ static bool load_bundled_scripts(vm *v, buf *err) {
     size_t len = strlen(f->name);
     if (strchr(f->name, '/') || len < 5 || strcmp(f->name + len - 4, ".lua") != 0) continue;
     count++;
+    char name[128];
+    const char *module = script_module(f->name, name, sizeof name);
+    if (already_required(L, module)) continue;
     if (load_bundle_file(L, f) != LUA_OK) {
       buf_append_str(err, lua_tostring(L, -1));
       lua_pop(L, 1);
       return false;
     }
-    if (!protected_call(L, 0, 0, err)) return false;
+    if (!run_script(L, module, err)) return false;
   }
   if (count == 0) buf_printf(err, "%s: no .lua files in this bundle", v->bundle->path);
   return count > 0;
@@ -460,13 +509,15 @@ static bool load_scripts(vm *v, buf *err) {
   bool ok = true;
   for (int i = 0; i < count; i++) {
     note_file(v, files[i]);
-    if (ok) {
+    char name[128];
+    const char *module = script_module(files[i], name, sizeof name);
+    if (ok && !already_required(L, module)) {
       if (luaL_loadfilex(L, files[i], "bt") != LUA_OK) {
         buf_append_str(err, lua_tostring(L, -1));
         lua_pop(L, 1);
         ok = false;
       } else {
-        ok = protected_call(L, 0, 0, err);
+        ok = run_script(L, module, err);
       }
     }
     free(files[i]);

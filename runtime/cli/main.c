@@ -45,19 +45,8 @@ static const char *self_path(char *out, size_t n) {
   return out;
 }
 
-static void usage(FILE *to) {
-  char self[PATH_MAX];
-  char example[PATH_MAX];
-  const char *exe = self_path(self, sizeof self);
-  /* Suggest the example folder that sits next to build/luamcp, if any. */
-  snprintf(example, sizeof example, "%s", exe);
-  char *slash = strrchr(example, '/');
-  if (slash) *slash = '\0';
-  slash = strrchr(example, '/');
-  if (slash) *slash = '\0';
-  size_t used = strlen(example);
-  snprintf(example + used, sizeof example - used, "/scripts/demo");
-  if (access(example, F_OK) != 0) snprintf(example, sizeof example, "/path/to/your/scripts");
+/* The commands of luamcp itself (a built program has none of its own). */
+static void usage_commands(FILE *to) {
   fprintf(to,
           "luamcp %s - Model Context Protocol servers written in Lua\n"
           "\n"
@@ -71,7 +60,27 @@ static void usage(FILE *to) {
           "                              ('luamcp build --help')\n"
           "  luamcp --version            print the version\n"
           "  luamcp --help               print this help\n"
-          "\n"
+          "\n",
+          LUAMCP_VERSION);
+}
+
+/* The options of run, dev and a built program, and how a client starts
+ * the server: `luamcp run FOLDER`, or (bundled) the program alone. */
+static void usage(FILE *to, bool bundled) {
+  char self[PATH_MAX];
+  char example[PATH_MAX];
+  const char *exe = self_path(self, sizeof self);
+  /* Suggest the example folder that sits next to build/luamcp, if any. */
+  snprintf(example, sizeof example, "%s", exe);
+  char *slash = strrchr(example, '/');
+  if (slash) *slash = '\0';
+  slash = strrchr(example, '/');
+  if (slash) *slash = '\0';
+  size_t used = strlen(example);
+  snprintf(example + used, sizeof example - used, "/scripts/demo");
+  if (access(example, F_OK) != 0) snprintf(example, sizeof example, "/path/to/your/scripts");
+  if (!bundled) usage_commands(to);
+  fprintf(to,
           "Options:\n"
           "  --log-level LEVEL           debug, info, notice, warning, error, critical, alert or\n"
           "                              emergency: what reaches stderr, and the level clients get\n"
@@ -112,15 +121,16 @@ static void usage(FILE *to) {
           "\n"
           "  {\n"
           "    \"mcpServers\": {\n"
-          "      \"demo\": {\n"
-          "        \"command\": \"%s\",\n"
-          "        \"args\": [\"run\", \"%s\"]\n"
+          "      \"%s\": {\n"
+          "        \"command\": \"%s\"%s%s%s\n"
           "      }\n"
           "    }\n"
           "  }\n",
-          LUAMCP_VERSION, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
+          DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
           DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
-          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB, exe, example);
+          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB,
+          bundled ? bundle_self()->name : "demo", exe, bundled ? "" : ",\n        \"args\": [\"run\", \"",
+          bundled ? "" : example, bundled ? "" : "\"]");
 }
 
 static void fail_usage(const char *fmt, const char *arg) {
@@ -400,13 +410,12 @@ static int command_bundled(const bundle *b, int argc, char **argv) {
     printf("%s: an MCP server built from \"%s\" by luamcp %s.\n"
            "\n"
            "  %s [options]\n"
-           "      serve it on stdio (--http: over HTTP); the options are those of\n"
-           "      luamcp run below, without PATH\n"
+           "      serve it on stdio (--http: over HTTP), with the options below\n"
            "  %s --bundle-info\n"
            "      list the files it carries and the luamcp that built it\n"
            "\n",
            argv[0], b->name, b->runtime_version, argv[0], argv[0]);
-    usage(stdout);
+    usage(stdout, true);
     return 0;
   }
   /* The bundle's name stands where run's PATH goes: it is the server's
@@ -431,12 +440,12 @@ int main(int argc, char **argv) {
   buf_free(&bundle_err);
   if (bundled) return command_bundled(bundle_self(), argc, argv);
   if (argc < 2) {
-    usage(stderr);
+    usage(stderr, false);
     return 2;
   }
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-    usage(stdout);
+    usage(stdout, false);
     return 0;
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {

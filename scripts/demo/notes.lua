@@ -2,7 +2,11 @@
 -- prompt asks the model to summarise one, and completion suggests names.
 local mcp = require "mcp"
 
-local notes = { welcome = "Welcome to luamcp. Edit scripts/demo/*.lua and run `luamcp dev scripts/demo`." }
+-- mcp.state keeps the notes across reloads under `luamcp dev`: edit this
+-- file and the notes written so far are still there.
+local notes = mcp.state("notes", {
+  welcome = "Welcome to luamcp. Edit scripts/demo/*.lua and run `luamcp dev scripts/demo`.",
+})
 
 local function note_names(prefix)
   local names = {}
