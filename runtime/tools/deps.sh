@@ -7,9 +7,10 @@ set -eu
 # libcurl4-openssl-dev: curl's headers (mcp.http loads libcurl4 at run time).
 build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
-# spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite.
+# spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
+# scripts/toolbox's spec.
 test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           openssl tinyproxy lua-sql-sqlite3"
+           openssl tinyproxy lua-sql-sqlite3 git"
 bench_pkgs="wrk"
 
 case "${1:-build}" in
