@@ -477,6 +477,77 @@ end
 
 --- What `luamcp build --mcpb` writes into manifest.json: mcp.server{}'s
 --- fields and the tools registered while the scripts loaded.
+-- `luamcp inspect`: what the scripts serve, as clients see it. Text for a
+-- person, or JSON (the wire entries of every list).
+local function schema_lines(out, schema, indent)
+  if type(schema) ~= "table" or type(schema.properties) ~= "table" then return end
+  local required = {}
+  for _, name in ipairs(schema.required or {}) do required[name] = true end
+  local names = {}
+  for name in pairs(schema.properties) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local p = schema.properties[name]
+    local facts = { type(p.type) == "table" and table.concat(p.type, "|") or p.type or "any" }
+    if required[name] then facts[#facts + 1] = "required" end
+    if p.default ~= nil then facts[#facts + 1] = "default " .. core.json_encode(p.default) end
+    if p.enum then facts[#facts + 1] = "one of " .. core.json_encode(p.enum) end
+    if p.minimum or p.maximum then
+      facts[#facts + 1] = ("%s..%s"):format(p.minimum or "", p.maximum or "")
+    end
+    out[#out + 1] = ("%s%s: %s%s"):format(indent, name, table.concat(facts, ", "),
+      p.description and (" — " .. p.description) or "")
+  end
+end
+
+local function inspect_text(view)
+  local out = {}
+  local s = view.server
+  out[1] = ("%s %s%s"):format(s.name, s.version, s.title and (" — " .. s.title) or "")
+  if view.instructions then out[#out + 1] = "  " .. view.instructions end
+  local function section(title, list, head, body)
+    out[#out + 1] = ""
+    out[#out + 1] = ("%s (%d)"):format(title, #list)
+    for _, e in ipairs(list) do
+      local line = "  " .. head(e)
+      local about = e.title or e.description
+      if about then line = line .. " — " .. about end
+      out[#out + 1] = line
+      if body then body(e) end
+    end
+  end
+  section("Tools", view.tools, function(t) return t.name end, function(t)
+    schema_lines(out, t.inputSchema, "    ")
+    if t.outputSchema then out[#out + 1] = "    returns structured content" end
+  end)
+  section("Resources", view.resources, function(r)
+    return r.uri .. (r.mimeType and (" (" .. r.mimeType .. ")") or "")
+  end)
+  section("Resource templates", view.resourceTemplates, function(r) return r.uriTemplate end)
+  section("Prompts", view.prompts, function(p) return p.name end, function(p)
+    for _, a in ipairs(p.arguments or {}) do
+      out[#out + 1] = ("    %s%s%s"):format(a.name, a.required and " (required)" or "",
+        a.description and (" — " .. a.description) or "")
+    end
+  end)
+  return table.concat(out, "\n") .. "\n"
+end
+
+function M._inspect(as_json)
+  local function wires(list)
+    local out = core.array()
+    for _, e in ipairs(list:enabled_entries()) do out[#out + 1] = core.json_decode(e.wire[1]) end
+    return out
+  end
+  local view = {
+    server = server_info(), instructions = registry.server.instructions, tools = wires(registry.tools),
+    resources = wires(registry.resources), resourceTemplates = wires(registry.templates),
+    prompts = wires(registry.prompts),
+  }
+  if as_json then return core.json_encode(view) .. "\n" end
+  return inspect_text(view)
+end
+
 function M._manifest()
   local tools = {}
   for _, tool in ipairs(registry.tools:enabled_entries()) do

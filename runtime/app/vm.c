@@ -106,6 +106,21 @@ static int try_load_file(lua_State *L, const char *path) {
   return 2;
 }
 
+/* Modules require found in the folder (or bundle): registry[FOLDER_MODULES]. */
+#define FOLDER_MODULES "luamcp.folder_modules"
+
+static void note_folder_module(lua_State *L, const char *module) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, FOLDER_MODULES) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, FOLDER_MODULES);
+  }
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, module);
+  lua_pop(L, 1);
+}
+
 /* package.searchers entry: modules in the script folder come first, so a
  * script can ship its own helpers next to it. */
 static int search_script_folder(lua_State *L) {
@@ -120,6 +135,7 @@ static int search_script_folder(lua_State *L) {
     int n = try_load_file(L, candidates[i]);
     if (n) {
       note_file(v, candidates[i]);
+      note_folder_module(L, name);
       return n;
     }
   }
@@ -166,6 +182,7 @@ static int search_bundle(lua_State *L) {
     const bundle_file *f = bundle_find(v->bundle, candidates[i]);
     if (!f) continue;
     if (load_bundle_file(L, f) != LUA_OK) return lua_error(L);
+    note_folder_module(L, name);
     lua_pushfstring(L, "bundle/%s", f->name);
     return 2;
   }
@@ -415,30 +432,39 @@ static const char *script_module(const char *path, char *name, size_t size) {
   return name;
 }
 
+/* Did a script already require this top-level file as a module? (Not:
+ * is a module of that name loaded: math.lua is a script even though the
+ * math library is.) */
 static bool already_required(lua_State *L, const char *module) {
   if (!module) return false;
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  bool loaded = lua_getfield(L, -1, module) != LUA_TNIL;
-  lua_pop(L, 2);
-  return loaded;
+  bool required = false;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, FOLDER_MODULES) == LUA_TTABLE) {
+    required = lua_getfield(L, -1, module) != LUA_TNIL;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return required;
 }
 
 /* Run the script chunk on the stack; its result (true for none) becomes
- * package.loaded[module]. */
+ * package.loaded[module], unless a module of that name (a standard
+ * library) is loaded already. */
 static bool run_script(lua_State *L, const char *module, buf *err) {
   if (!protected_call(L, 0, 1, err)) return false;
-  if (!module) {
-    lua_pop(L, 1);
-    return true;
-  }
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushboolean(L, 1);
   }
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, module);
-  lua_pop(L, 1);
+  if (module && lua_getfield(L, -1, module) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, module);
+    note_folder_module(L, module);
+  } else {
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "core/json.h"
+#include "cli/loaded.h"
 #include "cli/version.h"
 #include "app/vm.h"
 #include "core/zip.h"
@@ -361,11 +362,6 @@ static void server_facts_free(server_facts *f) {
   free(f->tool_descriptions);
 }
 
-static void close_handle(uv_handle_t *h, void *arg) {
-  (void)arg;
-  if (!uv_is_closing(h)) uv_close(h, NULL);
-}
-
 /* A built program runs only Lua (the bundle and the built-in library): a
  * folder whose scripts load C modules cannot be built. */
 static bool refuse_c_modules(vm *v, buf *err) {
@@ -386,23 +382,14 @@ static bool refuse_c_modules(vm *v, buf *err) {
   return !any;
 }
 
+static bool learn_facts(vm *v, void *facts, buf *err) {
+  return refuse_c_modules(v, err) && read_server_facts(v, facts, err);
+}
+
 /* Load the scripts the way `luamcp run` does (so a broken folder fails
  * with the very message run would print) and learn what they register. */
 static bool load_like_run(const char *path, server_facts *facts, buf *err) {
-  uv_loop_t loop;
-  uv_loop_init(&loop);
-  server srv;
-  server_options opts;
-  server_options_defaults(&opts);
-  lua_app app = {0};
-  server_init(&srv, &opts, &VM_APP_OPS, &app);
-  vm *v = vm_new(&srv, &loop, path, NULL, NULL, err);
-  bool ok = v && refuse_c_modules(v, err) && read_server_facts(v, facts, err);
-  vm_free(v);
-  uv_walk(&loop, close_handle, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
-  return ok;
+  return with_loaded_scripts(path, learn_facts, facts, err);
 }
 
 /* ---- Writing ---------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "cli/build.h"
+#include "cli/inspect.h"
 #include "core/bundle.h"
 #include "transport/http_transport.h"
 #include "transport/http_util.h"
@@ -58,6 +59,8 @@ static void usage_commands(FILE *to) {
           "                              reloads on SIGHUP\n"
           "  luamcp build PATH -o OUT    one executable with the scripts in PATH inside\n"
           "                              ('luamcp build --help')\n"
+          "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
+          "                              arguments, resources, templates, prompts\n"
           "  luamcp --version            print the version\n"
           "  luamcp --help               print this help\n"
           "\n",
@@ -455,6 +458,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "run") == 0) return serve(argc - 2, argv + 2, false);
   if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
+  if (strcmp(cmd, "inspect") == 0) return inspect_command(argc - 2, argv + 2);
   if (strcmp(cmd, "--bundle-info") == 0) {
     fprintf(stderr, "luamcp: this program carries no bundle (luamcp build makes programs that do)\n");
     return 1;
