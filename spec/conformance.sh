@@ -12,7 +12,8 @@
 # and not at all for its "not scored" scenarios, which are exactly the ones
 # we want green). The one exception is the tasks extension (tasks-*), which
 # the 2026-07-28 run includes unscored: luamcp has no tasks yet (issue 17),
-# so those are reported as skipped. Prints "N passed, N failed".
+# so those are reported and counted as skipped (one per scenario). Prints
+# "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,6 +95,7 @@ for (const id of required) {
   }
 }
 if (skipped.size) console.log(`skipped (the tasks extension, issue 17): ${[...skipped].sort().join(" ")}`);
-console.log(`${passed} passed, ${failed} failed`);
+// Each skipped scenario counts once as skipped in make test's total.
+console.log(`${passed} passed, ${failed} failed, ${skipped.size} skipped`);
 process.exit(failed ? 1 : 0);
 JS
