@@ -70,6 +70,21 @@ function row(label, p, m, unit, only,    i, r, s) {
   print r
 }
 
+# The rows of one HTTP table: each connection count in counts (a set),
+# ascending; key is the metrics' prefix (http, or mhttp for 2026-07-28).
+function http_rows(p, key, counts, only,    n, list, a, b, t, c) {
+  n = 0
+  for (c in counts) list[++n] = c + 0
+  for (a = 2; a <= n; a++) { t = list[a]; for (b = a - 1; b >= 1 && list[b] > t; b--) list[b + 1] = list[b]; list[b + 1] = t }
+  for (a = 1; a <= n; a++) {
+    c = list[a]
+    row("calls/s, " c " connection" (c > 1 ? "s" : ""), p, key "_c" c "_cps", "cps", only)
+    row("latency p50, " c " conn, µs", p, key "_c" c "_p50_us", "us", only)
+    row("latency p99, " c " conn, µs", p, key "_c" c "_p99_us", "us", only)
+    row("server CPU µs/call, " c " conn", p, key "_c" c "_cpu_us", "us", only)
+  }
+}
+
 BEGIN { FS = "\t" }
 {
   s = $1; p = $2; m = $3; v = $4
@@ -126,21 +141,8 @@ END {
       if (kk[2] == p && kk[3] ~ /^http_c[0-9]+_cps$/) { c = kk[3]; sub(/^http_c/, "", c); sub(/_cps$/, "", c); conns[c] = 1 }
       if (kk[2] == p && kk[3] ~ /^mhttp_c[0-9]+_cps$/) { c = kk[3]; sub(/^mhttp_c/, "", c); sub(/_cps$/, "", c); mconns[c] = 1; has_modern[p] = 1 }
     }
-    # print connection counts in ascending order
-    nconn = 0
-    for (c in conns) cl[++nconn] = c + 0
-    for (a = 2; a <= nconn; a++) { t = cl[a]; for (b = a - 1; b >= 1 && cl[b] > t; b--) cl[b + 1] = cl[b]; cl[b + 1] = t }
-    nmconn = 0
-    for (c in mconns) mcl[++nmconn] = c + 0
-    for (a = 2; a <= nmconn; a++) { t = mcl[a]; for (b = a - 1; b >= 1 && mcl[b] > t; b--) mcl[b + 1] = mcl[b]; mcl[b + 1] = t }
-    for (a = 1; a <= nconn; a++) {
-      c = cl[a]
-      row("calls/s, " c " connection" (c > 1 ? "s" : ""), p, "http_c" c "_cps", "cps", "luamcp ts ts2 echo")
-      row("latency p50, " c " conn, µs", p, "http_c" c "_p50_us", "us", "luamcp ts ts2 echo")
-      row("latency p99, " c " conn, µs", p, "http_c" c "_p99_us", "us", "luamcp ts ts2 echo")
-      row("server CPU µs/call, " c " conn", p, "http_c" c "_cpu_us", "us", "luamcp ts ts2 echo")
-    }
-    delete conns; delete cl; delete mconns
+    http_rows(p, "http", conns, "luamcp ts ts2 echo")
+    delete conns
     row("idle RSS (1 session), MiB", p, "http_rss_idle_kb", "kb", "luamcp ts ts2 echo")
     row("RSS after all HTTP runs, MiB", p, "http_rss_after_kb", "kb", "luamcp ts ts2 echo")
     print ""
@@ -148,13 +150,8 @@ END {
     print "## Streamable HTTP, 2026-07-28 (stateless: no initialize, no session; each request carries its version, capabilities and client info) — " desc
     print ""
     header("HTTP 2026-07-28, " p)
-    for (a = 1; a <= nmconn; a++) {
-      c = mcl[a]
-      row("calls/s, " c " connection" (c > 1 ? "s" : ""), p, "mhttp_c" c "_cps", "cps", "luamcp ts2")
-      row("latency p50, " c " conn, µs", p, "mhttp_c" c "_p50_us", "us", "luamcp ts2")
-      row("latency p99, " c " conn, µs", p, "mhttp_c" c "_p99_us", "us", "luamcp ts2")
-      row("server CPU µs/call, " c " conn", p, "mhttp_c" c "_cpu_us", "us", "luamcp ts2")
-    }
+    http_rows(p, "mhttp", mconns, "luamcp ts2")
+    delete mconns
     row("RSS after all 2026-07-28 runs, MiB", p, "mhttp_rss_after_kb", "kb", "luamcp ts2")
     print ""
   }

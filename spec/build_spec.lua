@@ -15,15 +15,7 @@ local function quote(s)
 end
 
 --- Run a shell command; returns its exit code, stdout and stderr.
-local function sh(command)
-  local err_path = os.tmpname()
-  local p = io.popen(command .. " 2>" .. quote(err_path))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local err = client.read_file(err_path)
-  os.remove(err_path)
-  return code, out, err
-end
+local sh = client.sh
 
 --- luamcp build ARGS...; returns exit code, stdout, stderr.
 local function build(...)

@@ -4,15 +4,7 @@
 local client = require "mcp_client"
 local cjson = client.json
 
-local function sh(command)
-  local err_path = os.tmpname()
-  local p = io.popen(command .. " 2>" .. err_path)
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local err = client.read_file(err_path)
-  os.remove(err_path)
-  return code, out, err
-end
+local sh = client.sh
 
 local LUAMCP = io.popen("readlink -f " .. client.LUAMCP):read("l")
 local DEMO = io.popen("readlink -f scripts/demo"):read("l")

@@ -34,6 +34,17 @@ local function run(mode, job, target)
   return r
 end
 
+-- One run per mode, in MODES order, into runs[mode]; the server (when the
+-- spec started one) is stopped whatever happens.
+local function run_modes(runs, job, scripts, target_of)
+  local target, stop = target_of(scripts)
+  local ok, err = pcall(function()
+    for _, mode in ipairs(MODES) do runs[mode] = run(mode, job, target) end
+  end)
+  if stop then stop() end
+  assert(ok, err)
+end
+
 local function meta_version(message)
   local params = message.params
   return type(params) == "table" and type(params._meta) == "table" and params._meta[PV] or nil
@@ -118,14 +129,7 @@ end
 local function describe_demo(transport, target_of)
   describe("the TypeScript SDK v2 client with scripts/demo over " .. transport, function()
     local runs = {}
-    setup(function()
-      local target, stop = target_of(DEMO)
-      local ok, err = pcall(function()
-        for _, mode in ipairs(MODES) do runs[mode] = run(mode, "demo", target) end
-      end)
-      if stop then stop() end
-      assert(ok, err)
-    end)
+    setup(function() run_modes(runs, "demo", DEMO, target_of) end)
 
     for _, mode in ipairs(MODES) do
       local modern = mode ~= "legacy"
@@ -204,14 +208,7 @@ end
 local function describe_greet(transport, target_of)
   describe("the TypeScript SDK v2 client with an elicit-then-sample tool over " .. transport, function()
     local runs = {}
-    setup(function()
-      local target, stop = target_of(FIXTURE)
-      local ok, err = pcall(function()
-        for _, mode in ipairs(MODES) do runs[mode] = run(mode, "greet", target) end
-      end)
-      if stop then stop() end
-      assert(ok, err)
-    end)
+    setup(function() run_modes(runs, "greet", FIXTURE, target_of) end)
 
     for i, mode in ipairs(MODES) do
       local modern = mode ~= "legacy"

@@ -8,3 +8,9 @@ const base = process.env.BENCH_NODE_MODULES
   : new URL('../../spec/node_modules/', import.meta.url);
 
 export const nm = (p) => new URL(p, base).href;
+
+// The value after a command-line flag: arg('--port', '3000').
+export const arg = (name, dflt) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
+};

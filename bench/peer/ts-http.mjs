@@ -8,17 +8,13 @@
 // Prints "listening <host>:<port>" on stderr once bound.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { nm } from './nm.mjs';
+import { nm, arg } from './nm.mjs';
 
 const { McpServer } = await import(nm('@modelcontextprotocol/sdk/dist/esm/server/mcp.js'));
 const { StreamableHTTPServerTransport } = await import(nm('@modelcontextprotocol/sdk/dist/esm/server/streamableHttp.js'));
 const { isInitializeRequest } = await import(nm('@modelcontextprotocol/sdk/dist/esm/types.js'));
 const { z } = await import(nm('zod/index.js'));
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-};
 const host = arg('--host', '127.0.0.1');
 const port = Number(arg('--port', '3000'));
 const jsonResponse = !process.argv.includes('--sse');

@@ -9,32 +9,15 @@
 // Prints "listening <host>:<port>" on stderr once bound.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { nm } from './nm.mjs';
+import { nm, arg } from './nm.mjs';
+import { makeServer } from './ts2-add.mjs';
 
-const { McpServer, isInitializeRequest } = await import(nm('@modelcontextprotocol/server/dist/index.mjs'));
+const { isInitializeRequest } = await import(nm('@modelcontextprotocol/server/dist/index.mjs'));
 const { NodeStreamableHTTPServerTransport: StreamableHTTPServerTransport } = await import(nm('@modelcontextprotocol/node/dist/index.mjs'));
-const { z } = await import(nm('zod/index.js'));
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-};
 const host = arg('--host', '127.0.0.1');
 const port = Number(arg('--port', '3000'));
 const jsonResponse = !process.argv.includes('--sse');
-
-function makeServer() {
-  const server = new McpServer({ name: 'bench-ts2', version: '1.0.0' });
-  server.registerTool(
-    'add',
-    {
-      description: 'Add two integers',
-      inputSchema: z.object({ a: z.number().int(), b: z.number().int() }),
-    },
-    async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }),
-  );
-  return server;
-}
 
 const transports = new Map(); // Mcp-Session-Id -> transport
 

@@ -233,6 +233,17 @@ function M.read_file(path)
   return data
 end
 
+--- Run a shell command to its end: exit code, stdout, stderr.
+function M.sh(command)
+  local err_path = os.tmpname()
+  local p = io.popen(command .. " 2>" .. err_path)
+  local out = p:read("a")
+  local _, _, code = p:close()
+  local err = M.read_file(err_path)
+  os.remove(err_path)
+  return code, out, err
+end
+
 --- A fresh temporary directory (removed by remove_tree).
 function M.temp_dir()
   local path = os.tmpname()
