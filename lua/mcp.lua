@@ -150,7 +150,7 @@ function M.server(info)
   server_info_json = nil
   if info.coerce ~= nil then
     for _, tool in ipairs(registry.tools.entries) do
-      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce, tool.timeout_ms)
+      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce, tool.timeout_ms, table.unpack(tool.task, 1, 3))
     end
   end
 end
@@ -166,6 +166,7 @@ end
 ---@field _meta? table
 ---@field coerce? boolean forgive "5" for 5, "true" for true and JSON text for objects/arrays in arguments
 ---@field timeout_ms? integer this tool's deadline (default: --timeout); 0 for none
+---@field task? boolean|"required"|{after_ms?: integer, required?: boolean, poll_ms?: integer} run calls as MCP tasks (the tasks extension) for clients that declare it
 ---@field handler fun(args: table, ctx: mcp.Context): any
 
 -- A tool's schema as JSON text, compiled: raises naming the tool, the
@@ -204,6 +205,27 @@ local function header_params(tool, input_table)
   return found
 end
 
+-- mcp.tool{task = ...} as C takes it: {mode, after_ms, poll_ms}, mode nil
+-- (never), "optional" or "required".
+local function task_plan(def)
+  local t = def.task
+  if t == nil or t == false then return {} end
+  if t == true then return { "optional", 0, 0 } end
+  if t == "required" then return { "required", 0, 0 } end
+  if type(t) ~= "table" then
+    error(("mcp.tool %s: task must be true, \"required\" or {after_ms = ..., required = ..., poll_ms = ...}, got %s")
+      :format(def.name, type(t) == "string" and ("%q"):format(t) or type(t)), 3)
+  end
+  check.fields("tool task", t, 3)
+  for _, k in ipairs { "after_ms", "poll_ms" } do
+    local v = t[k]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 0) then
+      error(("mcp.tool %s: task.%s must be a whole number of milliseconds (0 or more)"):format(def.name, k), 3)
+    end
+  end
+  return { t.required and "required" or "optional", t.after_ms or 0, t.poll_ms or 0 }
+end
+
 --- Register a tool.
 ---@param def mcp.ToolDefinition
 function M.tool(def)
@@ -214,6 +236,7 @@ function M.tool(def)
     error(("mcp.tool %s: handler must be a function(args, ctx), got %s"):format(def.name, type(def.handler)), 2)
   end
   check_type(def, "timeout_ms", "number", true)
+  local task = task_plan(def)
   if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
   local input_json, input_schema, input_table = tool_schema(def, "inputSchema", 3)
   local output_json, output_schema, output_table
@@ -231,9 +254,10 @@ function M.tool(def)
     output_schema = output_schema,
     output_table = output_table,
     header_params = header_params(def.name, input_table),
+    task = task,
   }
   registry.tools:add(def.name, entry)
-  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms)
+  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms, table.unpack(task, 1, 3))
   entry.on_remove = function() core.tool_input(def.name, nil) end
   return handle(registry.tools, entry)
 end
@@ -437,6 +461,18 @@ function dispatch.server_info_json()
   return server_info_json
 end
 
+-- capabilities.extensions: what mcp.server{extensions} declares, plus the
+-- extensions the runtime serves for what the scripts registered.
+local TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+local function extensions_json()
+  local all, any = {}, false
+  for k, v in pairs(registry.server.extensions or {}) do all[k], any = v, true end
+  for _, tool in ipairs(registry.tools.entries) do
+    if tool.task[1] then all[TASKS_EXTENSION], any = core.object(), true end
+  end
+  return any and core.json_encode(core.object(all)) or nil
+end
+
 function M._describe()
   local s = registry.server
   local info = server_info()
@@ -453,7 +489,7 @@ function M._describe()
     resources = #registry.resources.entries + #registry.templates.entries > 0,
     prompts = #registry.prompts.entries > 0,
     completions = completions,
-    extensions = s.extensions and core.json_encode(core.object(s.extensions)),
+    extensions = extensions_json(),
     cache = ('"ttlMs":%d,"cacheScope":"%s"'):format(dispatch.cache_hints()),
   }
 end

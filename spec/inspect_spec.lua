@@ -39,7 +39,7 @@ describe("luamcp inspect", function()
     assert.are.equal("demo", view.server.name)
     local names = {}
     for _, t in ipairs(view.tools) do names[#names + 1] = t.name end
-    assert.are.same({ "countdown", "add", "roll_dice", "write_note" }, names)
+    assert.are.same({ "countdown", "add", "roll_dice", "write_note", "report" }, names)
     assert.are.same({ "a", "b" }, view.tools[2].inputSchema.required)
     assert.are.equal("notes://{name}", view.resourceTemplates[1].uriTemplate)
     assert.are.equal("summarize_note", view.prompts[1].name)

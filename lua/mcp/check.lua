@@ -32,7 +32,8 @@ end
 M.FIELDS = {
   server = fields("version", "websiteUrl", "instructions", "coerce", "ttlMs", "cacheScope", "requestStateTtlMs",
     "extensions", "author"),
-  tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "handler"),
+  tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler"),
+  ["tool task"] = set { "after_ms", "required", "poll_ms" },
   resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope"),
   template = fields("uriTemplate", "mimeType", "annotations", "read", "complete", "ttlMs", "cacheScope"),
   prompt = fields("arguments", "get", "complete"),

@@ -3,7 +3,8 @@
 --
 -- A modern request cannot send the client a request of its own. When a
 -- handler asks (ctx:elicit, ctx:sample, ctx:roots, ctx:ask) and the answer
--- is not in hand, the call ends with an input_required result: the
+-- is not in hand, the call ends with an input_required result (once the
+-- call has become a task, the task asks instead: see M.ask): the
 -- questions (inputRequests, under keys) and a sealed requestState. The
 -- client retries the same request with its inputResponses and that state;
 -- the runtime runs the handler again from the start, and each question
@@ -124,6 +125,15 @@ function M.ask(ctx, requests)
     if answer ~= nil then answers[r.key] = answer else missing[#missing + 1] = r end
   end
   if #missing == 0 then return answers end
+  if ctx.task_id then
+    -- The call became a task (the tasks extension): its questions are the
+    -- task's inputRequests, answered with tasks/update while it waits.
+    for key, answer in pairs(ctx:_task_ask(missing)) do
+      state.answers[key] = answer
+      answers[key] = answer
+    end
+    return answers
+  end
   local input_requests = object()
   for _, r in ipairs(missing) do input_requests[r.key] = { method = r.method, params = r.params } end
   local payload = core.json_encode { answers = object(state.answers), kept = object(state.kept) }

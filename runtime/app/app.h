@@ -83,6 +83,7 @@ typedef enum task_wait {
   TASK_WAIT_CLIENT, /* a reply to a request we sent the client */
   TASK_WAIT_OP,     /* mcp.exec or mcp.fs: see wait_op */
   TASK_WAIT_TASK,   /* another task to finish (handle:wait, mcp.all) */
+  TASK_WAIT_INPUT,  /* answers to questions its MCP task asked (tasks/update) */
 } task_wait;
 
 /* An operation a task waits on (a child process, a file request). Owner:
@@ -102,6 +103,10 @@ struct task {
   lua_State *co;
   int co_ref;
   call *call;             /* root: the request it answers; NULL once detached */
+  /* root: the MCP task (tasks extension) its call became: the call was
+   * answered with the task's handle, and the outcome goes to the job. The
+   * store owns the job; a running job is never discarded. */
+  struct job *job;
   task *root;             /* the call's root task (itself for the root) */
   task *children;         /* root: tasks spawned inside the call ... */
   task *next_child, *prev_child; /* ... linked here */
@@ -126,6 +131,10 @@ struct task {
   bool deadline_timer_initialized;
   bool deadline_armed;    /* root: deadline_timer runs while it waits */
   uv_timer_t deadline_timer;
+  bool own_timeout;       /* root: the tool set its deadline (a task keeps it; the default does not apply) */
+  int job_poll_ms;        /* root: the pollIntervalMs its task suggests (0: the default) */
+  bool promote_timer_initialized; /* root: mcp.tool{task = {after_ms = N}} ... */
+  uv_timer_t promote_timer;       /* ... turns the call into a task when it fires */
   int open_handles;       /* timers still closing; the task is freed after */
 };
 

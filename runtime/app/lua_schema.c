@@ -27,6 +27,9 @@ typedef struct tool_input {
   schema *compiled;
   bool coerce;
   int timeout_ms; /* the tool's own deadline; < 0: the server's default */
+  tool_task_mode task;
+  int task_after_ms; /* TOOL_TASK_*: become a task after this long (0: at once) */
+  int task_poll_ms;  /* the pollIntervalMs it suggests (0: the default) */
 } tool_input;
 
 /* One report for the whole process: validation runs on the loop thread and
@@ -118,6 +121,11 @@ int lua_schema_tool_input(lua_State *L) {
   in->compiled = check_schema(L, 2);
   in->coerce = lua_toboolean(L, 3);
   in->timeout_ms = (int)luaL_optinteger(L, 4, -1);
+  /* 5: nil | "optional" | "required"; 6: after_ms; 7: poll_ms */
+  const char *task = luaL_optstring(L, 5, NULL);
+  in->task = !task ? TOOL_TASK_NEVER : strcmp(task, "required") == 0 ? TOOL_TASK_REQUIRED : TOOL_TASK_OPTIONAL;
+  in->task_after_ms = (int)luaL_optinteger(L, 6, 0);
+  in->task_poll_ms = (int)luaL_optinteger(L, 7, 0);
   strmap_set(&v->tool_inputs, name, in);
   return 0;
 }
@@ -135,10 +143,18 @@ void lua_schema_forget_tools(vm *v) {
   strmap_free(&v->tool_inputs);
 }
 
-void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int params_idx, int *timeout_ms) {
+void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int params_idx, tool_plan *plan) {
   const json_value *name = json_object_get(params, "name");
   tool_input *in = name && name->type == JSON_STRING ? strmap_get(&v->tool_inputs, name->u.string) : NULL;
-  if (in && in->timeout_ms >= 0) *timeout_ms = in->timeout_ms;
+  if (in && in->timeout_ms >= 0) {
+    plan->timeout_ms = in->timeout_ms;
+    plan->own_timeout = true;
+  }
+  if (in) {
+    plan->task = in->task;
+    plan->task_after_ms = in->task_after_ms;
+    plan->task_poll_ms = in->task_poll_ms;
+  }
   const json_value *args = json_object_get(params, "arguments");
   if (!in || (args && args->type != JSON_OBJECT)) {
     lua_pushnil(co); /* unknown tool or malformed arguments: dispatch says so */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jobs.h"
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
@@ -168,6 +169,12 @@ static void stop_waiting(task *t) {
       for (task *c = t->root->children; c; c = c->next_child)
         if (c->waiter == t) c->waiter = NULL;
       break;
+    case TASK_WAIT_INPUT:
+      if (t->root->job) {
+        job_abandon(t->vm->srv, t->root->job, t);
+        server_job_changed(t->vm->srv, t->root->job);
+      }
+      break;
     case TASK_NOT_WAITING: break;
   }
   t->wait = TASK_NOT_WAITING;
@@ -198,6 +205,15 @@ static void task_free(task *t) {
     if (t->ctx) t->ctx->task = NULL;
     if (t->call) t->call->app_data = NULL;
     t->call = NULL;
+    if (t->job) {
+      /* Its work stopped with no outcome (the client cancelled the task,
+       * or the server is stopping): the job says so, if not already. */
+      job *j = t->job;
+      t->job = NULL;
+      bool was_running = !job_terminal(j);
+      job_detach(v->srv, j, "the task stopped before it finished (the server is stopping)");
+      if (was_running) server_job_changed(v->srv, j);
+    }
     if (t->deadline_armed) uv_timer_stop(&t->deadline_timer);
   } else {
     task *root = t->root;
@@ -231,6 +247,10 @@ static void task_free(task *t) {
   if (t->deadline_timer_initialized) {
     t->open_handles++;
     uv_close((uv_handle_t *)&t->deadline_timer, on_timer_closed);
+  }
+  if (t->promote_timer_initialized) {
+    t->open_handles++;
+    uv_close((uv_handle_t *)&t->promote_timer, on_timer_closed);
   }
   if (t->open_handles == 0) free(t);
 }
@@ -275,8 +295,57 @@ static task *task_new(vm *v, task *root) {
 
 /* ---- Answers ----------------------------------------------------------- */
 
+/* Does the root still owe an answer (to its call, or to the MCP task its
+ * call became)? */
+static bool has_destination(const task *root) { return root->call || root->job; }
+
+static const char *answer_method(const task *t) { return t->call ? t->call->method : t->job ? t->job->method : "?"; }
+
+/* The root's outcome goes to its call (which answering frees) or to its
+ * job; either way the root owes nothing afterwards. */
+static void answer_result(task *t, const char *json, size_t len) {
+  call *c = t->call;
+  job *j = t->job;
+  t->call = NULL;
+  t->job = NULL;
+  if (c) {
+    c->app_data = NULL;
+    call_respond(c, json, len);
+  } else if (j) {
+    server *srv = t->vm->srv;
+    job_finish(srv, j, true, json, len, NULL);
+    server_job_changed(srv, j);
+  }
+}
+
+static void answer_error(task *t, int code, const char *message, const char *data_json, size_t data_len) {
+  call *c = t->call;
+  job *j = t->job;
+  t->call = NULL;
+  t->job = NULL;
+  if (c) {
+    c->app_data = NULL;
+    call_fail(c, code, message, data_json, data_len);
+  } else if (j) {
+    /* A failed task carries the JSON-RPC error the call would have had. */
+    server *srv = t->vm->srv;
+    const char *text = message ? message : jsonrpc_code_message(code);
+    buf err = BUF_INIT;
+    buf_printf(&err, "{\"code\":%d,\"message\":", code);
+    json_write_string(&err, text, strlen(text));
+    if (data_json && data_len) {
+      buf_puts(&err, ",\"data\":");
+      buf_append(&err, data_json, data_len);
+    }
+    buf_putc(&err, '}');
+    job_finish(srv, j, false, err.data, err.len, text);
+    server_job_changed(srv, j);
+    buf_free(&err);
+  }
+}
+
 /* Turn a Lua error value into the JSON-RPC error that answers the call. */
-static void fail_call_with_error(lua_State *co, call *c) {
+static void fail_with_error(lua_State *co, task *t) {
   if (lua_type(co, -1) == LUA_TTABLE && lua_getmetatable(co, -1)) {
     luaL_getmetatable(co, VM_RPC_ERROR_MT);
     bool is_rpc = lua_rawequal(co, -1, -2);
@@ -290,35 +359,35 @@ static void fail_call_with_error(lua_State *co, call *c) {
       buf data = BUF_INIT;
       char err[160];
       bool has_data = !lua_isnil(co, -1) && ljson_encode(co, -1, &data, err, sizeof err);
-      call_fail(c, code, message, has_data ? data.data : NULL, has_data ? data.len : 0);
+      answer_error(t, code, message, has_data ? data.data : NULL, has_data ? data.len : 0);
       buf_free(&data);
       lua_pop(co, 3);
       return;
     }
   }
   const char *message = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : luaL_typename(co, -1);
-  log_write(LOG_ERROR, "%s failed: %s", c->method, message);
+  log_write(LOG_ERROR, "%s failed: %s", answer_method(t), message);
   buf text = BUF_INIT;
   buf_printf(&text, "Internal error: %s", message);
-  call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
+  answer_error(t, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
   buf_free(&text);
 }
 
 /* A tool's own mistake that escaped the library (a result with no JSON
  * form, a stray yield, a limit) reaches the model as a tool error, not a
  * protocol error. Other methods get -32603. */
-static void answer_problem(call *c, const char *what, const char *detail) {
+static void answer_problem(task *t, const char *what, const char *detail) {
   buf text = BUF_INIT;
   buf_printf(&text, "%s%s", what, detail);
-  if (strcmp(c->method, "tools/call") == 0) {
+  if (strcmp(answer_method(t), "tools/call") == 0) {
     buf result = BUF_INIT;
     buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
     json_write_string(&result, text.data, text.len);
     buf_puts(&result, "}],\"isError\":true}");
-    call_respond(c, result.data, result.len);
+    answer_result(t, result.data, result.len);
     buf_free(&result);
   } else {
-    call_fail(c, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
+    answer_error(t, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
   }
   buf_free(&text);
 }
@@ -326,48 +395,42 @@ static void answer_problem(call *c, const char *what, const char *detail) {
 /* The root's deadline passed: answer with an error naming the limit and
  * stop everything it started. */
 static void answer_timeout(task *t) {
-  call *c = t->call;
-  t->call = NULL;
-  if (c) {
-    c->app_data = NULL;
+  if (has_destination(t)) {
     char limit[96];
     snprintf(limit, sizeof limit, "%d ms", t->timeout_ms);
-    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", c->method, limit);
-    answer_problem(c, "stopped: the call exceeded its time limit of ", limit);
+    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", answer_method(t), limit);
+    answer_problem(t, "stopped: the call exceeded its time limit of ", limit);
   }
   task_free(t);
 }
 
-/* Answer the root task's call from the coroutine's final status. The call
- * is detached first: answering frees it. */
+/* Answer the root task's call (or its job) from the coroutine's final
+ * status. */
 static void finish_root(task *t, int status, bool stray_yield) {
   lua_State *co = t->co;
-  call *c = t->call;
-  if (!c) return;
+  if (!has_destination(t)) return;
   if (t->timed_out) {
     answer_timeout(t);
     return;
   }
-  t->call = NULL;
-  c->app_data = NULL;
   if (stray_yield) {
     static const char message[] =
         "a handler yielded to luamcp with coroutine.yield; yield only inside coroutines you create, and use "
         "mcp.sleep and the ctx methods to wait";
-    log_write(LOG_ERROR, "%s: %s", c->method, message);
-    answer_problem(c, message, "");
+    log_write(LOG_ERROR, "%s: %s", answer_method(t), message);
+    answer_problem(t, message, "");
   } else if (status != LUA_OK) {
-    fail_call_with_error(co, c);
+    fail_with_error(co, t);
   } else {
     /* One buffer for every result (call_respond copies it). */
     static buf out;
     buf_clear(&out);
     char err[200];
     if (ljson_encode(co, -1, &out, err, sizeof err)) {
-      call_respond(c, out.data, out.len);
+      answer_result(t, out.data, out.len);
     } else {
-      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", c->method, err);
-      answer_problem(c, "the result cannot be sent as JSON: ", err);
+      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", answer_method(t), err);
+      answer_problem(t, "the result cannot be sent as JSON: ", err);
     }
     if (out.cap > 1024 * 1024) buf_free(&out);
   }
@@ -402,7 +465,7 @@ static void finish_child(task *t, int status, int nres) {
 static void on_deadline(uv_timer_t *timer) {
   task *t = timer->data;
   t->deadline_armed = false;
-  if (!t->call || t->cancelled) return;
+  if (!has_destination(t) || t->cancelled) return;
   t->timed_out = true;
   if (t->running) return; /* the hook will stop it */
   if (t->vm->srv->nested_poll > 0 || t->vm->running) {
@@ -436,7 +499,7 @@ void task_resume(task *t, int nargs) {
   } else if (status == LUA_YIELD && t->wait != TASK_NOT_WAITING) {
     lua_pop(t->co, nres);
     task *root = t->root;
-    if (root->deadline_ns && !root->deadline_armed && root->call) {
+    if (root->deadline_ns && !root->deadline_armed && has_destination(root)) {
       /* Waiting now: the deadline needs a timer, not just the hook. */
       uint64_t now = uv_hrtime();
       uint64_t left_ms = root->deadline_ns > now ? (root->deadline_ns - now) / 1000000 + 1 : 0;
@@ -617,6 +680,78 @@ static void push_params(lua_State *co, const json_value *params) {
   }
 }
 
+/* ---- Calls that become MCP tasks --------------------------------------- */
+
+/* Answer the root's call with a new task's handle and go on as that task.
+ * Returns false when the server runs its cap of tasks already. Runs no
+ * Lua, so it may happen while another task computes. */
+static bool become_job(task *t) {
+  call *c = t->call;
+  server *srv = t->vm->srv;
+  job *j = job_create(srv, c->method, c->id.raw, call_client_capabilities(c), call_client_info(c), c->version,
+                      t->job_poll_ms);
+  if (!j) return false;
+  j->app_data = t;
+  t->job = j;
+  t->call = NULL;
+  c->app_data = NULL;
+  buf out = BUF_INIT;
+  job_write(&out, j, JOB_VIEW_CREATED);
+  call_respond(c, out.data, out.len);
+  buf_free(&out);
+  if (!t->own_timeout) {
+    /* The server's default deadline is for requests; a task runs until it
+     * ends, is cancelled, or reaches its tool's own timeout_ms. */
+    t->deadline_ns = 0;
+    if (t->deadline_armed) uv_timer_stop(&t->deadline_timer);
+    t->deadline_armed = false;
+  }
+  return true;
+}
+
+/* mcp.tool{task = {after_ms = N}}: the call is still running after N ms. */
+static void on_promote(uv_timer_t *timer) {
+  task *t = timer->data;
+  if (t->call && !t->cancelled && !t->timed_out && !become_job(t))
+    log_write(LOG_WARNING, "tools/call: not run as a task: %d tasks run already (--max-tasks)", t->vm->srv->opts.max_tasks);
+}
+
+/* Decide, before the handler runs, whether a tools/call becomes a task:
+ * only for a client that declared the extension on this request, and only
+ * when its arguments are valid (an argument error is answered at once).
+ * Returns false when the call was answered here (an error). */
+static bool plan_job(task *t, const tool_plan *plan, bool arguments_valid) {
+  call *c = t->call;
+  if (plan->task == TOOL_TASK_NEVER) return true;
+  bool declared = c->modern && jobs_declared(call_client_capabilities(c));
+  if (!declared) {
+    if (plan->task != TOOL_TASK_REQUIRED) return true; /* it runs in the request, as any tool */
+    static const char data[] = "{\"requiredCapabilities\":{\"extensions\":{\"" JOBS_EXTENSION "\":{}}}}";
+    answer_error(t, MCP_MISSING_CAPABILITY,
+                 "Missing required client capability: this tool runs only as a task, and the request did not "
+                 "declare the " JOBS_EXTENSION " extension",
+                 data, sizeof data - 1);
+    return false;
+  }
+  if (!arguments_valid) return true;
+  t->own_timeout = plan->own_timeout;
+  t->job_poll_ms = plan->task_poll_ms;
+  if (plan->task_after_ms > 0) {
+    uv_timer_init(t->vm->loop, &t->promote_timer);
+    t->promote_timer_initialized = true;
+    t->promote_timer.data = t;
+    uv_timer_start(&t->promote_timer, on_promote, (uint64_t)plan->task_after_ms, 0);
+    return true;
+  }
+  if (become_job(t)) return true;
+  if (plan->task != TOOL_TASK_REQUIRED) return true;
+  char message[160];
+  snprintf(message, sizeof message, "Internal error: this tool runs only as a task, and %d tasks run already (--max-tasks)",
+           t->vm->srv->opts.max_tasks);
+  answer_error(t, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
+  return false;
+}
+
 /* The body of a request's coroutine: build params and ctx (in protected
  * mode, since both allocate), check a tool call's arguments, then run
  * mcp._dispatch(method, params, ctx, check). */
@@ -634,13 +769,14 @@ static int task_entry(lua_State *co) {
   luaL_setmetatable(co, CTX_MT);
   lua_pushvalue(co, 3);
   lua_setiuservalue(co, -2, 1); /* ctx keeps params, for ctx.meta */
-  int timeout_ms = t->vm->default_timeout_ms;
+  tool_plan plan = {.timeout_ms = t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
   if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
-    lua_schema_check_call(co, t->vm, params, 3, &timeout_ms);
+    lua_schema_check_call(co, t->vm, params, 3, &plan);
   else lua_pushnil(co);
-  if (timeout_ms > 0) {
-    t->timeout_ms = timeout_ms;
-    t->deadline_ns = uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
+  if (!plan_job(t, &plan, lua_isnil(co, -1))) return 0;
+  if (plan.timeout_ms > 0 && (has_destination(t) && (t->call || plan.own_timeout))) {
+    t->timeout_ms = plan.timeout_ms;
+    t->deadline_ns = uv_hrtime() + (uint64_t)plan.timeout_ms * 1000000u;
   }
   lua_callk(co, 4, 1, 0, entry_continue);
   return 1;
@@ -878,11 +1014,21 @@ static int client_request_continue(lua_State *co, int status, lua_KContext k) {
 
 static ctx_handle *check_ctx(lua_State *L) { return luaL_checkudata(L, 1, CTX_MT); }
 
-/* The live call behind a ctx, or a Lua error if its request has ended. */
-static call *ctx_call(lua_State *L) {
+/* The root task behind a ctx, still owing an answer (to its call or to
+ * the MCP task its call became), or a Lua error if its request has ended. */
+static task *ctx_root(lua_State *L) {
   ctx_handle *h = check_ctx(L);
-  if (!h->task || !h->task->call) luaL_error(L, "this request has already ended; ctx is only valid during it");
-  return h->task->call;
+  if (!h->task || !has_destination(h->task) || h->task->cancelled)
+    luaL_error(L, "this request has already ended; ctx is only valid during it");
+  return h->task;
+}
+
+/* The live call behind a ctx: for what only a request in progress has (its
+ * stream, its headers, sending the client a request). */
+static call *ctx_call(lua_State *L) {
+  task *root = ctx_root(L);
+  if (!root->call) luaL_error(L, "this call became a task (its request was answered); this ctx method needs the request");
+  return root->call;
 }
 
 /* ctx:_request(method, params): send a request to the client on the call's
@@ -936,11 +1082,113 @@ static int ctx_finish(lua_State *L) {
   return lua_yield(L, 0);
 }
 
+/* ---- Questions inside an MCP task ------------------------------------- */
+
+/* After the answers came: {key = answer, ...} for the questions in slot 2. */
+static int task_ask_continue(lua_State *co, int status, lua_KContext k) {
+  (void)status;
+  (void)k;
+  task *t = task_of(co);
+  job *j = t->root->job;
+  if (!j) return luaL_error(co, "this task has ended");
+  lua_settop(co, 2);
+  lua_newtable(co);
+  lua_Integer n = luaL_len(co, 2);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(co, 2, i);
+    lua_getfield(co, -1, "key");
+    const char *key = lua_tostring(co, -1);
+    const char *answer = key ? job_answer(j, key) : NULL;
+    json_doc *doc = answer ? json_parse(answer, strlen(answer), MAX_JSON_DEPTH, NULL) : NULL;
+    if (doc) {
+      ljson_push(co, json_doc_root(doc));
+      json_doc_free(doc);
+      lua_setfield(co, 3, key);
+    }
+    lua_pop(co, 2);
+  }
+  return 1;
+}
+
+/* ctx:_task_ask({{key, method, params}, ...}): in a call that became an MCP
+ * task, ask the client through the task (its inputRequests, answered with
+ * tasks/update) and wait for every answer. Any task of the call may ask;
+ * each question's key must be new in this task. */
+static int ctx_task_ask(lua_State *L) {
+  task *root = ctx_root(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  job *j = root->job;
+  if (!j) return luaL_error(L, "ctx:_task_ask: this call is not a task");
+  task *t = task_check(L, "ctx:_task_ask");
+  server *srv = t->vm->srv;
+  lua_settop(L, 2);
+  lua_Integer n = luaL_len(L, 2);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    lua_getfield(L, -1, "key");
+    const char *key = lua_tostring(L, -1);
+    if (!key) return luaL_error(L, "ctx: a question needs a string key");
+    buf req = BUF_INIT;
+    char err[160];
+    buf_puts(&req, "{\"method\":");
+    lua_getfield(L, -2, "method");
+    size_t mlen;
+    const char *method = lua_tolstring(L, -1, &mlen);
+    json_write_string(&req, method ? method : "", method ? mlen : 0);
+    lua_pop(L, 1);
+    buf_puts(&req, ",\"params\":");
+    lua_getfield(L, -2, "params");
+    bool ok = ljson_encode(L, -1, &req, err, sizeof err);
+    lua_pop(L, 1);
+    buf_putc(&req, '}');
+    if (!ok) {
+      buf_free(&req);
+      return luaL_error(L, "ctx: question %s: %s", key, err);
+    }
+    bool fresh = job_ask(srv, j, key, req.data, req.len, t);
+    buf_free(&req);
+    if (!fresh)
+      return luaL_error(L, "ctx: the question key %s was already used in this task; each question needs its own key",
+                        key);
+    lua_pop(L, 2);
+  }
+  server_job_changed(srv, j);
+  if (!job_waiting(j, t)) return task_ask_continue(L, LUA_OK, 0);
+  t->wait = TASK_WAIT_INPUT;
+  return lua_yieldk(L, 0, 0, task_ask_continue);
+}
+
+void task_job_answered(job *j) {
+  /* Resume every task of the job's call whose questions are all answered,
+   * one at a time: a resume may end others (or the whole call). */
+  for (;;) {
+    task *root = j->app_data, *ready = NULL;
+    if (!root) return;
+    if (root->wait == TASK_WAIT_INPUT && !job_waiting(j, root)) ready = root;
+    for (task *c = root->children; c && !ready; c = c->next_child)
+      if (c->wait == TASK_WAIT_INPUT && !job_waiting(j, c)) ready = c;
+    if (!ready) return;
+    if (ready->in_deferred) return; /* already queued: its resume comes */
+    ready->wait = TASK_NOT_WAITING;
+    task_resume(ready, 0);
+  }
+}
+
+void task_job_cancel(void *work) {
+  task *root = work;
+  if (root) task_cancel(root);
+}
+
 /* ctx:_header(name): an Mcp-* header of the request (lower-case name), or
  * nil (always nil on stdio). */
 static int ctx_header(lua_State *L) {
-  call *c = ctx_call(L);
+  task *root = ctx_root(L);
+  call *c = root->call;
   const char *name = luaL_checkstring(L, 2);
+  if (!c) { /* a task: its request was answered */
+    lua_pushnil(L);
+    return 1;
+  }
   session *s = c->session;
   const char *value = s->transport && s->transport->request_header
                           ? s->transport->request_header(s, c->transport_data, name)
@@ -953,7 +1201,11 @@ static int ctx_header(lua_State *L) {
 /* ctx:close_sse_stream(): on HTTP, end this request's SSE stream now; the
  * client resumes it with Last-Event-ID. Returns whether it was closed. */
 static int ctx_close_sse_stream(lua_State *L) {
-  call *c = ctx_call(L);
+  call *c = ctx_root(L)->call;
+  if (!c) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
   session *s = c->session;
   bool closed = s->transport && s->transport->close_stream && s->transport->close_stream(s, c);
   lua_pushboolean(L, closed);
@@ -976,7 +1228,8 @@ static int push_json_text(lua_State *L, const char *json) {
 }
 
 static int ctx_log(lua_State *L) {
-  call *c = ctx_call(L);
+  task *root = ctx_root(L);
+  call *c = root->call;
   size_t n;
   const char *name = luaL_checklstring(L, 2, &n);
   int level = log_level_parse(name, n);
@@ -990,22 +1243,77 @@ static int ctx_log(lua_State *L) {
     buf_free(&data);
     return luaL_error(L, "ctx:log: %s", err);
   }
-  if (lua_type(L, 3) == LUA_TSTRING) log_write(level, "%s: %s", c->method, lua_tostring(L, 3));
-  else log_write(level, "%s: %s", c->method, data.data);
-  session_log(c->session, c, level, logger, data.data, data.len);
+  const char *text = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : data.data;
+  log_write(level, "%s: %s", answer_method(root), text);
+  if (c) {
+    session_log(c->session, c, level, logger, data.data, data.len);
+  } else if (level >= LOG_INFO) {
+    /* A task has no stream to log on: the line becomes its status. */
+    job_set_message(root->vm->srv, root->job, text, strlen(text));
+    server_job_changed(root->vm->srv, root->job);
+  }
   buf_free(&data);
   return 0;
 }
 
 static int ctx_progress(lua_State *L) {
-  call *c = ctx_call(L);
+  task *root = ctx_root(L);
+  call *c = root->call;
   lua_Number progress = luaL_checknumber(L, 2);
   lua_Number total = luaL_optnumber(L, 3, NAN);
   size_t n = 0;
   const char *message = luaL_optlstring(L, 4, NULL, &n);
+  if (!c) {
+    /* A task's progress is its status message: "3/10: copying". */
+    buf text = BUF_INIT;
+    if (isnan(total)) buf_printf(&text, "%.14g", (double)progress);
+    else buf_printf(&text, "%.14g/%.14g", (double)progress, (double)total);
+    if (message) buf_printf(&text, ": %.*s", (int)n, message);
+    job_set_message(root->vm->srv, root->job, text.data, text.len);
+    server_job_changed(root->vm->srv, root->job);
+    buf_free(&text);
+    return 0;
+  }
   const char *problem = call_progress(c, progress, total, message, n);
   if (problem) return luaL_error(L, "ctx:progress: %s", problem);
   return 0;
+}
+
+/* What a ctx says about its request: from the call while it is in
+ * progress, from the MCP task it became afterwards. */
+typedef struct ctx_facts {
+  const char *method, *id, *capabilities, *client, *progress_token, *task_id;
+  const protocol_version *version;
+  bool modern;
+} ctx_facts;
+
+static bool ctx_facts_of(const ctx_handle *h, ctx_facts *f) {
+  task *t = h->task;
+  memset(f, 0, sizeof *f);
+  if (!t || t->cancelled) return false;
+  if (t->call) {
+    call *c = t->call;
+    f->method = c->method;
+    f->id = c->id.raw;
+    f->capabilities = call_client_capabilities(c);
+    f->client = call_client_info(c);
+    f->progress_token = c->progress_token;
+    f->version = c->version;
+    f->modern = c->modern;
+    return true;
+  }
+  if (t->job) {
+    job *j = t->job;
+    f->method = j->method;
+    f->id = j->request_id;
+    f->capabilities = j->client_capabilities_json;
+    f->client = j->client_info_json;
+    f->task_id = j->id;
+    f->version = j->version;
+    f->modern = true;
+    return true;
+  }
+  return false;
 }
 
 static int ctx_index(lua_State *L) {
@@ -1016,36 +1324,42 @@ static int ctx_index(lua_State *L) {
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   lua_pop(L, 1);
-  call *c = h->task ? h->task->call : NULL;
+  ctx_facts f;
+  bool live = ctx_facts_of(h, &f);
   if (strcmp(key, "cancelled") == 0) {
-    lua_pushboolean(L, c == NULL);
+    lua_pushboolean(L, !live);
     return 1;
   }
-  if (!c) return 0;
-  if (strcmp(key, "id") == 0) return push_json_text(L, c->id.raw);
+  if (!live) return 0;
+  if (strcmp(key, "id") == 0) return push_json_text(L, f.id);
   if (strcmp(key, "method") == 0) {
-    lua_pushstring(L, c->method);
+    lua_pushstring(L, f.method);
+    return 1;
+  }
+  if (strcmp(key, "task_id") == 0) {
+    if (f.task_id) lua_pushstring(L, f.task_id);
+    else lua_pushnil(L);
     return 1;
   }
   if (strcmp(key, "protocol_version") == 0) {
-    lua_pushstring(L, c->version ? c->version->name : "");
+    lua_pushstring(L, f.version ? f.version->name : "");
     return 1;
   }
-  if (strcmp(key, "client") == 0) return push_json_text(L, call_client_info(c));
-  if (strcmp(key, "capabilities") == 0) return push_json_text(L, call_client_capabilities(c));
+  if (strcmp(key, "client") == 0) return push_json_text(L, f.client);
+  if (strcmp(key, "capabilities") == 0) return push_json_text(L, f.capabilities);
   if (strcmp(key, "meta") == 0) {
     lua_getiuservalue(L, 1, 1);
     if (lua_type(L, -1) != LUA_TTABLE) return 0;
     lua_getfield(L, -1, "_meta");
     return 1;
   }
-  if (strcmp(key, "progress_token") == 0) return push_json_text(L, c->progress_token);
+  if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);
   if (strcmp(key, "features") == 0) {
     /* What the request's protocol version offers (from the one table),
      * made on first use and kept: the library reads it on every call. */
     if (lua_getiuservalue(L, 1, 2) == LUA_TTABLE) return 1;
     lua_pop(L, 1);
-    const protocol_version *v = c->version;
+    const protocol_version *v = f.version;
     lua_createtable(L, 0, 8);
     lua_pushboolean(L, v && v->elicitation);
     lua_setfield(L, -2, "elicitation");
@@ -1057,9 +1371,9 @@ static int ctx_index(lua_State *L) {
     lua_setfield(L, -2, "tool_errors_as_results");
     lua_pushboolean(L, v && v->batches);
     lua_setfield(L, -2, "batches");
-    lua_pushboolean(L, c->modern);
+    lua_pushboolean(L, f.modern);
     lua_setfield(L, -2, "modern");
-    lua_pushboolean(L, c->modern && v && v->input_required);
+    lua_pushboolean(L, f.modern && v && v->input_required);
     lua_setfield(L, -2, "input_required");
     lua_pushboolean(L, v && v->not_found_invalid_params);
     lua_setfield(L, -2, "not_found_invalid_params");
@@ -1078,10 +1392,10 @@ static int ctx_gc(lua_State *L) {
 }
 
 static int ctx_tostring(lua_State *L) {
-  ctx_handle *h = check_ctx(L);
-  call *c = h->task ? h->task->call : NULL;
-  if (c) lua_pushfstring(L, "mcp.Context(%s %s)", c->method, c->id.raw);
-  else lua_pushliteral(L, "mcp.Context(ended)");
+  ctx_facts f;
+  if (!ctx_facts_of(check_ctx(L), &f)) lua_pushliteral(L, "mcp.Context(ended)");
+  else if (f.task_id) lua_pushfstring(L, "mcp.Context(%s, task %s)", f.method, f.task_id);
+  else lua_pushfstring(L, "mcp.Context(%s %s)", f.method, f.id ? f.id : "");
   return 1;
 }
 
@@ -1091,6 +1405,7 @@ void task_register_ctx(lua_State *L) {
       {"progress", ctx_progress},
       {"_request", ctx_request},
       {"_finish", ctx_finish},
+      {"_task_ask", ctx_task_ask},
       {"_header", ctx_header},
       {"close_sse_stream", ctx_close_sse_stream},
       {NULL, NULL},

@@ -8,6 +8,11 @@
 #include "app/app.h"
 
 void task_start_call(vm *v, call *c, const json_value *params);
+/* tasks/update answered questions of the MCP task j: resume the tasks of its
+ * call that have all their answers now. */
+void task_job_answered(struct job *j);
+/* tasks/cancel: stop the work (the root task) behind an MCP task. */
+void task_job_cancel(void *work);
 void task_cancel(task *t);
 /* Resume a waiting task with nargs values already pushed on its stack. If
  * another task is running (a long computation let the loop read), the

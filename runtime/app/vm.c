@@ -674,6 +674,16 @@ static void app_call_cancel(void *app, call *c) {
   if (t) task_cancel(t);
 }
 
+static void app_job_cancel(void *app, void *work) {
+  (void)app;
+  task_job_cancel(work);
+}
+
+static void app_job_answered(void *app, job *j) {
+  (void)app;
+  task_job_answered(j);
+}
+
 static char *string_field(lua_State *L, int idx, const char *name) {
   lua_getfield(L, idx, name);
   char *s = lua_type(L, -1) == LUA_TSTRING ? strdup(lua_tostring(L, -1)) : NULL;
@@ -727,5 +737,7 @@ static void app_describe(void *app, app_description *out) {
 const app_ops VM_APP_OPS = {
     .call_start = app_call_start,
     .call_cancel = app_call_cancel,
+    .job_cancel = app_job_cancel,
+    .job_answered = app_job_answered,
     .describe = app_describe,
 };

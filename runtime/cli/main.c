@@ -100,6 +100,8 @@ static void usage(FILE *to, bool bundled) {
           "  --memory-limit MB           what the scripts' Lua state may allocate (default: %d; 0: no cap)\n"
           "  --client-timeout MS         how long a tool waits for the client to answer\n"
           "                              sampling, elicitation or roots (default: %d)\n"
+          "  --max-tasks N               MCP tasks (the tasks extension) running at once\n"
+          "                              (default: %d; 0: no cap)\n"
           "  --state-key-env NAME        seal 2026-07-28 requestState with the secret in $NAME\n"
           "                              (shared by every process that serves the same clients;\n"
           "                              default: a random key per process)\n"
@@ -130,7 +132,7 @@ static void usage(FILE *to, bool bundled) {
           "    }\n"
           "  }\n",
           DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
-          DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_HTTP_MAX_CONNECTIONS,
+          DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_MAX_TASKS, DEFAULT_HTTP_MAX_CONNECTIONS,
           DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB,
           bundled ? bundle_self()->name : "demo", exe, bundled ? "" : ",\n        \"args\": [\"run\", \"",
           bundled ? "" : example, bundled ? "" : "\"]");
@@ -194,6 +196,9 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--memory-limit") == 0) {
       o->server.memory_limit = (size_t)parse_count(a, value, 0) * 1024 * 1024;
+      i++;
+    } else if (strcmp(a, "--max-tasks") == 0) {
+      o->server.max_tasks = (int)parse_count(a, value, 0);
       i++;
     } else if (strcmp(a, "--client-timeout") == 0) {
       o->server.client_timeout_ms = (int)parse_count(a, value, 1);
@@ -386,6 +391,7 @@ static int serve(int argc, char **argv, bool watch) {
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
+  server_free(&rt->srv);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(rt->loop);

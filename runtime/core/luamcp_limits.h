@@ -54,7 +54,22 @@
  * stays valid: the client must retry with its answers within this (ms). */
 #define MRTR_STATE_TTL_MS (15u * 60u * 1000u)
 
-/* A subscriptions/listen call follows at most this many resource URIs. */
+/* MCP tasks (the tasks extension): at most this many run at once
+ * (--max-tasks; 0: no cap). Past it, a tool that may run as a task answers
+ * in the request instead, and one that must is refused with -32603. */
+#define DEFAULT_MAX_TASKS 1000
+/* A finished task's outcome is kept this long after it ends (ms), and the
+ * outcomes of all finished tasks together at most this many bytes: past
+ * that, the oldest finished tasks are discarded first. */
+#define JOB_KEEP_MS (60u * 60u * 1000u)
+#define JOB_KEPT_BYTES (64u * 1024u * 1024u)
+/* The polling interval a task suggests unless its tool says poll_ms. */
+#define JOB_POLL_INTERVAL_MS 500
+/* A task's statusMessage (from ctx:progress and ctx:log) is cut here. */
+#define JOB_STATUS_MESSAGE_BYTES 1024
+
+/* A subscriptions/listen call follows at most this many resource URIs
+ * (and this many task ids). */
 #define LISTEN_MAX_URIS 256
 
 /* Longest a reply from the client (sampling, elicitation, roots) is

@@ -1,7 +1,10 @@
 /* server.c - options and messages for every session. See server.h. */
 #include "core/server.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/jobs.h"
 
 #include "core/log.h"
 #include "core/luamcp_limits.h"
@@ -15,6 +18,7 @@ void server_options_defaults(server_options *opts) {
   opts->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
   opts->load_timeout_ms = DEFAULT_LOAD_TIMEOUT_MS;
   opts->memory_limit = (size_t)DEFAULT_MEMORY_LIMIT_MB * 1024 * 1024;
+  opts->max_tasks = DEFAULT_MAX_TASKS;
 }
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data) {
@@ -22,4 +26,13 @@ void server_init(server *srv, const server_options *opts, const app_ops *app, vo
   srv->opts = *opts;
   srv->app = app;
   srv->app_data = app_data;
+  srv->jobs = malloc(sizeof *srv->jobs);
+  jobs_init(srv->jobs);
+}
+
+void server_free(server *srv) {
+  if (!srv->jobs) return;
+  jobs_free(srv->jobs);
+  free(srv->jobs);
+  srv->jobs = NULL;
 }

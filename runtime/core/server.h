@@ -14,6 +14,9 @@
 typedef struct session session;
 typedef struct call call;
 typedef struct server server;
+/* The MCP tasks the server holds (jobs.h). */
+typedef struct job job;
+typedef struct job_store job_store;
 
 /* What initialize and server/discover say about the server. Owner: the
  * app; valid until the app's next describe call. */
@@ -37,6 +40,11 @@ typedef struct app_ops {
   void (*describe)(void *app, app_description *out);
   /* A notification the core does not handle itself (e.g. roots changed). */
   void (*notification)(void *app, session *s, const char *method, const json_value *params, const char *src);
+  /* tasks/cancel: stop the work behind a job (work is its app_data). The
+   * job is already cancelled; the app must not report to it again. */
+  void (*job_cancel)(void *app, void *work);
+  /* tasks/update brought answers to some of the job's questions. */
+  void (*job_answered)(void *app, job *j);
 } app_ops;
 
 typedef struct server_options {
@@ -47,6 +55,7 @@ typedef struct server_options {
   int call_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
   int load_timeout_ms;     /* how long loading the scripts may take (0: no limit) */
   size_t memory_limit;     /* bytes a generation's Lua state may hold (0: no cap) */
+  int max_tasks;           /* MCP tasks running at once (0: no cap) */
 } server_options;
 
 struct server {
@@ -55,6 +64,7 @@ struct server {
   void *app_data;
   session *sessions;
   int session_count;
+  job_store *jobs;         /* every MCP task, whoever created it; owned */
   /* > 0 while a long-running handler lets the loop run one turn from inside
    * itself (to see cancellations and flush output). Transports then only
    * buffer input, except cancellations and ended sessions, which they act on
@@ -66,6 +76,8 @@ struct server {
 };
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);
+/* Free what server_init made (the jobs); sessions are their transports'. */
+void server_free(server *srv);
 void server_options_defaults(server_options *opts);
 
 #endif

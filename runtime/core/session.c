@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jobs.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "core/server.h"
@@ -94,6 +95,8 @@ static void listener_free(listener *l) {
   if (!l) return;
   for (size_t i = 0; i < l->uri_count; i++) free(l->uris[i]);
   free(l->uris);
+  for (size_t i = 0; i < l->task_id_count; i++) free(l->task_ids[i]);
+  free(l->task_ids);
   free(l);
 }
 
@@ -560,11 +563,44 @@ static bool is_removed_method(const jsonrpc_message *m) {
   return false;
 }
 
+/* The methods of the tasks extension the core answers (jobs.c). */
+static bool is_jobs_method(const jsonrpc_message *m) {
+  return is_method(m, "tasks/get") || is_method(m, "tasks/update") || is_method(m, "tasks/cancel");
+}
+
+static bool declares_jobs(const json_value *caps) {
+  const json_value *ext = json_object_get(json_object_get(caps, "extensions"), JOBS_EXTENSION);
+  return ext && ext->type == JSON_OBJECT;
+}
+
+static void reply_missing_jobs(session *s, void *origin, const jsonrpc_message *m, const char *src, const char *what) {
+  static const char data[] = "{\"requiredCapabilities\":{\"extensions\":{\"" JOBS_EXTENSION "\":{}}}}";
+  char message[200];
+  snprintf(message, sizeof message, "Missing required client capability: %s needs the " JOBS_EXTENSION
+           " extension in the request's client capabilities", what);
+  reply_error_status(s, NULL, origin, m->id, src, MCP_MISSING_CAPABILITY, message, data, sizeof data - 1, 400);
+}
+
+/* tasks/get, tasks/update, tasks/cancel: the store answers; listeners hear
+ * of what changed. Only for a client that declared the extension. */
+static void handle_jobs(session *s, const jsonrpc_message *m, const char *src, void *origin, const json_value *caps) {
+  if (!declares_jobs(caps)) return reply_missing_jobs(s, origin, m, src, m->method);
+  buf out = BUF_INIT;
+  job *changed = NULL;
+  const char *message = NULL;
+  int code = jobs_handle(s->server, m->method, m->params, &out, &changed, &message);
+  if (code) reply_error(s, NULL, origin, m->id, src, code, message, NULL, 0);
+  else reply_result(s, NULL, origin, m->id, src, out.data, out.len);
+  buf_free(&out);
+  if (changed) server_job_changed(s->server, changed);
+}
+
 /* What names the request's target (Mcp-Name): tools/call and prompts/get
  * name one, resources/read a URI. */
 static const json_value *request_target(const jsonrpc_message *m) {
   if (is_method(m, "tools/call") || is_method(m, "prompts/get")) return json_object_get(m->params, "name");
   if (is_method(m, "resources/read")) return json_object_get(m->params, "uri");
+  if (is_jobs_method(m)) return json_object_get(m->params, "taskId"); /* the tasks extension's routing header */
   return NULL;
 }
 
@@ -626,6 +662,21 @@ static void listen_start(call *c, const jsonrpc_message *m) {
       if (l->uri_count) buf_putc(&agreed, ',');
       l->uris[l->uri_count++] = strndup(u->u.string, u->len);
       json_write_string(&agreed, u->u.string, u->len);
+    }
+    buf_putc(&agreed, ']');
+    sep = ",";
+  }
+  const json_value *ids = json_object_get(filter, "taskIds");
+  if (ids && ids->type == JSON_ARRAY) {
+    /* Only tasks that exist: an unknown id would never be heard of. */
+    l->task_ids = calloc(ids->len ? ids->len : 1, sizeof *l->task_ids);
+    buf_printf(&agreed, "%s\"taskIds\":[", sep);
+    for (uint32_t i = 0; i < ids->len && i < LISTEN_MAX_URIS; i++) {
+      const json_value *id = &ids->u.items[i];
+      if (id->type != JSON_STRING || !job_find(s->server, id->u.string, id->len)) continue;
+      if (l->task_id_count) buf_putc(&agreed, ',');
+      l->task_ids[l->task_id_count++] = strndup(id->u.string, id->len);
+      json_write_string(&agreed, id->u.string, id->len);
     }
     buf_putc(&agreed, ']');
   }
@@ -698,6 +749,10 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
     return;
   }
   if (is_method(m, "server/discover")) return handle_discover(s, m, src, origin);
+  if (is_jobs_method(m)) return handle_jobs(s, m, src, origin, caps);
+  const json_value *task_ids = json_object_get(json_object_get(m->params, "notifications"), "taskIds");
+  if (is_method(m, "subscriptions/listen") && task_ids && !declares_jobs(caps))
+    return reply_missing_jobs(s, origin, m, src, "following tasks (notifications.taskIds)");
   call *c = call_new(s, m, src, NULL, origin);
   if (!c) return;
   c->modern = true;
@@ -911,6 +966,24 @@ void server_resource_updated(server *srv, const char *uri, size_t len) {
     if (session_live(s) && session_subscribed(s, uri, len))
       session_notify(s, NULL, "notifications/resources/updated", params.data, params.len);
   notify_listeners(srv, "notifications/resources/updated", uri, len, params.data, params.len);
+  buf_free(&params);
+}
+
+void server_job_changed(server *srv, const job *j) {
+  buf params = BUF_INIT;
+  for (session *s = srv->sessions; s; s = s->next) {
+    if (s->state == SESSION_CLOSED) continue;
+    for (call *c = s->calls; c; c = c->next) {
+      listener *l = c->listener;
+      if (!l) continue;
+      for (size_t i = 0; i < l->task_id_count; i++) {
+        if (strcmp(l->task_ids[i], j->id) != 0) continue;
+        if (!params.len) job_write(&params, j, JOB_VIEW_NOTIFICATION);
+        listener_notify(c, "notifications/tasks", params.data, params.len);
+        break;
+      }
+    }
+  }
   buf_free(&params);
 }
 

@@ -26,6 +26,7 @@ typedef struct server server;
 typedef struct session session;
 typedef struct call call;
 typedef struct batch batch;
+typedef struct job job; /* an MCP task (jobs.h) */
 
 typedef enum session_state {
   SESSION_NEW,         /* waiting for initialize */
@@ -73,6 +74,8 @@ typedef struct listener {
   bool tools, prompts, resources; /* the list_changed kinds */
   char **uris;                    /* resources/updated for these URIs */
   size_t uri_count;
+  char **task_ids;                /* notifications/tasks for these MCP tasks */
+  size_t task_id_count;
 } listener;
 
 /* A request from the client being handled. Owner: its session, which creates
@@ -213,6 +216,8 @@ bool session_client_has_capability(const session *s, const char *name);
 void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
 /* notifications/resources/updated to sessions and listeners subscribed to uri. */
 void server_resource_updated(server *srv, const char *uri, size_t len);
+/* notifications/tasks (the job's state) to every listener following it. */
+void server_job_changed(server *srv, const job *j);
 /* notifications/message to every session (each filters by its level). */
 void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);
 

@@ -78,5 +78,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p += n + 1;
   }
   session_free(s);
+  server_free(&srv);
   return 0;
 }

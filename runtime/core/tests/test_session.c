@@ -75,6 +75,7 @@ static server srv;
 static session *new_session(void) {
   server_options o;
   server_options_defaults(&o);
+  server_free(&srv); /* the previous test's, if any (static: zero the first time) */
   server_init(&srv, &o, &STUB_APP, NULL);
   clear_sent();
   held_count = cancelled_count = 0;

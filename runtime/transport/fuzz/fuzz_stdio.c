@@ -103,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stdio_close_handles(&t);
   uv_run(&loop, UV_RUN_DEFAULT);
   session_free(t.session);
+  server_free(&srv);
   fuzz_app_reset();
   uv_loop_close(&loop);
   close(in[0]);

@@ -1,0 +1,399 @@
+/* jobs.c - the MCP tasks a server holds. See jobs.h. */
+#include "core/jobs.h"
+
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/jsonrpc.h"
+#include "core/luamcp_limits.h"
+#include "core/server.h"
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+void jobs_init(job_store *st) {
+  memset(st, 0, sizeof *st);
+  strmap_init(&st->by_id);
+}
+
+static void job_free(job *j) {
+  for (job_input *in = j->inputs, *next; in; in = next) {
+    next = in->next;
+    free(in->key);
+    free(in->request_json);
+    free(in->response_json);
+    free(in);
+  }
+  free(j->status_message);
+  free(j->outcome_json);
+  free(j->method);
+  free(j->request_id);
+  free(j->client_capabilities_json);
+  free(j->client_info_json);
+  free(j);
+}
+
+void jobs_free(job_store *st) {
+  for (job *j = st->first, *next; j; j = next) {
+    next = j->next;
+    job_free(j);
+  }
+  strmap_free(&st->by_id);
+  memset(st, 0, sizeof *st);
+}
+
+bool jobs_declared(const char *caps) {
+  if (!caps) return false;
+  json_doc *doc = json_parse(caps, strlen(caps), MAX_JSON_DEPTH, NULL);
+  if (!doc) return false;
+  const json_value *ext = json_object_get(json_object_get(json_doc_root(doc), "extensions"), JOBS_EXTENSION);
+  bool declared = ext && ext->type == JSON_OBJECT;
+  json_doc_free(doc);
+  return declared;
+}
+
+/* ---- The store ------------------------------------------------------ */
+
+static void unlink_done(job_store *st, job *j) {
+  if (j->done_prev) j->done_prev->done_next = j->done_next;
+  else if (st->done_first == j) st->done_first = j->done_next;
+  if (j->done_next) j->done_next->done_prev = j->done_prev;
+  else if (st->done_last == j) st->done_last = j->done_prev;
+  j->done_prev = j->done_next = NULL;
+}
+
+static void remove_job(job_store *st, job *j) {
+  strmap_remove(&st->by_id, j->id);
+  if (j->prev) j->prev->next = j->next;
+  else st->first = j->next;
+  if (j->next) j->next->prev = j->prev;
+  else st->last = j->prev;
+  if (job_terminal(j)) unlink_done(st, j);
+  else st->running--;
+  st->kept_bytes -= j->bytes;
+  job_free(j);
+}
+
+void jobs_expire(server *srv) {
+  job_store *st = srv->jobs;
+  uint64_t now = monotonic_ns();
+  while (st->done_first && now - st->done_first->finished_ns >= (uint64_t)JOB_KEEP_MS * 1000000u)
+    remove_job(st, st->done_first);
+  /* Over the budget: the oldest finished jobs go first, never the one
+   * that just finished (done_last) unless it is alone over it. */
+  while (st->kept_bytes > JOB_KEPT_BYTES && st->done_first && st->done_first != st->done_last)
+    remove_job(st, st->done_first);
+}
+
+static void charge(job_store *st, job *j, size_t n) {
+  j->bytes += n;
+  st->kept_bytes += n;
+}
+
+job *job_create(server *srv, const char *method, const char *request_id, const char *caps, const char *info,
+                const protocol_version *version, int poll_interval_ms) {
+  job_store *st = srv->jobs;
+  jobs_expire(srv);
+  if (srv->opts.max_tasks > 0 && st->running >= (size_t)srv->opts.max_tasks) return NULL;
+  unsigned char raw[16];
+  if (RAND_bytes(raw, sizeof raw) != 1) return NULL;
+  job *j = calloc(1, sizeof *j);
+  for (size_t i = 0; i < sizeof raw; i++) snprintf(j->id + 2 * i, 3, "%02x", raw[i]);
+  j->status = JOB_WORKING;
+  j->created_ms = j->updated_ms = wall_ms();
+  j->poll_interval_ms = poll_interval_ms > 0 ? poll_interval_ms : JOB_POLL_INTERVAL_MS;
+  j->method = strdup(method);
+  j->request_id = dup_or_null(request_id);
+  j->client_capabilities_json = dup_or_null(caps);
+  j->client_info_json = dup_or_null(info);
+  j->version = version;
+  j->prev = st->last;
+  if (st->last) st->last->next = j;
+  else st->first = j;
+  st->last = j;
+  st->running++;
+  strmap_set(&st->by_id, j->id, j);
+  return j;
+}
+
+job *job_find(server *srv, const char *id, size_t len) {
+  jobs_expire(srv);
+  if (len != 32 || memchr(id, 0, len)) return NULL;
+  char key[33];
+  memcpy(key, id, 32);
+  key[32] = 0;
+  return strmap_get(&srv->jobs->by_id, key);
+}
+
+/* ---- Changes -------------------------------------------------------- */
+
+static void touch(job *j) { j->updated_ms = wall_ms(); }
+
+/* Outstanding questions decide between working and input_required. */
+static void settle_status(job *j) {
+  if (job_terminal(j)) return;
+  job_status s = JOB_WORKING;
+  for (job_input *in = j->inputs; in; in = in->next)
+    if (!in->response_json && in->waiter) s = JOB_INPUT_REQUIRED;
+  if (s != j->status) {
+    j->status = s;
+    touch(j);
+  }
+}
+
+static void end_job(server *srv, job *j, job_status status) {
+  job_store *st = srv->jobs;
+  j->status = status;
+  j->app_data = NULL;
+  j->finished_ns = monotonic_ns();
+  touch(j);
+  st->running--;
+  j->done_prev = st->done_last;
+  if (st->done_last) st->done_last->done_next = j;
+  else st->done_first = j;
+  st->done_last = j;
+  /* Questions cost nothing once the job ended. */
+  for (job_input *in = j->inputs; in; in = in->next) {
+    in->waiter = NULL;
+    size_t n = (in->request_json ? strlen(in->request_json) : 0) + (in->response_json ? strlen(in->response_json) : 0);
+    free(in->request_json);
+    free(in->response_json);
+    in->request_json = in->response_json = NULL;
+    j->bytes -= n;
+    st->kept_bytes -= n;
+  }
+}
+
+static void set_message(job *j, const char *message, size_t len) {
+  free(j->status_message);
+  j->status_message = message ? strndup(message, len) : NULL;
+}
+
+void job_finish(server *srv, job *j, bool completed, const char *json, size_t len, const char *status_message) {
+  if (job_terminal(j)) {
+    j->app_data = NULL;
+    return;
+  }
+  j->outcome_json = strndup(json, len);
+  charge(srv->jobs, j, len);
+  set_message(j, status_message, status_message ? strlen(status_message) : 0);
+  end_job(srv, j, completed ? JOB_COMPLETED : JOB_FAILED);
+  jobs_expire(srv);
+}
+
+void job_detach(server *srv, job *j, const char *why) {
+  if (job_terminal(j)) {
+    j->app_data = NULL;
+    return;
+  }
+  buf err = BUF_INIT;
+  jobs_write_error(&err, JSONRPC_INTERNAL_ERROR, why);
+  job_finish(srv, j, false, err.data, err.len, why);
+  buf_free(&err);
+}
+
+void job_set_message(server *srv, job *j, const char *message, size_t len) {
+  (void)srv;
+  if (job_terminal(j)) return;
+  if (len > JOB_STATUS_MESSAGE_BYTES) len = JOB_STATUS_MESSAGE_BYTES;
+  set_message(j, message, len);
+  touch(j);
+}
+
+bool job_ask(server *srv, job *j, const char *key, const char *request_json, size_t len, void *waiter) {
+  for (job_input *in = j->inputs; in; in = in->next)
+    if (strcmp(in->key, key) == 0) return false;
+  job_input *in = calloc(1, sizeof *in);
+  in->key = strdup(key);
+  in->request_json = strndup(request_json, len);
+  in->waiter = waiter;
+  job_input **tail = &j->inputs;
+  while (*tail) tail = &(*tail)->next;
+  *tail = in;
+  charge(srv->jobs, j, len);
+  settle_status(j);
+  return true;
+}
+
+const char *job_answer(const job *j, const char *key) {
+  for (const job_input *in = j->inputs; in; in = in->next)
+    if (strcmp(in->key, key) == 0) return in->response_json;
+  return NULL;
+}
+
+void job_abandon(server *srv, job *j, void *waiter) {
+  (void)srv;
+  for (job_input *in = j->inputs; in; in = in->next)
+    if (in->waiter == waiter) in->waiter = NULL;
+  settle_status(j);
+}
+
+bool job_waiting(const job *j, void *waiter) {
+  for (const job_input *in = j->inputs; in; in = in->next)
+    if (in->waiter == waiter && !in->response_json) return true;
+  return false;
+}
+
+/* ---- The wire ------------------------------------------------------- */
+
+static const char *status_name(job_status s) {
+  switch (s) {
+    case JOB_WORKING: return "working";
+    case JOB_INPUT_REQUIRED: return "input_required";
+    case JOB_COMPLETED: return "completed";
+    case JOB_FAILED: return "failed";
+    case JOB_CANCELLED: return "cancelled";
+  }
+  return "working";
+}
+
+static void write_time(buf *out, int64_t ms) {
+  time_t secs = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  buf_printf(out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+void job_write(buf *out, const job *j, job_view view) {
+  buf_putc(out, '{');
+  if (view == JOB_VIEW_CREATED) buf_puts(out, "\"resultType\":\"task\",");
+  else if (view == JOB_VIEW_GET) buf_puts(out, "\"resultType\":\"complete\",");
+  buf_printf(out, "\"taskId\":\"%s\",\"status\":\"%s\"", j->id, status_name(j->status));
+  if (j->status_message) {
+    buf_puts(out, ",\"statusMessage\":");
+    json_write_string(out, j->status_message, strlen(j->status_message));
+  }
+  buf_puts(out, ",\"createdAt\":");
+  write_time(out, j->created_ms);
+  buf_puts(out, ",\"lastUpdatedAt\":");
+  write_time(out, j->updated_ms);
+  /* A running job is never discarded (null: unlimited); a finished one is
+   * kept JOB_KEEP_MS after it ended, counted from its creation. */
+  if (job_terminal(j)) {
+    int64_t ended_ms = j->updated_ms - j->created_ms;
+    buf_printf(out, ",\"ttlMs\":%lld", (long long)((ended_ms > 0 ? ended_ms : 0) + JOB_KEEP_MS));
+  } else {
+    buf_puts(out, ",\"ttlMs\":null");
+  }
+  buf_printf(out, ",\"pollIntervalMs\":%d", j->poll_interval_ms);
+  if (view != JOB_VIEW_CREATED) {
+    if (j->status == JOB_COMPLETED && j->outcome_json) {
+      buf_puts(out, ",\"result\":");
+      buf_append_str(out, j->outcome_json);
+    } else if (j->status == JOB_FAILED && j->outcome_json) {
+      buf_puts(out, ",\"error\":");
+      buf_append_str(out, j->outcome_json);
+    } else if (j->status == JOB_INPUT_REQUIRED) {
+      buf_puts(out, ",\"inputRequests\":{");
+      bool first = true;
+      for (const job_input *in = j->inputs; in; in = in->next) {
+        if (in->response_json || !in->waiter || !in->request_json) continue;
+        if (!first) buf_putc(out, ',');
+        first = false;
+        json_write_string(out, in->key, strlen(in->key));
+        buf_putc(out, ':');
+        buf_append_str(out, in->request_json);
+      }
+      buf_putc(out, '}');
+    }
+  }
+  buf_putc(out, '}');
+}
+
+void jobs_write_error(buf *out, int code, const char *message) {
+  buf_printf(out, "{\"code\":%d,\"message\":", code);
+  json_write_string(out, message, strlen(message));
+  buf_putc(out, '}');
+}
+
+/* ---- tasks/get, tasks/update, tasks/cancel -------------------------- */
+
+static bool is(const char *method, const char *name) { return strcmp(method, name) == 0; }
+
+int jobs_handle(server *srv, const char *method, const json_value *params, buf *out, job **changed,
+                const char **message) {
+  *changed = NULL;
+  const json_value *id = json_object_get(params, "taskId");
+  if (!id || id->type != JSON_STRING) {
+    *message = "Invalid params: taskId (a string) is required";
+    return JSONRPC_INVALID_PARAMS;
+  }
+  const json_value *responses = NULL;
+  if (is(method, "tasks/update")) {
+    responses = json_object_get(params, "inputResponses");
+    if (!responses || responses->type != JSON_OBJECT) {
+      *message = "Invalid params: inputResponses (an object of answers by key) is required";
+      return JSONRPC_INVALID_PARAMS;
+    }
+  }
+  job *j = job_find(srv, id->u.string, id->len);
+  if (!j) {
+    *message = "Invalid params: no such task (unknown, or expired and discarded)";
+    return JSONRPC_INVALID_PARAMS;
+  }
+  if (is(method, "tasks/get")) {
+    job_write(out, j, JOB_VIEW_GET);
+    return 0;
+  }
+  if (is(method, "tasks/update")) {
+    /* Answers to questions still outstanding are taken; any other key (never
+     * asked, already answered, abandoned) is ignored, as the spec says. */
+    for (uint32_t i = 0; i < responses->len; i++) {
+      const json_member *m = &responses->u.members[i];
+      job_input *in = j->inputs;
+      while (in && !(strlen(in->key) == m->key_len && memcmp(in->key, m->key, m->key_len) == 0)) in = in->next;
+      if (!in || in->response_json || !in->waiter || job_terminal(j)) continue;
+      if (m->value.type != JSON_OBJECT) {
+        *message = "Invalid params: each of inputResponses must be an object (the answer to its question)";
+        return JSONRPC_INVALID_PARAMS;
+      }
+    }
+    bool answered = false;
+    for (uint32_t i = 0; i < responses->len && !job_terminal(j); i++) {
+      const json_member *m = &responses->u.members[i];
+      for (job_input *in = j->inputs; in; in = in->next) {
+        if (in->response_json || !in->waiter) continue;
+        if (!(strlen(in->key) == m->key_len && memcmp(in->key, m->key, m->key_len) == 0)) continue;
+        buf text = BUF_INIT;
+        json_write_value(&text, &m->value);
+        charge(srv->jobs, j, text.len);
+        in->response_json = buf_detach(&text, NULL);
+        answered = true;
+      }
+    }
+    buf_puts(out, "{\"resultType\":\"complete\"}");
+    if (answered) {
+      settle_status(j);
+      touch(j);
+      *changed = j;
+      if (srv->app && srv->app->job_answered) srv->app->job_answered(srv->app_data, j);
+    }
+    return 0;
+  }
+  /* tasks/cancel: the same empty acknowledgement for a finished job. */
+  if (!job_terminal(j)) {
+    void *work = j->app_data;
+    j->outcome_json = NULL;
+    set_message(j, "cancelled by the client", strlen("cancelled by the client"));
+    end_job(srv, j, JOB_CANCELLED);
+    *changed = j;
+    if (work && srv->app && srv->app->job_cancel) srv->app->job_cancel(srv->app_data, work);
+  }
+  buf_puts(out, "{\"resultType\":\"complete\"}");
+  return 0;
+}
