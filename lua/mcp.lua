@@ -555,6 +555,11 @@ local function inspect_text(view)
   section("Tools", view.tools, function(t) return t.name end, function(t)
     schema_lines(out, t.inputSchema, "    ")
     if t.outputSchema then out[#out + 1] = "    returns structured content" end
+    local task = view.tasks[t.name]
+    if task then
+      out[#out + 1] = ("    %s for clients that support tasks%s"):format(task[1] == "required" and "only as a task" or "a task",
+        task[2] > 0 and (", once it runs " .. task[2] .. " ms") or "")
+    end
   end)
   section("Resources", view.resources, function(r)
     return r.uri .. (r.mimeType and (" (" .. r.mimeType .. ")") or "")
@@ -581,6 +586,10 @@ function M._inspect(as_json)
     prompts = wires(registry.prompts),
   }
   if as_json then return core.json_encode(view) .. "\n" end
+  view.tasks = {}
+  for _, e in ipairs(registry.tools.entries) do
+    if e.task[1] then view.tasks[e.name] = e.task end
+  end
   return inspect_text(view)
 end
 

@@ -15,7 +15,8 @@ describe("luamcp inspect", function()
     assert.are.equal(0, code)
     for _, line in ipairs {
       "demo 1.0.0 — luamcp demo",
-      "Tools (4)",
+      "Tools (5)",
+      "    a task for clients that support tasks, once it runs 1000 ms",
       "  add — Add",
       "    a: integer, required",
       "    sides: integer, default 6, 2..1000",

@@ -11,6 +11,7 @@
 
 #include "cli/build.h"
 #include "cli/inspect.h"
+#include "core/jobs.h"
 #include "core/bundle.h"
 #include "transport/http_transport.h"
 #include "transport/http_util.h"
@@ -391,7 +392,7 @@ static int serve(int argc, char **argv, bool watch) {
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
-  server_free(&rt->srv);
+  jobs_release(&rt->srv);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(rt->loop);

@@ -25,9 +25,13 @@ static uint64_t monotonic_ns(void) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-void jobs_init(job_store *st) {
-  memset(st, 0, sizeof *st);
-  strmap_init(&st->by_id);
+/* The server's store, made on first use. */
+static job_store *store(server *srv) {
+  if (!srv->jobs) {
+    srv->jobs = calloc(1, sizeof *srv->jobs);
+    strmap_init(&srv->jobs->by_id);
+  }
+  return srv->jobs;
 }
 
 static void job_free(job *j) {
@@ -47,13 +51,16 @@ static void job_free(job *j) {
   free(j);
 }
 
-void jobs_free(job_store *st) {
+void jobs_release(server *srv) {
+  job_store *st = store(srv);
+  if (!st) return;
   for (job *j = st->first, *next; j; j = next) {
     next = j->next;
     job_free(j);
   }
   strmap_free(&st->by_id);
-  memset(st, 0, sizeof *st);
+  free(st);
+  srv->jobs = NULL;
 }
 
 bool jobs_declared(const char *caps) {
@@ -89,7 +96,7 @@ static void remove_job(job_store *st, job *j) {
 }
 
 void jobs_expire(server *srv) {
-  job_store *st = srv->jobs;
+  job_store *st = store(srv);
   uint64_t now = monotonic_ns();
   while (st->done_first && now - st->done_first->finished_ns >= (uint64_t)JOB_KEEP_MS * 1000000u)
     remove_job(st, st->done_first);
@@ -106,7 +113,7 @@ static void charge(job_store *st, job *j, size_t n) {
 
 job *job_create(server *srv, const char *method, const char *request_id, const char *caps, const char *info,
                 const protocol_version *version, int poll_interval_ms) {
-  job_store *st = srv->jobs;
+  job_store *st = store(srv);
   jobs_expire(srv);
   if (srv->opts.max_tasks > 0 && st->running >= (size_t)srv->opts.max_tasks) return NULL;
   unsigned char raw[16];
@@ -136,7 +143,7 @@ job *job_find(server *srv, const char *id, size_t len) {
   char key[33];
   memcpy(key, id, 32);
   key[32] = 0;
-  return strmap_get(&srv->jobs->by_id, key);
+  return strmap_get(&store(srv)->by_id, key);
 }
 
 /* ---- Changes -------------------------------------------------------- */
@@ -156,7 +163,7 @@ static void settle_status(job *j) {
 }
 
 static void end_job(server *srv, job *j, job_status status) {
-  job_store *st = srv->jobs;
+  job_store *st = store(srv);
   j->status = status;
   j->app_data = NULL;
   j->finished_ns = monotonic_ns();
@@ -189,7 +196,7 @@ void job_finish(server *srv, job *j, bool completed, const char *json, size_t le
     return;
   }
   j->outcome_json = strndup(json, len);
-  charge(srv->jobs, j, len);
+  charge(store(srv), j, len);
   set_message(j, status_message, status_message ? strlen(status_message) : 0);
   end_job(srv, j, completed ? JOB_COMPLETED : JOB_FAILED);
   jobs_expire(srv);
@@ -224,7 +231,7 @@ bool job_ask(server *srv, job *j, const char *key, const char *request_json, siz
   job_input **tail = &j->inputs;
   while (*tail) tail = &(*tail)->next;
   *tail = in;
-  charge(srv->jobs, j, len);
+  charge(store(srv), j, len);
   settle_status(j);
   return true;
 }
@@ -371,7 +378,7 @@ int jobs_handle(server *srv, const char *method, const json_value *params, buf *
         if (!(strlen(in->key) == m->key_len && memcmp(in->key, m->key, m->key_len) == 0)) continue;
         buf text = BUF_INIT;
         json_write_value(&text, &m->value);
-        charge(srv->jobs, j, text.len);
+        charge(store(srv), j, text.len);
         in->response_json = buf_detach(&text, NULL);
         answered = true;
       }

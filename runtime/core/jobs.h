@@ -84,8 +84,8 @@ typedef struct job_store {
   size_t kept_bytes;
 } job_store;
 
-void jobs_init(job_store *st);
-void jobs_free(job_store *st);
+/* Free the server's store (made on first use) and every job in it. */
+void jobs_release(server *srv);
 
 /* Does this client capabilities object (JSON text) declare the extension? */
 bool jobs_declared(const char *client_capabilities_json);

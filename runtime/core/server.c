@@ -1,10 +1,7 @@
 /* server.c - options and messages for every session. See server.h. */
 #include "core/server.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-#include "core/jobs.h"
 
 #include "core/log.h"
 #include "core/luamcp_limits.h"
@@ -26,13 +23,4 @@ void server_init(server *srv, const server_options *opts, const app_ops *app, vo
   srv->opts = *opts;
   srv->app = app;
   srv->app_data = app_data;
-  srv->jobs = malloc(sizeof *srv->jobs);
-  jobs_init(srv->jobs);
-}
-
-void server_free(server *srv) {
-  if (!srv->jobs) return;
-  jobs_free(srv->jobs);
-  free(srv->jobs);
-  srv->jobs = NULL;
 }

@@ -64,7 +64,7 @@ struct server {
   void *app_data;
   session *sessions;
   int session_count;
-  job_store *jobs;         /* every MCP task, whoever created it; owned */
+  job_store *jobs;         /* every MCP task, whoever created it: made by jobs.c on first use, freed by jobs_release */
   /* > 0 while a long-running handler lets the loop run one turn from inside
    * itself (to see cancellations and flush output). Transports then only
    * buffer input, except cancellations and ended sessions, which they act on
@@ -76,8 +76,7 @@ struct server {
 };
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);
-/* Free what server_init made (the jobs); sessions are their transports'. */
-void server_free(server *srv);
+
 void server_options_defaults(server_options *opts);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jobs.h"
 #include "core/server.h"
 #include "core/session.h"
 
@@ -78,6 +79,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p += n + 1;
   }
   session_free(s);
-  server_free(&srv);
+  jobs_release(&srv);
   return 0;
 }

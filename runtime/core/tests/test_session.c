@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/jobs.h"
 #include "core/server.h"
 #include "core/session.h"
 #include "check.h"
@@ -75,7 +76,7 @@ static server srv;
 static session *new_session(void) {
   server_options o;
   server_options_defaults(&o);
-  server_free(&srv); /* the previous test's, if any (static: zero the first time) */
+  jobs_release(&srv); /* the previous test's tasks, if any */
   server_init(&srv, &o, &STUB_APP, NULL);
   clear_sent();
   held_count = cancelled_count = 0;

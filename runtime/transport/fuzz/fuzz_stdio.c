@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/jobs.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
 #include "transport/fuzz/fuzz_app.h"
@@ -103,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stdio_close_handles(&t);
   uv_run(&loop, UV_RUN_DEFAULT);
   session_free(t.session);
-  server_free(&srv);
+  jobs_release(&srv);
   fuzz_app_reset();
   uv_loop_close(&loop);
   close(in[0]);
