@@ -14,10 +14,10 @@ CFLAGS  ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Iruntime -MMD -MP
 CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
 # Lua, lua-cjson, libuv, http_parser and OpenSSL's libcrypto (the HMAC that
-# seals requestState) are linked statically; only the C library (libc,
+# seals requestState) and libyaml (SKILL.md front matter) are linked statically; only the C library (libc,
 # libm, libdl, libpthread) stays dynamic.
 STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a \
-               $(LIBDIR)/libcrypto.a
+               $(LIBDIR)/libcrypto.a $(LIBDIR)/libyaml.a
 LDLIBS  += -lm -ldl -lpthread
 # Lua C modules (require "luasql.sqlite3") are shared libraries that take
 # the Lua C API from the program that loads them: export it, and nothing

@@ -440,6 +440,7 @@ M.base64 = { encode = core.base64_encode, decode = core.base64_decode }
 -- ---- Runtime entry points (not for scripts) ----------------------------
 
 local dispatch = require "mcp.dispatch"
+local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
 
 -- serverInfo (initialize) and _meta["io.modelcontextprotocol/serverInfo"]
@@ -470,6 +471,7 @@ local function extensions_json()
   for _, tool in ipairs(registry.tools.entries) do
     if tool.task[1] then all[TASKS_EXTENSION], any = core.object(), true end
   end
+  if skills.offered() then all[skills.EXTENSION], any = core.object { directoryRead = true }, true end
   return any and core.json_encode(core.object(all)) or nil
 end
 
@@ -495,7 +497,24 @@ function M._describe()
 end
 
 function M._start()
+  -- skills/ beside the scripts (or in the bundle): served once the scripts
+  -- have registered what they serve, before the first request.
+  skills.load(M.bundle, M.resource)
   registry.started = true
+end
+
+---@class mcp.SkillDefinition
+---@field name string the skill's name (lowercase letters, digits, hyphens)
+---@field description string
+---@field frontmatter? table more SKILL.md front matter fields (license, metadata, ...)
+---@field read fun(path: string, ctx: mcp.Context): string|table the file at path ("SKILL.md" first)
+
+--- A generated skill (the skills extension): its files come from read(path),
+--- so its entry lists them as "dynamic". Skills in a skills/ folder need no code.
+---@param def mcp.SkillDefinition
+function M.skill(def)
+  check_definition("skill", def)
+  return skills.define(def, M.template)
 end
 
 -- What clients see of each list, to tell which lists a reload changed.

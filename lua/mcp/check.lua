@@ -37,6 +37,7 @@ M.FIELDS = {
   resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope"),
   template = fields("uriTemplate", "mimeType", "annotations", "read", "complete", "ttlMs", "cacheScope"),
   prompt = fields("arguments", "get", "complete"),
+  skill = set { "name", "description", "frontmatter", "read" },
 }
 
 -- Optimal string alignment distance (Levenshtein with transpositions).

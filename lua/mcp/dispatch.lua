@@ -253,6 +253,21 @@ methods["tools/call"] = function(params, ctx, check)
   return converted
 end
 
+-- ---- Skills (the skills extension) ----------------------------------------
+
+local skills = require "mcp.skills"
+
+local function skills_method(fn)
+  return function(params, ctx)
+    if not skills.offered() then rpc_error(core.METHOD_NOT_FOUND, "Method not found: " .. ctx.method .. " (no skills)") end
+    return fn(params, ctx)
+  end
+end
+
+methods["skills/list"] = skills_method(skills.list_result)
+methods["skills/get"] = skills_method(skills.get_result)
+methods["resources/directory/read"] = skills_method(skills.directory_result)
+
 -- ---- Resources ----------------------------------------------------------
 
 methods["resources/list"] = function(params)
@@ -440,7 +455,8 @@ input.modern_result = modern_result
 -- the lists and resources/read. Defaults: mcp.server{ttlMs, cacheScope},
 -- else 0 ms and "private"; a resource's read result may set its own.
 local CACHEABLE = { ["tools/list"] = true, ["prompts/list"] = true, ["resources/list"] = true,
-                    ["resources/templates/list"] = true, ["resources/read"] = true }
+                    ["resources/templates/list"] = true, ["resources/read"] = true,
+                    ["skills/list"] = true, ["skills/get"] = true }
 
 function M.cache_hints()
   local s = registry.server

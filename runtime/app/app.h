@@ -142,6 +142,7 @@ struct task {
 typedef struct app_watch {
   uv_fs_event_t handle;
   char *dir;
+  bool any_file;          /* a folder of data (skills/): any file's change reloads, not only a script's */
   struct lua_app *app;
   struct app_watch *next;
 } app_watch;

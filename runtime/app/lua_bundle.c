@@ -5,6 +5,7 @@
  * under `luamcp run`. A script reads its data the same way in development
  * and once shipped.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <lauxlib.h>
 #include <limits.h>
@@ -13,6 +14,14 @@
 #include <string.h>
 
 #include "app/app.h"
+#include "app/lua_bundle.h"
+
+void bundle_note_file(vm *v, const char *path) {
+  for (size_t i = 0; i < v->file_count; i++)
+    if (strcmp(v->files[i], path) == 0) return;
+  v->files = realloc(v->files, (v->file_count + 1) * sizeof *v->files);
+  v->files[v->file_count++] = strdup(path);
+}
 
 /* The rule for names, the same with and without a bundle: a relative path
  * inside the folder, '/' between parts, and no part that is empty, "..",
@@ -88,9 +97,83 @@ static int bundle_read(lua_State *L) {
   return 1;
 }
 
+/* Walk dir/rel on disk, appending the regular files' names (relative to the
+ * folder) to the list at index `list`; hidden names are skipped, as build
+ * skips them, and so are links that lead out of the folder. */
+static void list_disk(lua_State *L, vm *v, const char *rel, int list, int depth) {
+  const char *path = lua_pushfstring(L, "%s/%s", v->module_dir, rel);
+  DIR *d = depth < 16 ? opendir(path) : NULL;
+  lua_pop(L, 1);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    const char *name = lua_pushfstring(L, "%s/%s", rel, e->d_name);
+    const char *full = lua_pushfstring(L, "%s/%s", v->module_dir, name);
+    DIR *sub = opendir(full);
+    if (sub) {
+      closedir(sub);
+      lua_pop(L, 1);
+      list_disk(L, v, name, list, depth + 1);
+    } else if (inside_folder(v->module_dir, full)) {
+      bundle_note_file(v, full);
+      lua_pop(L, 1);
+      lua_rawseti(L, list, (lua_Integer)lua_rawlen(L, list) + 1);
+      continue;
+    } else {
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  closedir(d);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* list(dir) -> the names of the files under dir (every level), sorted, as
+ * read() takes them; an empty list when there is no such folder. */
+static int bundle_list(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  const char *dir = luaL_checkstring(L, 1);
+  luaL_argcheck(L, valid_name(dir), 1, "a folder inside the script folder, like \"skills\"");
+  lua_newtable(L);
+  int list = lua_gettop(L);
+  if (v->bundle) {
+    size_t n = strlen(dir);
+    for (size_t i = 0; i < v->bundle->file_count; i++) {
+      const char *name = v->bundle->files[i].name;
+      if (strncmp(name, dir, n) == 0 && name[n] == '/') {
+        lua_pushstring(L, name);
+        lua_rawseti(L, list, (lua_Integer)lua_rawlen(L, list) + 1);
+      }
+    }
+    return 1;
+  }
+  /* The folder itself is watched too, so a new file there reloads. */
+  bundle_note_file(v, lua_pushfstring(L, "%s/%s/.", v->module_dir, dir));
+  lua_pop(L, 1);
+  list_disk(L, v, dir, list, 0);
+  size_t count = lua_rawlen(L, list);
+  char **names = malloc((count ? count : 1) * sizeof *names);
+  for (size_t i = 0; i < count; i++) {
+    lua_rawgeti(L, list, (lua_Integer)i + 1);
+    names[i] = strdup(lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  qsort(names, count, sizeof *names, by_name);
+  for (size_t i = 0; i < count; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, list, (lua_Integer)i + 1);
+    free(names[i]);
+  }
+  free(names);
+  return 1;
+}
+
 int luaopen_mcp_bundle(lua_State *L) {
   static const luaL_Reg functions[] = {
       {"read", bundle_read},
+      {"list", bundle_list},
       {NULL, NULL},
   };
   luaL_newlibtable(L, functions);

@@ -6,6 +6,11 @@
 
 #include <lua.h>
 
+#include "app/app.h"
+
 int luaopen_mcp_bundle(lua_State *L);
+/* Remember a file this generation read from disk (a script, a module, a
+ * skill's file), for luamcp dev to watch its folder. */
+void bundle_note_file(vm *v, const char *path);
 
 #endif

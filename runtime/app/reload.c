@@ -167,7 +167,12 @@ static void on_file_event(uv_fs_event_t *h, const char *filename, int events, in
   app_watch *w = h->data;
   if (status < 0 || !filename) return;
   size_t n = strlen(filename);
-  if (n < 4 || strcmp(filename + n - 4, ".lua") != 0) return; /* editors' swap and backup files */
+  bool script = n >= 4 && strcmp(filename + n - 4, ".lua") == 0;
+  /* In a folder of data the scripts serve (skills/), any file counts, but
+   * not editors' swap and backup files. */
+  bool data = w->any_file && n > 0 && filename[0] != '.' && filename[n - 1] != '~' &&
+              !(n > 4 && strcmp(filename + n - 4, ".swp") == 0);
+  if (!script && !data) return;
   uv_timer_start(&w->app->debounce, on_debounced, RELOAD_DEBOUNCE_MS, 0);
 }
 
@@ -176,6 +181,19 @@ static char *dir_of(const char *path) {
   if (!slash) return strdup(".");
   if (slash == path) return strdup("/");
   return strndup(path, (size_t)(slash - path));
+}
+
+/* Did the generation read a file other than a script in dir (skills)? */
+static bool holds_data(const vm *v, const char *dir) {
+  for (size_t i = 0; i < v->file_count; i++) {
+    size_t n = strlen(v->files[i]);
+    if (n >= 4 && strcmp(v->files[i] + n - 4, ".lua") == 0) continue;
+    char *d = dir_of(v->files[i]);
+    bool same = strcmp(d, dir) == 0;
+    free(d);
+    if (same) return true;
+  }
+  return false;
 }
 
 /* Watch the folders of every file the current generation loaded (a
@@ -195,8 +213,9 @@ static void watch_files(lua_app *app) {
     else dirs[count++] = candidates[i];
   }
   for (size_t i = 0; i < count; i++) {
-    bool watched = false;
-    for (app_watch *w = app->watches; w && !watched; w = w->next) watched = strcmp(w->dir, dirs[i]) == 0;
+    bool watched = false, data = holds_data(v, dirs[i]);
+    for (app_watch *w = app->watches; w && !watched; w = w->next)
+      if (strcmp(w->dir, dirs[i]) == 0) watched = true, w->any_file = w->any_file || data;
     if (watched) {
       free(dirs[i]);
       continue;
@@ -204,6 +223,7 @@ static void watch_files(lua_app *app) {
     app_watch *w = calloc(1, sizeof *w);
     w->dir = dirs[i];
     w->app = app;
+    w->any_file = data;
     uv_fs_event_init(app->loop, &w->handle);
     w->handle.data = w;
     if (uv_fs_event_start(&w->handle, on_file_event, w->dir, 0) != 0) {

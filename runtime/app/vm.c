@@ -96,7 +96,7 @@ static int open_cjson_safe(lua_State *L) { return open_guarded(L, luaopen_cjson_
 
 /* ---- Module search --------------------------------------------------- */
 
-static void note_file(vm *v, const char *path);
+#define note_file bundle_note_file
 
 static int try_load_file(lua_State *L, const char *path) {
   struct stat st;
@@ -566,15 +566,6 @@ static bool bind_library(vm *v, buf *err) {
   bool started = protected_call(L, 0, 0, err);
   lua_pop(L, 1);
   return started;
-}
-
-/* Remember a file this generation loaded from disk, for luamcp dev to
- * watch. */
-static void note_file(vm *v, const char *path) {
-  for (size_t i = 0; i < v->file_count; i++)
-    if (strcmp(v->files[i], path) == 0) return;
-  v->files = realloc(v->files, (v->file_count + 1) * sizeof *v->files);
-  v->files[v->file_count++] = strdup(path);
 }
 
 vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {

@@ -2,8 +2,9 @@
 local mcp = require "mcp"
 mcp.server {
   name = "demo", version = "1.0.0", title = "luamcp demo",
-  instructions = "Small demo tools: arithmetic, dice, a countdown with progress, and a notebook "
-    .. "you can write to and read back as resources (notes://{name}).",
+  instructions = "Small demo tools: arithmetic, dice, a countdown with progress, a report that becomes a task when it takes long, and a notebook "
+    .. "you can write to and read back as resources (notes://{name}), with a skill on using it "
+    .. "(skill://notes-howto/SKILL.md).",
 }
 
 mcp.tool {
