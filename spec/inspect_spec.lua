@@ -21,7 +21,7 @@ describe("luamcp inspect", function()
       "    a: integer, required",
       "    sides: integer, default 6, 2..1000",
       "    returns structured content",
-      "Resources (1)",
+      "Resources (3)",
       "  notes://index (text/plain) — All notes",
       "Resource templates (1)",
       "  notes://{name} — A note",
