@@ -35,7 +35,9 @@ end
 local function poll(server, id, timeout_ms)
   local seen, state = {}, nil
   client.wait_until(function()
-    state = get(server, id).result
+    local r = get(server, id)
+    assert(r and r.result, "tasks/get: " .. cjson.encode(r or {}) .. "\n" .. server.stderr)
+    state = r.result
     if seen[#seen] ~= state.status then seen[#seen + 1] = state.status end
     return state.status == "completed" or state.status == "failed" or state.status == "cancelled"
   end, timeout_ms or 10000)

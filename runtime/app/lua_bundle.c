@@ -150,7 +150,13 @@ static int bundle_list(lua_State *L) {
     return 1;
   }
   /* The folder itself is watched too, so a new file there reloads. */
-  bundle_note_file(v, lua_pushfstring(L, "%s/%s/.", v->module_dir, dir));
+  const char *folder = lua_pushfstring(L, "%s/%s", v->module_dir, dir);
+  DIR *d = opendir(folder);
+  if (d) {
+    closedir(d);
+    bundle_note_file(v, lua_pushfstring(L, "%s/.", folder));
+    lua_pop(L, 1);
+  }
   lua_pop(L, 1);
   list_disk(L, v, dir, list, 0);
   size_t count = lua_rawlen(L, list);

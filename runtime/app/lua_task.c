@@ -408,7 +408,11 @@ static void answer_timeout(task *t) {
  * status. */
 static void finish_root(task *t, int status, bool stray_yield) {
   lua_State *co = t->co;
-  if (!has_destination(t)) return;
+  if (!has_destination(t)) {
+    /* Answered before its handler ran (plan_job refused the call). */
+    task_free(t);
+    return;
+  }
   if (t->timed_out) {
     answer_timeout(t);
     return;

@@ -83,6 +83,7 @@ static double now_ms(void) {
 }
 
 static void watch_files(lua_app *app);
+static void on_watch_closed(uv_handle_t *h);
 
 bool app_reload(lua_app *app, const char *why) {
   double t0 = now_ms();
@@ -228,9 +229,8 @@ static void watch_files(lua_app *app) {
     w->handle.data = w;
     if (uv_fs_event_start(&w->handle, on_file_event, w->dir, 0) != 0) {
       log_write(LOG_WARNING, "cannot watch %s for changes", w->dir);
-      uv_close((uv_handle_t *)&w->handle, NULL);
-      free(w->dir);
-      free(w);
+      /* Freed in its close callback, never before: libuv still holds it. */
+      uv_close((uv_handle_t *)&w->handle, on_watch_closed);
       continue;
     }
     log_write(LOG_DEBUG, "watching %s", w->dir);
