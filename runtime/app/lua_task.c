@@ -303,45 +303,33 @@ static const char *answer_method(const task *t) { return t->call ? t->call->meth
 
 /* The root's outcome goes to its call (which answering frees) or to its
  * job; either way the root owes nothing afterwards. */
-static void answer_result(task *t, const char *json, size_t len) {
+static void answer(task *t, bool ok, const char *json, size_t len, int code, const char *message) {
   call *c = t->call;
   job *j = t->job;
   t->call = NULL;
   t->job = NULL;
   if (c) {
     c->app_data = NULL;
-    call_respond(c, json, len);
+    if (ok) call_respond(c, json, len);
+    else call_fail(c, code, message, json, len);
   } else if (j) {
     server *srv = t->vm->srv;
-    job_finish(srv, j, true, json, len, NULL);
-    server_job_changed(srv, j);
-  }
-}
-
-static void answer_error(task *t, int code, const char *message, const char *data_json, size_t data_len) {
-  call *c = t->call;
-  job *j = t->job;
-  t->call = NULL;
-  t->job = NULL;
-  if (c) {
-    c->app_data = NULL;
-    call_fail(c, code, message, data_json, data_len);
-  } else if (j) {
-    /* A failed task carries the JSON-RPC error the call would have had. */
-    server *srv = t->vm->srv;
-    const char *text = message ? message : jsonrpc_code_message(code);
     buf err = BUF_INIT;
-    buf_printf(&err, "{\"code\":%d,\"message\":", code);
-    json_write_string(&err, text, strlen(text));
-    if (data_json && data_len) {
-      buf_puts(&err, ",\"data\":");
-      buf_append(&err, data_json, data_len);
+    if (!ok) {
+      /* A failed task carries the JSON-RPC error the call would have had. */
+      jsonrpc_write_error_object(&err, code, message, json, len);
+      if (!message) message = jsonrpc_code_message(code);
     }
-    buf_putc(&err, '}');
-    job_finish(srv, j, false, err.data, err.len, text);
+    job_finish(srv, j, ok, ok ? json : err.data, ok ? len : err.len, ok ? NULL : message);
     server_job_changed(srv, j);
     buf_free(&err);
   }
+}
+
+static void answer_result(task *t, const char *json, size_t len) { answer(t, true, json, len, 0, NULL); }
+
+static void answer_error(task *t, int code, const char *message, const char *data_json, size_t data_len) {
+  answer(t, false, data_json, data_len, code, message);
 }
 
 /* Turn a Lua error value into the JSON-RPC error that answers the call. */

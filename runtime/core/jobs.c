@@ -208,7 +208,7 @@ void job_detach(server *srv, job *j, const char *why) {
     return;
   }
   buf err = BUF_INIT;
-  jobs_write_error(&err, JSONRPC_INTERNAL_ERROR, why);
+  jsonrpc_write_error_object(&err, JSONRPC_INTERNAL_ERROR, why, NULL, 0);
   job_finish(srv, j, false, err.data, err.len, why);
   buf_free(&err);
 }
@@ -319,12 +319,6 @@ void job_write(buf *out, const job *j, job_view view) {
       buf_putc(out, '}');
     }
   }
-  buf_putc(out, '}');
-}
-
-void jobs_write_error(buf *out, int code, const char *message) {
-  buf_printf(out, "{\"code\":%d,\"message\":", code);
-  json_write_string(out, message, strlen(message));
   buf_putc(out, '}');
 }
 

@@ -125,9 +125,6 @@ bool job_waiting(const job *j, void *waiter);
 typedef enum job_view { JOB_VIEW_CREATED, JOB_VIEW_GET, JOB_VIEW_NOTIFICATION } job_view;
 void job_write(buf *out, const job *j, job_view view);
 
-/* A JSON-RPC error object. */
-void jobs_write_error(buf *out, int code, const char *message);
-
 /* tasks/get, tasks/update, tasks/cancel (params is the request's params).
  * Writes the result object into out and returns 0, or returns a JSON-RPC
  * error code with its message in *message. *changed is the job whose state

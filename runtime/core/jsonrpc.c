@@ -118,14 +118,20 @@ void jsonrpc_write_error(buf *out, const char *id_raw, size_t id_len, int code, 
                          const char *data_json, size_t data_len) {
   buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
   write_id(out, id_raw, id_len);
-  buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
+  buf_puts(out, ",\"error\":");
+  jsonrpc_write_error_object(out, code, message, data_json, data_len);
+  buf_putc(out, '}');
+}
+
+void jsonrpc_write_error_object(buf *out, int code, const char *message, const char *data_json, size_t data_len) {
+  buf_printf(out, "{\"code\":%d,\"message\":", code);
   if (!message) message = jsonrpc_code_message(code);
   json_write_string(out, message, strlen(message));
   if (data_json) {
     buf_puts(out, ",\"data\":");
     buf_append(out, data_json, data_len);
   }
-  buf_puts(out, "}}");
+  buf_putc(out, '}');
 }
 
 void jsonrpc_write_result_start(buf *out, const char *id_raw, size_t id_len) {

@@ -77,6 +77,9 @@ void jsonrpc_write_error(buf *out, const char *id_raw, size_t id_len, int code, 
                          const char *data_json, size_t data_len);
 /* Writes {"jsonrpc":"2.0","id":<id>,"result": ; the caller writes the result
  * and then jsonrpc_write_result_end. */
+/* Just the error object {code, message[, data]}: a failed MCP task carries
+ * it (message NULL: the code's standard message). */
+void jsonrpc_write_error_object(buf *out, int code, const char *message, const char *data_json, size_t data_len);
 void jsonrpc_write_result_start(buf *out, const char *id_raw, size_t id_len);
 void jsonrpc_write_result_end(buf *out);
 /* {"jsonrpc":"2.0","method":<method>,"params":<params_json>} (params optional). */
