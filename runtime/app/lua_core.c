@@ -128,7 +128,7 @@ static int core_base64_encode(lua_State *L) {
   return 1;
 }
 
-static int core_base64_decode(lua_State *L) {
+int lua_base64_decode(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
   luaL_Buffer b;
@@ -236,7 +236,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"log", core_log},
       {"stderr", core_stderr},
       {"base64_encode", core_base64_encode},
-      {"base64_decode", core_base64_decode},
+      {"base64_decode", lua_base64_decode},
       {"page_size", core_page_size},
       {"state_seal", core_state_seal},
       {"state_open", core_state_open},

@@ -8,4 +8,7 @@
 
 int luaopen_mcp_core(lua_State *L);
 
+/* base64_decode(text) -> bytes | nil, message (also the client side's). */
+int lua_base64_decode(lua_State *L);
+
 #endif

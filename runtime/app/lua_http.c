@@ -16,18 +16,15 @@
  * freed) the transfer is removed from curl at once, which closes its
  * connection, and freed.
  *
- * libcurl is loaded with dlopen on the first request, not linked: a server
- * that never calls mcp.http starts as fast as before and runs on a machine
- * without libcurl. A fully static luamcp cannot load shared libraries, so
- * there mcp.http raises an error that says so.
+ * libcurl is loaded on the first request (curl_lib.h), not linked. A fully
+ * static luamcp cannot load shared libraries, so there mcp.http raises an
+ * error that says so.
  *
  * No Lua runs inside a curl callback: the callbacks only record what
  * happened, and the tasks are resumed after curl_multi_socket_action
  * returns (curl forbids calling back into the multi handle from its
  * callbacks, and a resumed handler may start or cancel transfers).
  */
-#include <curl/curl.h>
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <lauxlib.h>
 #include <stdlib.h>
@@ -37,6 +34,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
+#include "app/curl_lib.h"
 #include "app/lua_http.h"
 #include "app/lua_task.h"
 
@@ -50,90 +48,18 @@ static int misuse(lua_State *L, const char *fmt, ...) {
   return lua_error(L);
 }
 
-/* ---- libcurl, loaded on first use ---------------------------------------- */
-
-typedef struct curl_api {
-  CURLcode (*global_init)(long flags);
-  CURLM *(*multi_init)(void);
-  CURLMcode (*multi_setopt)(CURLM *m, CURLMoption option, ...);
-  CURLMcode (*multi_socket_action)(CURLM *m, curl_socket_t s, int ev_bitmask, int *running);
-  CURLMsg *(*multi_info_read)(CURLM *m, int *msgs_in_queue);
-  CURLMcode (*multi_add_handle)(CURLM *m, CURL *e);
-  CURLMcode (*multi_remove_handle)(CURLM *m, CURL *e);
-  CURLMcode (*multi_assign)(CURLM *m, curl_socket_t s, void *p);
-  CURLMcode (*multi_cleanup)(CURLM *m);
-  CURL *(*easy_init)(void);
-  CURLcode (*easy_setopt)(CURL *e, CURLoption option, ...);
-  CURLcode (*easy_getinfo)(CURL *e, CURLINFO info, ...);
-  void (*easy_cleanup)(CURL *e);
-  const char *(*easy_strerror)(CURLcode code);
-  struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
-  void (*slist_free_all)(struct curl_slist *list);
-} curl_api;
+/* ---- The multi handle ------------------------------------------------------ */
 
 /* The process's one multi handle and what drives it. Owner: this file,
  * for the life of the process (created on the first request). */
 static struct {
-  bool loaded;
   char why[256]; /* why libcurl could not be loaded ("" until tried) */
-  curl_api api;
+  const curl_api *api;
   uv_loop_t *loop;
   CURLM *multi;
   uv_timer_t timer;          /* curl's timeout */
   struct http_op *woken;     /* ops with news for their task, resumed after curl returns */
 } H;
-
-#define CURL_FN(field, name) {(void **)&H.api.field, name}
-
-static bool load_curl(char *why, size_t why_len) {
-  if (!app_can_load_shared_libraries()) {
-    snprintf(why, why_len,
-             "mcp.http is not available in a fully static luamcp (luamcp build --static): libcurl is a shared "
-             "library and a static program cannot load one; build without --static");
-    return false;
-  }
-  static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
-  void *lib = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    snprintf(why, why_len, "mcp.http needs libcurl (Debian: apt install libcurl4): %s", dlerror());
-    return false;
-  }
-  struct {
-    void **slot;
-    const char *name;
-  } fns[] = {
-      CURL_FN(global_init, "curl_global_init"),
-      CURL_FN(multi_init, "curl_multi_init"),
-      CURL_FN(multi_setopt, "curl_multi_setopt"),
-      CURL_FN(multi_socket_action, "curl_multi_socket_action"),
-      CURL_FN(multi_info_read, "curl_multi_info_read"),
-      CURL_FN(multi_add_handle, "curl_multi_add_handle"),
-      CURL_FN(multi_remove_handle, "curl_multi_remove_handle"),
-      CURL_FN(multi_assign, "curl_multi_assign"),
-      CURL_FN(multi_cleanup, "curl_multi_cleanup"),
-      CURL_FN(easy_init, "curl_easy_init"),
-      CURL_FN(easy_setopt, "curl_easy_setopt"),
-      CURL_FN(easy_getinfo, "curl_easy_getinfo"),
-      CURL_FN(easy_cleanup, "curl_easy_cleanup"),
-      CURL_FN(easy_strerror, "curl_easy_strerror"),
-      CURL_FN(slist_append, "curl_slist_append"),
-      CURL_FN(slist_free_all, "curl_slist_free_all"),
-  };
-  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-    *fns[i].slot = dlsym(lib, fns[i].name);
-    if (!*fns[i].slot) {
-      snprintf(why, why_len, "mcp.http: the libcurl found has no %s (too old?)", fns[i].name);
-      dlclose(lib);
-      return false;
-    }
-  }
-  if (H.api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    snprintf(why, why_len, "mcp.http: libcurl failed to initialize");
-    return false;
-  }
-  return true;
-}
 
 /* ---- One transfer ----------------------------------------------------------- */
 
@@ -190,11 +116,11 @@ static void wake(http_op *op) {
 /* Take the transfer out of curl (closing its connection if it was not
  * done) and free what curl used. */
 static void detach_easy(http_op *op) {
-  if (op->in_multi) H.api.multi_remove_handle(H.multi, op->easy);
+  if (op->in_multi) H.api->multi_remove_handle(H.multi, op->easy);
   op->in_multi = false;
-  if (op->easy) H.api.easy_cleanup(op->easy);
+  if (op->easy) H.api->easy_cleanup(op->easy);
   op->easy = NULL;
-  if (op->headers) H.api.slist_free_all(op->headers);
+  if (op->headers) H.api->slist_free_all(op->headers);
   op->headers = NULL;
 }
 
@@ -270,14 +196,14 @@ static void wake_tasks(void);
 static void check_done(void) {
   CURLMsg *msg;
   int left;
-  while ((msg = H.api.multi_info_read(H.multi, &left))) {
+  while ((msg = H.api->multi_info_read(H.multi, &left))) {
     if (msg->msg != CURLMSG_DONE) continue;
     http_op *op = NULL;
-    H.api.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&op);
+    H.api->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&op);
     if (!op) continue;
     op->result = msg->data.result;
     op->finished = true;
-    H.api.multi_remove_handle(H.multi, op->easy);
+    H.api->multi_remove_handle(H.multi, op->easy);
     op->in_multi = false;
     wake(op);
   }
@@ -298,7 +224,7 @@ static void wake_tasks(void) {
 
 static void socket_action(curl_socket_t fd, int flags) {
   int running;
-  H.api.multi_socket_action(H.multi, fd, flags, &running);
+  H.api->multi_socket_action(H.multi, fd, flags, &running);
   check_done();
   wake_tasks();
 }
@@ -322,7 +248,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     if (s) {
       uv_poll_stop(&s->poll);
       uv_close((uv_handle_t *)&s->poll, on_socket_closed);
-      H.api.multi_assign(H.multi, fd, NULL);
+      H.api->multi_assign(H.multi, fd, NULL);
     }
     return 0;
   }
@@ -334,7 +260,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     }
     s->fd = fd;
     s->poll.data = s;
-    H.api.multi_assign(H.multi, fd, s);
+    H.api->multi_assign(H.multi, fd, s);
   }
   int events = 0;
   if (what & CURL_POLL_IN) events |= UV_READABLE;
@@ -363,7 +289,7 @@ static bool http_ready(vm *v, const char **why) {
     *why = H.why;
     return false;
   }
-  if (!load_curl(H.why, sizeof H.why) || !(H.multi = H.api.multi_init())) {
+  if (!(H.api = curl_lib_load("mcp.http", H.why, sizeof H.why)) || !(H.multi = H.api->multi_init())) {
     if (!H.why[0]) snprintf(H.why, sizeof H.why, "mcp.http: libcurl could not make a multi handle");
     *why = H.why;
     return false;
@@ -371,8 +297,8 @@ static bool http_ready(vm *v, const char **why) {
   H.loop = v->loop;
   uv_timer_init(H.loop, &H.timer);
   uv_unref((uv_handle_t *)&H.timer); /* never keeps the server alive by itself */
-  H.api.multi_setopt(H.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-  H.api.multi_setopt(H.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+  H.api->multi_setopt(H.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+  H.api->multi_setopt(H.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
   return true;
 }
 
@@ -437,19 +363,19 @@ static void push_headers(lua_State *L, const buf *head) {
 
 static int push_outcome(lua_State *L, http_op *op) {
   char *url = NULL;
-  H.api.easy_getinfo(op->easy, CURLINFO_EFFECTIVE_URL, &url);
+  H.api->easy_getinfo(op->easy, CURLINFO_EFFECTIVE_URL, &url);
   if (!url) url = "";
   if (op->result != CURLE_OK || op->too_large) {
     lua_pushnil(L);
     if (op->too_large)
       lua_pushfstring(L, "mcp.http: %s: the response is larger than max_bytes (%I bytes)", url,
                       (lua_Integer)op->max_bytes);
-    else lua_pushfstring(L, "mcp.http: %s: %s", url, H.api.easy_strerror(op->result));
+    else lua_pushfstring(L, "mcp.http: %s: %s", url, H.api->easy_strerror(op->result));
     lua_pushstring(L, failure_code(op));
     return 3;
   }
   long status = 0;
-  H.api.easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &status);
+  H.api->easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &status);
   lua_createtable(L, 0, 4);
   lua_pushinteger(L, status);
   lua_setfield(L, -2, "status");
@@ -527,27 +453,27 @@ static struct curl_slist *build_headers(lua_State *L, int idx) {
   lua_pushnil(L);
   while (lua_next(L, t)) {
     if (lua_type(L, -2) != LUA_TSTRING || (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)) {
-      if (list) H.api.slist_free_all(list);
+      if (list) H.api->slist_free_all(list);
       misuse(L, "mcp.http: headers must map names to strings");
     }
     const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
     if (strpbrk(name, "\r\n: ") || strpbrk(value, "\r\n") || !*name) {
-      if (list) H.api.slist_free_all(list);
+      if (list) H.api->slist_free_all(list);
       misuse(L, "mcp.http: header %s is not a valid name and value", name);
     }
     /* "Name;" is curl's way to send a header with an empty value. */
     const char *line = *value ? lua_pushfstring(L, "%s: %s", name, value) : lua_pushfstring(L, "%s;", name);
-    struct curl_slist *grown = H.api.slist_append(list, line);
+    struct curl_slist *grown = H.api->slist_append(list, line);
     lua_pop(L, 2);
     if (!grown) {
-      if (list) H.api.slist_free_all(list);
+      if (list) H.api->slist_free_all(list);
       luaL_error(L, "mcp.http: out of memory");
     }
     list = grown;
   }
   lua_pop(L, 1);
   /* No "Expect: 100-continue" round trip before a body. */
-  struct curl_slist *grown = H.api.slist_append(list, "Expect:");
+  struct curl_slist *grown = H.api->slist_append(list, "Expect:");
   return grown ? grown : list;
 }
 
@@ -591,11 +517,11 @@ int lua_http_request(lua_State *L) {
   struct curl_slist *headers = build_headers(L, 1); /* raises only before it owns a list */
 
   http_op *op = calloc(1, sizeof *op);
-  CURL *e = op ? H.api.easy_init() : NULL;
+  CURL *e = op ? H.api->easy_init() : NULL;
   if (op) op->headers = headers; /* op_free frees it from here on */
   if (!e) {
     if (op) op_free(op);
-    else if (headers) H.api.slist_free_all(headers);
+    else if (headers) H.api->slist_free_all(headers);
     return luaL_error(L, "mcp.http: out of memory");
   }
   op->op.cancel = cancel_op;
@@ -613,47 +539,47 @@ int lua_http_request(lua_State *L) {
     memcpy(op->request_body, body, body_len);
     op->request_len = body_len;
   }
-  H.api.easy_setopt(e, CURLOPT_URL, url);
-  H.api.easy_setopt(e, CURLOPT_PRIVATE, (char *)op);
-  H.api.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  H.api.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  H.api.easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  H.api.easy_setopt(e, CURLOPT_FOLLOWLOCATION, max_redirects > 0 ? 1L : 0L);
-  H.api.easy_setopt(e, CURLOPT_MAXREDIRS, (long)max_redirects);
-  H.api.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every encoding this libcurl decodes */
-  H.api.easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  H.api.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+  H.api->easy_setopt(e, CURLOPT_URL, url);
+  H.api->easy_setopt(e, CURLOPT_PRIVATE, (char *)op);
+  H.api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  H.api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  H.api->easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  H.api->easy_setopt(e, CURLOPT_FOLLOWLOCATION, max_redirects > 0 ? 1L : 0L);
+  H.api->easy_setopt(e, CURLOPT_MAXREDIRS, (long)max_redirects);
+  H.api->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every encoding this libcurl decodes */
+  H.api->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+  H.api->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                     (long)(timeout_ms > 0 && timeout_ms < HTTP_CLIENT_CONNECT_TIMEOUT_MS ? timeout_ms
                                                                                          : HTTP_CLIENT_CONNECT_TIMEOUT_MS));
-  H.api.easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_bytes);
-  H.api.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-  H.api.easy_setopt(e, CURLOPT_WRITEDATA, op);
-  H.api.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-  H.api.easy_setopt(e, CURLOPT_HEADERDATA, op);
-  H.api.easy_setopt(e, CURLOPT_USERAGENT, "luamcp");
-  if (headers) H.api.easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-  if (ca_file) H.api.easy_setopt(e, CURLOPT_CAINFO, ca_file); /* curl copies string options */
+  H.api->easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_bytes);
+  H.api->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  H.api->easy_setopt(e, CURLOPT_WRITEDATA, op);
+  H.api->easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  H.api->easy_setopt(e, CURLOPT_HEADERDATA, op);
+  H.api->easy_setopt(e, CURLOPT_USERAGENT, "luamcp");
+  if (headers) H.api->easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+  if (ca_file) H.api->easy_setopt(e, CURLOPT_CAINFO, ca_file); /* curl copies string options */
   if (insecure) {
-    H.api.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    H.api.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    H.api->easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    H.api->easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   /* Proxies: the request's own, else the environment's. libcurl reads
    * https_proxy/HTTPS_PROXY, all_proxy and no_proxy/NO_PROXY itself; for
    * plain http it reads only lower-case http_proxy, so HTTP_PROXY is added
    * here (a server is not a CGI program, where that name is unsafe). */
   if (!proxy && strncmp(url, "http://", 7) == 0 && !getenv("http_proxy")) proxy = getenv("HTTP_PROXY");
-  if (proxy) H.api.easy_setopt(e, CURLOPT_PROXY, proxy);
+  if (proxy) H.api->easy_setopt(e, CURLOPT_PROXY, proxy);
   if (body) {
-    H.api.easy_setopt(e, CURLOPT_POSTFIELDS, op->request_body);
-    H.api.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    H.api->easy_setopt(e, CURLOPT_POSTFIELDS, op->request_body);
+    H.api->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
   }
-  if (method) H.api.easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-  if (method && strcmp(method, "HEAD") == 0) H.api.easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (method) H.api->easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+  if (method && strcmp(method, "HEAD") == 0) H.api->easy_setopt(e, CURLOPT_NOBODY, 1L);
 
   op->next = v->https;
   if (op->next) op->next->prev = op;
   v->https = op;
-  if (H.api.multi_add_handle(H.multi, e) != CURLM_OK) {
+  if (H.api->multi_add_handle(H.multi, e) != CURLM_OK) {
     op_free(op);
     return misuse(L, "mcp.http: libcurl refused the request");
   }
@@ -680,7 +606,7 @@ void lua_http_shutdown(void) {
   if (!H.multi) return;
   /* Closes the cached connections; curl says CURL_POLL_REMOVE for any
    * socket still watched, which closes its watcher. */
-  H.api.multi_cleanup(H.multi);
+  H.api->multi_cleanup(H.multi);
   H.multi = NULL;
   uv_close((uv_handle_t *)&H.timer, NULL);
 }

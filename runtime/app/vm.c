@@ -143,8 +143,7 @@ static int search_script_folder(lua_State *L) {
   return 1;
 }
 
-/* package.searchers entry: the Lua library built into the binary. */
-static int search_embedded(lua_State *L) {
+int vm_search_embedded(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   for (size_t i = 0; i < EMBEDDED_LUA_COUNT; i++) {
     const embedded_file *f = &EMBEDDED_LUA[i];
@@ -272,7 +271,7 @@ static void add_searchers(lua_State *L, vm *v) {
   lua_pushlightuserdata(L, v);
   lua_pushcclosure(L, v->bundle ? search_bundle : search_script_folder, 1);
   lua_rawseti(L, -2, 2);
-  lua_pushcfunction(L, search_embedded);
+  lua_pushcfunction(L, vm_search_embedded);
   lua_rawseti(L, -2, 3);
   lua_pop(L, 1);
   if (v->bundle) {

@@ -13,6 +13,10 @@
 vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err);
 void vm_free(vm *v);
 
+/* package.searchers entry: the Lua library built into the binary (also
+ * the client side's, cli/client.c). */
+int vm_search_embedded(lua_State *L);
+
 /* The app_ops over a lua_app. */
 extern const app_ops VM_APP_OPS;
 

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "cli/build.h"
+#include "cli/client.h"
 #include "cli/inspect.h"
 #include "core/jobs.h"
 #include "core/bundle.h"
@@ -62,6 +63,14 @@ static void usage_commands(FILE *to) {
           "                              ('luamcp build --help')\n"
           "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
           "                              arguments, resources, templates, prompts\n"
+          "  luamcp call PATH TOOL [key=value...]\n"
+          "                              call a tool and print what it returns (also\n"
+          "                              --http URL, or TOOL ... -- COMMAND for any server)\n"
+          "  luamcp read PATH URI        read a resource\n"
+          "  luamcp prompt PATH NAME [key=value...]\n"
+          "                              get a prompt\n"
+          "  luamcp test [SPEC...]       run busted specs in the runtime (require \"mcp.testing\")\n"
+          "  luamcp init DIR             start a new server: a tool, a resource, a prompt, a spec\n"
           "  luamcp --version            print the version\n"
           "  luamcp --help               print this help\n"
           "\n",
@@ -466,6 +475,9 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
   if (strcmp(cmd, "inspect") == 0) return inspect_command(argc - 2, argv + 2);
+  static const char *const client_commands[] = {"call", "read", "prompt", "test", "init"};
+  for (size_t i = 0; i < sizeof client_commands / sizeof *client_commands; i++)
+    if (strcmp(cmd, client_commands[i]) == 0) return client_command(argc - 1, argv + 1);
   if (strcmp(cmd, "--bundle-info") == 0) {
     fprintf(stderr, "luamcp: this program carries no bundle (luamcp build makes programs that do)\n");
     return 1;

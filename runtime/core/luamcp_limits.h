@@ -50,6 +50,12 @@
 /* How long the server waits for in-flight work to stop after stdin ends. */
 #define SHUTDOWN_GRACE_MS 1500
 
+/* The client side (luamcp call, mcp.testing): how long a request waits for
+ * its answer unless told otherwise, and how long a stdio server started as
+ * a child gets to exit once its input ends before it is killed. */
+#define CLIENT_DEFAULT_TIMEOUT_MS 60000
+#define CLIENT_CHILD_GRACE_MS (SHUTDOWN_GRACE_MS + 500)
+
 /* How long the requestState of an input_required result (2026-07-28)
  * stays valid: the client must retry with its answers within this (ms). */
 #define MRTR_STATE_TTL_MS (15u * 60u * 1000u)

@@ -1,0 +1,517 @@
+-- mcp.cli: luamcp's client commands, run by runtime/cli/client.c in a Lua
+-- state of their own: call, read, prompt (an MCP client from the shell),
+-- test (busted specs with mcp.testing) and init (a new project).
+
+local core = require "luamcp.client"
+local client = require "mcp.client"
+
+local M = {}
+
+local json = client.json
+
+-- Colour on a terminal unless NO_COLOR is set to anything (no-color.org).
+local function colour_on(fd)
+  local no = os.getenv("NO_COLOR")
+  return core.isatty(fd) and (no == nil or no == "")
+end
+
+local function paint(fd, code, text)
+  if not colour_on(fd) then return text end
+  return "\27[" .. code .. "m" .. text .. "\27[0m"
+end
+
+local function say(text) io.stderr:write(text, "\n") end
+
+-- A command's failure: the message on stderr, exit status 1 (2: usage).
+local Failure = {}
+local function fail(message, status)
+  error(setmetatable({ message = message, status = status or 1 }, Failure), 0)
+end
+
+---------------------------------------------------------------------------
+-- JSON for people: indented, keys sorted
+---------------------------------------------------------------------------
+
+local function pretty(value, indent)
+  indent = indent or ""
+  if type(value) ~= "table" then return json.encode(value) end
+  local inner = indent .. "  "
+  local parts = {}
+  if client.is_array(value) or (next(value) ~= nil and #value > 0 and next(value, #value) == nil) then
+    if #value == 0 then return "[]" end
+    for i, v in ipairs(value) do
+      parts[i] = inner .. pretty(v, inner)
+    end
+    return "[\n" .. table.concat(parts, ",\n") .. "\n" .. indent .. "]"
+  end
+  local keys = {}
+  for k in pairs(value) do
+    keys[#keys + 1] = tostring(k)
+  end
+  if #keys == 0 then return "{}" end
+  table.sort(keys)
+  for i, k in ipairs(keys) do
+    parts[i] = inner .. json.encode(k) .. ": " .. pretty(value[k], inner)
+  end
+  return "{\n" .. table.concat(parts, ",\n") .. "\n" .. indent .. "}"
+end
+M.pretty = pretty
+
+---------------------------------------------------------------------------
+-- Arguments
+---------------------------------------------------------------------------
+
+local USAGE = {
+  call = [==[
+Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
+       luamcp call --http URL [--header 'Name: value'] [TOOL ...]
+       luamcp call [TOOL ...] -- COMMAND [ARG...]
+  Call a tool and print what it returns: its content, its structured
+  content, or its error (exit status 1). Log and progress notifications
+  go to stderr as they come. Without TOOL, list the tools.
+
+  PATH is a script file or folder, served in this process as `luamcp run`
+  serves it (or a program made by `luamcp build`); --http reaches any
+  Streamable HTTP server; after --, COMMAND is any stdio MCP server.
+
+  key=value   an argument, typed by the tool's input schema: n=3 is the
+              integer 3 where the schema says integer, the string "3" where
+              it says string; arrays and objects are JSON (tags='["a","b"]'
+              or tags=a,b); without a schema type, JSON if it parses
+  --json JSON all the arguments as one JSON object
+  --raw       print the whole result as JSON
+  --timeout MS how long to wait for the answer (default 60000)
+]==],
+  read = [==[
+Usage: luamcp read PATH URI
+       luamcp read --http URL URI     luamcp read URI -- COMMAND [ARG...]
+  Read a resource and print its contents (text as it is; a binary blob as
+  a line saying its type and size, or into a file with --output FILE).
+  Without URI, list the resources and templates.
+  --raw   print the whole result as JSON
+]==],
+  prompt = [==[
+Usage: luamcp prompt PATH NAME [key=value ...]
+       luamcp prompt --http URL NAME ...     luamcp prompt NAME ... -- COMMAND [ARG...]
+  Get a prompt with its arguments and print its messages. Without NAME,
+  list the prompts.
+  --raw   print the whole result as JSON
+]==],
+  test = [==[
+Usage: luamcp test [SPEC...] [busted options]
+  Run busted specs (spec/ by default) inside the runtime, where
+  require "mcp.testing" gives an in-process client for your server:
+
+    local testing = require "mcp.testing"
+    local t = testing.server(".")
+    local r = t:call("add", { a = 1, b = 2 })
+    assert.equal("3", testing.text(r))
+
+  Every busted option works ('luamcp test --help-busted' lists them).
+  Needs busted for Lua 5.4 (Debian: apt install lua-busted).
+]==],
+  init = [==[
+Usage: luamcp init DIR [--name NAME]
+  Start a new server in DIR (made if missing; it must be empty): server.lua
+  with a tool, a resource and a prompt; spec/server_spec.lua testing them
+  with mcp.testing; .luarc.json pointing your editor at luamcp's type
+  definitions; and a README with the commands to run it, call it, test it
+  and add it to a client.
+]==],
+}
+
+local function usage(command)
+  return USAGE[command]
+end
+
+-- Split a command line into the target (path, url with headers, or a
+-- command), the options, and the positional words.
+local function parse(command, args, flags)
+  local o = { words = {}, headers = {} }
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--" then
+      o.command = table.move(args, i + 1, #args, 1, {})
+      if #o.command == 0 then fail("luamcp " .. command .. ": nothing after --: give the server's command", 2) end
+      break
+    elseif a == "--help" or a == "-h" then
+      o.help = true
+    elseif a:sub(1, 2) == "--" and flags[a] ~= nil then
+      if flags[a] then
+        local v = args[i + 1]
+        if v == nil then fail("luamcp " .. command .. ": " .. a .. " needs a value", 2) end
+        if a == "--header" then
+          local name, value = v:match("^([^:]+):%s*(.*)$")
+          if not name then fail("luamcp " .. command .. ": --header needs 'Name: value'", 2) end
+          o.headers[name] = value
+        else
+          o[a:sub(3)] = v
+        end
+        i = i + 1
+      else
+        o[a:sub(3)] = true
+      end
+    elseif a:sub(1, 2) == "--" then
+      fail("luamcp " .. command .. ": unknown option " .. a .. "\nRun 'luamcp " .. command .. " --help' for usage.", 2)
+    else
+      o.words[#o.words + 1] = a
+    end
+    i = i + 1
+  end
+  return o
+end
+
+local TARGET_FLAGS = { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false }
+
+local function print_notification(message)
+  local p = message.params or {}
+  if message.method == "notifications/message" then
+    local data = type(p.data) == "string" and p.data or pretty(p.data)
+    say(paint(2, "2", string.format("[%s]%s %s", tostring(p.level), p.logger and (" " .. p.logger .. ":") or "", data)))
+  elseif message.method == "notifications/progress" then
+    local total = p.total and ("/" .. tostring(p.total)) or ""
+    say(paint(2, "2", string.format("progress %s%s%s", tostring(p.progress), total,
+      p.message and ("  " .. p.message) or "")))
+  end
+end
+
+-- Connect to what the options name; the first word is PATH unless --http
+-- or -- named the server.
+local function connect(command, o)
+  local target = { headers = o.headers, on_notification = print_notification }
+  if o.timeout then
+    target.timeout_ms = math.tointeger(tonumber(o.timeout))
+    if not target.timeout_ms then fail("luamcp " .. command .. ": --timeout needs a whole number of ms", 2) end
+  end
+  if o.http then
+    target.url = o.http
+  elseif o.command then
+    target.command = o.command
+  else
+    local path = table.remove(o.words, 1)
+    if not path then fail(usage(command), 2) end
+    local kind = core.exists(path)
+    if not kind then fail("luamcp " .. command .. ": no such file or folder: " .. path) end
+    if kind == "file" and not path:match("%.lua$") then
+      -- A program made by luamcp build (or any stdio server program).
+      target.command = { path:find("/", 1, true) and path or ("./" .. path) }
+    else
+      target.path = path
+    end
+  end
+  local c, err = client.connect(target)
+  if not c then fail("luamcp " .. command .. ": " .. err) end
+  return c
+end
+
+---------------------------------------------------------------------------
+-- key=value, typed by a schema
+---------------------------------------------------------------------------
+
+local function schema_types(schema)
+  local t = type(schema) == "table" and schema.type or nil
+  if type(t) == "string" then return { t } end
+  if type(t) == "table" then return t end
+  return {}
+end
+
+local BOOLEANS = { ["true"] = true, ["false"] = false, yes = true, no = false, ["1"] = true, ["0"] = false }
+
+local function typed(key, text, schema)
+  local types = schema_types(schema)
+  if #types == 0 then
+    local v = json.decode(text)
+    if v ~= nil then return v end
+    return text
+  end
+  local wanted = {}
+  for _, t in ipairs(types) do
+    if t == "integer" then
+      local n = math.tointeger(tonumber(text))
+      if n then return n end
+    elseif t == "number" then
+      local n = tonumber(text)
+      if n then return n end
+    elseif t == "boolean" then
+      if BOOLEANS[text] ~= nil then return BOOLEANS[text] end
+    elseif t == "null" then
+      if text == "null" then return client.null end
+    elseif t == "array" or t == "object" then
+      local v = json.decode(text)
+      if type(v) == "table" and (t == "object") ~= client.is_array(v) then return v end
+      if t == "array" and text:sub(1, 1) ~= "[" then
+        local items = {}
+        for part in (text .. ","):gmatch("(.-),") do
+          items[#items + 1] = typed(key, part, type(schema) == "table" and schema.items or nil)
+        end
+        return json.array(items)
+      end
+    elseif t == "string" then
+      return text
+    end
+    wanted[#wanted + 1] = t
+  end
+  fail(string.format("%s=%s: the schema wants %s", key, text, table.concat(wanted, " or ")), 2)
+end
+M.typed = typed
+
+local function parse_arguments(o, schema)
+  local args = {}
+  if o.json then
+    local v = json.decode(o.json)
+    if type(v) ~= "table" or client.is_array(v) then fail("--json needs a JSON object", 2) end
+    args = v
+  end
+  local properties = type(schema) == "table" and type(schema.properties) == "table" and schema.properties or nil
+  for _, word in ipairs(o.words) do
+    local key, text = word:match("^([^=]+)=(.*)$")
+    if not key then fail(string.format("%s: arguments are key=value", word), 2) end
+    local property = properties and properties[key]
+    if properties and property == nil and schema.additionalProperties == false then
+      local names = {}
+      for name in pairs(properties) do
+        names[#names + 1] = name
+      end
+      table.sort(names)
+      fail(string.format("%s: no such argument (the arguments are: %s)", key, table.concat(names, ", ")), 2)
+    end
+    args[key] = typed(key, text, property)
+  end
+  return args
+end
+
+---------------------------------------------------------------------------
+-- Printing results
+---------------------------------------------------------------------------
+
+local function same_json(a, b)
+  return json.encode(a) == json.encode(b)
+end
+
+local function print_content(items, to)
+  local write = to == "stderr" and say or print
+  for _, item in ipairs(items or {}) do
+    if item.type == "text" then
+      write(item.text)
+    elseif item.type == "image" or item.type == "audio" then
+      write(string.format("[%s %s, %d bytes of base64]", item.type, tostring(item.mimeType), #(item.data or "")))
+    elseif item.type == "resource_link" then
+      write(string.format("[link %s%s]", tostring(item.uri), item.name and (" " .. item.name) or ""))
+    elseif item.type == "resource" and type(item.resource) == "table" then
+      local r = item.resource
+      write(r.text or string.format("[resource %s, %s, %d bytes of base64]", tostring(r.uri), tostring(r.mimeType),
+        #(r.blob or "")))
+    else
+      write(pretty(item))
+    end
+  end
+end
+
+local function print_structured(result)
+  local s = result.structuredContent
+  if s == nil then return end
+  -- A tool that returns structured content also sends it as text: print
+  -- it once.
+  for _, item in ipairs(result.content or {}) do
+    if item.type == "text" and same_json(json.decode(item.text), s) then return end
+  end
+  print(pretty(s))
+end
+
+local function rpc_failure(command, err)
+  local text = string.format("luamcp %s: %s", command, tostring(err.message))
+  if err.code and err.code ~= -32000 then text = text .. string.format(" (%s)", tostring(err.code)) end
+  if err.data ~= nil then text = text .. "\n" .. pretty(err.data) end
+  fail(text)
+end
+
+local function list_items(title, items, key, describe)
+  if #items == 0 then return end
+  print(title .. ":")
+  local width = 0
+  for _, item in ipairs(items) do
+    width = math.max(width, #tostring(item[key]))
+  end
+  for _, item in ipairs(items) do
+    local d = describe and describe(item) or item.description
+    local name = tostring(item[key])
+    print(string.format("  %s%s", name, d and (string.rep(" ", width - #name + 2) .. paint(1, "2", (d:gsub("\n.*", "")))) or ""))
+  end
+end
+
+---------------------------------------------------------------------------
+-- The commands
+---------------------------------------------------------------------------
+
+local commands = {}
+
+function commands.call(args)
+  local o = parse("call", args, { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false,
+    ["--json"] = true })
+  if o.help then
+    io.write(usage("call"))
+    return 0
+  end
+  local c = connect("call", o)
+  local name = table.remove(o.words, 1)
+  local tools, err = c:list("tools")
+  if not tools then rpc_failure("call", err) end
+  if not name then
+    list_items("tools", tools, "name")
+    if #tools == 0 then print("(no tools)") end
+    c:close()
+    return 0
+  end
+  local tool
+  for _, t in ipairs(tools) do
+    if t.name == name then tool = t end
+  end
+  if not tool then
+    local names = {}
+    for i, t in ipairs(tools) do
+      names[i] = t.name
+    end
+    fail(string.format("luamcp call: no tool %s (the tools are: %s)", name, table.concat(names, ", ")))
+  end
+  local result
+  result, err = c:call(name, parse_arguments(o, tool.inputSchema))
+  c:close()
+  if not result then rpc_failure("call", err) end
+  if o.raw then
+    print(pretty(result))
+  elseif result.isError then
+    print_content(result.content, "stderr")
+  else
+    print_content(result.content)
+    print_structured(result)
+  end
+  return result.isError and 1 or 0
+end
+
+function commands.read(args)
+  local o = parse("read", args, { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false,
+    ["--output"] = true })
+  if o.help then
+    io.write(usage("read"))
+    return 0
+  end
+  local c = connect("read", o)
+  local uri = o.words[1]
+  if not uri then
+    local resources, err = c:list("resources")
+    if not resources then rpc_failure("read", err) end
+    local templates = c:list("resources/templates") or {}
+    list_items("resources", resources, "uri")
+    list_items("templates", templates, "uriTemplate")
+    if #resources + #templates == 0 then print("(no resources)") end
+    c:close()
+    return 0
+  end
+  local result, err = c:read(uri)
+  c:close()
+  if not result then rpc_failure("read", err) end
+  if o.raw then
+    print(pretty(result))
+    return 0
+  end
+  for _, item in ipairs(result.contents or {}) do
+    if item.text then
+      io.write(item.text, item.text:sub(-1) == "\n" and "" or "\n")
+    elseif item.blob and o.output then
+      local bytes = core.base64_decode(item.blob)
+      local f = assert(io.open(o.output, "wb"))
+      f:write(bytes)
+      f:close()
+      say(string.format("%s: %d bytes written to %s", tostring(item.uri), #bytes, o.output))
+    else
+      print(string.format("[blob %s, %s, %d bytes of base64; --output FILE writes it]", tostring(item.uri),
+        tostring(item.mimeType), #(item.blob or "")))
+    end
+  end
+  return 0
+end
+
+function commands.prompt(args)
+  local o = parse("prompt", args, { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false })
+  if o.help then
+    io.write(usage("prompt"))
+    return 0
+  end
+  local c = connect("prompt", o)
+  local name = table.remove(o.words, 1)
+  if not name then
+    local prompts, err = c:list("prompts")
+    if not prompts then rpc_failure("prompt", err) end
+    list_items("prompts", prompts, "name")
+    if #prompts == 0 then print("(no prompts)") end
+    c:close()
+    return 0
+  end
+  local arguments = {}
+  for _, word in ipairs(o.words) do
+    local key, value = word:match("^([^=]+)=(.*)$")
+    if not key then fail(word .. ": arguments are key=value", 2) end
+    arguments[key] = value -- prompt arguments are strings
+  end
+  local result, err = c:prompt(name, arguments)
+  c:close()
+  if not result then rpc_failure("prompt", err) end
+  if o.raw then
+    print(pretty(result))
+    return 0
+  end
+  if result.description then print(paint(1, "2", result.description)) end
+  for _, message in ipairs(result.messages or {}) do
+    print(paint(1, "1", tostring(message.role) .. ":"))
+    print_content({ message.content })
+  end
+  return 0
+end
+
+function commands.test(args)
+  if args[1] == "--help" or args[1] == "-h" then
+    io.write(usage("test"))
+    return 0
+  end
+  for i, a in ipairs(args) do
+    if a == "--help-busted" then args[i] = "--help" end
+  end
+  local ok, runner = pcall(require, "busted.runner")
+  if not ok then
+    fail("luamcp test runs busted specs, and busted for Lua 5.4 is not installed (Debian: apt install lua-busted):\n"
+      .. tostring(runner))
+  end
+  _G.arg = table.move(args, 1, #args, 1, { [0] = "luamcp test" })
+  -- busted exits the process itself when a test fails.
+  runner { standalone = false }
+  return 0
+end
+
+function commands.init(args)
+  local o = parse("init", args, { ["--name"] = true })
+  if o.help then
+    io.write(usage("init"))
+    return 0
+  end
+  local dir = o.words[1]
+  if not dir or o.words[2] then fail(usage("init"), 2) end
+  return require("mcp.project").project(dir, o.name, fail)
+end
+
+--- Run a command: its exit status.
+function M.main(command, args)
+  local ok, status = xpcall(commands[command], function(e)
+    if getmetatable(e) == Failure then return e end
+    return debug.traceback(tostring(e), 2)
+  end, args)
+  if ok then return status or 0 end
+  if getmetatable(status) == Failure then
+    say(paint(2, "31", status.message))
+    return status.status
+  end
+  say("luamcp " .. command .. ": " .. tostring(status))
+  return 1
+end
+
+return M

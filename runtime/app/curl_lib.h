@@ -1,0 +1,38 @@
+/*
+ * curl_lib.h - libcurl, loaded with dlopen on first use and never linked:
+ * a luamcp that never makes an HTTP request starts as fast as before and
+ * runs on a machine without libcurl. Used by mcp.http (lua_http.c) and by
+ * the client side's Streamable HTTP connection (cli/client_http.c).
+ */
+#ifndef LUAMCP_CURL_LIB_H
+#define LUAMCP_CURL_LIB_H
+
+#include <curl/curl.h>
+
+/* The libcurl functions luamcp calls. */
+typedef struct curl_api {
+  CURLcode (*global_init)(long flags);
+  CURLM *(*multi_init)(void);
+  CURLMcode (*multi_setopt)(CURLM *m, CURLMoption option, ...);
+  CURLMcode (*multi_socket_action)(CURLM *m, curl_socket_t s, int ev_bitmask, int *running);
+  CURLMcode (*multi_perform)(CURLM *m, int *running);
+  CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd extra_fds[], unsigned extra_nfds, int timeout_ms, int *numfds);
+  CURLMsg *(*multi_info_read)(CURLM *m, int *msgs_in_queue);
+  CURLMcode (*multi_add_handle)(CURLM *m, CURL *e);
+  CURLMcode (*multi_remove_handle)(CURLM *m, CURL *e);
+  CURLMcode (*multi_assign)(CURLM *m, curl_socket_t s, void *p);
+  CURLMcode (*multi_cleanup)(CURLM *m);
+  CURL *(*easy_init)(void);
+  CURLcode (*easy_setopt)(CURL *e, CURLoption option, ...);
+  CURLcode (*easy_getinfo)(CURL *e, CURLINFO info, ...);
+  void (*easy_cleanup)(CURL *e);
+  const char *(*easy_strerror)(CURLcode code);
+  struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+  void (*slist_free_all)(struct curl_slist *list);
+} curl_api;
+
+/* libcurl's functions, loaded and initialized once per process; or NULL
+ * with the reason (for the user, naming `who`: "mcp.http") in why. */
+const curl_api *curl_lib_load(const char *who, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * client.c - luamcp's client side: `luamcp call`, `read`, `prompt`, `test`
+ * and `init` run a Lua program (lua/mcp/cli.lua, with lua/mcp/client.lua
+ * and lua/mcp/testing.lua) in a Lua state of their own, separate from any
+ * server's. This file gives that state its one C module, luamcp.client:
+ * connections to servers (client_conn.h), the exact JSON codec servers use,
+ * and the few system calls the programs need.
+ *
+ * The program runs outside every libuv callback; a connection lets the loop
+ * turn only inside conn:receive, while the program waits for a message.
+ * That is what makes an in-process server safe to drive from a busted spec.
+ */
+#include "cli/client.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "app/lua_core.h"
+#include "app/lua_json.h"
+#include "app/vm.h"
+#include "cli/client_conn.h"
+#include "cli/version.h"
+#include "core/log.h"
+#include "core/luamcp_limits.h"
+
+/* ---- The connection base --------------------------------------------- */
+
+void client_conn_deliver(client_conn *c, const char *json, size_t len) {
+  client_message *m = malloc(sizeof *m + len + 1);
+  m->next = NULL;
+  m->len = len;
+  memcpy(m->json, json, len);
+  m->json[len] = '\0';
+  if (c->inbox_tail) c->inbox_tail->next = m;
+  else c->inbox = m;
+  c->inbox_tail = m;
+}
+
+static char *vformat(const char *fmt, va_list ap) {
+  char *s;
+  return vasprintf(&s, fmt, ap) < 0 ? strdup("(out of memory)") : s;
+}
+
+void client_conn_end(client_conn *c, const char *fmt, ...) {
+  if (c->ended) return;
+  va_list ap;
+  va_start(ap, fmt);
+  c->ended = vformat(fmt, ap);
+  va_end(ap);
+}
+
+void client_conn_fail(client_conn *c, const char *fmt, ...) {
+  if (c->failure) return;
+  va_list ap;
+  va_start(ap, fmt);
+  c->failure = vformat(fmt, ap);
+  va_end(ap);
+}
+
+void client_conn_release(client_conn *c) {
+  while (c->inbox) {
+    client_message *m = c->inbox;
+    c->inbox = m->next;
+    free(m);
+  }
+  c->inbox_tail = NULL;
+  free(c->ended);
+  free(c->failure);
+}
+
+/* ---- Waiting on the loop ------------------------------------------------ */
+
+static void on_waiter_wake(uv_idle_t *h) { (void)h; }
+
+static void on_waiter_timer(uv_timer_t *t) {
+  loop_waiter *w = (loop_waiter *)((char *)t - offsetof(loop_waiter, timer));
+  uv_idle_start(&w->wake, on_waiter_wake);
+}
+
+void loop_waiter_init(loop_waiter *w, uv_loop_t *loop, void *owner) {
+  uv_timer_init(loop, &w->timer);
+  uv_idle_init(loop, &w->wake);
+  w->timer.data = w->wake.data = owner;
+  /* Neither keeps the loop alive: when nothing else is, no answer can come. */
+  uv_unref((uv_handle_t *)&w->timer);
+  uv_unref((uv_handle_t *)&w->wake);
+}
+
+int loop_waiter_turn(loop_waiter *w, int timeout_ms) {
+  uv_loop_t *loop = w->timer.loop;
+  if (timeout_ms == 0) return uv_run(loop, UV_RUN_NOWAIT);
+  if (timeout_ms > 0) {
+    uv_update_time(loop);
+    uv_timer_start(&w->timer, on_waiter_timer, (uint64_t)timeout_ms, 0);
+  }
+  int alive = uv_run(loop, UV_RUN_ONCE);
+  uv_timer_stop(&w->timer);
+  uv_idle_stop(&w->wake);
+  return alive;
+}
+
+void loop_waiter_close(loop_waiter *w, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&w->timer, on_closed);
+  uv_close((uv_handle_t *)&w->wake, on_closed);
+}
+
+/* ---- conn userdata ------------------------------------------------------ */
+
+#define CONN_MT "luamcp.client.conn"
+
+typedef struct conn_ud {
+  client_conn *c; /* NULL once closed */
+} conn_ud;
+
+static client_conn *check_conn(lua_State *L) {
+  conn_ud *u = luaL_checkudata(L, 1, CONN_MT);
+  if (!u->c) luaL_error(L, "the connection is closed");
+  return u->c;
+}
+
+static int push_conn(lua_State *L, client_conn *c, buf *err) {
+  if (!c) {
+    lua_pushnil(L);
+    lua_pushstring(L, err->data ? err->data : "cannot connect");
+    buf_free(err);
+    return 2;
+  }
+  buf_free(err);
+  conn_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->c = c;
+  luaL_setmetatable(L, CONN_MT);
+  return 1;
+}
+
+/* conn:send(json) -> true | nil, message */
+static int conn_send(lua_State *L) {
+  client_conn *c = check_conn(L);
+  size_t len;
+  const char *json = luaL_checklstring(L, 2, &len);
+  buf err = BUF_INIT;
+  bool ok = c->ops->send(c, json, len, &err);
+  if (ok) lua_pushboolean(L, 1);
+  else {
+    lua_pushnil(L);
+    lua_pushstring(L, err.data ? err.data : "cannot send");
+  }
+  buf_free(&err);
+  return ok ? 1 : 2;
+}
+
+static int take_reason(lua_State *L, char **reason, const char *kind, bool clear) {
+  lua_pushnil(L);
+  lua_pushstring(L, *reason);
+  lua_pushstring(L, kind);
+  if (clear) {
+    free(*reason);
+    *reason = NULL;
+  }
+  return 3;
+}
+
+/* conn:receive([timeout_ms]) -> json | nil, why, kind
+ * kind: "ended" (no more messages will come), "failed" (the transport
+ * failed the last request), "timeout", or "idle" (nothing left running
+ * that could ever answer). Lets the loop turn until a message comes. */
+static int conn_receive(lua_State *L) {
+  client_conn *c = check_conn(L);
+  lua_Integer timeout = luaL_optinteger(L, 2, CLIENT_DEFAULT_TIMEOUT_MS);
+  uint64_t deadline = timeout >= 0 ? uv_hrtime() + (uint64_t)timeout * 1000000u : 0;
+  bool waited = false; /* even receive(0) lets the loop turn once */
+  for (;;) {
+    if (c->inbox) {
+      client_message *m = c->inbox;
+      c->inbox = m->next;
+      if (!c->inbox) c->inbox_tail = NULL;
+      lua_pushlstring(L, m->json, m->len);
+      free(m);
+      return 1;
+    }
+    if (c->failure) return take_reason(L, &c->failure, "failed", true);
+    if (c->ended) return take_reason(L, &c->ended, "ended", false);
+    uint64_t now = uv_hrtime();
+    if (timeout >= 0 && now >= deadline && waited) {
+      lua_pushnil(L);
+      lua_pushfstring(L, "no message from the server within %d ms", (int)timeout);
+      lua_pushliteral(L, "timeout");
+      return 3;
+    }
+    int left = timeout < 0 ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
+    waited = true;
+    if (!c->ops->wait(c, left) && !c->inbox && !c->failure && !c->ended) {
+      lua_pushnil(L);
+      lua_pushliteral(L, "the server has nothing running that could answer (a request it dropped?)");
+      lua_pushliteral(L, "idle");
+      return 3;
+    }
+  }
+}
+
+/* conn:reload() -> true | nil, message (in process only) */
+static int conn_reload(lua_State *L) {
+  client_conn *c = check_conn(L);
+  if (!c->ops->reload) return luaL_error(L, "only a server loaded in process can be reloaded");
+  buf err = BUF_INIT;
+  bool ok = c->ops->reload(c, &err);
+  if (ok) lua_pushboolean(L, 1);
+  else {
+    lua_pushnil(L);
+    lua_pushstring(L, err.data ? err.data : "the reload failed");
+  }
+  buf_free(&err);
+  return ok ? 1 : 2;
+}
+
+/* conn:set_header(name, value): HTTP only; elsewhere nothing to do. */
+static int conn_set_header(lua_State *L) {
+  client_conn *c = check_conn(L);
+  const char *name = luaL_checkstring(L, 2), *value = luaL_checkstring(L, 3);
+  if (strpbrk(name, ":\r\n") || strpbrk(value, "\r\n")) return luaL_error(L, "a header name or value with a newline or a colon in the name");
+  if (c->ops->set_header) c->ops->set_header(c, name, value);
+  return 0;
+}
+
+static int conn_close(lua_State *L) {
+  conn_ud *u = luaL_checkudata(L, 1, CONN_MT);
+  client_conn *c = u->c;
+  u->c = NULL;
+  if (c) c->ops->close(c);
+  return 0;
+}
+
+/* ---- Opening --------------------------------------------------------------- */
+
+static int opt_int_field(lua_State *L, int idx, const char *name) {
+  lua_getfield(L, idx, name);
+  lua_Integer n = luaL_optinteger(L, -1, 0);
+  lua_pop(L, 1);
+  if (n < 0 || n > INT32_MAX) return luaL_error(L, "%s must be a whole number of at least 0", name);
+  return (int)n;
+}
+
+/* open_inprocess(path [, {timeout_ms, client_timeout_ms, page_size, memory_limit_mb}]) */
+static int open_inprocess(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  inprocess_options o = {0};
+  if (lua_istable(L, 2)) {
+    o.call_timeout_ms = opt_int_field(L, 2, "timeout_ms");
+    o.client_timeout_ms = opt_int_field(L, 2, "client_timeout_ms");
+    o.page_size = opt_int_field(L, 2, "page_size");
+    o.memory_limit = (size_t)opt_int_field(L, 2, "memory_limit_mb") * 1024 * 1024;
+  }
+  buf err = BUF_INIT;
+  return push_conn(L, client_inprocess_open(uv_default_loop(), path, &o, &err), &err);
+}
+
+/* open_child({program, arg...}) */
+static int open_child(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+  if (n < 1) return luaL_error(L, "the command is empty");
+  char **argv = lua_newuserdatauv(L, sizeof *argv * (size_t)(n + 1), 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    argv[i - 1] = (char *)luaL_checkstring(L, -1);
+    lua_pop(L, 1); /* the table keeps the string alive */
+  }
+  argv[n] = NULL;
+  buf err = BUF_INIT;
+  return push_conn(L, client_child_open(uv_default_loop(), argv, &err), &err);
+}
+
+/* open_http(url) */
+static int open_http(lua_State *L) {
+  buf err = BUF_INIT;
+  return push_conn(L, client_http_open(luaL_checkstring(L, 1), &err), &err);
+}
+
+/* ---- Small system calls ---------------------------------------------------- */
+
+static int l_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+  return 1;
+}
+
+/* mkdir(path) -> true | nil, message (an existing folder is fine) */
+static int l_mkdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat st;
+  if (mkdir(path, 0755) == 0 || (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushfstring(L, "cannot make the folder %s: %s", path, strerror(errno));
+  return 2;
+}
+
+/* exists(path) -> "file" | "directory" | "other" | nil */
+static int l_exists(lua_State *L) {
+  struct stat st;
+  if (stat(luaL_checkstring(L, 1), &st) != 0) return 0;
+  lua_pushstring(L, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : "other");
+  return 1;
+}
+
+/* realpath(path) -> absolute path | nil, message */
+static int l_realpath(lua_State *L) {
+  char *p = realpath(luaL_checkstring(L, 1), NULL);
+  if (!p) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  lua_pushstring(L, p);
+  free(p);
+  return 1;
+}
+
+/* The running luamcp's own file (for the paths init writes). */
+static int l_executable(lua_State *L) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return 0;
+  lua_pushlstring(L, path, (size_t)n);
+  return 1;
+}
+
+static int luaopen_client(lua_State *L) {
+  static const luaL_Reg conn_methods[] = {
+      {"send", conn_send},       {"receive", conn_receive}, {"reload", conn_reload},
+      {"set_header", conn_set_header}, {"close", conn_close}, {NULL, NULL},
+  };
+  luaL_newmetatable(L, CONN_MT);
+  luaL_newlib(L, conn_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, conn_close);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, conn_close);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
+  static const luaL_Reg fns[] = {
+      {"open_inprocess", open_inprocess},
+      {"open_child", open_child},
+      {"open_http", open_http},
+      {"json_encode", ljson_lua_encode},
+      {"json_decode", ljson_lua_decode},
+      {"array", ljson_lua_array},
+      {"object", ljson_lua_object},
+      {"base64_decode", lua_base64_decode},
+      {"isatty", l_isatty},
+      {"mkdir", l_mkdir},
+      {"exists", l_exists},
+      {"realpath", l_realpath},
+      {"executable", l_executable},
+      {NULL, NULL},
+  };
+  luaL_newlib(L, fns);
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  lua_pushliteral(L, LUAMCP_VERSION);
+  lua_setfield(L, -2, "version");
+  return 1;
+}
+
+/* ---- The program ------------------------------------------------------------ */
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  luaL_traceback(L, L, msg ? msg : "(an error that is not a string)", 1);
+  return 1;
+}
+
+int client_command(int argc, char **argv) {
+  /* A server served in process logs to stderr like `luamcp run`; what it
+   * sends the client (ctx:log) is shown as a notification, so only its
+   * warnings and errors go to stderr as well. */
+  log_set_level(LOG_WARNING);
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  ljson_init(L);
+  /* require finds the built-in library (mcp.client, mcp.testing, ...) after
+   * package.preload and before the standard searchers (busted and what the
+   * user's specs require come from package.path). */
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "searchers");
+  for (lua_Integer i = (lua_Integer)lua_rawlen(L, -1); i >= 2; i--) {
+    lua_rawgeti(L, -1, i);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pushcfunction(L, vm_search_embedded);
+  lua_rawseti(L, -2, 2);
+  lua_pop(L, 1);
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, luaopen_client);
+  lua_setfield(L, -2, "luamcp.client");
+  lua_pop(L, 2);
+  /* arg, as the standalone interpreter sets it: arg[0] the command. */
+  lua_createtable(L, argc, 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setglobal(L, "arg");
+
+  lua_pushcfunction(L, traceback);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp.cli");
+  int code = 1;
+  if (lua_pcall(L, 1, 1, -3) == LUA_OK) {
+    lua_getfield(L, -1, "main");
+    lua_remove(L, -2);
+    lua_pushstring(L, argv[0]);
+    lua_createtable(L, argc, 0);
+    for (int i = 1; i < argc; i++) {
+      lua_pushstring(L, argv[i]);
+      lua_rawseti(L, -2, i);
+    }
+    if (lua_pcall(L, 2, 1, -4) == LUA_OK) code = (int)luaL_optinteger(L, -1, 0);
+    else fprintf(stderr, "luamcp %s: %s\n", argv[0], lua_tostring(L, -1));
+  } else {
+    fprintf(stderr, "luamcp %s: %s\n", argv[0], lua_tostring(L, -1));
+  }
+  fflush(stdout);
+  lua_close(L); /* closes the connections still open */
+  uv_loop_close(uv_default_loop());
+  return code;
+}

@@ -1,0 +1,98 @@
+/*
+ * client_conn.h - one connection from luamcp's client side (luamcp call,
+ * read, prompt, and mcp.testing) to an MCP server, whatever carries it:
+ *
+ *   client_inprocess.c  a server loaded in this process from a folder,
+ *                       spoken to through a loopback session (no pipes)
+ *   client_child.c      a server started as a child, over its stdin/stdout
+ *   client_http.c       a Streamable HTTP endpoint, through libcurl
+ *
+ * Each one delivers whole JSON-RPC messages (text) into the connection's
+ * inbox; client.c gives them to Lua one at a time. Nothing here parses
+ * JSON: the Lua client (lua/mcp/client.lua) does.
+ */
+#ifndef LUAMCP_CLIENT_CONN_H
+#define LUAMCP_CLIENT_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "core/buf.h"
+
+/* A message received and not yet taken. Owner: the inbox. */
+typedef struct client_message {
+  struct client_message *next;
+  size_t len;
+  char json[];
+} client_message;
+
+typedef struct client_conn client_conn;
+
+typedef struct client_conn_ops {
+  /* Send one message. On failure, false with the reason in err. */
+  bool (*send)(client_conn *c, const char *json, size_t len, buf *err);
+  /* Let the connection make progress for at most timeout_ms (< 0: until
+   * something happens). Returns false when nothing can happen any more
+   * (no transfer, no handle, no task that could still answer). */
+  bool (*wait)(client_conn *c, int timeout_ms);
+  /* Reload the served scripts in place (in process only; NULL elsewhere).
+   * On failure, false with the reason in err. */
+  bool (*reload)(client_conn *c, buf *err);
+  /* Set a header sent with every later request (HTTP only; NULL elsewhere). */
+  void (*set_header)(client_conn *c, const char *name, const char *value);
+  /* End the connection and free it (and the server, in process). */
+  void (*close)(client_conn *c);
+} client_conn_ops;
+
+/* Owner: the Lua userdata that holds it (client.c), which calls
+ * ops->close once, from conn:close() or its __gc. */
+struct client_conn {
+  const client_conn_ops *ops;
+  uv_loop_t *loop;
+  client_message *inbox, *inbox_tail;
+  char *ended;   /* why no more messages will come (the server exited, the stream closed), or NULL */
+  char *failure; /* a transport error for the request just sent (HTTP status, refused connection), or NULL */
+};
+
+/* Append a received message to the inbox (copied). */
+void client_conn_deliver(client_conn *c, const char *json, size_t len);
+/* Record why the connection ended (the first reason wins). */
+void client_conn_end(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record a transport failure that the next receive reports (then clears). */
+void client_conn_fail(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Free what the base holds (the inbox, the reasons), not the struct. */
+void client_conn_release(client_conn *c);
+
+/* One bounded turn of the loop for connections that live on it (in
+ * process, child). libuv 1.44 runs due timers before it polls, so a wait
+ * timer that is already due would leave the poll blocking: its callback
+ * starts an idle handle, which makes that poll return at once. The
+ * owner's handles' data must point at the owner: close callbacks get it. */
+typedef struct loop_waiter {
+  uv_timer_t timer;
+  uv_idle_t wake;
+} loop_waiter;
+
+void loop_waiter_init(loop_waiter *w, uv_loop_t *loop, void *owner);
+/* Run the loop once, for at most timeout_ms (< 0: until something
+ * happens). Returns uv_run's value: 0 when nothing is left alive. */
+int loop_waiter_turn(loop_waiter *w, int timeout_ms);
+/* Close both handles; on_closed runs once for each. */
+void loop_waiter_close(loop_waiter *w, uv_close_cb on_closed);
+
+/* Options of a server loaded in process (mcp.testing): the run options
+ * that matter to a test. Zero: run's default. */
+typedef struct inprocess_options {
+  int call_timeout_ms;
+  int client_timeout_ms;
+  int page_size;
+  size_t memory_limit;
+} inprocess_options;
+
+/* Each returns a connection, or NULL with the reason in err. */
+client_conn *client_inprocess_open(uv_loop_t *loop, const char *path, const inprocess_options *o, buf *err);
+client_conn *client_child_open(uv_loop_t *loop, char *const argv[], buf *err);
+client_conn *client_http_open(const char *url, buf *err);
+
+#endif

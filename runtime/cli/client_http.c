@@ -1,0 +1,289 @@
+/*
+ * client_http.c - a Streamable HTTP endpoint, as a client reaches it: each
+ * message is a POST; the answer is a JSON body or an SSE stream of
+ * messages, read as it arrives, so progress and log notifications show
+ * while a tool runs. The session id the server assigns goes back on every
+ * later request, and the session is ended with DELETE on close.
+ *
+ * libcurl does the HTTP (loaded on first use, app/curl_lib.h). The client
+ * has nothing else to do while it waits, so this drives curl's multi
+ * interface directly (curl_multi_poll), not through the loop.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "app/curl_lib.h"
+#include "cli/client_conn.h"
+#include "core/luamcp_limits.h"
+
+enum { MAX_EXTRA_HEADERS = 32 };
+
+typedef struct http_conn http_conn;
+
+/* One POST and its answer. Owner: its connection (conn->exchanges), until
+ * the answer ends. */
+typedef struct http_exchange {
+  http_conn *conn;
+  CURL *easy;
+  struct curl_slist *headers;
+  char *body;         /* the request (curl does not copy POSTFIELDS) */
+  bool sse;           /* the answer is text/event-stream */
+  bool json;          /* the answer is application/json */
+  buf pending;        /* SSE: a line read in part; JSON: the body so far */
+  buf event_data;     /* SSE: the data lines of the event being read */
+  struct http_exchange *next;
+} http_exchange;
+
+/* Owner: the client. */
+struct http_conn {
+  client_conn base;
+  const curl_api *api;
+  CURLM *multi;
+  char *url;
+  char *session_id;                     /* Mcp-Session-Id the server assigned, or NULL */
+  char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
+  int extra_count;
+  http_exchange *exchanges;
+};
+
+/* ---- Reading answers ------------------------------------------------- */
+
+static void sse_line(http_exchange *x, const char *line, size_t len) {
+  if (len && line[len - 1] == '\r') len--;
+  if (len == 0) { /* a blank line ends the event */
+    if (x->event_data.len) client_conn_deliver(&x->conn->base, x->event_data.data, x->event_data.len);
+    x->event_data.len = 0;
+    return;
+  }
+  if (len >= 5 && memcmp(line, "data:", 5) == 0) {
+    const char *v = line + 5;
+    size_t n = len - 5;
+    if (n && *v == ' ') v++, n--;
+    if (x->event_data.len) buf_putc(&x->event_data, '\n');
+    buf_append(&x->event_data, v, n);
+  } /* event:, id:, retry: and comments carry nothing a message needs */
+}
+
+static size_t on_body(char *data, size_t size, size_t count, void *arg) {
+  http_exchange *x = arg;
+  size_t n = size * count;
+  if (!x->sse) {
+    if (x->pending.len + n > DEFAULT_MAX_MESSAGE_BYTES * 4) return 0; /* curl fails the transfer */
+    buf_append(&x->pending, data, n);
+    return n;
+  }
+  const char *p = data, *end = data + n;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) {
+      buf_append(&x->pending, p, (size_t)(end - p));
+      break;
+    }
+    if (x->pending.len) {
+      buf_append(&x->pending, p, (size_t)(nl - p));
+      sse_line(x, x->pending.data, x->pending.len);
+      x->pending.len = 0;
+    } else {
+      sse_line(x, p, (size_t)(nl - p));
+    }
+    p = nl + 1;
+  }
+  if (x->pending.len + x->event_data.len > DEFAULT_MAX_MESSAGE_BYTES * 4) return 0;
+  return n;
+}
+
+/* The value of header `name` in the line, trimmed, or NULL. */
+static const char *header_value(const char *line, size_t len, const char *name, size_t *value_len) {
+  size_t nl = strlen(name);
+  if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':') return NULL;
+  const char *v = line + nl + 1, *end = line + len;
+  while (v < end && (*v == ' ' || *v == '\t')) v++;
+  while (end > v && isspace((unsigned char)end[-1])) end--;
+  *value_len = (size_t)(end - v);
+  return v;
+}
+
+static size_t on_header(char *data, size_t size, size_t count, void *arg) {
+  http_exchange *x = arg;
+  size_t n = size * count, vlen;
+  const char *v;
+  if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) x->sse = x->json = false; /* a new response (after 100 or a redirect) */
+  if ((v = header_value(data, n, "content-type", &vlen))) {
+    x->sse = vlen >= 17 && strncasecmp(v, "text/event-stream", 17) == 0;
+    x->json = vlen >= 16 && strncasecmp(v, "application/json", 16) == 0;
+  } else if ((v = header_value(data, n, "mcp-session-id", &vlen)) && vlen > 0) {
+    free(x->conn->session_id);
+    x->conn->session_id = strndup(v, vlen);
+  }
+  return n;
+}
+
+static void exchange_free(http_exchange *x) {
+  http_conn *c = x->conn;
+  for (http_exchange **pp = &c->exchanges; *pp; pp = &(*pp)->next)
+    if (*pp == x) {
+      *pp = x->next;
+      break;
+    }
+  c->api->multi_remove_handle(c->multi, x->easy);
+  c->api->easy_cleanup(x->easy);
+  c->api->slist_free_all(x->headers);
+  free(x->body);
+  buf_free(&x->pending);
+  buf_free(&x->event_data);
+  free(x);
+}
+
+/* A finished exchange: hand over what it carried, or say why nothing. */
+static void exchange_done(http_exchange *x, CURLcode result) {
+  http_conn *c = x->conn;
+  long status = 0;
+  c->api->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (result != CURLE_OK) {
+    client_conn_fail(&c->base, "cannot reach %s: %s", c->url, c->api->easy_strerror(result));
+  } else if (x->sse) {
+    if (x->pending.len) sse_line(x, x->pending.data, x->pending.len);
+    sse_line(x, "", 0);
+  } else if (x->json && x->pending.len) {
+    /* An error status with a JSON-RPC body is an answer like any other. */
+    client_conn_deliver(&c->base, x->pending.data, x->pending.len);
+  } else if (status >= 400) {
+    int shown = x->pending.len > 200 ? 200 : (int)x->pending.len;
+    client_conn_fail(&c->base, "%s answered HTTP %ld%s%.*s", c->url, status, shown ? ": " : "", shown,
+                     x->pending.data ? x->pending.data : "");
+  }
+  exchange_free(x);
+}
+
+static void collect_finished(http_conn *c) {
+  CURLMsg *m;
+  int left;
+  while ((m = c->api->multi_info_read(c->multi, &left))) {
+    if (m->msg != CURLMSG_DONE) continue;
+    http_exchange *x = NULL;
+    c->api->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+    exchange_done(x, m->data.result);
+  }
+}
+
+/* ---- Requests -------------------------------------------------------- */
+
+static http_exchange *exchange_new(http_conn *c, const char *method, const char *json, size_t len) {
+  http_exchange *x = calloc(1, sizeof *x);
+  x->conn = c;
+  x->easy = c->api->easy_init();
+  const curl_api *api = c->api;
+  struct curl_slist *h = NULL;
+  h = api->slist_append(h, "Content-Type: application/json");
+  h = api->slist_append(h, "Accept: application/json, text/event-stream");
+  for (int i = 0; i < c->extra_count; i++) h = api->slist_append(h, c->extra[i]);
+  if (c->session_id) {
+    buf line = BUF_INIT;
+    buf_printf(&line, "Mcp-Session-Id: %s", c->session_id);
+    h = api->slist_append(h, line.data);
+    buf_free(&line);
+  }
+  x->headers = h;
+  api->easy_setopt(x->easy, CURLOPT_URL, c->url);
+  api->easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
+  api->easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+  api->easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  api->easy_setopt(x->easy, CURLOPT_HTTPHEADER, h);
+  api->easy_setopt(x->easy, CURLOPT_USERAGENT, "luamcp");
+  api->easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
+  api->easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+  api->easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
+  api->easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
+  if (json) {
+    x->body = malloc(len + 1);
+    memcpy(x->body, json, len);
+    x->body[len] = '\0';
+    api->easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
+    api->easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+  }
+  if (strcmp(method, "POST") != 0) api->easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, method);
+  x->next = c->exchanges;
+  c->exchanges = x;
+  api->multi_add_handle(c->multi, x->easy);
+  return x;
+}
+
+static bool http_send(client_conn *base, const char *json, size_t len, buf *err) {
+  (void)err;
+  exchange_new((http_conn *)base, "POST", json, len);
+  return true;
+}
+
+static bool http_wait(client_conn *base, int timeout_ms) {
+  http_conn *c = (http_conn *)base;
+  int running = 0;
+  c->api->multi_perform(c->multi, &running);
+  collect_finished(c);
+  if (base->inbox || base->failure) return true;
+  if (!c->exchanges) return false;
+  c->api->multi_poll(c->multi, NULL, 0, timeout_ms < 0 ? 1000 : timeout_ms, NULL);
+  c->api->multi_perform(c->multi, &running);
+  collect_finished(c);
+  return true;
+}
+
+static void http_set_header(client_conn *base, const char *name, const char *value) {
+  http_conn *c = (http_conn *)base;
+  size_t n = strlen(name);
+  buf line = BUF_INIT;
+  buf_printf(&line, "%s: %s", name, value);
+  for (int i = 0; i < c->extra_count; i++)
+    if (strncasecmp(c->extra[i], name, n) == 0 && c->extra[i][n] == ':') {
+      free(c->extra[i]);
+      c->extra[i] = line.data;
+      return;
+    }
+  if (c->extra_count < MAX_EXTRA_HEADERS) c->extra[c->extra_count++] = line.data;
+  else buf_free(&line);
+}
+
+static void http_close(client_conn *base) {
+  http_conn *c = (http_conn *)base;
+  /* Tell the server the session is over (the spec's DELETE), briefly. */
+  if (c->session_id) {
+    http_exchange *x = exchange_new(c, "DELETE", NULL, 0);
+    c->api->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)CLIENT_CHILD_GRACE_MS);
+    while (c->exchanges) http_wait(base, 100);
+  }
+  while (c->exchanges) exchange_free(c->exchanges);
+  c->api->multi_cleanup(c->multi);
+  for (int i = 0; i < c->extra_count; i++) free(c->extra[i]);
+  free(c->session_id);
+  free(c->url);
+  client_conn_release(base);
+  free(c);
+}
+
+static const client_conn_ops HTTP_OPS = {
+    .send = http_send,
+    .wait = http_wait,
+    .set_header = http_set_header,
+    .close = http_close,
+};
+
+client_conn *client_http_open(const char *url, buf *err) {
+  char why[300];
+  const curl_api *api = curl_lib_load("luamcp call --http", why, sizeof why);
+  if (!api) {
+    buf_puts(err, why);
+    return NULL;
+  }
+  if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    buf_printf(err, "%s is not an http:// or https:// URL", url);
+    return NULL;
+  }
+  http_conn *c = calloc(1, sizeof *c);
+  c->base.ops = &HTTP_OPS;
+  c->api = api;
+  c->multi = api->multi_init();
+  c->url = strdup(url);
+  return &c->base;
+}

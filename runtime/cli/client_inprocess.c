@@ -1,0 +1,111 @@
+/*
+ * client_inprocess.c - a server loaded in this process from a folder, as
+ * `luamcp run` loads it, spoken to through a loopback session: every
+ * message goes through the real protocol core (versions, validation,
+ * sessions) and the real app (generations, tasks on the loop), with no
+ * pipe and no child. Used by mcp.testing and by `luamcp call PATH`.
+ *
+ * The client pumps the loop (uv_run, one turn at a time) from outside any
+ * libuv callback, only while it waits for a message, so the server's tasks
+ * run exactly as they do under `luamcp run`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/reload.h"
+#include "app/vm.h"
+#include "cli/client_conn.h"
+#include "core/jobs.h"
+#include "core/server.h"
+#include "core/session.h"
+
+/* Owner: the client (client_conn's owner); the server, the app and the
+ * session live and die with it. */
+typedef struct inprocess_conn {
+  client_conn base;
+  server srv;
+  lua_app app;
+  session *session;
+  loop_waiter waiter;
+  int closing_handles; /* the waiter's, once closed: the struct goes after them */
+} inprocess_conn;
+
+/* transport_ops.send: the server's message goes to the client's inbox.
+ * Never calls back into the server (the core is mid-answer). */
+static void loopback_send(session *s, const session_message *m) {
+  inprocess_conn *c = s->transport_data;
+  client_conn_deliver(&c->base, m->json, m->len);
+}
+
+static const transport_ops LOOPBACK_OPS = {.send = loopback_send};
+
+static bool inprocess_send(client_conn *base, const char *json, size_t len, buf *err) {
+  inprocess_conn *c = (inprocess_conn *)base;
+  (void)err;
+  session_receive(c->session, json, len, NULL);
+  return true;
+}
+
+/* When nothing is alive on the loop (no task sleeping, no child, no
+ * transfer), no answer can come. */
+static bool inprocess_wait(client_conn *base, int timeout_ms) {
+  inprocess_conn *c = (inprocess_conn *)base;
+  return loop_waiter_turn(&c->waiter, timeout_ms) != 0 || base->inbox != NULL;
+}
+
+static bool inprocess_reload(client_conn *base, buf *err) {
+  inprocess_conn *c = (inprocess_conn *)base;
+  unsigned failed = c->app.failed_reloads;
+  bool ok = app_reload(&c->app, "mcp.testing reload");
+  if (!ok || c->app.failed_reloads != failed)
+    buf_puts(err, "the reload failed (the previous version keeps serving; its error is on stderr)");
+  return ok;
+}
+
+static void on_waiter_closed(uv_handle_t *h) {
+  inprocess_conn *c = h->data;
+  if (--c->closing_handles > 0) return;
+  client_conn_release(&c->base);
+  free(c);
+}
+
+static void inprocess_close(client_conn *base) {
+  inprocess_conn *c = (inprocess_conn *)base;
+  session_free(c->session);
+  app_stop(&c->app);
+  jobs_release(&c->srv);
+  /* The app's handles and the waiter's close on the next turn of the
+   * loop; the struct they live in is freed in the waiter's last close
+   * callback, after theirs (libuv runs them in the order of uv_close). */
+  c->closing_handles = 2;
+  loop_waiter_close(&c->waiter, on_waiter_closed);
+  uv_run(base->loop, UV_RUN_NOWAIT);
+}
+
+static const client_conn_ops INPROCESS_OPS = {
+    .send = inprocess_send,
+    .wait = inprocess_wait,
+    .reload = inprocess_reload,
+    .close = inprocess_close,
+};
+
+client_conn *client_inprocess_open(uv_loop_t *loop, const char *path, const inprocess_options *o, buf *err) {
+  inprocess_conn *c = calloc(1, sizeof *c);
+  c->base.ops = &INPROCESS_OPS;
+  c->base.loop = loop;
+  server_options opts;
+  server_options_defaults(&opts);
+  if (o->call_timeout_ms) opts.call_timeout_ms = o->call_timeout_ms;
+  if (o->client_timeout_ms) opts.client_timeout_ms = o->client_timeout_ms;
+  if (o->page_size) opts.page_size = o->page_size;
+  if (o->memory_limit) opts.memory_limit = o->memory_limit;
+  server_init(&c->srv, &opts, &VM_APP_OPS, &c->app);
+  if (!app_start(&c->app, &c->srv, loop, path, NULL, false, err)) {
+    jobs_release(&c->srv);
+    free(c);
+    return NULL;
+  }
+  c->session = session_new(&c->srv, &LOOPBACK_OPS, c, "in-process");
+  loop_waiter_init(&c->waiter, loop, c);
+  return &c->base;
+}
