@@ -229,7 +229,7 @@ local Handle = {}
 ---@return boolean removed false when it was removed already
 function Handle:remove() end
 
----Hide it from the lists and refuse its calls, until enable().
+---Leave it out of its list and answer it as unknown, until enable().
 function Handle:disable() end
 
 ---Serve it again after disable().
@@ -242,9 +242,9 @@ function Handle:enable() end
 ---@param uri string
 function mcp.notify_resource_updated(uri) end
 
----Log to stderr and to every client (notifications/message, filtered by
----each client's logging/setLevel). data is sent as JSON. Raises on an
----unknown level.
+---Log to stderr and to the client of every session (notifications/message,
+---filtered by each session's logging/setLevel; 2026-07-28 requests have no
+---session: use ctx:log). data is sent as JSON. Raises on an unknown level.
 ---@param level mcp.LogLevel
 ---@param data any
 ---@param logger? string
