@@ -36,7 +36,10 @@ TRANSPORT_SRC := $(sort $(wildcard runtime/transport/*.c))
 APP_SRC       := $(sort $(wildcard runtime/app/*.c))
 CLI_SRC       := $(sort $(wildcard runtime/cli/*.c))
 RUNTIME_SRC   := $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
-LUA_LIB := $(shell find lua -name '*.lua' | LC_ALL=C sort)
+# The library embedded into the binary: every lua/**/*.lua except lua/meta/,
+# the LuaLS definitions (---@meta) for editors. Those declare the API with
+# empty bodies; embedded, `require "meta.mcp"` would load a fake library.
+LUA_LIB := $(shell find lua -path lua/meta -prune -o -name '*.lua' -print | LC_ALL=C sort)
 
 # The core compiles with no Lua include path, and with stand-ins for the Lua
 # and libuv headers that stop the build if a core file includes one.

@@ -1,0 +1,708 @@
+---@meta mcp
+
+-- LuaLS (lua-language-server) definitions of the luamcp Lua API: what
+-- `require "mcp"` returns, the ctx every handler receives, and the objects
+-- both hand out. Editors complete and check scripts with it; nothing here
+-- runs. Point LuaLS at this folder (.luarc.json):
+--
+--   { "workspace.library": ["/usr/local/share/luamcp/meta"] }
+--
+-- It describes what the runtime implements (lua/mcp.lua, lua/mcp/*.lua and
+-- the bindings in runtime/app/lua_*.c); spec/meta_spec.lua fails when a
+-- public function has no annotated declaration here, or when one declared
+-- here does not exist. Functions marked @async wait without blocking: they
+-- yield to the event loop, so they work only inside a handler (or a
+-- function it runs, such as one started with mcp.spawn).
+--
+-- Expected failures return nil, a message and often a code; misuse (a
+-- wrong argument type, an unknown option) raises.
+
+---@class mcp
+local mcp = {}
+
+-- ---- Shared types -----------------------------------------------------------
+
+---@alias mcp.LogLevel "debug"|"info"|"notice"|"warning"|"error"|"critical"|"alert"|"emergency"
+
+---@alias mcp.CacheScope "public"|"private"
+
+---A JSON Schema (2020-12, or draft-07 when its $schema says so) as a Lua
+---table, or as JSON text that is kept byte for byte.
+---@alias mcp.Schema table|string
+
+---An MCP Icon: `{src = "https://…/icon.png", mimeType = "image/png", sizes = {"48x48"}}`.
+---@alias mcp.Icon table
+
+---A content block of a tool result or prompt message (mcp.text, mcp.image,
+---mcp.audio, mcp.resource_link, mcp.embedded make them).
+---@class mcp.ContentBlock
+---@field type "text"|"image"|"audio"|"resource_link"|"resource"
+---@field text? string text blocks
+---@field data? string image and audio blocks: base64
+---@field mimeType? string
+---@field uri? string resource links
+---@field name? string resource links
+---@field resource? {uri: string, mimeType?: string, text?: string, blob?: string, _meta?: table} embedded resources (blob in base64)
+---@field annotations? table
+
+---What a tool handler may return. A string is one text block; a number or
+---boolean its text; nil empty content; `nil, message` an isError result; a
+---content block or a list of them that content; a table with `content`,
+---`structuredContent` or `isError` a result as given; any other table
+---`structuredContent` plus its JSON as a text block. `error(...)` is an
+---isError result too, and `mcp.rpc_error` a JSON-RPC error.
+---@alias mcp.ToolResult string|number|boolean|nil|mcp.ContentBlock|mcp.ContentBlock[]|table
+
+---What a resource's (or template's) read returns: a string (text with the
+---resource's mimeType), `{text = ...}` or `{blob = bytes}` (sent as
+---base64), or a full `{contents = {...}}`; any of the tables may carry
+---`mimeType`, `_meta`, and the 2026-07-28 cache hints `ttlMs` and
+---`cacheScope`. nil: the resource is not found (-32002; -32602 in
+---2026-07-28).
+---@alias mcp.ReadResult string|{text?: string, blob?: string, mimeType?: string, contents?: table[], _meta?: table, ttlMs?: integer, cacheScope?: mcp.CacheScope}|nil
+
+---What a prompt's get returns: a string (one user message), a list of
+---messages (strings become user text messages), or
+---`{messages = ..., description = ..., _meta = ...}`.
+---@alias mcp.PromptResult string|(string|table)[]|{messages: (string|table)[], description?: string, _meta?: table}
+
+---A completion function for one argument of a prompt or template: the
+---value typed so far, ctx, and the other arguments already chosen
+---(`context.arguments`). Returns a list of strings or
+---`{values = ..., total = ..., hasMore = ...}`; at most 100 values are sent.
+---@alias mcp.Completer async fun(value: string, ctx: mcp.Context, arguments: table<string, string>): (string[]|{values: string[], total?: integer, hasMore?: boolean}|nil)
+
+-- ---- Definitions ------------------------------------------------------------
+
+---@class mcp.ServerInfo
+---@field name? string serverInfo.name (default: the script folder's name)
+---@field version? string serverInfo.version (default "0.0.0")
+---@field title? string
+---@field description? string
+---@field websiteUrl? string
+---@field icons? mcp.Icon[]
+---@field _meta? table
+---@field instructions? string sent in initialize
+---@field coerce? boolean the default of every tool's `coerce`
+---@field ttlMs? integer 2026-07-28 cache hint of the lists, reads and server/discover (default 0)
+---@field cacheScope? mcp.CacheScope (default "private")
+---@field requestStateTtlMs? integer how long a client has to answer an input_required result (default 15 minutes)
+---@field extensions? table<string, table> announced as capabilities.extensions, by extension id
+---@field author? string|{name?: string, email?: string, url?: string} the manifest author of `luamcp build --mcpb`
+
+---MCP tool annotations (hints for clients), sent as given.
+---@class mcp.ToolAnnotations
+---@field title? string
+---@field readOnlyHint? boolean
+---@field destructiveHint? boolean
+---@field idempotentHint? boolean
+---@field openWorldHint? boolean
+
+---`task = {...}` of mcp.tool.
+---@class mcp.TaskOptions
+---@field after_ms? integer start as an ordinary call; become a task if still running after this long (0: at once)
+---@field required? boolean a client that did not declare the tasks extension gets -32021 before the handler runs
+---@field poll_ms? integer the pollIntervalMs the task suggests (default 500)
+
+---@class mcp.ToolDefinition
+---@field name string 1 to 128 of A-Z a-z 0-9 _ - .
+---@field title? string
+---@field description? string
+---@field inputSchema? mcp.Schema with "type": "object" at its root (default {type = "object"})
+---@field outputSchema? mcp.Schema the structuredContent the handler must return
+---@field annotations? mcp.ToolAnnotations
+---@field icons? mcp.Icon[]
+---@field _meta? table
+---@field coerce? boolean forgive "5" for 5, "true" for true and JSON text for objects and arrays, when that makes the arguments valid
+---@field timeout_ms? integer this tool's deadline (default: --timeout, 60 s); 0: none. A task keeps only this one.
+---@field task? boolean|"required"|mcp.TaskOptions run calls as MCP tasks for clients that declare the tasks extension
+---@field handler async fun(args: table, ctx: mcp.Context): mcp.ToolResult, string?
+
+---@class mcp.ResourceDefinition
+---@field uri string
+---@field name string
+---@field title? string
+---@field description? string
+---@field mimeType? string
+---@field size? integer
+---@field annotations? table
+---@field icons? mcp.Icon[]
+---@field _meta? table
+---@field read async fun(uri: string, ctx: mcp.Context): mcp.ReadResult
+---@field ttlMs? integer 2026-07-28 cache hint of its reads (a read's result may set its own)
+---@field cacheScope? mcp.CacheScope
+
+---@class mcp.TemplateDefinition
+---@field uriTemplate string RFC 6570: `{var}` matches one path segment (percent-decoded), `{+var}` any characters
+---@field name string
+---@field title? string
+---@field description? string
+---@field mimeType? string
+---@field annotations? table
+---@field icons? mcp.Icon[]
+---@field _meta? table
+---@field read async fun(vars: table<string, string>, ctx: mcp.Context, uri: string): mcp.ReadResult
+---@field complete? table<string, mcp.Completer> completion of each variable
+---@field ttlMs? integer 2026-07-28 cache hint of its reads (a read's result may set its own)
+---@field cacheScope? mcp.CacheScope
+
+---@class mcp.PromptArgument
+---@field name string
+---@field title? string
+---@field description? string
+---@field required? boolean prompts/get refuses a call without it (-32602)
+
+---@class mcp.PromptDefinition
+---@field name string
+---@field title? string
+---@field description? string
+---@field icons? mcp.Icon[]
+---@field _meta? table
+---@field arguments? mcp.PromptArgument[] prompts/get refuses arguments not listed here (-32602)
+---@field get async fun(args: table<string, string>, ctx: mcp.Context): mcp.PromptResult
+---@field complete? table<string, mcp.Completer> completion of each argument
+
+---@class mcp.SkillDefinition
+---@field name string lowercase letters, digits and single hyphens inside, at most 64 characters
+---@field description string
+---@field frontmatter? table more SKILL.md front matter (license, metadata, ...)
+---@field read async fun(path: string, ctx: mcp.Context): mcp.ReadResult the file at path: "SKILL.md", or a file it mentions
+
+---What mcp.skill returns: the skill's entry in skills/list.
+---@class mcp.SkillEntry
+---@field uri string skill://NAME/SKILL.md
+---@field frontmatter table
+---@field resources "dynamic"
+---@field read fun(path: string, ctx: mcp.Context): mcp.ReadResult
+
+-- ---- The server and what it serves -----------------------------------------
+
+---Describe the server: serverInfo and instructions in initialize, and the
+---2026-07-28 cache hints. Raises on a field it does not take.
+---@param info mcp.ServerInfo
+function mcp.server(info) end
+
+---Register a tool. Raises, with the script's line, on an unknown field, a
+---bad name, a missing handler or an invalid schema; a keyword JSON Schema
+---does not define is a warning on stderr.
+---@param def mcp.ToolDefinition
+---@return mcp.Handle handle
+function mcp.tool(def) end
+
+---Register a resource with a fixed URI.
+---@param def mcp.ResourceDefinition
+---@return mcp.Handle handle
+function mcp.resource(def) end
+
+---Register a resource template (resources whose URIs match uriTemplate).
+---@param def mcp.TemplateDefinition
+---@return mcp.Handle handle
+function mcp.template(def) end
+
+---Register a prompt.
+---@param def mcp.PromptDefinition
+---@return mcp.Handle handle
+function mcp.prompt(def) end
+
+---A generated skill (the skills extension): its files come from
+---read(path), so skills/list shows its resources as "dynamic". Skills in a
+---skills/ folder beside the scripts need no code.
+---@param def mcp.SkillDefinition
+---@return mcp.SkillEntry entry
+function mcp.skill(def) end
+
+---Answer a JSON-RPC method outside MCP (an extension, or a private
+---protocol between your client and server). The handler's return value is
+---the result; params may be an object or an array. Raises for an MCP
+---method luamcp answers itself, and for a name already registered.
+---@param name string
+---@param handler async fun(params: table, ctx: mcp.Context): any
+function mcp.method(name, handler) end
+
+---What mcp.tool, mcp.resource, mcp.template and mcp.prompt return. Each
+---change sends the list's notifications/.../list_changed once the scripts
+---have loaded.
+---@class mcp.Handle
+local Handle = {}
+
+---Unregister it.
+---@return boolean removed false when it was removed already
+function Handle:remove() end
+
+---Leave it out of its list and answer it as unknown, until enable().
+function Handle:disable() end
+
+---Serve it again after disable().
+function Handle:enable() end
+
+-- ---- Notifications and errors ----------------------------------------------
+
+---Tell the clients subscribed to uri (resources/subscribe) that it
+---changed (notifications/resources/updated).
+---@param uri string
+function mcp.notify_resource_updated(uri) end
+
+---Log to stderr and to the client of every session (notifications/message,
+---filtered by each session's logging/setLevel; 2026-07-28 requests have no
+---session: use ctx:log). data is sent as JSON. Raises on an unknown level.
+---@param level mcp.LogLevel
+---@param data any
+---@param logger? string
+function mcp.log(level, data, logger) end
+
+---End the current request with a JSON-RPC error: raises an error value
+---that answers it (a task with it fails). Never returns.
+---@param code integer e.g. -32602
+---@param message string
+---@param data? any the error's data, sent as JSON
+function mcp.rpc_error(code, message, data) end
+
+-- ---- Content helpers -------------------------------------------------------
+
+---A text content block.
+---@param text string
+---@param annotations? table
+---@return mcp.ContentBlock
+function mcp.text(text, annotations) end
+
+---An image content block from raw bytes (base64-encoded for you).
+---@param bytes string
+---@param mimeType? string default "image/png"
+---@param annotations? table
+---@return mcp.ContentBlock
+function mcp.image(bytes, mimeType, annotations) end
+
+---An audio content block from raw bytes (base64-encoded for you).
+---@param bytes string
+---@param mimeType? string default "audio/wav"
+---@param annotations? table
+---@return mcp.ContentBlock
+function mcp.audio(bytes, mimeType, annotations) end
+
+---A resource_link content block: the fields of def, as given.
+---@param def {uri: string, name: string, title?: string, description?: string, mimeType?: string, size?: integer, annotations?: table, _meta?: table}
+---@return mcp.ContentBlock
+function mcp.resource_link(def) end
+
+---An embedded resource content block: text, or blob (raw bytes,
+---base64-encoded for you).
+---@param def {uri: string, text?: string, blob?: string, mimeType?: string, annotations?: table, _meta?: table}
+---@return mcp.ContentBlock
+function mcp.embedded(def) end
+
+-- ---- JSON values -----------------------------------------------------------
+
+---JSON null: what `null` from a client arrives as, and what to put in a
+---table to send null (a nil would leave the key out). The same value as
+---cjson.null.
+---@type lightuserdata
+mcp.null = nil
+
+---Mark a table as a JSON array, so an empty one is sent as `[]`. Without
+---an argument, a new empty array. Returns the table itself.
+---@generic T: table
+---@param t T
+---@return T
+---@overload fun(): table
+function mcp.array(t) end
+
+---Mark a table as a JSON object, so an empty one is sent as `{}`. Without
+---an argument, a new empty object. Returns the table itself.
+---@generic T: table
+---@param t T
+---@return T
+---@overload fun(): table
+function mcp.object(t) end
+
+---The runtime's strict JSON codec. Objects are written with sorted keys.
+mcp.json = {}
+
+---JSON text of value. Raises, naming where it is, on a value that has no
+---JSON form (a function, a coroutine, NaN, a table with both 1 and "1").
+---@param value any
+---@return string json
+function mcp.json.encode(value) end
+
+---The value of JSON text: integers as Lua integers, null as mcp.null,
+---arrays marked with mcp.array.
+---@param text string
+---@return any value nil when text is not JSON
+---@return string? message why not
+function mcp.json.decode(text) end
+
+---JSON Schema validation (the same validator as tool arguments).
+mcp.schema = {}
+
+---Validate value against a JSON Schema (2020-12, or draft-07 when its
+---$schema says so). Raises when the schema itself is invalid.
+---@param schema mcp.Schema
+---@param value any
+---@return boolean valid
+---@return {path: string, message: string}[]? errors when not valid
+---@return string? text the errors as text, one per line
+function mcp.schema.validate(schema, value) end
+
+---Base64, the standard alphabet, padded.
+mcp.base64 = {}
+
+---@param bytes string
+---@return string base64
+function mcp.base64.encode(bytes) end
+
+---@param text string base64
+---@return string? bytes nil when text has a character outside the alphabet
+---@return string? message which byte
+function mcp.base64.decode(text) end
+
+-- ---- Waiting, concurrency and state ----------------------------------------
+
+---Wait ms milliseconds without blocking other requests.
+---@async
+---@param ms number
+function mcp.sleep(ms) end
+
+---Run fn(...) concurrently, as part of the current request: it starts at
+---once and runs until it first waits. It ends with the request (cancelled,
+---timed out, answered). Raises outside a handler.
+---@param fn async fun(...: any): any
+---@param ... any fn's arguments
+---@return mcp.Task task
+function mcp.spawn(fn, ...) end
+
+---Run every function concurrently (as mcp.spawn does) and wait for all of
+---them. Returns the first value each returned, in order; if one raises,
+---the ones not yet waited for are cancelled and the error is raised.
+---@async
+---@param fns (async fun(): any)[]
+---@return any[] results
+function mcp.all(fns) end
+
+---What mcp.spawn returns.
+---@class mcp.Task
+local Task = {}
+
+---Wait for the task and return what its function returned; raises what it
+---raised, or an error when it was cancelled or its results were already
+---taken by an earlier wait(). Only one task may wait for a task at a time.
+---@async
+---@return any ...
+function Task:wait() end
+
+---Stop the task (its timers, processes and transfers with it); nothing
+---when it has finished.
+function Task:cancel() end
+
+---Has the task finished (or been cancelled)?
+---@return boolean
+function Task:done() end
+
+---Data that survives a reload (luamcp dev, SIGHUP): the value kept under
+---key in the previous generation, copied into this one, or else init (or
+---what init() returns, when it is a function). Only plain data survives:
+---tables (changes to a kept table are kept), strings, numbers, booleans
+---and mcp.null; raises when the previous value holds anything else.
+---@generic T
+---@param key string
+---@param init? T|fun(): T
+---@return T value
+function mcp.state(key, init) end
+
+---@class mcp.Info
+---@field generation integer which load of the scripts this is (1, then one more at each reload)
+---@field generations_open integer generations still running calls (older ones finish theirs after a reload)
+---@field reloads integer
+---@field memory integer bytes the scripts' Lua state uses
+---@field tasks integer coroutines running (requests and what they spawned)
+
+---About the running server.
+---@return mcp.Info
+function mcp.info() end
+
+-- ---- Programs, files, the web, the bundle ----------------------------------
+
+---@class mcp.ExecOptions
+---@field argv string[] the program and its arguments; never run through a shell
+---@field cwd? string
+---@field env? table<string, string|number> the child's whole environment (default: the server's)
+---@field stdin? string written to the child's standard input (default: /dev/null)
+---@field timeout_ms? integer then SIGTERM to its process group, SIGKILL 0.5 s later (default: none; the call's own deadline still applies)
+---@field max_output_bytes? integer kept of stdout and of stderr each (default 16 MiB); beyond it `truncated`
+---@field stream? async fun(chunk: string, which: "stdout"|"stderr") output as it arrives, in the handler's coroutine
+
+---@class mcp.ExecResult
+---@field pid integer
+---@field code integer the exit status
+---@field signal integer the signal that ended it, or 0
+---@field stdout string
+---@field stderr string
+---@field timed_out boolean it was stopped at timeout_ms
+---@field truncated boolean output beyond max_output_bytes was dropped
+
+---Run a program and wait for it without blocking. The child is its own
+---process group, killed when the call ends first (cancelled, past its
+---deadline) or the server exits. Raises on misuse (no argv).
+---@async
+---@param opts mcp.ExecOptions
+---@return mcp.ExecResult? result nil when the program cannot be started
+---@return string? message "argv[1]: what went wrong"
+---@return string? code libuv's error name, e.g. "ENOENT", "EACCES"
+function mcp.exec(opts) end
+
+---Files, on libuv's thread pool, so a slow disk never stops the loop.
+---Expected failures return nil, a message naming the path, and an error
+---code ("ENOENT", "EACCES", "EISDIR", "EFBIG" for a file larger than the
+---memory limit leaves room for, ...).
+mcp.fs = {}
+
+---The whole file.
+---@async
+---@param path string
+---@return string? data
+---@return string? message
+---@return string? code
+function mcp.fs.read(path) end
+
+---Create or replace a file (mode 0644 when created).
+---@async
+---@param path string
+---@param data string
+---@return true? ok
+---@return string? message
+---@return string? code
+function mcp.fs.write(path, data) end
+
+---@class mcp.DirEntry
+---@field name string
+---@field type "file"|"directory"|"link"|"other" a link is not followed
+
+---A folder's entries (not "." and ".."), sorted by name.
+---@async
+---@param dir string
+---@return mcp.DirEntry[]? entries
+---@return string? message
+---@return string? code
+function mcp.fs.list(dir) end
+
+---@class mcp.FileInfo
+---@field type "file"|"directory"|"other" links are followed
+---@field size integer bytes
+---@field mtime number seconds since 1970, with fractions
+---@field mode integer permission bits (0755 is 493)
+
+---@async
+---@param path string
+---@return mcp.FileInfo? info
+---@return string? message
+---@return string? code
+function mcp.fs.stat(path) end
+
+---@alias mcp.HttpFailure "dns"|"connect"|"tls"|"timeout"|"too_large"|"redirects"|"protocol"
+
+---@class mcp.HttpOptions
+---@field url? string http:// or https:// (required by request; get and post take it as their first argument)
+---@field method? string default GET, or POST when there is a body
+---@field headers? table<string, string>
+---@field body? string
+---@field json? any encoded as the body, with content-type: application/json (not with body)
+---@field timeout_ms? integer the whole request (default 30 s; connecting gets at most 10 s of it)
+---@field max_bytes? integer a larger response fails with "too_large" (default 16 MiB)
+---@field max_redirects? integer followed, http and https only (default 5; 0 returns the 3xx itself)
+---@field ca_file? string PEM file of the CAs to trust instead of the system's
+---@field insecure? boolean skip certificate checks (tests only)
+---@field proxy? string a proxy URL (default: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY)
+---@field stream? async fun(chunk: string) the body as it arrives, in the handler's coroutine (`body` is then "")
+
+---HTTP/1.1 and HTTP/2 over TLS (libcurl, loaded on first use) without
+---blocking the loop. Expected failures return nil, a message naming the
+---URL, and an mcp.HttpFailure code; an HTTP error status is not a failure.
+---Misuse (no url, another scheme, an unknown option, a header value with a
+---line break) raises, as does a runtime without libcurl.
+mcp.http = {}
+
+---@class mcp.http.Response
+---@field status integer
+---@field headers table<string, string> lower-case names; repeated ones joined with ", "
+---@field body string decoded from gzip/deflate (and brotli, zstd when libcurl has them)
+---@field url string after redirects
+local Response = {}
+
+---The body decoded as JSON; raises when it is not JSON.
+---@return any
+function Response:json() end
+
+---Send a request and wait for its response.
+---@async
+---@param opts mcp.HttpOptions
+---@return mcp.http.Response? response
+---@return string? message
+---@return mcp.HttpFailure? code
+function mcp.http.request(opts) end
+
+---GET url.
+---@async
+---@param url string
+---@param opts? mcp.HttpOptions
+---@return mcp.http.Response? response
+---@return string? message
+---@return mcp.HttpFailure? code
+function mcp.http.get(url, opts) end
+
+---POST url, with opts.body (a string) or opts.json (a value to encode).
+---@async
+---@param url string
+---@param opts? mcp.HttpOptions
+---@return mcp.http.Response? response
+---@return string? message
+---@return mcp.HttpFailure? code
+function mcp.http.post(url, opts) end
+
+---The files that ship with the scripts: from the script folder under
+---`luamcp run`, from the program itself once built with `luamcp build`.
+---Names are relative to the folder, with "/" between parts; a name with an
+---empty, ".." or hidden part raises.
+mcp.bundle = {}
+
+---A file's bytes.
+---@param name string e.g. "data/words.txt"
+---@return string? bytes
+---@return string? message when there is no such file (or a link leads out of the folder)
+function mcp.bundle.read(name) end
+
+---The files under a folder, at every level, sorted, as read() takes them;
+---an empty list when there is no such folder.
+---@param dir string e.g. "skills"
+---@return string[] names
+function mcp.bundle.list(dir) end
+
+-- ---- ctx ------------------------------------------------------------------
+
+---What the request's protocol version offers.
+---@class mcp.Features
+---@field elicitation boolean
+---@field url_elicitation boolean
+---@field structured_output boolean
+---@field tool_errors_as_results boolean invalid tool arguments are a tool error, not -32602
+---@field batches boolean
+---@field modern boolean a 2026-07-28 request (no session)
+---@field input_required boolean questions to the client end the call with input_required, and the retry runs the handler again
+---@field not_found_invalid_params boolean an unknown resource is -32602, not -32002
+
+---@class mcp.SampleParams
+---@field messages (string|table)[] a string is a user text message
+---@field maxTokens integer
+---@field systemPrompt? string
+---@field temperature? number
+---@field [string] any the other sampling/createMessage params, as given
+
+---@class mcp.SampleResult
+---@field role string
+---@field content table
+---@field model string
+---@field stopReason? string
+
+---Form mode: a flat form (an object of string, number, integer, boolean
+---and multi-select fields).
+---@class mcp.ElicitParams
+---@field message string
+---@field requestedSchema table
+
+---URL mode (2025-11-25 and later, if the client declared it).
+---@class mcp.ElicitUrlParams
+---@field mode "url"
+---@field message string
+---@field url string
+---@field elicitationId? string default: a random one
+
+---@class mcp.ElicitResult
+---@field action "accept"|"decline"|"cancel"
+---@field content? table the answers (accept only), validated against requestedSchema
+
+---@class mcp.Root
+---@field uri string
+---@field name? string
+
+---The context every handler receives, valid during its request. Once the
+---request has ended its fields are nil (cancelled is true) and its methods
+---raise. The questions to the client (sample, elicit, roots, ask) work in
+---both protocol eras: in a session they send a request to the client and
+---wait, raising on the client's error or no answer (--client-timeout); in a
+---2026-07-28 request the call ends with input_required and the handler
+---runs again with the answers (code before the first question runs again:
+---see once); in a call that became a task, they are the task's
+---inputRequests. Asking for a capability the client did not declare raises
+---at once.
+---@class mcp.Context
+---@field id integer|string the request's JSON-RPC id
+---@field method string e.g. "tools/call"
+---@field protocol_version string
+---@field client table? clientInfo (2026-07-28: from the request's _meta)
+---@field capabilities table? the client's capabilities (2026-07-28: from the request's _meta)
+---@field meta table? the request's _meta, without the 2026-07-28 envelope the fields above give
+---@field progress_token string|integer|nil the request's progressToken
+---@field task_id string? the MCP task id, when the call runs as a task
+---@field features mcp.Features
+---@field cancelled boolean true once the request was cancelled or answered
+local Context = {}
+
+---notifications/message for this request, filtered by the client's level
+---(2026-07-28: only when the request's _meta asked for a level). In a task,
+---info and above becomes the task's statusMessage. Raises on an unknown
+---level.
+---@param level mcp.LogLevel
+---@param data any sent as JSON
+---@param logger? string
+function Context:log(level, data, logger) end
+
+---notifications/progress for the request's progressToken (nothing without
+---one). Raises unless progress is finite and larger than the last. In a
+---task it becomes the statusMessage ("3/10: copying").
+---@param progress number
+---@param total? number
+---@param message? string
+function Context:progress(progress, total, message) end
+
+---HTTP: end this request's SSE stream now; the client resumes it with
+---Last-Event-ID.
+---@return boolean closed false when there is no stream to close (stdio, or a call that became a task)
+function Context:close_sse_stream() end
+
+---Ask the client's model (sampling/createMessage).
+---@async
+---@param params mcp.SampleParams
+---@param key? string names the question in a 2026-07-28 input_required result (default "input-N", in asking order)
+---@return mcp.SampleResult
+function Context:sample(params, key) end
+
+---Ask the user (elicitation/create). An accepted answer is validated
+---against requestedSchema (raises if it does not match).
+---@async
+---@param params mcp.ElicitParams
+---@param key? string names the question in a 2026-07-28 input_required result
+---@return mcp.ElicitResult
+---@overload fun(self: mcp.Context, params: mcp.ElicitUrlParams, key?: string): mcp.ElicitResult
+function Context:elicit(params, key) end
+
+---The client's roots (roots/list).
+---@async
+---@param key? string names the question in a 2026-07-28 input_required result
+---@return mcp.Root[]
+function Context:roots(key) end
+
+---Several questions at once: `{key = {"elicit"|"sample"|"roots", params}, ...}`.
+---In a 2026-07-28 request they go to the client together; in a session
+---one after the other.
+---@async
+---@param questions table<string, table> each `{kind, params}`, kind "elicit", "sample" or "roots"
+---@return table<string, table> answers under the same keys
+function Context:ask(questions) end
+
+---fn(), run once per request: in a 2026-07-28 request, where the handler
+---runs again on every round of questions, later rounds get the first
+---round's value back (it must be JSON). In a session it simply calls fn.
+---@generic T
+---@param key string
+---@param fn fun(): T
+---@return T
+function Context:once(key, fn) end
+
+return mcp
