@@ -534,7 +534,7 @@ static bool write_mcpb(const build_options *o, const server_facts *facts, const 
   write_manifest(&manifest, facts, binary);
   buf_printf(&entry, MCPB_SERVER_DIR "%s", binary);
   zip_writer z;
-  zip_writer_init(&z, &archive, 0);
+  zip_writer_init(&z, &archive, 0, ZIP_DEFLATED);
   zip_add(&z, "manifest.json", manifest.data, manifest.len, 0644);
   zip_add(&z, entry.data, program->data, program->len, 0755);
   bool ok = zip_finish(&z, 0);
