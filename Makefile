@@ -13,11 +13,14 @@ CC      ?= gcc
 CFLAGS  ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Iruntime -MMD -MP
 CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
-# Lua, lua-cjson, libuv, http_parser and OpenSSL's libcrypto (the HMAC that
-# seals requestState) and libyaml (SKILL.md front matter) are linked statically; only the C library (libc,
-# libm, libdl, libpthread) stays dynamic.
+# Lua, lua-cjson, libuv, http_parser, OpenSSL's libcrypto (the HMAC that
+# seals requestState), libyaml (SKILL.md front matter) and zlib (the .mcpb's
+# deflate) are linked statically; only the C library (libc, libm, libdl,
+# libpthread) stays dynamic. CORE_LIBS are what runtime/core itself needs:
+# the unit tests and runtime/tools/fuzz.sh link the core with them alone.
+CORE_LIBS   := $(LIBDIR)/libcrypto.a $(LIBDIR)/libz.a
 STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a \
-               $(LIBDIR)/libcrypto.a $(LIBDIR)/libyaml.a
+               $(LIBDIR)/libyaml.a $(CORE_LIBS)
 LDLIBS  += -lm -ldl -lpthread
 # Lua C modules (require "luasql.sqlite3") are shared libraries that take
 # the Lua C API from the program that loads them: export it, and nothing
@@ -27,7 +30,7 @@ EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=
 
 # The layers, one folder each (README "Architecture"); a file includes only
 # its own folder and the folders below it (runtime/tools/check-layers.sh):
-#   core/       JSON, JSON-RPC, versions, sessions, schema, regex, limits, bundles: no Lua, no libuv
+#   core/       JSON, JSON-RPC, versions, sessions, schema, regex, limits, bundles, ZIP: no Lua, no libuv
 #   transport/  stdio and HTTP over libuv                                          -> core
 #   app/        generations, tasks, the watchdog, one file per Lua binding          -> core
 #   cli/        the commands: run, dev, build                                        -> everything
@@ -97,7 +100,7 @@ test-deps:
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle
 
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(CORE_GUARD) | deps build/obj
-	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(LIBDIR)/libcrypto.a -lm -ldl -lpthread
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
 
 test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh

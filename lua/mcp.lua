@@ -12,6 +12,7 @@ local registry = require "mcp.registry"
 local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
 local check = require "mcp.check"
+local config = require "mcp.config"
 require "mcp.context" -- adds ctx:sample, ctx:elicit and ctx:roots
 
 local M = {}
@@ -135,6 +136,20 @@ local server_info_json
 ---@field cacheScope? "public"|"private" (default "private")
 ---@field requestStateTtlMs? integer how long a client has to answer an input_required result
 ---@field extensions? table<string, table> capabilities.extensions, by extension id
+---@field author? string|{name: string, email?: string, url?: string} for `luamcp build --mcpb`'s manifest
+---@field license? string for the manifest (an SPDX identifier such as "MIT")
+---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
+---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
+
+---@class mcp.ConfigSetting an MCPB user_config entry
+---@field type "string"|"number"|"boolean"|"directory"|"file"
+---@field title string
+---@field description string
+---@field required? boolean
+---@field default? string|number|boolean
+---@field sensitive? boolean type "string": masked, kept in the keychain
+---@field min? number type "number"
+---@field max? number type "number"
 
 --- Describe the server (serverInfo and instructions in initialize).
 ---@param info mcp.ServerInfo
@@ -142,6 +157,9 @@ function M.server(info)
   check_definition("server", info)
   check_cache_hints(info)
   check_type(info, "extensions", "table", true, 3)
+  check_type(info, "license", "string", true, 3)
+  check_type(info, "icon", "string", true, 3)
+  if info.config ~= nil then config.check(info.config, 2) end
   if info.extensions then
     local ok, err = pcall(core.json_encode, core.object(info.extensions))
     if not ok then error("extensions: " .. tostring(err), 2) end
@@ -530,8 +548,6 @@ function M._fingerprints()
            prompts = wires(registry.prompts) }
 end
 
---- What `luamcp build --mcpb` writes into manifest.json: mcp.server{}'s
---- fields and the tools registered while the scripts loaded.
 -- `luamcp inspect`: what the scripts serve, as clients see it. Text for a
 -- person, or JSON (the wire entries of every list).
 local function schema_lines(out, schema, indent)
@@ -612,13 +628,30 @@ function M._inspect(as_json)
   return inspect_text(view)
 end
 
+--- What `luamcp build --mcpb` writes into manifest.json: mcp.server{}'s
+--- fields, its config as user_config entries (lua/mcp/config.lua), and the
+--- tools and prompts registered while the scripts loaded.
 function M._manifest()
-  local tools = {}
+  local tools, prompts = {}, {}
   for _, tool in ipairs(registry.tools:enabled_entries()) do
     local wire = core.json_decode(tool.wire[1])
     tools[#tools + 1] = { name = tool.name, description = wire.description }
   end
-  return { server = registry.server, tools = tools }
+  for _, prompt in ipairs(registry.prompts:enabled_entries()) do
+    local wire = core.json_decode(prompt.wire[1])
+    local arguments = {}
+    for i, a in ipairs(prompt.arguments) do arguments[i] = a.name end
+    prompts[#prompts + 1] = { name = prompt.name, title = wire.title, description = wire.description,
+                              arguments = arguments }
+  end
+  return { server = registry.server, tools = tools, prompts = prompts,
+           user_config = config.manifest_entries(registry.server.config) }
+end
+
+--- Once serving starts (luamcp run, dev, a built program; not build or
+--- inspect): warn about required config whose variable is not set.
+function M._check_environment()
+  config.warn_unset(registry.server.config)
 end
 
 return M

@@ -9,6 +9,7 @@ local LUAMCP = client.LUAMCP
 local DEMO = "scripts/demo"
 local FIXTURE = "spec/fixtures/build"
 local BROKEN = "spec/fixtures/build_broken"
+local MCPB_FIXTURE = "spec/fixtures/build_mcpb"
 
 local function quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
@@ -351,6 +352,157 @@ describe("luamcp build --mcpb", function()
     assert.are.equal(1, code)
     assert.is_truthy(err:find("needs an author", 1, true), err)
     assert.is_falsy(io.open(dir .. "/x", "rb"))
+  end)
+end)
+
+describe("luamcp build --mcpb of a server with settings, a prompt and an icon", function()
+  local dir, program, mcpb, manifest
+  setup(function()
+    dir = client.temp_dir()
+    program, mcpb = dir .. "/fixture-server", dir .. "/fixture.mcpb"
+    build_ok(MCPB_FIXTURE, "-o", program, "--mcpb", mcpb)
+    manifest = cjson.decode((select(2, sh("unzip -p " .. quote(mcpb) .. " manifest.json"))))
+  end)
+  teardown(function() client.remove_tree(dir) end)
+
+  --- The fields of an object, sorted: what a strict manifest schema allows.
+  local function keys(t)
+    local list = {}
+    for k in pairs(t) do list[#list + 1] = k end
+    table.sort(list)
+    return list
+  end
+
+  it("writes config as user_config, each setting mapped to an environment variable", function()
+    assert.are.same({
+      api_key = { type = "string", title = "API key", description = "The key for the service", sensitive = true,
+                  required = true },
+      limit = { type = "number", title = "Limit", description = "At most this many results", default = 10, min = 1,
+                max = 100 },
+      notes_dir = { type = "directory", title = "Notes folder", description = "Where notes are kept" },
+    }, manifest.user_config)
+    -- The key upper-cased, and the placeholder the host replaces.
+    assert.are.same({ API_KEY = "${user_config.api_key}", LIMIT = "${user_config.limit}",
+                      NOTES_DIR = "${user_config.notes_dir}" }, manifest.server.mcp_config.env)
+    assert.are.same({}, manifest.server.mcp_config.args)
+  end)
+
+  it("lists the prompts with their argument names, and the license and icon", function()
+    -- text is required by the manifest schema; a luamcp prompt's messages
+    -- come from get at run time, so it carries the description.
+    assert.are.same({ { name = "review", description = "Ask for a review of one change", arguments = { "change", "focus" },
+                        text = "Ask for a review of one change" } }, manifest.prompts)
+    assert.are.same({ "arguments", "description", "name", "text" }, keys(manifest.prompts[1]))
+    assert.are.equal("MIT", manifest.license)
+    assert.are.equal("icon.png", manifest.icon)
+    local _, icon = sh("unzip -p " .. quote(mcpb) .. " icon.png")
+    assert.is_true(icon == client.read_file(MCPB_FIXTURE .. "/icon.png"))
+  end)
+
+  it("deflates the archive, and unzip and Python's zipfile read back every byte", function()
+    local _, listing = sh("unzip -v " .. quote(mcpb))
+    local size, stored = listing:match("\n%s*(%d+)%s+Defl:N%s+(%d+)[^\n]* server/fixture%-server\n")
+    assert.is_truthy(size, listing)
+    assert.is_truthy(tonumber(stored) < tonumber(size) / 2, listing)
+    assert.is_truthy(listing:find("Defl:N[^\n]* manifest%.json\n"), listing)
+    local code, out = sh("unzip -t " .. quote(mcpb))
+    assert.are.equal(0, code, out)
+    code, out = sh("python3 -m zipfile -t " .. quote(mcpb))
+    assert.are.equal(0, code, out)
+
+    local unpacked = dir .. "/python"
+    code, out = sh("python3 -m zipfile -e " .. quote(mcpb) .. " " .. quote(unpacked))
+    assert.are.equal(0, code, out)
+    assert.is_true(client.read_file(unpacked .. "/server/fixture-server") == client.read_file(program))
+    assert.is_true(client.read_file(unpacked .. "/icon.png") == client.read_file(MCPB_FIXTURE .. "/icon.png"))
+    assert.are.same(manifest, cjson.decode(client.read_file(unpacked .. "/manifest.json")))
+  end)
+
+  it("unpacks into a server that reads its settings from the environment, as Claude Desktop passes them", function()
+    local unpacked = dir .. "/unzip"
+    local code, out = sh("unzip -q " .. quote(mcpb) .. " -d " .. quote(unpacked))
+    assert.are.equal(0, code, out)
+    -- What the host makes of mcp_config.env: the user's value, or for a
+    -- setting left empty the placeholder as it was, which reads as unset.
+    local env = {}
+    for name, placeholder in pairs(manifest.server.mcp_config.env) do
+      local given = { API_KEY = "secret-123", LIMIT = "25" }
+      env[#env + 1] = name .. "=" .. (given[name] or placeholder)
+    end
+    local server = client.spawn({}, { bin = unpacked .. "/" .. manifest.server.entry_point, cwd = unpacked, env = env })
+    server:initialize()
+    local settings = server:call_tool("settings", {}).structuredContent
+    assert.are.same({ api_key = "secret-123", limit = "25" }, settings)
+    stop(server)
+    assert.is_falsy(server.stderr:find("is not set", 1, true), server.stderr)
+  end)
+
+  it("warns when serving without a required setting's variable, and serves anyway", function()
+    local server = client.spawn({ "run", MCPB_FIXTURE }, { env = { "LIMIT=3" } })
+    server:initialize()
+    assert.are.same({ limit = "3" }, server:call_tool("settings", {}).structuredContent)
+    stop(server)
+    assert.is_truthy(server.stderr:find('API_KEY is not set: mcp.server{} config api_key ("API key") is required', 1,
+      true), server.stderr)
+    assert.is_falsy(server.stderr:find("LIMIT", 1, true), server.stderr)
+    -- Building loads the scripts too, but serves nothing: no warning.
+    local err = build_ok(MCPB_FIXTURE, "-o", dir .. "/again")
+    assert.is_falsy(err:find("is not set", 1, true), err)
+  end)
+
+  it("takes --icon and --license over mcp.server{}, and refuses an icon that is not a PNG", function()
+    local png = dir .. "/other.png"
+    client.write_file(png, "\137PNG\r\n\26\n" .. "another icon")
+    local other = dir .. "/other.mcpb"
+    build_ok(MCPB_FIXTURE, "-o", dir .. "/other", "--mcpb", other, "--icon", png, "--license", "Apache-2.0")
+    local m = cjson.decode((select(2, sh("unzip -p " .. quote(other) .. " manifest.json"))))
+    assert.are.equal("Apache-2.0", m.license)
+    assert.are.equal("icon.png", m.icon)
+    assert.are.equal(client.read_file(png), (select(2, sh("unzip -p " .. quote(other) .. " icon.png"))))
+
+    local code, _, err = build(MCPB_FIXTURE, "-o", dir .. "/x", "--mcpb", dir .. "/x.mcpb", "--icon", "README.md")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("--icon: README.md: not a PNG file", 1, true), err)
+    assert.is_falsy(io.open(dir .. "/x", "rb"))
+  end)
+
+  it("refuses an mcp.server{} icon that is not in the script folder", function()
+    local folder = client.temp_dir()
+    client.write_file(folder .. "/main.lua",
+      'local mcp = require "mcp"\nmcp.server { author = "a", icon = "missing.png" }\n')
+    local code, _, err = build(folder, "-o", folder .. "/out", "--mcpb", folder .. "/out.mcpb")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("mcp.server{} icon: " .. folder .. "/missing.png: No such file", 1, true), err)
+    client.remove_tree(folder)
+  end)
+
+  it("refuses bad config fields when the script loads, with file and line", function()
+    local cases = {
+      { 'api_key = { type = "string", title = "T", description = "D", sensitiv = true }',
+        "config.api_key: unknown field sensitiv (did you mean sensitive?)" },
+      { 'api_key = { type = "strng", title = "T", description = "D" }',
+        'config.api_key: type must be one of string, number, boolean, directory, file, got "strng" (did you mean string?)' },
+      { 'api_key = { type = "string", description = "D" }', "config.api_key needs a title" },
+      { '["api-key"] = { type = "string", title = "T", description = "D" }', 'config key "api-key": use letters' },
+      { 'limit = { type = "number", title = "T", description = "D", default = "5" }',
+        'config.limit: default must be a number for type "number", got string' },
+      { 'limit = { type = "number", title = "T", description = "D", min = 5, max = 1 }', "config.limit: min 5 is more than max 1" },
+      { 'flag = { type = "boolean", title = "T", description = "D", sensitive = true }',
+        'config.flag: sensitive applies to type "string"' },
+      { 'dirs = { type = "directory", title = "T", description = "D", multiple = true }',
+        "config.dirs: multiple = true cannot reach the program" },
+      { 'key = { type = "string", title = "T", description = "D" }, KEY = { type = "string", title = "T", description = "D" }',
+        "config keys KEY and key would both be the environment variable KEY" },
+    }
+    local folder = client.temp_dir()
+    for _, case in ipairs(cases) do
+      client.write_file(folder .. "/main.lua", 'local mcp = require "mcp"\n\nmcp.server {\n  author = "a",\n  config = { '
+        .. case[1] .. " },\n}\n")
+      local code, _, err = build(folder, "-o", folder .. "/out")
+      assert.are.equal(1, code, case[1])
+      assert.is_truthy(err:find(folder .. "/main.lua:3: " .. case[2], 1, true), err)
+    end
+    client.remove_tree(folder)
   end)
 end)
 

@@ -28,10 +28,15 @@ local function fields(...)
   return set(list)
 end
 
+--- The fields of one setting of mcp.server{config} (lua/mcp/config.lua):
+--- an MCPB user_config entry's, in the order manifest.json lists them.
+M.CONFIG_FIELDS = { "type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max" }
+
 --- The fields each kind of definition takes.
 M.FIELDS = {
   server = fields("version", "websiteUrl", "instructions", "coerce", "ttlMs", "cacheScope", "requestStateTtlMs",
-    "extensions", "author"),
+    "extensions", "author", "license", "icon", "config"),
+  config = set(M.CONFIG_FIELDS),
   tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler"),
   ["tool task"] = set { "after_ms", "required", "poll_ms" },
   resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope"),
@@ -74,8 +79,9 @@ function M.suggest(word, candidates)
   return best
 end
 
---- Raise on a field the kind does not take (level: the script's).
-function M.fields(kind, def, level)
+--- Raise on a field the kind does not take (level: the script's; label:
+--- what the message calls def, by default mcp.KIND and its name).
+function M.fields(kind, def, level, label)
   local known = M.FIELDS[kind]
   local unknown = {}
   for k in pairs(def) do
@@ -85,9 +91,8 @@ function M.fields(kind, def, level)
   table.sort(unknown)
   local f = unknown[1]
   local hint = M.suggest(f, known)
-  local what = type(def.name) == "string" and (" " .. def.name) or ""
-  error(("mcp.%s%s: unknown field %s%s"):format(kind, what, f,
-    hint and (" (did you mean " .. hint .. "?)") or ""), level + 1)
+  label = label or ("mcp." .. kind .. (type(def.name) == "string" and (" " .. def.name) or ""))
+  error(("%s: unknown field %s%s"):format(label, f, hint and (" (did you mean " .. hint .. "?)") or ""), level + 1)
 end
 
 --- Tool names: what clients accept (SEP-986).

@@ -263,6 +263,7 @@ bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, con
   if (!app->current) return false;
   app->current->app = app;
   app->current->generation = ++app->generations;
+  vm_check_environment(app->current);
   uv_timer_init(loop, &app->debounce);
   app->debounce.data = app;
   uv_check_init(loop, &app->reaper);

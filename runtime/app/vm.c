@@ -567,6 +567,20 @@ static bool bind_library(vm *v, buf *err) {
   return started;
 }
 
+void vm_check_environment(vm *v) {
+  lua_State *L = v->L;
+  buf err = BUF_INIT;
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp");
+  if (protected_call(L, 1, 1, &err)) {
+    lua_getfield(L, -1, "_check_environment");
+    lua_remove(L, -2);
+    protected_call(L, 0, 0, &err);
+  }
+  if (err.len) log_write(LOG_ERROR, "checking the environment failed: %s", err.data);
+  buf_free(&err);
+}
+
 vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {
   vm *v = calloc(1, sizeof *v);
   v->srv = srv;

@@ -12,6 +12,11 @@
  * come from it instead, and path only names them (the default server name). */
 vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err);
 void vm_free(vm *v);
+/* Warn on stderr about what the scripts declare they need from the
+ * environment and do not get (mcp.server{config}, lua/mcp/config.lua).
+ * Called once when a server starts serving, not by build or inspect, which
+ * load the scripts too. */
+void vm_check_environment(vm *v);
 
 /* package.searchers entry: the Lua library built into the binary (also
  * the client side's, cli/client.c). */

@@ -3,6 +3,14 @@
  * `luamcp run` does, append it to a copy of the runtime as a bundle (the
  * format is in bundle.h), and optionally wrap the result with a manifest
  * into an MCP Bundle (.mcpb) that Claude Desktop installs in one click.
+ *
+ * The .mcpb is a deflated ZIP of manifest.json, server/OUT and, with an
+ * icon, icon.png. Each mcp.server{config} setting (lua/mcp/config.lua)
+ * becomes a user_config entry and an environment variable in
+ * server.mcp_config.env, "API_KEY": "${user_config.api_key}": the host
+ * replaces the placeholder with what the user entered, or leaves it as it
+ * is when the user entered nothing (mcpb's getMcpConfigForManifest), which
+ * build_unset_unfilled_settings undoes at start-up.
  */
 #include "cli/build.h"
 
@@ -29,6 +37,12 @@
 #define MCPB_MANIFEST_VERSION "0.3"
 /* Where the executable goes inside the .mcpb, as in the spec's examples. */
 #define MCPB_SERVER_DIR "server/"
+/* Where --icon goes inside the .mcpb, as in the spec's examples. */
+#define MCPB_ICON_NAME "icon.png"
+/* How mcp_config.env names a user_config value: PREFIX KEY "}". */
+#define MCPB_PLACEHOLDER_PREFIX "${user_config."
+/* Every PNG file starts with these 8 bytes (PNG spec, 5.2). */
+#define PNG_SIGNATURE "\x89PNG\r\n\x1a\n"
 /* Subfolders followed below the script folder (symbolic links can loop). */
 #define MAX_FOLDER_DEPTH 32
 
@@ -40,7 +54,8 @@ typedef struct build_options {
   bool bytecode, strip;
   bool static_runtime;       /* --static: runtime is luamcp-static next to this program */
   /* manifest.json fields that override mcp.server{} */
-  const char *name, *version, *description, *author;
+  const char *name, *version, *description, *author, *license;
+  const char *icon; /* --icon: a PNG file (from the working directory) or an https:// URL */
 } build_options;
 
 /* One file of the script folder. Owner: its file_list. */
@@ -56,15 +71,35 @@ typedef struct file_list {
   size_t count, cap;
 } file_list;
 
+/* One registered prompt, for manifest.json. Owner: its server_facts. */
+typedef struct prompt_fact {
+  char *name, *description, *text;
+  size_t argument_count;
+  char **arguments; /* the names only: the manifest says no more */
+} prompt_fact;
+
+/* One mcp.server{config} setting, for manifest.json. Owner: its
+ * server_facts. The fields come as JSON text from lua/mcp/config.lua, which
+ * checked them and puts them in the manifest's order. */
+typedef struct config_fact {
+  char *key, *env;
+  size_t field_count;
+  char **field_names, **field_json;
+} config_fact;
+
 /* What the bundle and manifest.json say about the server, from
- * mcp.server{}, the registered tools, and the flags. Owner: build_command;
- * every string is malloc'ed (NULL when absent). */
+ * mcp.server{}, the registered tools and prompts, and the flags. Owner:
+ * build_command; every string is malloc'ed (NULL when absent). */
 typedef struct server_facts {
   char *default_name; /* what the server is called when mcp.server{} names none */
-  char *name, *title, *version, *description;
+  char *name, *title, *version, *description, *license, *icon;
   char *author_name, *author_email, *author_url;
   size_t tool_count;
   char **tool_names, **tool_descriptions;
+  size_t prompt_count;
+  prompt_fact *prompts;
+  size_t config_count;
+  config_fact *config;
 } server_facts;
 
 static void usage_error(const char *fmt, const char *arg) {
@@ -89,17 +124,25 @@ void build_usage(FILE *to) {
           "  --strip                with --bytecode: leave out debug information\n"
           "                         (smaller; errors lose file names and line numbers)\n"
           "  --mcpb FILE            also write an MCP Bundle for Claude Desktop: a zip of\n"
-          "                         manifest.json and OUT\n"
+          "                         manifest.json, OUT and the icon\n"
           "  --name NAME            manifest name (default: mcp.server{} name, else the folder's)\n"
           "  --version VERSION      manifest version (default: mcp.server{} version, else 0.0.0)\n"
           "  --description TEXT     manifest description (default: mcp.server{} description\n"
           "                         or title)\n"
           "  --author NAME          manifest author (default: mcp.server{} author, a name or\n"
           "                         { name, email, url }); the manifest requires one\n"
+          "  --license NAME         manifest license, e.g. MIT (default: mcp.server{} license)\n"
+          "  --icon FILE            a PNG, packed as icon.png (default: mcp.server{} icon: a\n"
+          "                         PNG in the script folder, or an https:// URL)\n"
           "  --runtime FILE         use FILE (another luamcp executable, e.g. a static build)\n"
           "                         as the runtime instead of this one\n"
           "  --static               the same as --runtime with luamcp-static next to this\n"
-          "                         program (make build/luamcp-static)\n");
+          "                         program (make build/luamcp-static)\n"
+          "\n"
+          "The .mcpb is deflated. Its manifest.json lists the tools and prompts the scripts\n"
+          "register, and mcp.server{} config as user_config: Claude Desktop asks the user\n"
+          "for each setting and passes it in an environment variable named by the key in\n"
+          "upper case (api_key: API_KEY, read with os.getenv(\"API_KEY\")).\n");
 }
 
 static void parse_build_options(int argc, char **argv, build_options *o) {
@@ -114,6 +157,8 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
     else if (strcmp(a, "--version") == 0) text_option = &o->version;
     else if (strcmp(a, "--description") == 0) text_option = &o->description;
     else if (strcmp(a, "--author") == 0) text_option = &o->author;
+    else if (strcmp(a, "--license") == 0) text_option = &o->license;
+    else if (strcmp(a, "--icon") == 0) text_option = &o->icon;
     if (text_option) {
       if (!value) usage_error("%s needs a value", a);
       *text_option = value;
@@ -300,6 +345,67 @@ static char *string_at(lua_State *L, int table, const char *key) {
   return s;
 }
 
+/* The strings of the array at index, malloc'ed; *count set. */
+static char **strings_at(lua_State *L, int index, size_t *count) {
+  *count = (size_t)lua_rawlen(L, index);
+  char **out = calloc(*count + 1, sizeof *out);
+  for (size_t i = 0; i < *count; i++) {
+    lua_rawgeti(L, index, (lua_Integer)i + 1);
+    out[i] = strdup(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+    lua_pop(L, 1);
+  }
+  return out;
+}
+
+/* manifest.prompts: what mcp._manifest() says of each prompt. The manifest
+ * requires a text, the prompt's template; a luamcp prompt's messages come
+ * from its get function at run time, so the text is its description (else
+ * title, else name). */
+static void read_prompt_facts(lua_State *L, int prompts, server_facts *facts) {
+  facts->prompt_count = (size_t)lua_rawlen(L, prompts);
+  facts->prompts = calloc(facts->prompt_count + 1, sizeof *facts->prompts);
+  for (size_t i = 0; i < facts->prompt_count; i++) {
+    prompt_fact *p = &facts->prompts[i];
+    lua_rawgeti(L, prompts, (lua_Integer)i + 1);
+    int prompt = lua_gettop(L);
+    p->name = string_at(L, prompt, "name");
+    p->description = string_at(L, prompt, "description");
+    p->text = p->description ? strdup(p->description) : string_at(L, prompt, "title");
+    if (!p->text) p->text = strdup(p->name);
+    lua_getfield(L, prompt, "arguments");
+    p->arguments = strings_at(L, lua_gettop(L), &p->argument_count);
+    lua_settop(L, prompt - 1);
+  }
+}
+
+/* manifest.user_config: mcp._manifest()'s entries, { key, env, fields =
+ * { {name, JSON text}, ... } }. */
+static void read_config_facts(lua_State *L, int entries, server_facts *facts) {
+  facts->config_count = (size_t)lua_rawlen(L, entries);
+  facts->config = calloc(facts->config_count + 1, sizeof *facts->config);
+  for (size_t i = 0; i < facts->config_count; i++) {
+    config_fact *c = &facts->config[i];
+    lua_rawgeti(L, entries, (lua_Integer)i + 1);
+    int entry = lua_gettop(L);
+    c->key = string_at(L, entry, "key");
+    c->env = string_at(L, entry, "env");
+    lua_getfield(L, entry, "fields");
+    int fields = lua_gettop(L);
+    c->field_count = (size_t)lua_rawlen(L, fields);
+    c->field_names = calloc(c->field_count + 1, sizeof(char *));
+    c->field_json = calloc(c->field_count + 1, sizeof(char *));
+    for (size_t f = 0; f < c->field_count; f++) {
+      lua_rawgeti(L, fields, (lua_Integer)f + 1);
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      c->field_names[f] = strdup(lua_tostring(L, -2));
+      c->field_json[f] = strdup(lua_tostring(L, -1));
+      lua_pop(L, 3);
+    }
+    lua_settop(L, entry - 1);
+  }
+}
+
 /* Ask the loaded library: mcp.core.default_name() and mcp._manifest(). */
 static bool read_server_facts(vm *v, server_facts *facts, buf *err) {
   lua_State *L = v->L;
@@ -321,6 +427,8 @@ static bool read_server_facts(vm *v, server_facts *facts, buf *err) {
   facts->title = string_at(L, server, "title");
   facts->version = string_at(L, server, "version");
   facts->description = string_at(L, server, "description");
+  facts->license = string_at(L, server, "license");
+  facts->icon = string_at(L, server, "icon");
   lua_getfield(L, server, "author");
   if (lua_type(L, -1) == LUA_TSTRING) {
     facts->author_name = strdup(lua_tostring(L, -1));
@@ -342,6 +450,12 @@ static bool read_server_facts(vm *v, server_facts *facts, buf *err) {
     facts->tool_descriptions[i] = string_at(L, -1, "description");
     lua_pop(L, 1);
   }
+  lua_settop(L, manifest);
+  lua_getfield(L, manifest, "prompts");
+  read_prompt_facts(L, lua_gettop(L), facts);
+  lua_settop(L, manifest);
+  lua_getfield(L, manifest, "user_config");
+  read_config_facts(L, lua_gettop(L), facts);
   lua_settop(L, base);
   return true;
 failed:
@@ -350,16 +464,30 @@ failed:
   return false;
 }
 
+static void free_strings(char **list, size_t count) {
+  for (size_t i = 0; list && i < count; i++) free(list[i]);
+  free(list);
+}
+
 static void server_facts_free(server_facts *f) {
-  char **strings[] = {&f->default_name, &f->name, &f->title, &f->version, &f->description,
-                      &f->author_name, &f->author_email, &f->author_url};
+  char **strings[] = {&f->default_name, &f->name, &f->title, &f->version, &f->description, &f->license,
+                      &f->icon, &f->author_name, &f->author_email, &f->author_url};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
-  for (size_t i = 0; i < f->tool_count; i++) {
-    free(f->tool_names[i]);
-    free(f->tool_descriptions[i]);
+  free_strings(f->tool_names, f->tool_count);
+  free_strings(f->tool_descriptions, f->tool_count);
+  for (size_t i = 0; i < f->prompt_count; i++) {
+    prompt_fact *p = &f->prompts[i];
+    free(p->name), free(p->description), free(p->text);
+    free_strings(p->arguments, p->argument_count);
   }
-  free(f->tool_names);
-  free(f->tool_descriptions);
+  free(f->prompts);
+  for (size_t i = 0; i < f->config_count; i++) {
+    config_fact *c = &f->config[i];
+    free(c->key), free(c->env);
+    free_strings(c->field_names, c->field_count);
+    free_strings(c->field_json, c->field_count);
+  }
+  free(f->config);
 }
 
 /* A built program runs only Lua (the bundle and the built-in library): a
@@ -457,10 +585,65 @@ static void json_member_string(buf *b, const char *indent, const char *key, cons
   buf_append_str(b, more ? ",\n" : "\n");
 }
 
+/* "mcp_config": how the host starts the program, with each setting in its
+ * environment variable. */
+static void write_mcp_config(buf *b, const server_facts *f, const char *binary) {
+  buf command = BUF_INIT;
+  buf_printf(&command, "${__dirname}/" MCPB_SERVER_DIR "%s", binary);
+  buf_puts(b, "    \"mcp_config\": {\n");
+  json_member_string(b, "      ", "command", command.data, true);
+  buf_append_str(b, f->config_count ? "      \"args\": [],\n      \"env\": {\n" : "      \"args\": []\n");
+  for (size_t i = 0; i < f->config_count; i++) {
+    buf placeholder = BUF_INIT;
+    buf_printf(&placeholder, MCPB_PLACEHOLDER_PREFIX "%s}", f->config[i].key);
+    json_member_string(b, "        ", f->config[i].env, placeholder.data, i + 1 < f->config_count);
+    buf_free(&placeholder);
+  }
+  if (f->config_count) buf_puts(b, "      }\n");
+  buf_puts(b, "    }\n");
+  buf_free(&command);
+}
+
+static void write_prompts(buf *b, const server_facts *f) {
+  buf_puts(b, "  \"prompts\": [");
+  for (size_t i = 0; i < f->prompt_count; i++) {
+    const prompt_fact *p = &f->prompts[i];
+    buf_append_str(b, i ? ",\n    {\n" : "\n    {\n");
+    json_member_string(b, "      ", "name", p->name, true);
+    if (p->description) json_member_string(b, "      ", "description", p->description, true);
+    if (p->argument_count) {
+      buf_puts(b, "      \"arguments\": [");
+      for (size_t a = 0; a < p->argument_count; a++) {
+        if (a) buf_puts(b, ", ");
+        json_write_string(b, p->arguments[a], strlen(p->arguments[a]));
+      }
+      buf_puts(b, "],\n");
+    }
+    json_member_string(b, "      ", "text", p->text, false);
+    buf_puts(b, "    }");
+  }
+  buf_append_str(b, f->prompt_count ? "\n  ],\n" : "],\n");
+}
+
+static void write_user_config(buf *b, const server_facts *f) {
+  buf_puts(b, "  \"user_config\": {\n");
+  for (size_t i = 0; i < f->config_count; i++) {
+    const config_fact *c = &f->config[i];
+    buf_puts(b, "    ");
+    json_write_string(b, c->key, strlen(c->key));
+    buf_puts(b, ": {\n");
+    for (size_t k = 0; k < c->field_count; k++)
+      buf_printf(b, "      \"%s\": %s%s\n", c->field_names[k], c->field_json[k], k + 1 < c->field_count ? "," : "");
+    buf_append_str(b, i + 1 < f->config_count ? "    },\n" : "    }\n");
+  }
+  buf_puts(b, "  },\n");
+}
+
 /* manifest.json for MCPB manifest_version 0.3: the required fields
  * (manifest_version, name, version, description, author.name, server
- * with type, entry_point and mcp_config) and the tools. Every object in
- * that schema is strict, so nothing else is written. */
+ * with type, entry_point and mcp_config), then what is known of icon,
+ * tools, prompts, license and user_config, and the platform. Every object in that schema is strict, so nothing else is
+ * written. f->icon is a path in the archive or an https:// URL. */
 static void write_manifest(buf *b, const server_facts *f, const char *binary) {
   buf_puts(b, "{\n");
   json_member_string(b, "  ", "manifest_version", MCPB_MANIFEST_VERSION, true);
@@ -472,17 +655,16 @@ static void write_manifest(buf *b, const server_facts *f, const char *binary) {
   json_member_string(b, "    ", "name", f->author_name, f->author_email || f->author_url);
   if (f->author_email) json_member_string(b, "    ", "email", f->author_email, f->author_url != NULL);
   if (f->author_url) json_member_string(b, "    ", "url", f->author_url, false);
-  buf_puts(b, "  },\n  \"server\": {\n");
+  buf_puts(b, "  },\n");
+  if (f->icon) json_member_string(b, "  ", "icon", f->icon, true);
+  buf_puts(b, "  \"server\": {\n");
   json_member_string(b, "    ", "type", "binary", true);
-  buf entry_point = BUF_INIT, command = BUF_INIT;
+  buf entry_point = BUF_INIT;
   buf_printf(&entry_point, MCPB_SERVER_DIR "%s", binary);
-  buf_printf(&command, "${__dirname}/" MCPB_SERVER_DIR "%s", binary);
   json_member_string(b, "    ", "entry_point", entry_point.data, true);
-  buf_puts(b, "    \"mcp_config\": {\n");
-  json_member_string(b, "      ", "command", command.data, true);
-  buf_puts(b, "      \"args\": []\n    }\n  },\n");
   buf_free(&entry_point);
-  buf_free(&command);
+  write_mcp_config(b, f, binary);
+  buf_puts(b, "  },\n");
   buf_puts(b, "  \"tools\": [");
   for (size_t i = 0; i < f->tool_count; i++) {
     buf_append_str(b, i ? ",\n    {\n" : "\n    {\n");
@@ -491,6 +673,9 @@ static void write_manifest(buf *b, const server_facts *f, const char *binary) {
     buf_puts(b, "    }");
   }
   buf_append_str(b, f->tool_count ? "\n  ],\n" : "],\n");
+  if (f->prompt_count) write_prompts(b, f);
+  if (f->license) json_member_string(b, "  ", "license", f->license, true);
+  if (f->config_count) write_user_config(b, f);
   /* OUT is a Linux executable: other platforms could not run it. */
   buf_puts(b, "  \"compatibility\": {\n    \"platforms\": [\"linux\"]\n  }\n}\n");
 }
@@ -502,7 +687,7 @@ static bool complete_manifest_facts(server_facts *f, const build_options *o, buf
     char **field;
     const char *flag;
   } overrides[] = {{&f->name, o->name}, {&f->version, o->version}, {&f->description, o->description},
-                   {&f->author_name, o->author}};
+                   {&f->author_name, o->author}, {&f->license, o->license}};
   for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++) {
     if (!overrides[i].flag) continue;
     free(*overrides[i].field);
@@ -528,19 +713,56 @@ static bool complete_manifest_facts(server_facts *f, const build_options *o, buf
   return true;
 }
 
-static bool write_mcpb(const build_options *o, const server_facts *facts, const buf *program, buf *err) {
+/* The icon: --icon FILE (from the working directory), else mcp.server{}
+ * icon (from the script folder). An https:// URL goes into the manifest as
+ * it is; a file must be a PNG, read into png for the archive. Leaves in
+ * f->icon what the manifest says, NULL for no icon. */
+static bool read_icon(const build_options *o, server_facts *f, buf *png, buf *err) {
+  const char *given = o->icon ? o->icon : f->icon;
+  if (!given) return true;
+  char *value = NULL;
+  bool ok = true;
+  if (strncmp(given, "https://", 8) == 0) {
+    value = strdup(given);
+  } else {
+    buf path = BUF_INIT, why = BUF_INIT;
+    struct stat st;
+    if (o->icon || given[0] == '/') buf_append_str(&path, given);
+    else if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode)) buf_printf(&path, "%s/%s", o->path, given);
+    else buf_printf(&path, "%.*s%s", (int)(base_name(o->path) - o->path), o->path, given);
+    ok = read_whole_file(path.data, png, &why);
+    if (ok && (png->len < 8 || memcmp(png->data, PNG_SIGNATURE, 8) != 0)) {
+      buf_printf(&why, "%s: not a PNG file (an MCPB icon is a PNG)", path.data);
+      ok = false;
+    }
+    if (!ok) buf_printf(err, "%s: %s", o->icon ? "--icon" : "mcp.server{} icon", why.data);
+    else value = strdup(MCPB_ICON_NAME);
+    buf_free(&path);
+    buf_free(&why);
+  }
+  free(f->icon);
+  f->icon = value;
+  return ok;
+}
+
+static bool write_mcpb(const build_options *o, const server_facts *facts, const buf *program, const buf *icon,
+                       size_t *written, buf *err) {
   const char *binary = base_name(o->out);
   buf manifest = BUF_INIT, archive = BUF_INIT, entry = BUF_INIT;
   write_manifest(&manifest, facts, binary);
   buf_printf(&entry, MCPB_SERVER_DIR "%s", binary);
   zip_writer z;
-  zip_writer_init(&z, &archive, 0);
+  /* Deflated: the .mcpb is downloaded, and a built program shrinks by more
+   * than half (a PNG is stored, deflate cannot shrink it). */
+  zip_writer_init(&z, &archive, 0, ZIP_DEFLATED);
   zip_add(&z, "manifest.json", manifest.data, manifest.len, 0644);
+  if (icon->len) zip_add(&z, MCPB_ICON_NAME, icon->data, icon->len, 0644);
   zip_add(&z, entry.data, program->data, program->len, 0755);
   bool ok = zip_finish(&z, 0);
   zip_writer_free(&z);
   if (!ok) buf_printf(err, "%s: too large for a ZIP without ZIP64", o->mcpb);
   ok = ok && write_file(o->mcpb, &archive, 0644, err);
+  *written = archive.len;
   buf_free(&manifest);
   buf_free(&archive);
   buf_free(&entry);
@@ -562,7 +784,7 @@ int build_command(int argc, char **argv) {
   build_options o = {0};
   parse_build_options(argc, argv, &o);
 
-  buf err = BUF_INIT, program = BUF_INIT;
+  buf err = BUF_INIT, program = BUF_INIT, icon = BUF_INIT;
   file_list list = {0};
   server_facts facts = {0};
   bundle_input *inputs = NULL;
@@ -573,7 +795,7 @@ int build_command(int argc, char **argv) {
   const char *runtime = o.runtime ? o.runtime : self;
 
   if (!load_like_run(o.path, &facts, &err)) goto done;
-  if (o.mcpb && !complete_manifest_facts(&facts, &o, &err)) goto done;
+  if (o.mcpb && !(complete_manifest_facts(&facts, &o, &err) && read_icon(&o, &facts, &icon, &err))) goto done;
 
   struct stat st;
   skip_list skip = {0};
@@ -609,9 +831,12 @@ int build_command(int argc, char **argv) {
           list.count, list.count == 1 ? "" : "s", o.bytecode ? (o.strip ? "stripped bytecode" : "bytecode") : "source", program.len, runtime_size,
           program.len - runtime_size);
   if (o.mcpb) {
-    if (!write_mcpb(&o, &facts, &program, &err)) goto done;
-    fprintf(stderr, "luamcp: wrote %s: manifest.json (MCPB %s, %zu tools) and %s%s\n", o.mcpb, MCPB_MANIFEST_VERSION,
-            facts.tool_count, MCPB_SERVER_DIR, base_name(o.out));
+    size_t mcpb_size;
+    if (!write_mcpb(&o, &facts, &program, &icon, &mcpb_size, &err)) goto done;
+    fprintf(stderr, "luamcp: wrote %s: %zu bytes, deflated: manifest.json (MCPB %s, %zu tool%s, %zu prompt%s, %zu setting%s), %s%s%s\n",
+            o.mcpb, mcpb_size, MCPB_MANIFEST_VERSION, facts.tool_count, facts.tool_count == 1 ? "" : "s", facts.prompt_count,
+            facts.prompt_count == 1 ? "" : "s", facts.config_count, facts.config_count == 1 ? "" : "s",
+            icon.len ? MCPB_ICON_NAME ", " : "", MCPB_SERVER_DIR, base_name(o.out));
   }
   code = 0;
 done:
@@ -619,9 +844,32 @@ done:
   free(inputs);
   file_list_free(&list);
   server_facts_free(&facts);
+  buf_free(&icon);
   buf_free(&program);
   buf_free(&err);
   return code;
+}
+
+/* ---- At start-up ------------------------------------------------------ */
+
+void build_unset_unfilled_settings(void) {
+  extern char **environ;
+  const size_t prefix = strlen(MCPB_PLACEHOLDER_PREFIX);
+  for (size_t i = 0; environ[i];) {
+    const char *eq = strchr(environ[i], '=');
+    const char *value = eq ? eq + 1 : "";
+    size_t len = strlen(value);
+    bool placeholder = len > prefix + 1 && strncmp(value, MCPB_PLACEHOLDER_PREFIX, prefix) == 0 &&
+                       value[len - 1] == '}' && memchr(value + prefix, '}', len - prefix - 1) == NULL;
+    if (!placeholder) {
+      i++;
+      continue;
+    }
+    char *name = strndup(environ[i], (size_t)(eq - environ[i]));
+    /* Success moves the later entries down: look at index i again. */
+    if (unsetenv(name) != 0) i++;
+    free(name);
+  }
 }
 
 /* ---- --bundle-info ---------------------------------------------------- */

@@ -18,5 +18,10 @@ void build_usage(FILE *to);
 /* What a built program carries: files, sizes, checksums, the runtime that
  * built it. */
 void build_print_info(const bundle *b, FILE *to);
+/* Before a server loads its scripts: unset every environment variable
+ * whose value is still an MCPB "${user_config.KEY}" placeholder (see
+ * build.c), so that os.getenv returns nil for a setting the user left
+ * empty rather than the placeholder's text. */
+void build_unset_unfilled_settings(void);
 
 #endif

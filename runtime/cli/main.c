@@ -365,6 +365,7 @@ static int serve(int argc, char **argv, bool watch) {
   uv_unref((uv_handle_t *)&rt->log_check);
   uv_unref((uv_handle_t *)&rt->log_retry);
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
+  build_unset_unfilled_settings(); /* before the scripts' first os.getenv */
   buf err = BUF_INIT;
   if (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
     fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "cannot load the scripts");

@@ -155,6 +155,14 @@ static bool check_payload(bundle *b, buf *err) {
   b->files = calloc(count ? count : 1, sizeof *b->files);
   for (size_t i = 0; i < count; i++) {
     zip_entry *e = &entries[i];
+    if (e->method != ZIP_STORED) {
+      /* bundle_write_payload never compresses, and files point into the payload. */
+      buf_printf(err, "%s: the bundle appended to this program has a compressed entry (%.*s); luamcp writes them "
+                      "stored" REBUILD_HINT,
+                 b->path, (int)e->name_len, e->name);
+      free(entries);
+      return false;
+    }
     if (e->name_len == strlen(BUNDLE_METADATA_NAME) && memcmp(e->name, BUNDLE_METADATA_NAME, e->name_len) == 0) {
       read_metadata(b, e->data, e->size);
       continue;
@@ -249,7 +257,9 @@ const bundle_file *bundle_find(const bundle *b, const char *name) {
 bool bundle_write_payload(buf *out, const bundle_input *files, size_t count, const char *metadata, buf *err) {
   size_t start = out->len;
   zip_writer z;
-  zip_writer_init(&z, out, 0); /* out's first byte is the file's first byte */
+  /* Stored: start-up then serves every file in place from the payload, with
+   * nothing to inflate; deflate would save little next to the runtime. */
+  zip_writer_init(&z, out, 0, ZIP_STORED); /* out's first byte is the file's first byte */
   zip_add(&z, BUNDLE_METADATA_NAME, metadata, strlen(metadata), 0644);
   for (size_t i = 0; i < count; i++) zip_add(&z, files[i].name, files[i].data, files[i].size, 0644);
   bool ok = zip_finish(&z, BUNDLE_TRAILER_SIZE);

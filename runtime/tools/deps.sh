@@ -4,9 +4,10 @@
 # absent. Uses sudo when not root.
 set -eu
 
-# libyaml-dev: SKILL.md front matter (linked statically).
+# libyaml-dev: SKILL.md front matter; zlib1g-dev: the .mcpb's deflate (both
+# linked statically).
 # libcurl4-openssl-dev: curl's headers (mcp.http loads libcurl4 at run time).
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev"
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec.

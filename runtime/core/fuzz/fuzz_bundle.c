@@ -1,13 +1,18 @@
 /* fuzz_bundle.c - libFuzzer target: the bundle reader (ELF extent, trailer,
- * metadata) and the ZIP reader under it. The first byte picks the mode:
+ * metadata) and the ZIP reader and inflater under it. The first byte picks
+ * the mode:
  *
- *   0  the input is the whole executable file, read with bundle_open
+ *   0  the input is the whole executable file, read with bundle_open, and
+ *      a ZIP archive, read with zip_read and every entry zip_extract'ed
  *   1  the rest is files ("name\0data\0" ...), then "\xff\xff" and
  *      corruptions (2-byte offset, 1-byte xor): a payload is written, the
  *      corruptions applied, and the trailer fixed up so the damage reaches
  *      the ZIP reader behind the trailer's checks
  *   2  the same files, undamaged: what bundle_open reads back must be
  *      exactly what was written
+ *   3  the same files and corruptions, written as a deflated archive (what
+ *      a .mcpb is): undamaged, zip_extract gives back exactly the files;
+ *      damaged, every entry zip_read accepts extracts to its size
  *
  * In modes 1 and 2 the file is a 64-byte ELF header (the "runtime") and
  * the payload. */
@@ -40,6 +45,19 @@ static bundle *open_file(const void *bytes, size_t len, int *rc) {
   return b;
 }
 
+/* Every entry lies inside the archive, and one zip_read accepted extracts
+ * to its stated size: zip_read has inflated it once already. */
+static void check_entries(const uint8_t *data, size_t size, const zip_entry *entries, size_t count) {
+  for (size_t i = 0; entries && i < count; i++) {
+    const zip_entry *e = &entries[i];
+    if (e->data < data || e->stored_size > size || e->data + e->stored_size > data + size) __builtin_trap();
+    buf out = BUF_INIT;
+    char why[200];
+    if (!zip_extract(e, &out, why, sizeof why) || out.len != e->size) __builtin_trap();
+    buf_free(&out);
+  }
+}
+
 static void check_files(const bundle *b) {
   for (size_t i = 0; i < b->file_count; i++) {
     const bundle_file *f = &b->files[i];
@@ -52,7 +70,7 @@ static void check_files(const bundle *b) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
-  int mode = data[0] % 3;
+  int mode = data[0] % 4;
   data++;
   size--;
   int rc;
@@ -64,8 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t count;
     char why[200];
     zip_entry *entries = zip_read(data, size, 0, &count, why, sizeof why);
-    for (size_t i = 0; entries && i < count; i++)
-      if (entries[i].data < data || entries[i].data + entries[i].size > data + size) __builtin_trap();
+    check_entries(data, size, entries, count);
     free(entries);
     return 0;
   }
@@ -98,6 +115,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     p += len + (z2 != NULL);
   }
+  if (mode == 3) {
+    buf archive = BUF_INIT;
+    zip_writer z;
+    zip_writer_init(&z, &archive, 0, ZIP_DEFLATED);
+    for (size_t i = 0; i < n; i++) zip_add(&z, files[i].name, files[i].data, files[i].size, 0644);
+    if (!zip_finish(&z, 0)) __builtin_trap();
+    zip_writer_free(&z);
+    for (size_t i = 0; i + 3 <= damage_len && archive.len; i += 3)
+      archive.data[(size_t)(damage[i] | damage[i + 1] << 8) % archive.len] ^= (char)damage[i + 2];
+    size_t count;
+    char why[200];
+    const uint8_t *bytes = (const uint8_t *)archive.data;
+    zip_entry *entries = zip_read(bytes, archive.len, 0, &count, why, sizeof why);
+    check_entries(bytes, archive.len, entries, count);
+    if (damage_len < 3) {
+      /* Undamaged: read back exactly, in the order written. */
+      if (!entries || count != n) __builtin_trap();
+      for (size_t i = 0; i < n; i++) {
+        buf out = BUF_INIT;
+        if (!zip_extract(&entries[i], &out, why, sizeof why) || out.len != files[i].size ||
+            memcmp(out.data ? out.data : "", files[i].data, out.len) != 0 || entries[i].name_len != strlen(files[i].name))
+          __builtin_trap();
+        buf_free(&out);
+      }
+    }
+    free(entries);
+    buf_free(&archive);
+    return 0;
+  }
+
   /* The file: an ELF header (the "runtime"), then the payload, whose ZIP
    * offsets count from the file's first byte. */
   Elf64_Ehdr eh = {0};

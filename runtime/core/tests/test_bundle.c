@@ -1,5 +1,5 @@
 /*
- * test_bundle.c - unit checks for the stored-ZIP writer and reader (zip.c)
+ * test_bundle.c - unit checks for the ZIP writer and reader (zip.c)
  * and the payload format of built executables (bundle.c). The test program
  * itself is the "runtime": payloads are appended to a copy of it.
  *
@@ -44,7 +44,7 @@ static void test_zip_round_trip(void) {
   buf out = BUF_INIT;
   buf_puts(&out, "PREFIX"); /* like an executable before the archive */
   zip_writer z;
-  zip_writer_init(&z, &out, 0);
+  zip_writer_init(&z, &out, 0, ZIP_STORED);
   zip_add(&z, "a.txt", "hello", 5, 0644);
   zip_add(&z, "dir/b.bin", "\0\1\2", 3, 0755);
   zip_add(&z, "empty", "", 0, 0600);
@@ -73,6 +73,54 @@ static void test_zip_round_trip(void) {
   e = zip_read((unsigned char *)out.data + 6, out.len - 10, 6, &count, err, sizeof err);
   CHECK(e == NULL, "cut archive");
   free(e);
+  buf_free(&out);
+}
+
+/* What a deflating writer writes, zip_read and zip_extract give back: a
+ * text that shrinks is deflated, bytes that do not are stored. */
+static void test_zip_deflate(void) {
+  buf text = BUF_INIT, noise = BUF_INIT, out = BUF_INIT;
+  for (int i = 0; i < 2000; i++) buf_printf(&text, "line %d of a text that deflate shrinks\n", i % 7);
+  uint32_t x = 2463534242u; /* xorshift32: bytes deflate cannot shrink */
+  for (int i = 0; i < 4096; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    buf_putc(&noise, (char)(x & 0xFF));
+  }
+  zip_writer z;
+  zip_writer_init(&z, &out, 0, ZIP_DEFLATED);
+  zip_add(&z, "text.txt", text.data, text.len, 0644);
+  zip_add(&z, "noise.bin", noise.data, noise.len, 0755);
+  zip_add(&z, "empty", "", 0, 0644);
+  CHECK(zip_finish(&z, 0), "finish");
+  zip_writer_free(&z);
+  CHECK(out.len < text.len / 4 + noise.len + 400, "the text was deflated: %zu bytes in all", out.len);
+
+  size_t count = 0;
+  char err[200];
+  zip_entry *e = zip_read((unsigned char *)out.data, out.len, 0, &count, err, sizeof err);
+  CHECK(e != NULL && count == 3, "read: %s", e ? "" : err);
+  if (e && count == 3) {
+    CHECK(e[0].method == ZIP_DEFLATED && e[0].size == text.len && e[0].stored_size < text.len / 4, "text deflated");
+    CHECK(e[1].method == ZIP_STORED && e[1].stored_size == noise.len && e[1].mode == 0755, "noise stored");
+    CHECK(e[2].method == ZIP_STORED && e[2].size == 0, "empty stored");
+    const buf *want[] = {&text, &noise};
+    for (int i = 0; i < 2; i++) {
+      buf got = BUF_INIT;
+      CHECK(zip_extract(&e[i], &got, err, sizeof err) && got.len == want[i]->len &&
+                memcmp(got.data, want[i]->data, got.len) == 0,
+            "entry %d round-trips: %s", i, err);
+      buf_free(&got);
+    }
+    /* A changed byte inside the deflated stream is refused by zip_read. */
+    size_t at = (size_t)(e[0].data - (unsigned char *)out.data) + e[0].stored_size / 2;
+    out.data[at] ^= 0x10;
+    free(e);
+    e = zip_read((unsigned char *)out.data, out.len, 0, &count, err, sizeof err);
+    CHECK(e == NULL && strstr(err, "text.txt"), "altered deflated data: %s", err);
+  }
+  free(e);
+  buf_free(&text);
+  buf_free(&noise);
   buf_free(&out);
 }
 
@@ -165,6 +213,26 @@ static void test_payload(void) {
   buf_puts(&longer, "x");
   CHECK(open_copy(path, longer.data, longer.len, &b, &err) == -1, "one byte too many: %s", err.data);
 
+  /* A payload with a deflated entry (not what bundle_write_payload writes)
+   * is refused, with a sound trailer and CRC-32s: files are read in place. */
+  buf deflated = BUF_INIT;
+  buf_append(&deflated, runtime.data, runtime.len);
+  zip_writer z;
+  zip_writer_init(&z, &deflated, 0, ZIP_DEFLATED);
+  zip_add(&z, BUNDLE_METADATA_NAME, METADATA, strlen(METADATA), 0644);
+  const char *repeated = "return 1 return 1 return 1 return 1 return 1 return 1 return 1\n";
+  zip_add(&z, "main.lua", repeated, strlen(repeated), 0644);
+  CHECK(zip_finish(&z, BUNDLE_TRAILER_SIZE), "finish deflated");
+  zip_writer_free(&z);
+  char trailer[BUNDLE_TRAILER_SIZE + 1];
+  snprintf(trailer, sizeof trailer, BUNDLE_TRAILER_FORMAT, (unsigned)BUNDLE_FORMAT,
+           (uint64_t)(deflated.len - runtime.len + BUNDLE_TRAILER_SIZE),
+           zip_crc32(0, deflated.data + runtime.len, deflated.len - runtime.len));
+  buf_append(&deflated, trailer, BUNDLE_TRAILER_SIZE);
+  CHECK(open_copy(path, deflated.data, deflated.len, &b, &err) == -1 && strstr(err.data, "compressed entry"),
+        "a deflated entry: %s", err.data);
+  buf_free(&deflated);
+
   unlink(path);
   buf_free(&longer);
   buf_free(&program);
@@ -175,6 +243,7 @@ static void test_payload(void) {
 int main(void) {
   test_crc32();
   test_zip_round_trip();
+  test_zip_deflate();
   test_payload();
   return check_report();
 }
