@@ -104,7 +104,8 @@ void install_usage(FILE *to) {
   fputs("\n"
         "Options:\n"
         "  --name NAME       the entry's name (default: the server's name, from\n"
-        "                    mcp.server{name}, else the folder's or the program's)\n"
+        "                    mcp.server{name}, else the folder's name; for a built\n"
+        "                    program, the folder it was built from)\n"
         "  --env KEY=VALUE   an environment variable for the server (repeatable)\n"
         "  --print           print the entry and where it goes; write nothing\n",
         to);
