@@ -5,6 +5,8 @@
 #   make test     every test suite; ends with "N passed, N failed"
 #   make bench    benchmarks against the official TypeScript SDK
 #   make fuzz     every fuzz target under libFuzzer (FUZZ_SECONDS each, default 60)
+#   make install  bin/luamcp, its man page and the LuaLS definitions under PREFIX
+#                 (default /usr/local; DESTDIR for staging); make uninstall
 
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR    := /usr/lib/$(MULTIARCH)
@@ -33,7 +35,7 @@ EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=
 #   core/       JSON, JSON-RPC, versions, sessions, schema, regex, limits, bundles, ZIP: no Lua, no libuv
 #   transport/  stdio and HTTP over libuv                                          -> core
 #   app/        generations, tasks, the watchdog, one file per Lua binding          -> core
-#   cli/        the commands: run, dev, build                                        -> everything
+#   cli/        the commands: run, dev, build, inspect, install                      -> everything
 CORE_SRC      := $(sort $(wildcard runtime/core/*.c))
 TRANSPORT_SRC := $(sort $(wildcard runtime/transport/*.c))
 APP_SRC       := $(sort $(wildcard runtime/app/*.c))
@@ -56,7 +58,7 @@ OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_l
 # make bench, make bench-smoke (the load client, the peers, the floor).
 include bench/bench.mk
 
-.PHONY: all deps run test test-deps fuzz clean
+.PHONY: all deps run test test-deps fuzz clean install uninstall
 all: build/luamcp
 
 deps:
@@ -91,6 +93,29 @@ build/obj:
 
 run: build/luamcp
 	build/luamcp run scripts/demo
+
+# ---- Installing ----------------------------------------------------------
+
+PREFIX  ?= /usr/local
+BINDIR  := $(PREFIX)/bin
+MAN1DIR := $(PREFIX)/share/man/man1
+# The library's definitions for the Lua language server (LuaLS), installed
+# when the tree has them.
+METADIR   := $(PREFIX)/share/luamcp/meta
+META_FILE := $(wildcard lua/meta/mcp.lua)
+
+install: build/luamcp
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
+	install -m 755 build/luamcp $(DESTDIR)$(BINDIR)/luamcp
+	install -m 644 runtime/cli/man/luamcp.1 $(DESTDIR)$(MAN1DIR)/luamcp.1
+ifneq ($(META_FILE),)
+	install -d $(DESTDIR)$(METADIR)
+	install -m 644 $(META_FILE) $(DESTDIR)$(METADIR)/mcp.lua
+endif
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/luamcp $(DESTDIR)$(MAN1DIR)/luamcp.1 $(DESTDIR)$(METADIR)/mcp.lua
+	rmdir $(DESTDIR)$(METADIR) $(DESTDIR)$(PREFIX)/share/luamcp 2>/dev/null || true
 
 # ---- Tests ---------------------------------------------------------------
 

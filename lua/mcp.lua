@@ -628,6 +628,16 @@ function M._inspect(as_json)
   return inspect_text(view)
 end
 
+-- `luamcp run`'s start line: who serves, and how much of each list.
+function M._summary()
+  local info = server_info()
+  return {
+    name = info.name, version = info.version, tools = #registry.tools:enabled_entries(),
+    resources = #registry.resources:enabled_entries(), templates = #registry.templates:enabled_entries(),
+    prompts = #registry.prompts:enabled_entries(),
+  }
+end
+
 --- What `luamcp build --mcpb` writes into manifest.json: mcp.server{}'s
 --- fields, its config as user_config entries (lua/mcp/config.lua), and the
 --- tools and prompts registered while the scripts loaded.

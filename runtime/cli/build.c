@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "core/json.h"
+#include "cli/files.h"
 #include "cli/loaded.h"
 #include "cli/version.h"
 #include "app/vm.h"
@@ -199,21 +200,6 @@ static void file_list_free(file_list *list) {
   free(list->files);
 }
 
-static bool read_whole_file(const char *path, buf *into, buf *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    buf_printf(err, "%s: %s", path, strerror(errno));
-    return false;
-  }
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(into, chunk, n);
-  bool ok = !ferror(f);
-  fclose(f);
-  if (!ok) buf_printf(err, "%s: read error", path);
-  return ok;
-}
-
 static bool add_file(file_list *list, const char *name, const char *disk_path, buf *err) {
   if (list->count == list->cap) {
     list->cap = list->cap ? list->cap * 2 : 16;
@@ -221,7 +207,7 @@ static bool add_file(file_list *list, const char *name, const char *disk_path, b
   }
   source_file *f = &list->files[list->count++];
   *f = (source_file){.name = strdup(name), .disk_path = strdup(disk_path), .data = BUF_INIT};
-  return read_whole_file(disk_path, &f->data, err);
+  return files_read(disk_path, &f->data, err);
 }
 
 /* The files OUT and the .mcpb replace are never part of the bundle, so
@@ -522,34 +508,6 @@ static bool load_like_run(const char *path, server_facts *facts, buf *err) {
 
 /* ---- Writing ---------------------------------------------------------- */
 
-/* Write through a temporary file and rename, so OUT is never half
- * written, and an OUT that is running can be replaced (writing into a
- * running executable fails with ETXTBSY). */
-static bool write_file(const char *path, const buf *data, mode_t mode, buf *err) {
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 16);
-  snprintf(tmp, len + 16, "%s.tmp-XXXXXX", path);
-  int fd = mkstemp(tmp);
-  bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < data->len;) {
-    ssize_t n = write(fd, data->data + done, data->len - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += (size_t)n;
-  }
-  mode_t mask = umask(0);
-  umask(mask);
-  ok = ok && fchmod(fd, mode & ~mask) == 0;
-  if (fd >= 0 && close(fd) != 0) ok = false;
-  ok = ok && rename(tmp, path) == 0;
-  if (!ok) {
-    buf_printf(err, "%s: %s", path, strerror(errno));
-    if (fd >= 0) unlink(tmp);
-  }
-  free(tmp);
-  return ok;
-}
-
 /* The bytes of the runtime: the ELF part of this program (or --runtime),
  * without any bundle it may carry itself. */
 static bool read_runtime(const char *path, buf *into, buf *err) {
@@ -730,7 +688,7 @@ static bool read_icon(const build_options *o, server_facts *f, buf *png, buf *er
     if (o->icon || given[0] == '/') buf_append_str(&path, given);
     else if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode)) buf_printf(&path, "%s/%s", o->path, given);
     else buf_printf(&path, "%.*s%s", (int)(base_name(o->path) - o->path), o->path, given);
-    ok = read_whole_file(path.data, png, &why);
+    ok = files_read(path.data, png, &why);
     if (ok && (png->len < 8 || memcmp(png->data, PNG_SIGNATURE, 8) != 0)) {
       buf_printf(&why, "%s: not a PNG file (an MCPB icon is a PNG)", path.data);
       ok = false;
@@ -761,7 +719,7 @@ static bool write_mcpb(const build_options *o, const server_facts *facts, const 
   bool ok = zip_finish(&z, 0);
   zip_writer_free(&z);
   if (!ok) buf_printf(err, "%s: too large for a ZIP without ZIP64", o->mcpb);
-  ok = ok && write_file(o->mcpb, &archive, 0644, err);
+  ok = ok && files_replace(o->mcpb, &archive, 0644, err);
   *written = archive.len;
   buf_free(&manifest);
   buf_free(&archive);
@@ -826,7 +784,7 @@ int build_command(int argc, char **argv) {
              o.bytecode ? (o.strip ? "bytecode-stripped" : "bytecode") : "source");
   bool ok = bundle_write_payload(&program, inputs, list.count, metadata.data, &err);
   buf_free(&metadata);
-  if (!ok || !write_file(o.out, &program, 0755, &err)) goto done;
+  if (!ok || !files_replace(o.out, &program, 0755, &err)) goto done;
   fprintf(stderr, "luamcp: wrote %s: %zu file%s (scripts as %s), %zu bytes = runtime %zu + bundle %zu\n", o.out,
           list.count, list.count == 1 ? "" : "s", o.bytecode ? (o.strip ? "stripped bytecode" : "bytecode") : "source", program.len, runtime_size,
           program.len - runtime_size);

@@ -12,6 +12,8 @@
 #include "cli/build.h"
 #include "cli/client.h"
 #include "cli/inspect.h"
+#include "cli/install.h"
+#include "cli/start_line.h"
 #include "core/jobs.h"
 #include "core/bundle.h"
 #include "transport/http_transport.h"
@@ -71,6 +73,9 @@ static void usage_commands(FILE *to) {
           "                              get a prompt\n"
           "  luamcp test [SPEC...]       run busted specs in the runtime (require \"mcp.testing\")\n"
           "  luamcp init DIR             start a new server: a tool, a resource, a prompt, a spec\n"
+          "  luamcp install CLIENT PATH  add PATH to the MCP configuration of claude-desktop,\n"
+          "                              claude-code, cursor, vscode or gemini\n"
+          "  luamcp help COMMAND         the options of one command (or: luamcp COMMAND --help)\n"
           "  luamcp --version            print the version\n"
           "  luamcp --help               print this help\n"
           "\n",
@@ -79,7 +84,7 @@ static void usage_commands(FILE *to) {
 
 /* The options of run, dev and a built program, and how a client starts
  * the server: `luamcp run FOLDER`, or (bundled) the program alone. */
-static void usage(FILE *to, bool bundled) {
+static void usage_options(FILE *to, bool bundled) {
   char self[PATH_MAX];
   char example[PATH_MAX];
   const char *exe = self_path(self, sizeof self);
@@ -92,7 +97,6 @@ static void usage(FILE *to, bool bundled) {
   size_t used = strlen(example);
   snprintf(example + used, sizeof example - used, "/scripts/demo");
   if (access(example, F_OK) != 0) snprintf(example, sizeof example, "/path/to/your/scripts");
-  if (!bundled) usage_commands(to);
   fprintf(to,
           "Options:\n"
           "  --log-level LEVEL           debug, info, notice, warning, error, critical, alert or\n"
@@ -148,10 +152,35 @@ static void usage(FILE *to, bool bundled) {
           bundled ? "" : example, bundled ? "" : "\"]");
 }
 
+static void usage(FILE *to) {
+  usage_commands(to);
+  usage_options(to, false);
+}
+
+/* luamcp run --help, luamcp dev --help. */
+static void usage_serve(FILE *to, bool watch) {
+  if (watch)
+    fputs("Usage: luamcp dev PATH [options]\n"
+          "  Serve the scripts in PATH as 'luamcp run' does, and reload them in place\n"
+          "  whenever one changes: sessions and calls in flight survive a reload. The\n"
+          "  wire trace goes to stderr unless --trace sends it elsewhere.\n\n",
+          to);
+  else
+    fputs("Usage: luamcp run PATH [options]\n"
+          "  Serve the scripts in PATH (a .lua file, or a folder: every *.lua directly\n"
+          "  inside, in sorted order) on stdio, or over HTTP with --http. SIGHUP reloads\n"
+          "  them in place.\n\n",
+          to);
+  usage_options(to, false);
+}
+
+/* Where a usage error points: the help of the command that failed. */
+static const char *help_command = "luamcp --help";
+
 static void fail_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "luamcp: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\nRun 'luamcp --help' for usage.\n");
+  fprintf(stderr, "\nRun '%s' for usage.\n", help_command);
   exit(2);
 }
 
@@ -165,6 +194,7 @@ static long parse_count(const char *flag, const char *value, long min) {
 enum { MAX_ALLOWED = 32 };
 
 typedef struct run_options {
+  bool help;
   const char *path;
   const char *trace;
   server_options server;
@@ -255,6 +285,9 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
     } else if (strcmp(a, "--http-memory") == 0) {
       o->http_opts.buffer_bytes = (size_t)parse_count(a, value, 1) * 1024 * 1024;
       i++;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      o->help = true;
+      return;
     } else if (a[0] == '-' && a[1]) {
       fail_usage("unknown option %s", a);
     } else if (!o->path) {
@@ -339,15 +372,15 @@ static void on_log_check(uv_check_t *h) {
 
 /* luamcp run (watch false) and luamcp dev (watch true). */
 static int serve(int argc, char **argv, bool watch) {
+  if (!bundle_self()) help_command = watch ? "luamcp dev --help" : "luamcp run --help";
   run_options o = {0};
   parse_run_options(argc, argv, &o);
-  if (watch) {
-    /* The development loop: the wire trace on stderr unless sent elsewhere,
-     * and a coloured log when stderr is a terminal. */
-    bool tty = isatty(2);
-    log_set_color(tty);
-    if (!o.trace) o.trace = "-";
+  if (o.help) {
+    usage_serve(stdout, watch);
+    return 0;
   }
+  /* The development loop: the wire trace on stderr unless sent elsewhere. */
+  if (watch && !o.trace) o.trace = "-";
   if (o.trace && !trace_open(o.trace)) fail_usage("cannot open the trace file %s", o.trace);
 
   runtime *rt = calloc(1, sizeof *rt);
@@ -392,10 +425,13 @@ static int serve(int argc, char **argv, bool watch) {
       return 1;
     }
     const char *host = o.http_opts.host;
-    fprintf(stderr, "luamcp: serving MCP over HTTP at http://%s%s%s:%d%s\n", strchr(host, ':') ? "[" : "", host,
-            strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+    char where[sizeof o.http_opts.host + sizeof o.http_opts.path + 64];
+    snprintf(where, sizeof where, "over HTTP at http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
+             strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+    start_line_write(rt->app.current, where, true);
   } else {
     stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
+    start_line_write(rt->app.current, "on stdio", false);
   }
   uv_run(rt->loop, UV_RUN_DEFAULT);
 
@@ -435,11 +471,14 @@ static int command_bundled(const bundle *b, int argc, char **argv) {
            "      list the files it carries and the luamcp that built it\n"
            "\n",
            argv[0], b->name, b->runtime_version, argv[0], argv[0]);
-    usage(stdout, true);
+    usage_options(stdout, true);
     return 0;
   }
   /* The bundle's name stands where run's PATH goes: it is the server's
    * default name, as the folder's name is under luamcp run. */
+  static char help[PATH_MAX + 8];
+  snprintf(help, sizeof help, "%s --help", argv[0]);
+  help_command = help;
   char **run_argv = calloc((size_t)argc + 1, sizeof *run_argv);
   run_argv[0] = b->name;
   for (int i = 1; i < argc; i++) run_argv[i] = argv[i];
@@ -458,14 +497,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   buf_free(&bundle_err);
+  log_set_color(log_color_wanted(2));
   if (bundled) return command_bundled(bundle_self(), argc, argv);
   if (argc < 2) {
-    usage(stderr, false);
+    usage(stderr);
     return 2;
+  }
+  /* `luamcp help COMMAND` is `luamcp COMMAND --help`, so every command
+   * that answers --help answers it here too. */
+  if (argc == 3 && strcmp(argv[1], "help") == 0) {
+    argv[1] = argv[2];
+    argv[2] = "--help";
   }
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-    usage(stdout, false);
+    usage(stdout);
     return 0;
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
@@ -475,6 +521,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "run") == 0) return serve(argc - 2, argv + 2, false);
   if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
+  if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);
   if (strcmp(cmd, "inspect") == 0) return inspect_command(argc - 2, argv + 2);
   static const char *const client_commands[] = {"call", "read", "prompt", "test", "init"};
   for (size_t i = 0; i < sizeof client_commands / sizeof *client_commands; i++)

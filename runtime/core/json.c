@@ -776,3 +776,35 @@ void json_write_value(buf *b, const json_value *v) {
       break;
   }
 }
+
+/* A scalar as the text it was parsed from (same spelling of numbers and
+ * escapes), or re-serialised when there is no source. */
+static void write_scalar(buf *b, const json_value *v, const char *source) {
+  if (source) buf_append(b, source + v->src_off, v->src_len);
+  else json_write_value(b, v);
+}
+
+static void write_indent(buf *b, int depth) {
+  buf_putc(b, '\n');
+  for (int i = 0; i < depth * JSON_PRETTY_INDENT; i++) buf_putc(b, ' ');
+}
+
+void json_write_pretty(buf *b, const json_value *v, const char *source, int depth) {
+  bool object = v->type == JSON_OBJECT;
+  if (!object && v->type != JSON_ARRAY) {
+    write_scalar(b, v, source);
+    return;
+  }
+  buf_putc(b, object ? '{' : '[');
+  for (uint32_t i = 0; i < v->len; i++) {
+    if (i) buf_putc(b, ',');
+    write_indent(b, depth + 1);
+    if (object) {
+      json_write_string(b, v->u.members[i].key, v->u.members[i].key_len);
+      buf_puts(b, ": ");
+    }
+    json_write_pretty(b, object ? &v->u.members[i].value : &v->u.items[i], source, depth + 1);
+  }
+  if (v->len) write_indent(b, depth);
+  buf_putc(b, object ? '}' : ']');
+}

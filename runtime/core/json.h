@@ -118,5 +118,14 @@ bool json_write_double(buf *b, double d);
 bool json_write_number(buf *b, double d);
 /* Re-serialise a parsed value compactly. */
 void json_write_value(buf *b, const json_value *v);
+/* The same value indented for people to read and edit (config files, a
+ * trace on a terminal): JSON_PRETTY_INDENT spaces a level, one member or
+ * item a line, "key": value, empty objects and arrays as {} and [], no
+ * newline after the last bracket. With source (the text v was parsed
+ * from), strings and numbers are copied as they were spelled there, so
+ * only whitespace changes; NULL re-serialises them. depth is the level v
+ * starts at, for a value written inside another. */
+#define JSON_PRETTY_INDENT 2
+void json_write_pretty(buf *b, const json_value *v, const char *source, int depth);
 
 #endif

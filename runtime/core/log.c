@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/json.h"
 #include "core/luamcp_limits.h"
 
 static const char *const LEVEL_NAMES[] = {"emergency", "alert", "critical", "error",
@@ -23,6 +24,7 @@ static int stderr_level = LOG_INFO;
 static bool use_color;
 static FILE *trace_file;
 static bool trace_to_stderr;
+static bool trace_pretty; /* the trace goes to a terminal: indented JSON */
 
 /* Everything written to stderr while serving goes through here, and never
  * blocks: a client may pipe our stderr and never read it (the MCP spec
@@ -103,6 +105,13 @@ const char *log_level_name(int level) {
 void log_set_level(int level) { stderr_level = level; }
 int log_get_level(void) { return stderr_level; }
 void log_set_color(bool on) { use_color = on; }
+bool log_color(void) { return use_color; }
+
+bool log_color_wanted(int fd) {
+  /* https://no-color.org: set and not empty means no colour. */
+  const char *no_color = getenv("NO_COLOR");
+  return isatty(fd) && !(no_color && *no_color);
+}
 
 static void timestamp(char *out, size_t n) {
   struct timeval tv;
@@ -149,36 +158,52 @@ bool trace_open(const char *path) {
   if (strcmp(path, "-") == 0) {
     trace_file = stderr;
     trace_to_stderr = true;
+    trace_pretty = isatty(2);
     return true;
   }
   trace_file = fopen(path, "a");
-  if (trace_file) setvbuf(trace_file, NULL, _IOLBF, 0);
-  return trace_file != NULL;
+  if (!trace_file) return false;
+  setvbuf(trace_file, NULL, _IOLBF, 0);
+  trace_pretty = isatty(fileno(trace_file));
+  return true;
 }
 
 void trace_close(void) {
   if (trace_file && trace_file != stderr) fclose(trace_file);
   trace_file = NULL;
-  trace_to_stderr = false;
+  trace_to_stderr = trace_pretty = false;
 }
 
 bool trace_enabled(void) { return trace_file != NULL; }
+
+/* One message of the trace: as it went over the wire (one line, which
+ * tools can grep), or indented for a person at a terminal. A message that
+ * does not parse is shown as it came. */
+static void append_message(buf *line, const char *json, size_t len) {
+  json_doc *doc = trace_pretty ? json_parse(json, len, MAX_JSON_DEPTH, NULL) : NULL;
+  if (doc) json_write_pretty(line, json_doc_root(doc), json, 0);
+  else buf_append(line, json, len);
+  json_doc_free(doc);
+  buf_putc(line, '\n');
+}
 
 void trace_message(const char *direction, const char *where, const char *json, size_t len) {
   if (!trace_file) return;
   char when[40];
   timestamp(when, sizeof when);
+  buf line = BUF_INIT;
   if (!trace_to_stderr) { /* a file of its own: plain writes */
-    fprintf(trace_file, "%s %s %s %.*s\n", when, where, direction, (int)len, json);
+    buf_printf(&line, "%s %s %s ", when, where, direction);
+    append_message(&line, json, len);
+    fwrite(line.data, 1, line.len, trace_file);
+    buf_free(&line);
     return;
   }
-  buf line = BUF_INIT;
   if (use_color)
     buf_printf(&line, "\x1b[2m%s %s\x1b[0m %s%s\x1b[0m ", when, where, direction[0] == '<' ? "\x1b[36m" : "\x1b[35m",
                direction);
   else buf_printf(&line, "%s %s %s ", when, where, direction);
-  buf_append(&line, json, len);
-  buf_putc(&line, '\n');
+  append_message(&line, json, len);
   log_raw(line.data, line.len);
   buf_free(&line);
 }

@@ -27,8 +27,12 @@ const char *log_level_name(int level);
 /* Messages at or above this severity reach stderr (--log-level). */
 void log_set_level(int level);
 int log_get_level(void);
-/* Colour the stderr log (luamcp dev on a tty). */
+/* Colour the stderr log and the trace on stderr. */
 void log_set_color(bool on);
+bool log_color(void);
+/* Whether output to fd should be coloured: fd is a terminal, and NO_COLOR
+ * (https://no-color.org) is unset or empty. */
+bool log_color_wanted(int fd);
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* While serving, stderr must never block (a client may not read it): call
  * once, after fds 0 and 1 are set up. Lines then wait in a bounded buffer
@@ -41,8 +45,10 @@ void log_flush(void);
 void log_raw(const char *text, size_t len);
 bool log_pending(void);
 
-/* --trace: every message in and out, with direction and timestamp. path
- * "-" means stderr. Returns false if the file cannot be opened. */
+/* --trace: every message in and out, with direction and timestamp, one
+ * line each, or indented over several lines when the trace goes to a
+ * terminal. path "-" means stderr. Returns false if the file cannot be
+ * opened. */
 bool trace_open(const char *path);
 void trace_close(void);
 bool trace_enabled(void);

@@ -10,9 +10,11 @@ set -eu
 build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
-# scripts/toolbox's spec.
+# scripts/toolbox's spec; groff-base and man-db: the manual page's spec
+# (groff's warnings, man -l); bsdutils: script(1), a terminal for the
+# colour and trace specs.
 test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           openssl tinyproxy lua-sql-sqlite3 git"
+           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils"
 bench_pkgs="wrk"
 
 case "${1:-build}" in

@@ -186,12 +186,41 @@ static void test_equal(void) {
   json_doc_free(db);
 }
 
+static void test_pretty(void) {
+  const char *text = "{\"b\":[1.50,\"\\u00e9\",{},[]],\"a\":{\"x\":null,\"y\":true},\"e\":[]}";
+  json_doc *doc = json_parse(text, strlen(text), MAX_JSON_DEPTH, NULL);
+  CHECK(doc != NULL, "parse for pretty");
+  buf b = BUF_INIT;
+  json_write_pretty(&b, json_doc_root(doc), text, 0);
+  CHECK_STR(b.data, "{\n"
+                    "  \"b\": [\n"
+                    "    1.50,\n"
+                    "    \"\\u00e9\",\n"
+                    "    {},\n"
+                    "    []\n"
+                    "  ],\n"
+                    "  \"a\": {\n"
+                    "    \"x\": null,\n"
+                    "    \"y\": true\n"
+                    "  },\n"
+                    "  \"e\": []\n"
+                    "}");
+  buf_clear(&b);
+  /* Without the source, scalars are written anew; depth indents a value
+   * that sits inside another. */
+  json_write_pretty(&b, json_object_get(json_doc_root(doc), "a"), NULL, 1);
+  CHECK_STR(b.data, "{\n    \"x\": null,\n    \"y\": true\n  }");
+  buf_free(&b);
+  json_doc_free(doc);
+}
+
 int main(int argc, char **argv) {
   test_suite(argc > 1 ? argv[1] : "../shared/JSONTestSuite/test_parsing");
   test_writers();
   test_numbers();
   test_strict();
   test_equal();
+  test_pretty();
   if (suites_skipped) {
     printf("%d passed, %d failed, %d skipped\n", check_passed, check_failed, suites_skipped);
     return check_failed ? 1 : 0;

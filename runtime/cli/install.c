@@ -1,0 +1,547 @@
+/*
+ * install.c - `luamcp install CLIENT PATH`: write an entry that starts PATH
+ * into a client application's own MCP configuration file, keeping all else
+ * in that file as it was.
+ *
+ * The file is read with the strict parser (core/json.c), which keeps
+ * members in document order; every member but the one entry is copied as
+ * it was spelled, and the whole is written back indented by
+ * json_write_pretty. Whatever goes wrong, the file is either left as it
+ * was or replaced whole (files_replace), never half written, and its
+ * previous bytes are first kept in FILE.bak.
+ */
+#include "cli/install.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/files.h"
+#include "cli/loaded.h"
+#include "core/bundle.h"
+#include "core/json.h"
+#include "core/luamcp_limits.h"
+
+/* Where a client keeps its user-wide settings. */
+typedef enum config_base {
+  UNDER_HOME,       /* the home folder */
+  UNDER_APP_CONFIG, /* where Electron applications keep theirs (app_config_dir) */
+} config_base;
+
+/* A client application and the file it reads its MCP servers from: the
+ * user-wide one, so the server is there in every project. Each was checked
+ * against the client's documentation (README "Installing in a client"). */
+typedef struct client_app {
+  const char *id;          /* on the command line */
+  const char *title;       /* in messages */
+  config_base base;
+  const char *file;        /* below base */
+  const char *servers_key; /* the object that maps names to entries */
+  bool typed;              /* its entries say "type": "stdio" */
+  const char *restart;     /* how to make it start the new server */
+} client_app;
+
+static const client_app CLIENTS[] = {
+    {"claude-desktop", "Claude Desktop", UNDER_APP_CONFIG, "Claude/claude_desktop_config.json", "mcpServers", false,
+     "Quit and reopen Claude Desktop to start it."},
+    {"claude-code", "Claude Code", UNDER_HOME, ".claude.json", "mcpServers", true,
+     "A new Claude Code session starts it."},
+    {"cursor", "Cursor", UNDER_HOME, ".cursor/mcp.json", "mcpServers", false, "Restart Cursor to start it."},
+    {"vscode", "VS Code", UNDER_APP_CONFIG, "Code/User/mcp.json", "servers", true,
+     "Start it with the command 'MCP: List Servers' in VS Code."},
+    {"gemini", "Gemini CLI", UNDER_HOME, ".gemini/settings.json", "mcpServers", false, "A new Gemini CLI session starts it."},
+};
+#define CLIENT_COUNT (sizeof CLIENTS / sizeof CLIENTS[0])
+
+/* UNDER_APP_CONFIG as the help shows it (app_config_dir has the rule). */
+#ifdef __APPLE__
+#define APP_CONFIG_SHOWN "~/Library/Application Support/"
+#else
+#define APP_CONFIG_SHOWN "~/.config/"
+#endif
+
+enum { MAX_ENV = 64 };
+
+typedef struct install_request {
+  const client_app *client;
+  const char *path;             /* PATH as given */
+  const char *name;             /* --name, or NULL for the server's own */
+  const char *env[MAX_ENV];     /* --env KEY=VALUE */
+  int env_count;
+  bool print;                   /* --print: show the entry, write nothing */
+} install_request;
+
+/* What install learns before it writes. Owner: install_command; every
+ * string is malloc'ed. */
+typedef struct server_start {
+  char *target;     /* PATH, absolute */
+  bool program;     /* PATH is a program made by luamcp build */
+  char *name;       /* the entry's name */
+  char *config;     /* the client's file */
+} server_start;
+
+void install_usage(FILE *to) {
+  fputs("Usage: luamcp install CLIENT PATH [--name NAME] [--env KEY=VALUE ...] [--print]\n"
+        "\n"
+        "Add a server to the MCP configuration of CLIENT, for every project of this user.\n"
+        "It runs 'luamcp run PATH' (PATH made absolute), or PATH alone when PATH is a\n"
+        "program made by 'luamcp build'. The scripts are loaded first, as 'luamcp run'\n"
+        "loads them: a folder that does not load is not installed.\n"
+        "\n"
+        "Installing again replaces the entry of the same name; every other key and\n"
+        "server in the file stays, in its order. The file's previous bytes are kept in\n"
+        "FILE.bak, and a file that is not valid JSON is never changed.\n"
+        "\n"
+        "CLIENT, and the file it reads:\n",
+        to);
+  for (size_t i = 0; i < CLIENT_COUNT; i++)
+    fprintf(to, "  %-15s %s%s\n", CLIENTS[i].id, CLIENTS[i].base == UNDER_HOME ? "~/" : APP_CONFIG_SHOWN,
+            CLIENTS[i].file);
+  fputs("\n"
+        "Options:\n"
+        "  --name NAME       the entry's name (default: the server's name, from\n"
+        "                    mcp.server{name}, else the folder's name; for a built\n"
+        "                    program, the folder it was built from)\n"
+        "  --env KEY=VALUE   an environment variable for the server (repeatable)\n"
+        "  --print           print the entry and where it goes; write nothing\n",
+        to);
+}
+
+static void usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "luamcp install: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nRun 'luamcp install --help' for usage.\n");
+  exit(2);
+}
+
+static const client_app *find_client(const char *id) {
+  for (size_t i = 0; i < CLIENT_COUNT; i++)
+    if (strcmp(CLIENTS[i].id, id) == 0) return &CLIENTS[i];
+  return NULL;
+}
+
+/* Returns false for --help. */
+static bool parse_install_options(int argc, char **argv, install_request *r) {
+  const char *client = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      return false;
+    } else if (strcmp(a, "--print") == 0) {
+      r->print = true;
+    } else if (strcmp(a, "--name") == 0) {
+      if (!value || !*value) usage_error("%s needs a name", a);
+      r->name = value;
+      i++;
+    } else if (strcmp(a, "--env") == 0) {
+      if (!value || value[0] == '=' || !strchr(value, '=')) usage_error("%s needs KEY=VALUE", a);
+      if (r->env_count == MAX_ENV) usage_error("too many %s options", a);
+      r->env[r->env_count++] = value;
+      i++;
+    } else if (a[0] == '-' && a[1]) {
+      usage_error("unknown option %s", a);
+    } else if (!client) {
+      client = a;
+    } else if (!r->path) {
+      r->path = a;
+    } else {
+      usage_error("unexpected argument %s", a);
+    }
+  }
+  if (!client || !r->path) usage_error("%s", "install needs a CLIENT and a PATH");
+  r->client = find_client(client);
+  if (!r->client) {
+    buf message = BUF_INIT;
+    buf_printf(&message, "unknown client %s (one of", client);
+    for (size_t i = 0; i < CLIENT_COUNT; i++) buf_printf(&message, "%s %s", i ? "," : "", CLIENTS[i].id);
+    buf_putc(&message, ')');
+    usage_error("%s", message.data);
+  }
+  return true;
+}
+
+/* ---- Where the configuration is ---------------------------------------- */
+
+/* Electron's appData folder, which Claude Desktop and VS Code keep their
+ * settings under. */
+static void app_config_dir(buf *out, const char *home) {
+#ifdef __APPLE__
+  buf_printf(out, "%s/Library/Application Support", home);
+#else
+  /* The XDG base directory rule: $XDG_CONFIG_HOME when it is an absolute
+   * path, else ~/.config. */
+  const char *xdg = getenv("XDG_CONFIG_HOME");
+  if (xdg && xdg[0] == '/') buf_append_str(out, xdg);
+  else buf_printf(out, "%s/.config", home);
+#endif
+}
+
+static char *config_path(const client_app *c, buf *err) {
+  const char *home = getenv("HOME");
+  if (!home || home[0] != '/') {
+    buf_puts(err, "HOME is not set to a folder: cannot tell where the client's configuration is");
+    return NULL;
+  }
+  buf path = BUF_INIT;
+  if (c->base == UNDER_HOME) buf_append_str(&path, home);
+  else app_config_dir(&path, home);
+  buf_printf(&path, "/%s", c->file);
+  return buf_detach(&path, NULL);
+}
+
+/* Create the folders above path that are missing. */
+static bool make_parents(const char *path, buf *err) {
+  char *copy = strdup(path);
+  bool ok = true;
+  for (char *slash = strchr(copy + 1, '/'); ok && slash; slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    if (mkdir(copy, 0755) != 0 && errno != EEXIST) {
+      buf_printf(err, "cannot create %s: %s", copy, strerror(errno));
+      ok = false;
+    }
+    *slash = '/';
+  }
+  free(copy);
+  return ok;
+}
+
+/* ---- What the entry starts --------------------------------------------- */
+
+static bool is_elf(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char magic[4] = {0};
+  bool elf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "\x7f" "ELF", 4) == 0;
+  if (f) fclose(f);
+  return elf;
+}
+
+/* mcp._summary().name: mcp.server{name}, else the folder's name. */
+static bool read_server_name(vm *v, void *arg, buf *err) {
+  char **name = arg;
+  lua_State *L = v->L;
+  int base = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
+  lua_getfield(L, -1, "_summary");
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) goto failed;
+  lua_getfield(L, -1, "name");
+  *name = strdup(lua_tostring(L, -1) ? lua_tostring(L, -1) : "luamcp");
+  lua_settop(L, base);
+  return true;
+failed:
+  buf_printf(err, "reading the server's name: %s", lua_tostring(L, -1));
+  lua_settop(L, base);
+  return false;
+}
+
+/* Resolve PATH, tell a built program from scripts, and load it as it will
+ * run, to learn its name (and refuse one that does not load). */
+static bool learn_server(const install_request *r, server_start *s, buf *err) {
+  char resolved[PATH_MAX];
+  if (!realpath(r->path, resolved)) {
+    buf_printf(err, "%s: %s", r->path, strerror(errno));
+    return false;
+  }
+  s->target = strdup(resolved);
+  struct stat st;
+  s->program = stat(resolved, &st) == 0 && S_ISREG(st.st_mode) && is_elf(resolved);
+  char *name = NULL;
+  bool ok;
+  if (s->program) {
+    bundle *b = NULL;
+    int found = bundle_open(resolved, &b, err);
+    if (found == 0)
+      buf_printf(err, "%s is a program that carries no scripts (luamcp build makes programs that do)", r->path);
+    ok = found == 1 && with_loaded_bundle(b, read_server_name, &name, err);
+    bundle_free(b);
+  } else {
+    ok = with_loaded_scripts(resolved, read_server_name, &name, err);
+  }
+  if (!ok) {
+    free(name);
+    return false;
+  }
+  if (r->name) {
+    free(name);
+    name = strdup(r->name);
+  }
+  s->name = name;
+  return true;
+}
+
+/* The luamcp that runs the scripts: this very program, by its real path. */
+static bool this_program(char *out, size_t n, buf *err) {
+  ssize_t len = readlink("/proc/self/exe", out, n - 1);
+  if (len <= 0) {
+    buf_printf(err, "cannot tell where this luamcp is: %s", strerror(errno));
+    return false;
+  }
+  out[len] = '\0';
+  return true;
+}
+
+/* The entry, compact: {"type": "stdio"?, "command", "args"?, "env"?}. */
+static bool write_entry(buf *b, const install_request *r, const server_start *s, buf *err) {
+  buf_putc(b, '{');
+  if (r->client->typed) buf_puts(b, "\"type\":\"stdio\",");
+  buf_puts(b, "\"command\":");
+  if (s->program) {
+    json_write_string(b, s->target, strlen(s->target));
+  } else {
+    char self[PATH_MAX];
+    if (!this_program(self, sizeof self, err)) return false;
+    json_write_string(b, self, strlen(self));
+    buf_puts(b, ",\"args\":[\"run\",");
+    json_write_string(b, s->target, strlen(s->target));
+    buf_putc(b, ']');
+  }
+  bool any = false;
+  for (int i = 0; i < r->env_count; i++) {
+    size_t key_len = (size_t)(strchr(r->env[i], '=') - r->env[i]);
+    /* A key given again keeps its first place and takes its last value,
+     * as assignments in a shell do. */
+    bool seen = false;
+    for (int j = 0; j < i && !seen; j++) seen = strncmp(r->env[j], r->env[i], key_len + 1) == 0;
+    if (seen) continue;
+    const char *value = r->env[i] + key_len + 1;
+    for (int j = i + 1; j < r->env_count; j++)
+      if (strncmp(r->env[j], r->env[i], key_len + 1) == 0) value = r->env[j] + key_len + 1;
+    buf_append_str(b, any ? "," : ",\"env\":{");
+    any = true;
+    json_write_string(b, r->env[i], key_len);
+    buf_putc(b, ':');
+    json_write_string(b, value, strlen(value));
+  }
+  if (any) buf_putc(b, '}');
+  buf_putc(b, '}');
+  return true;
+}
+
+/* ---- The configuration with the entry in it ----------------------------- */
+
+static bool key_is(const json_member *m, const char *key) {
+  return m->key_len == strlen(key) && memcmp(m->key, key, m->key_len) == 0;
+}
+
+/* The last member called key (the one clients read when a key repeats),
+ * or -1. */
+static long last_member(const json_value *object, const char *key) {
+  long found = -1;
+  for (uint32_t i = 0; i < object->len; i++)
+    if (key_is(&object->u.members[i], key)) found = (long)i;
+  return found;
+}
+
+static void echo(buf *out, const char *text, const json_value *v) {
+  buf_append(out, text + v->src_off, v->src_len);
+}
+
+/* Write root, the file's parsed text, compactly with the entry called name
+ * in its servers object: in place of the server of that name, or after the
+ * others; and the servers object after every other key when there is none.
+ * Everything else is copied as it was written. */
+static bool splice_entry(const char *text, const json_value *root, const char *servers_key, const char *name,
+                   const buf *entry, buf *out, bool *replaced, buf *err) {
+  if (root->type != JSON_OBJECT) {
+    buf_printf(err, "it holds a JSON %s, not an object", json_type_name(root->type));
+    return false;
+  }
+  long servers_at = last_member(root, servers_key);
+  const json_value *servers = servers_at >= 0 ? &root->u.members[servers_at].value : NULL;
+  if (servers && servers->type != JSON_OBJECT) {
+    buf_printf(err, "its \"%s\" is a JSON %s, not an object", servers_key, json_type_name(servers->type));
+    return false;
+  }
+  long entry_at = servers ? last_member(servers, name) : -1;
+  *replaced = entry_at >= 0;
+  buf_putc(out, '{');
+  for (uint32_t i = 0; i < root->len; i++) {
+    const json_member *m = &root->u.members[i];
+    if (i) buf_putc(out, ',');
+    json_write_string(out, m->key, m->key_len);
+    buf_putc(out, ':');
+    if ((long)i != servers_at) {
+      echo(out, text, &m->value);
+      continue;
+    }
+    buf_putc(out, '{');
+    for (uint32_t j = 0; j < servers->len; j++) {
+      const json_member *s = &servers->u.members[j];
+      if (j) buf_putc(out, ',');
+      json_write_string(out, s->key, s->key_len);
+      buf_putc(out, ':');
+      if ((long)j == entry_at) buf_append(out, entry->data, entry->len);
+      else echo(out, text, &s->value);
+    }
+    if (entry_at < 0) {
+      if (servers->len) buf_putc(out, ',');
+      json_write_string(out, name, strlen(name));
+      buf_putc(out, ':');
+      buf_append(out, entry->data, entry->len);
+    }
+    buf_putc(out, '}');
+  }
+  if (!servers) {
+    if (root->len) buf_putc(out, ',');
+    json_write_string(out, servers_key, strlen(servers_key));
+    buf_puts(out, ":{");
+    json_write_string(out, name, strlen(name));
+    buf_putc(out, ':');
+    buf_append(out, entry->data, entry->len);
+    buf_putc(out, '}');
+  }
+  buf_putc(out, '}');
+  return true;
+}
+
+/* Compact JSON we wrote ourselves (no deeper than the file it came from,
+ * or than a new entry), as a person would write it. It always parses;
+ * checking costs nothing and keeps a mistake here out of the file. */
+static bool pretty(const buf *compact, buf *out, buf *err) {
+  json_error why;
+  json_doc *doc = json_parse(compact->data, compact->len, MAX_JSON_DEPTH, &why);
+  if (!doc) {
+    buf_printf(err, "luamcp wrote invalid JSON (%s at byte %zu); nothing was written", why.message, why.offset);
+    return false;
+  }
+  json_write_pretty(out, json_doc_root(doc), compact->data, 0);
+  buf_putc(out, '\n');
+  json_doc_free(doc);
+  return true;
+}
+
+static bool only_whitespace(const buf *b) {
+  for (size_t i = 0; i < b->len; i++)
+    if (!strchr(" \t\r\n", b->data[i])) return false;
+  return true;
+}
+
+/* "line 3, column 7" for a byte offset in text. */
+static void describe_offset(buf *out, const char *text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset; i++) {
+    if (text[i] == '\n') line++, column = 1;
+    else column++;
+  }
+  buf_printf(out, "line %zu, column %zu", line, column);
+}
+
+/* Read the client's file (a missing or empty one is {}), put the entry in,
+ * keep a backup, and write it back whole. */
+static int install_into_file(const install_request *r, const server_start *s, const buf *entry) {
+  const client_app *c = r->client;
+  buf old = BUF_INIT, compact = BUF_INIT, fresh = BUF_INIT, err = BUF_INIT;
+  json_doc *doc = NULL;
+  char *backup = NULL;
+  int code = 1;
+  /* A configuration that is a symbolic link (kept with other dotfiles) is
+   * written where it leads, and stays a link. */
+  char resolved[PATH_MAX];
+  const char *target = realpath(s->config, resolved) ? resolved : s->config;
+  struct stat st;
+  bool exists = stat(target, &st) == 0;
+  if (!exists && errno != ENOENT) {
+    buf_printf(&err, "%s: %s", s->config, strerror(errno));
+    goto done;
+  }
+  if (exists && !files_read(target, &old, &err)) goto done;
+  const char *text = only_whitespace(&old) ? "{}" : old.data;
+  size_t text_len = only_whitespace(&old) ? 2 : old.len;
+  json_error parse_error;
+  doc = json_parse(text, text_len, MAX_JSON_DEPTH, &parse_error);
+  if (!doc) {
+    buf_printf(&err, "%s is not valid JSON (", s->config);
+    describe_offset(&err, text, parse_error.offset);
+    buf_printf(&err, ": %s), so it was left as it is. luamcp reads strict JSON, without the comments and "
+                     "trailing commas some clients allow. Fix it, or add the entry by hand: "
+                     "luamcp install %s %s --print",
+               parse_error.message, c->id, r->path);
+    goto done;
+  }
+  bool replaced;
+  buf why = BUF_INIT;
+  if (!splice_entry(text, json_doc_root(doc), c->servers_key, s->name, entry, &compact, &replaced, &why)) {
+    buf_printf(&err, "%s: %s, so it was left as it is", s->config, why.data);
+    buf_free(&why);
+    goto done;
+  }
+  if (!pretty(&compact, &fresh, &err)) goto done;
+  if (exists && fresh.len == old.len && memcmp(fresh.data, old.data, old.len) == 0) {
+    printf("%s already has \"%s\" as it would be written: %s is unchanged.\n", c->title, s->name, s->config);
+    code = 0;
+    goto done;
+  }
+  if (!make_parents(target, &err)) goto done;
+  mode_t mode = exists ? st.st_mode & 07777 : 0600; /* new: its entries may hold secrets (--env) */
+  if (exists) {
+    size_t n = strlen(s->config) + sizeof ".bak";
+    backup = malloc(n);
+    snprintf(backup, n, "%s.bak", s->config);
+    if (!files_replace(backup, &old, mode, &err)) goto done;
+  }
+  if (!files_replace(target, &fresh, mode, &err)) goto done;
+  printf("%s \"%s\" in %s: %s\n", replaced ? "Replaced" : "Added", s->name, c->title, s->config);
+  if (backup) printf("The file as it was is in %s.\n", backup);
+  printf("%s\n", c->restart);
+  code = 0;
+done:
+  if (code) fprintf(stderr, "luamcp install: %s\n", err.data);
+  json_doc_free(doc);
+  buf_free(&old);
+  buf_free(&compact);
+  buf_free(&fresh);
+  buf_free(&err);
+  free(backup);
+  return code;
+}
+
+/* --print: the entry inside its servers object, as it would be written. */
+static bool print_entry(const install_request *r, const server_start *s, const buf *entry, buf *err) {
+  buf compact = BUF_INIT, out = BUF_INIT;
+  buf_putc(&compact, '{');
+  json_write_string(&compact, r->client->servers_key, strlen(r->client->servers_key));
+  buf_puts(&compact, ":{");
+  json_write_string(&compact, s->name, strlen(s->name));
+  buf_putc(&compact, ':');
+  buf_append(&compact, entry->data, entry->len);
+  buf_puts(&compact, "}}");
+  bool ok = pretty(&compact, &out, err);
+  if (ok) {
+    fwrite(out.data, 1, out.len, stdout);
+    fprintf(stderr, "luamcp install: not written; %s reads it from %s\n", r->client->title, s->config);
+  }
+  buf_free(&compact);
+  buf_free(&out);
+  return ok;
+}
+
+int install_command(int argc, char **argv) {
+  install_request r = {0};
+  if (!parse_install_options(argc, argv, &r)) {
+    install_usage(stdout);
+    return 0;
+  }
+  server_start s = {0};
+  buf err = BUF_INIT, entry = BUF_INIT;
+  int code = 1;
+  s.config = config_path(r.client, &err);
+  if (!s.config || !learn_server(&r, &s, &err) || !write_entry(&entry, &r, &s, &err) ||
+      (r.print && !print_entry(&r, &s, &entry, &err))) {
+    fprintf(stderr, "luamcp install: %s\n", err.data ? err.data : "failed");
+    goto done;
+  }
+  code = r.print ? 0 : install_into_file(&r, &s, &entry);
+done:
+  free(s.target);
+  free(s.name);
+  free(s.config);
+  buf_free(&err);
+  buf_free(&entry);
+  return code;
+}
