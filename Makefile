@@ -99,22 +99,20 @@ run: build/luamcp
 PREFIX  ?= /usr/local
 BINDIR  := $(PREFIX)/bin
 MAN1DIR := $(PREFIX)/share/man/man1
-# The library's definitions for the Lua language server (LuaLS), installed
-# when the tree has them.
-METADIR   := $(PREFIX)/share/luamcp/meta
-META_FILE := $(wildcard lua/meta/mcp.lua)
+# The library's definitions for the Lua language server (LuaLS): mcp and
+# mcp.testing.
+METADIR    := $(PREFIX)/share/luamcp/meta
+META_FILES := $(wildcard lua/meta/*.lua)
 
 install: build/luamcp
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
 	install -m 755 build/luamcp $(DESTDIR)$(BINDIR)/luamcp
 	install -m 644 runtime/cli/man/luamcp.1 $(DESTDIR)$(MAN1DIR)/luamcp.1
-ifneq ($(META_FILE),)
 	install -d $(DESTDIR)$(METADIR)
-	install -m 644 $(META_FILE) $(DESTDIR)$(METADIR)/mcp.lua
-endif
+	install -m 644 $(META_FILES) $(DESTDIR)$(METADIR)/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/luamcp $(DESTDIR)$(MAN1DIR)/luamcp.1 $(DESTDIR)$(METADIR)/mcp.lua
+	rm -f $(DESTDIR)$(BINDIR)/luamcp $(DESTDIR)$(MAN1DIR)/luamcp.1 $(addprefix $(DESTDIR)$(METADIR)/,$(notdir $(META_FILES)))
 	rmdir $(DESTDIR)$(METADIR) $(DESTDIR)$(PREFIX)/share/luamcp 2>/dev/null || true
 
 # ---- Tests ---------------------------------------------------------------

@@ -61,15 +61,14 @@ describe("make install", function()
     -- man finds the page by name where it was installed
     local page = rendered("man -M " .. quote(prefix .. "/share/man") .. " luamcp")
     assert.truthy(page:find("^LUAMCP%(1%)"), page)
-    local meta = io.open("lua/meta/mcp.lua")
-    if meta then
-      meta:close()
-      assert.are.equal(client.read_file("lua/meta/mcp.lua"), client.read_file(prefix .. "/share/luamcp/meta/mcp.lua"))
+    for _, meta in ipairs { "mcp.lua", "mcp_testing.lua" } do
+      assert.are.equal(client.read_file("lua/meta/" .. meta), client.read_file(prefix .. "/share/luamcp/meta/" .. meta))
     end
 
     code, out, err = sh("make -s uninstall DESTDIR=" .. quote(dest) .. " PREFIX=/usr/local")
     assert.are.equal(0, code, out .. err)
-    for _, file in ipairs { "/bin/luamcp", "/share/man/man1/luamcp.1", "/share/luamcp/meta/mcp.lua" } do
+    for _, file in ipairs { "/bin/luamcp", "/share/man/man1/luamcp.1", "/share/luamcp/meta/mcp.lua",
+      "/share/luamcp/meta/mcp_testing.lua" } do
       assert.is_nil(io.open(prefix .. file), file)
     end
     client.remove_tree(dest)

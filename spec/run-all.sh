@@ -53,13 +53,20 @@ run_counted() {
 }
 
 # busted's TAP output: count "ok", "not ok" and "ok ... # SKIP" lines.
-# run_busted NAME BUSTED_ARGS...
+# run_busted NAME BUSTED_ARGS...   (run_tap NAME COMMAND... runs any
+# command that prints TAP: `luamcp test -o TAP` for the in-process specs)
 run_busted() {
+  local name=$1
+  shift
+  run_tap "$name" busted -o TAP "$@"
+}
+
+run_tap() {
   local name=$1
   shift
   echo "== $name"
   local out status
-  out=$(busted -o TAP "$@" 2>&1)
+  out=$("$@" 2>&1)
   status=$?
   echo "$out" | grep -v '^ok ' | tail -n 200
   echo "$out" | grep '^ok .*# SKIP' || true
@@ -93,6 +100,10 @@ if [ ! -d "$schema_suite" ] && [ -d /usr/share/json-schema-test-suite/tests ]; t
 fi
 run_counted "C unit: JSON Schema suite" build/tests/test_schema "$schema_suite"
 JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted "busted specs" --exclude-tags=soak
+# Specs that run inside luamcp itself, as users run theirs: `luamcp test`
+# with mcp.testing (spec/inprocess/*_test.lua; busted's own run above
+# skips them, by their name).
+run_tap "luamcp test (mcp.testing specs)" "$LUAMCP" test -o TAP --pattern=_test spec/inprocess
 # The specs that exercise tasks, exec, reload and HTTP again under the
 # ASan/UBSan build, so that a use-after-free or undefined behaviour fails
 # the run (the core-safety specs also check the server's stderr for
@@ -103,7 +114,8 @@ release_luamcp=$LUAMCP
 export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concurrency_spec.lua \
   spec/limits_spec.lua spec/reload_spec.lua spec/load_limits_spec.lua spec/http_hardening_spec.lua spec/modern_spec.lua \
-  spec/http_client_spec.lua spec/tasks_spec.lua
+  spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua
+run_tap "ASan/UBSan: luamcp test (mcp.testing specs)" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
 run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
 export LUAMCP=$release_luamcp
 unset ASAN_OPTIONS UBSAN_OPTIONS

@@ -127,3 +127,35 @@ describe("mcp.testing", function()
     b:close()
   end)
 end)
+
+-- The LuaLS definitions of mcp.testing (lua/meta/mcp_testing.lua) declare
+-- every public function it has, and nothing it lacks.
+describe("mcp.testing's LuaLS definitions", function()
+  it("match the module", function()
+    local declared = {}
+    for line in io.lines("lua/meta/mcp_testing.lua") do
+      local owner, sep, name = line:match("^function (%w+)([.:])([%w_]+)%(")
+      if owner then declared[(owner == "testing" and "testing." or "Server:") .. name] = true end
+    end
+    local actual = {}
+    for name, v in pairs(testing) do
+      if type(v) == "function" and not name:match("^_") then actual["testing." .. name] = true end
+    end
+    local t = testing.server("scripts/demo")
+    -- The methods of a server: its class's and the client's it extends.
+    local class = getmetatable(t)
+    for _, methods in ipairs { class, getmetatable(class).__index } do
+      for name, v in pairs(methods) do
+        if type(v) == "function" and not name:match("^_") then actual["Server:" .. name] = true end
+      end
+    end
+    t:close()
+    local missing, extra = {}, {}
+    for name in pairs(actual) do if not declared[name] then missing[#missing + 1] = name end end
+    for name in pairs(declared) do if not actual[name] then extra[#extra + 1] = name end end
+    table.sort(missing)
+    table.sort(extra)
+    assert.same({}, missing)
+    assert.same({}, extra)
+  end)
+end)
