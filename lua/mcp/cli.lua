@@ -162,7 +162,9 @@ local function parse(command, args, flags)
   return o
 end
 
-local TARGET_FLAGS = { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false }
+-- The options of call, read and prompt: which server, and how to print
+-- (true: the option takes a value).
+local CLIENT_FLAGS = { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false }
 
 local function print_notification(message)
   local p = message.params or {}
@@ -346,13 +348,23 @@ end
 
 local commands = {}
 
-function commands.call(args)
-  local o = parse("call", args, { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false,
-    ["--json"] = true })
+-- The options of a client command (its own besides CLIENT_FLAGS), or nil
+-- when it was asked for its usage, which is then printed.
+local function client_options(command, args, own)
+  local flags = {}
+  for k, v in pairs(CLIENT_FLAGS) do flags[k] = v end
+  for k, v in pairs(own or {}) do flags[k] = v end
+  local o = parse(command, args, flags)
   if o.help then
-    io.write(usage("call"))
-    return 0
+    io.write(usage(command))
+    return nil
   end
+  return o
+end
+
+function commands.call(args)
+  local o = client_options("call", args, { ["--json"] = true })
+  if not o then return 0 end
   local c = connect("call", o)
   local name = table.remove(o.words, 1)
   local tools, err = c:list("tools")
@@ -390,12 +402,8 @@ function commands.call(args)
 end
 
 function commands.read(args)
-  local o = parse("read", args, { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false,
-    ["--output"] = true })
-  if o.help then
-    io.write(usage("read"))
-    return 0
-  end
+  local o = client_options("read", args, { ["--output"] = true })
+  if not o then return 0 end
   local c = connect("read", o)
   local uri = o.words[1]
   if not uri then
@@ -433,11 +441,8 @@ function commands.read(args)
 end
 
 function commands.prompt(args)
-  local o = parse("prompt", args, { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false })
-  if o.help then
-    io.write(usage("prompt"))
-    return 0
-  end
+  local o = client_options("prompt", args)
+  if not o then return 0 end
   local c = connect("prompt", o)
   local name = table.remove(o.words, 1)
   if not name then

@@ -56,13 +56,7 @@ static void app_generation_drained(vm *v) {
 static bool fingerprints(vm *v, char *out[3]) {
   lua_State *L = v->L;
   int top = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "mcp");
-  bool ok = lua_pcall(L, 1, 1, 0) == LUA_OK;
-  if (ok) {
-    lua_getfield(L, -1, "_fingerprints");
-    ok = lua_pcall(L, 0, 1, 0) == LUA_OK;
-  }
+  bool ok = vm_call_library(v, "_fingerprints", 0);
   static const char *const names[3] = {"tools", "resources", "prompts"};
   for (int i = 0; i < 3; i++) {
     out[i] = NULL;

@@ -581,6 +581,21 @@ void vm_check_environment(vm *v) {
   buf_free(&err);
 }
 
+bool vm_call_library(vm *v, const char *name, int nargs) {
+  lua_State *L = v->L;
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_rotate(L, -nargs - 1, 1); /* the message below the arguments */
+    lua_pop(L, nargs);
+    return false;
+  }
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+  lua_insert(L, -nargs - 1);
+  return lua_pcall(L, nargs, 1, 0) == LUA_OK;
+}
+
 vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {
   vm *v = calloc(1, sizeof *v);
   v->srv = srv;

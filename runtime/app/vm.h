@@ -18,6 +18,12 @@ void vm_free(vm *v);
  * load the scripts too. */
 void vm_check_environment(vm *v);
 
+/* Call mcp.NAME(...) of the generation's library: the nargs values on top
+ * of the stack are the arguments; on return the one result (true) or the
+ * error message (false) replaces them. For what asks the loaded library
+ * (inspect, install, build, the start line, reload's fingerprints). */
+bool vm_call_library(vm *v, const char *name, int nargs);
+
 /* package.searchers entry: the Lua library built into the binary (also
  * the client side's, cli/client.c). */
 int vm_search_embedded(lua_State *L);

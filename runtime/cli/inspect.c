@@ -19,16 +19,12 @@ typedef struct inspect_request {
 static bool print_inspection(vm *v, void *arg, buf *err) {
   inspect_request *r = arg;
   lua_State *L = v->L;
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "mcp");
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
-  lua_getfield(L, -1, "_inspect");
   lua_pushboolean(L, r->json);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
+  if (!vm_call_library(v, "_inspect", 1)) goto failed;
   size_t n;
   const char *text = lua_tolstring(L, -1, &n);
   fwrite(text, 1, n, stdout);
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   return true;
 failed:
   buf_printf(err, "inspect: %s", lua_tostring(L, -1));

@@ -225,11 +225,7 @@ static bool read_server_name(vm *v, void *arg, buf *err) {
   char **name = arg;
   lua_State *L = v->L;
   int base = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "mcp");
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
-  lua_getfield(L, -1, "_summary");
-  if (lua_pcall(L, 0, 1, 0) != LUA_OK) goto failed;
+  if (!vm_call_library(v, "_summary", 0)) goto failed;
   lua_getfield(L, -1, "name");
   *name = strdup(lua_tostring(L, -1) ? lua_tostring(L, -1) : "luamcp");
   lua_settop(L, base);

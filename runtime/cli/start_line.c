@@ -24,11 +24,7 @@ static bool describe(vm *v, buf *out) {
   };
   lua_State *L = v->L;
   int base = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "mcp");
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
-  lua_getfield(L, -1, "_summary");
-  if (lua_pcall(L, 0, 1, 0) != LUA_OK) goto failed;
+  if (!vm_call_library(v, "_summary", 0)) goto failed;
   int summary = lua_gettop(L);
   lua_getfield(L, summary, "name");
   lua_getfield(L, summary, "version");
