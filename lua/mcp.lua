@@ -13,6 +13,10 @@ local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
 local check = require "mcp.check"
 local config = require "mcp.config"
+-- Installs the permission checks on every door (io, os, mcp.fs, C
+-- modules) before any script runs; they do nothing until permissions are
+-- declared.
+local permissions = require "mcp.permissions"
 require "mcp.context" -- adds ctx:sample, ctx:elicit and ctx:roots
 
 local M = {}
@@ -65,7 +69,19 @@ end
 --- timeout_ms?, max_output_bytes?, stream? = function(chunk, which)}
 --- -> {code, signal, stdout, stderr, timed_out, truncated},
 --- or nil, message, code when the program cannot be started.
-M.exec = core.exec
+function M.exec(opts)
+  if permissions.confined() and type(opts) == "table" and type(opts.argv) == "table" then
+    -- Run the program the policy allowed, by its resolved path.
+    local program, message, code = permissions.check_exec(opts.argv[1])
+    if not program then return nil, message, code end
+    local checked = {}
+    for k, v in pairs(opts) do checked[k] = v end
+    checked.argv = table.move(opts.argv, 1, #opts.argv, 1, {})
+    checked.argv[1] = program
+    return core.exec(checked)
+  end
+  return core.exec(opts)
+end
 
 --- Files, on the thread pool: read(path), write(path, data), list(dir),
 --- stat(path). Failures return nil, message, code ("ENOENT", ...).
@@ -140,6 +156,15 @@ local server_info_json
 ---@field license? string for the manifest (an SPDX identifier such as "MIT")
 ---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
+---@field permissions? mcp.Permissions what the tools may touch (README "Permissions"); nothing declared: unconfined
+
+---@class mcp.Permissions what the tools may touch; what is not listed is denied
+---@field read? string[] files and folders ("./data" is beside the scripts; "$ROOTS": the client's roots; "$TMP")
+---@field write? string[] ... that may be written too (and read)
+---@field exec? string[] programs mcp.exec may run ("git": as PATH finds it, or a path)
+---@field net? string[] what mcp.http may reach: "host", "host:port", "*.example.com"
+---@field env? string[] environment variables os.getenv may read (config's are added)
+---@field c_modules? string[]|true Lua C modules require may load (true: any)
 
 ---@class mcp.ConfigSetting an MCPB user_config entry
 ---@field type "string"|"number"|"boolean"|"directory"|"file"
@@ -160,6 +185,11 @@ function M.server(info)
   check_type(info, "license", "string", true, 3)
   check_type(info, "icon", "string", true, 3)
   if info.config ~= nil then config.check(info.config, 2) end
+  if info.permissions ~= nil then
+    local env = {}
+    for key in pairs(info.config or registry.server.config or {}) do env[#env + 1] = config.env_name(key) end
+    permissions.declare(info.permissions, 3, env)
+  end
   if info.extensions then
     local ok, err = pcall(core.json_encode, core.object(info.extensions))
     if not ok then error("extensions: " .. tostring(err), 2) end
@@ -519,6 +549,7 @@ function M._start()
   -- have registered what they serve, before the first request.
   skills.load(M.bundle, M.resource)
   registry.started = true
+  permissions.loaded()
 end
 
 ---@class mcp.SkillDefinition
@@ -576,6 +607,7 @@ local function inspect_text(view)
   local s = view.server
   out[1] = ("%s %s%s"):format(s.name, s.version, s.title and (" — " .. s.title) or "")
   if view.instructions then out[#out + 1] = "  " .. view.instructions end
+  out[#out + 1] = "Permissions: " .. (view.permissions or "none declared: runs unconfined")
   local function section(title, list, head, body)
     out[#out + 1] = ""
     out[#out + 1] = ("%s (%d)"):format(title, #list)
@@ -619,8 +651,10 @@ function M._inspect(as_json)
     server = server_info(), instructions = registry.server.instructions, tools = wires(registry.tools),
     resources = wires(registry.resources), resourceTemplates = wires(registry.templates),
     prompts = wires(registry.prompts),
+    permissions = permissions.declared and core.object(permissions.declared) or nil,
   }
   if as_json then return core.json_encode(view) .. "\n" end
+  view.permissions = permissions.summary()
   view.tasks = {}
   for _, e in ipairs(registry.tools.entries) do
     if e.task[1] then view.tasks[e.name] = e.task end
@@ -655,7 +689,13 @@ function M._manifest()
                               arguments = arguments }
   end
   return { server = registry.server, tools = tools, prompts = prompts,
-           user_config = config.manifest_entries(registry.server.config) }
+           user_config = config.manifest_entries(registry.server.config), permissions = permissions.summary() }
+end
+
+--- What runtime/app/confine.c gives the kernel (Landlock), or nil when
+--- the scripts run unconfined.
+function M._confinement()
+  return permissions.confinement()
 end
 
 --- Once serving starts (luamcp run, dev, a built program; not build or

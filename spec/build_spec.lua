@@ -394,6 +394,8 @@ describe("luamcp build --mcpb of a server with settings, a prompt and an icon", 
                         text = "Ask for a review of one change" } }, manifest.prompts)
     assert.are.same({ "arguments", "description", "name", "text" }, keys(manifest.prompts[1]))
     assert.are.equal("MIT", manifest.license)
+    -- What the tools may touch, shown before installing (this one declares nothing).
+    assert.are.equal("Permissions: none declared; the tools run with the user's rights.", manifest.long_description)
     assert.are.equal("icon.png", manifest.icon)
     local _, icon = sh("unzip -p " .. quote(mcpb) .. " icon.png")
     assert.is_true(icon == client.read_file(MCPB_FIXTURE .. "/icon.png"))

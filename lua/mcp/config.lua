@@ -142,7 +142,7 @@ end
 function M.warn_unset(config)
   for _, key in ipairs(sorted_keys(config or {})) do
     local s, env = config[key], M.env_name(key)
-    local value = os.getenv(env)
+    local value = core.getenv(env)
     if s.required and (value == nil or value == "") then
       core.stderr("warning", ("%s is not set: mcp.server{} config %s (%q) is required, and os.getenv(%q) returns %s. "
         .. "Set it in the environment (Claude Desktop sets it from the extension's settings)."):format(

@@ -11,6 +11,7 @@
 -- too_large, redirects, protocol); misuse (a bad option) raises.
 
 local core = require "mcp.core"
+local permissions = require "mcp.permissions"
 
 local M = {}
 
@@ -51,12 +52,51 @@ function M.request(opts)
     request.headers = headers
   end
   if request.method == nil then request.method = request.body ~= nil and "POST" or "GET" end
+  if permissions.confined() then return M._follow(request) end
   -- Misuse found in C (and an error from the stream function) is raised
   -- again here, at the line that called mcp.http.
   local ok, r, err, code = pcall(core.http_request, request)
   if not ok then error(r, 2) end
   if not r then return nil, err, code end
   return setmetatable(r, Response)
+end
+
+local REDIRECTS = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
+
+-- Location against the URL it answered.
+local function join(base, location)
+  if location:match("^%a[%w+.-]*://") then return location end
+  local scheme, authority, path = base:match("^(%a[%w+.-]*:)//([^/?#]*)([^?#]*)")
+  if location:sub(1, 2) == "//" then return scheme .. location end
+  if location:sub(1, 1) == "/" then return scheme .. "//" .. authority .. location end
+  return scheme .. "//" .. authority .. (path:match("^(.*/)") or "/") .. location
+end
+
+-- A confined server follows redirects itself, so that each hop's host is
+-- checked before anything connects to it (curl would follow them inside
+-- one transfer).
+function M._follow(request)
+  local max = request.max_redirects or 5
+  request.max_redirects = 0
+  local hops = 0
+  while true do
+    local allowed, message, code = permissions.check_net(request.url)
+    if not allowed then return nil, message, code end
+    local ok, r, err, failure = pcall(core.http_request, request)
+    if not ok then error(r, 3) end
+    if not r then return nil, err, failure end
+    local location = r.headers.location
+    if not (REDIRECTS[r.status] and location) then return setmetatable(r, Response) end
+    if hops >= max then
+      return nil, ("mcp.http: %s: more than %d redirects"):format(request.url, max), "redirects"
+    end
+    hops = hops + 1
+    request.url = join(request.url, location)
+    -- As browsers and curl do: 303, and 301/302 after a POST, become a GET.
+    if r.status == 303 or ((r.status == 301 or r.status == 302) and request.method == "POST") then
+      request.method, request.body = "GET", nil
+    end
+  end
 end
 
 --- GET url (options as for request).

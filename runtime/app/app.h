@@ -113,7 +113,8 @@ struct task {
   struct task_handle *handle; /* spawned: its mcp.Task handle, while it runs */
   int handle_ref;         /* spawned: keeps the handle alive while it runs */
   task *waiter;           /* a task waiting for this one to finish */
-  struct ctx_handle *ctx; /* root: the ctx userdata given to the handler */
+  struct ctx_handle *ctx; /* root: the ctx userdata given to the handler ... */
+  int ctx_ref;            /* ... anchored in the registry while the call runs (core.current_ctx) */
   task_wait wait;
   task_op *wait_op;       /* TASK_WAIT_OP: the operation */
   long long client_request_id; /* TASK_WAIT_CLIENT: our request's id ... */

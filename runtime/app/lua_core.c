@@ -3,8 +3,11 @@
  * from the runtime. Scripts use the library, never this module directly.
  * Every function has the vm as its first upvalue.
  */
+#include <errno.h>
 #include <lauxlib.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -205,6 +208,88 @@ static int core_state_open(lua_State *L) {
 
 /* The name a server gets when mcp.server{} gives none: the script folder's
  * (or file's) base name. */
+/* realpath(path) -> the absolute path, symlinks and .. resolved | nil,
+ * message, code (ENOENT, ...). */
+static int core_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char *real = realpath(path, NULL);
+  if (!real) {
+    int e = errno;
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(e));
+    lua_pushstring(L, e == ENOENT ? "ENOENT" : e == EACCES ? "EACCES" : e == ENOTDIR ? "ENOTDIR" : "EIO");
+    return 3;
+  }
+  lua_pushstring(L, real);
+  free(real);
+  return 1;
+}
+
+/* which(name) -> the absolute path execvp would run for name (a name with a
+ * slash is taken as a path), symlinks resolved | nil. */
+static int core_which(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  luaL_Buffer b;
+  if (strchr(name, '/')) {
+    char *real = realpath(name, NULL);
+    if (!real || access(real, X_OK) != 0) {
+      free(real);
+      return 0;
+    }
+    lua_pushstring(L, real);
+    free(real);
+    return 1;
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+  while (*path) {
+    const char *end = strchr(path, ':');
+    size_t len = end ? (size_t)(end - path) : strlen(path);
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, len ? path : ".", len ? len : 1);
+    luaL_addchar(&b, '/');
+    luaL_addstring(&b, name);
+    luaL_pushresult(&b);
+    char *real = realpath(lua_tostring(L, -1), NULL);
+    lua_pop(L, 1);
+    if (real && access(real, X_OK) == 0) {
+      struct stat st;
+      if (stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
+        lua_pushstring(L, real);
+        free(real);
+        return 1;
+      }
+    }
+    free(real);
+    if (!end) break;
+    path = end + 1;
+  }
+  return 0;
+}
+
+/* The real getenv, for the permission checks themselves (os.getenv is a
+ * door they guard). */
+static int core_getenv(lua_State *L) {
+  const char *v = getenv(luaL_checkstring(L, 1));
+  if (!v) return 0;
+  lua_pushstring(L, v);
+  return 1;
+}
+
+/* permission_overrides() -> the command line's --allow-* JSON text, or nil;
+ * script_dir() -> the folder the scripts were loaded from. */
+static int core_permission_overrides(lua_State *L) {
+  const char *json = core_vm(L)->srv->opts.permissions_json;
+  if (!json) return 0;
+  lua_pushstring(L, json);
+  return 1;
+}
+
+static int core_script_dir(lua_State *L) {
+  lua_pushstring(L, core_vm(L)->module_dir);
+  return 1;
+}
+
 static int core_default_name(lua_State *L) {
   const char *path = core_vm(L)->path;
   size_t n = strlen(path);
@@ -241,6 +326,12 @@ int luaopen_mcp_core(lua_State *L) {
       {"state_seal", core_state_seal},
       {"state_open", core_state_open},
       {"default_name", core_default_name},
+      {"realpath", core_realpath},
+      {"which", core_which},
+      {"getenv", core_getenv},
+      {"permission_overrides", core_permission_overrides},
+      {"script_dir", core_script_dir},
+      {"current_ctx", task_lua_current_ctx},
       {"schema_compile", lua_schema_compile},
       {"schema_validate", lua_schema_validate},
       {"tool_input", lua_schema_tool_input},

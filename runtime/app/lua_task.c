@@ -203,6 +203,8 @@ static void task_free(task *t) {
   if (t == t->root) {
     while (t->children) task_cancel(t->children);
     if (t->ctx) t->ctx->task = NULL;
+    if (t->ctx_ref != LUA_NOREF) luaL_unref(v->L, LUA_REGISTRYINDEX, t->ctx_ref);
+    t->ctx_ref = LUA_NOREF;
     if (t->call) t->call->app_data = NULL;
     t->call = NULL;
     if (t->job) {
@@ -282,6 +284,7 @@ static task *task_new(vm *v, task *root) {
   }
   t->vm = v;
   t->handle_ref = LUA_NOREF;
+  t->ctx_ref = LUA_NOREF;
   t->root = root ? root : t;
   *(task **)lua_getextraspace(t->co) = t;
   v->live_tasks++;
@@ -759,6 +762,8 @@ static int task_entry(lua_State *co) {
   h->task = t;
   t->ctx = h;
   luaL_setmetatable(co, CTX_MT);
+  lua_pushvalue(co, -1);
+  t->ctx_ref = luaL_ref(co, LUA_REGISTRYINDEX);
   lua_pushvalue(co, 3);
   lua_setiuservalue(co, -2, 1); /* ctx keeps params, for ctx.meta */
   tool_plan plan = {.timeout_ms = t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
@@ -1388,6 +1393,13 @@ static int ctx_tostring(lua_State *L) {
   if (!ctx_facts_of(check_ctx(L), &f)) lua_pushliteral(L, "mcp.Context(ended)");
   else if (f.task_id) lua_pushfstring(L, "mcp.Context(%s, task %s)", f.method, f.task_id);
   else lua_pushfstring(L, "mcp.Context(%s %s)", f.method, f.id ? f.id : "");
+  return 1;
+}
+
+int task_lua_current_ctx(lua_State *L) {
+  task *t = *(task **)lua_getextraspace(L);
+  if (!t || t->root->ctx_ref == LUA_NOREF) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->root->ctx_ref);
   return 1;
 }
 

@@ -94,6 +94,7 @@ typedef struct config_fact {
 typedef struct server_facts {
   char *default_name; /* what the server is called when mcp.server{} names none */
   char *name, *title, *version, *description, *license, *icon;
+  char *permissions; /* mcp.server{permissions} in one line, or NULL (unconfined) */
   char *author_name, *author_email, *author_url;
   size_t tool_count;
   char **tool_names, **tool_descriptions;
@@ -407,6 +408,7 @@ static bool read_server_facts(vm *v, server_facts *facts, buf *err) {
   lua_getfield(L, -1, "_manifest");
   if (lua_pcall(L, 0, 1, 0) != LUA_OK) goto failed;
   int manifest = lua_gettop(L);
+  facts->permissions = string_at(L, manifest, "permissions");
   lua_getfield(L, manifest, "server");
   int server = lua_gettop(L);
   facts->name = string_at(L, server, "name");
@@ -457,7 +459,7 @@ static void free_strings(char **list, size_t count) {
 
 static void server_facts_free(server_facts *f) {
   char **strings[] = {&f->default_name, &f->name, &f->title, &f->version, &f->description, &f->license,
-                      &f->icon, &f->author_name, &f->author_email, &f->author_url};
+                      &f->icon, &f->permissions, &f->author_name, &f->author_email, &f->author_url};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
   free_strings(f->tool_names, f->tool_count);
   free_strings(f->tool_descriptions, f->tool_count);
@@ -600,7 +602,8 @@ static void write_user_config(buf *b, const server_facts *f) {
 /* manifest.json for MCPB manifest_version 0.3: the required fields
  * (manifest_version, name, version, description, author.name, server
  * with type, entry_point and mcp_config), then what is known of icon,
- * tools, prompts, license and user_config, and the platform. Every object in that schema is strict, so nothing else is
+ * tools, prompts, license, long_description (the permissions) and
+ * user_config, and the platform. Every object in that schema is strict, so nothing else is
  * written. f->icon is a path in the archive or an https:// URL. */
 static void write_manifest(buf *b, const server_facts *f, const char *binary) {
   buf_puts(b, "{\n");
@@ -633,6 +636,13 @@ static void write_manifest(buf *b, const server_facts *f, const char *binary) {
   buf_append_str(b, f->tool_count ? "\n  ],\n" : "],\n");
   if (f->prompt_count) write_prompts(b, f);
   if (f->license) json_member_string(b, "  ", "license", f->license, true);
+  /* MCPB has no field for permissions: the long description, which Claude
+   * Desktop shows before installing, says what the tools may touch. */
+  buf about = BUF_INIT;
+  if (f->permissions) buf_printf(&about, "Permissions (enforced by luamcp): %s.", f->permissions);
+  else buf_append_str(&about, "Permissions: none declared; the tools run with the user's rights.");
+  json_member_string(b, "  ", "long_description", about.data, true);
+  buf_free(&about);
   if (f->config_count) write_user_config(b, f);
   /* OUT is a Linux executable: other platforms could not run it. */
   buf_puts(b, "  \"compatibility\": {\n    \"platforms\": [\"linux\"]\n  }\n}\n");

@@ -94,7 +94,7 @@ static void on_written(uv_write_t *req, int status) {
 static bool child_send(client_conn *base, const char *json, size_t len, buf *err) {
   child_conn *c = (child_conn *)base;
   if (c->exited || uv_is_closing((uv_handle_t *)&c->to_child)) {
-    buf_puts(err, base->ended ? base->ended : "the server has exited");
+    buf_append_str(err, base->ended ? base->ended : "the server has exited");
     return false;
   }
   child_write *w = malloc(sizeof *w + len + 1);

@@ -273,7 +273,7 @@ client_conn *client_http_open(const char *url, buf *err) {
   char why[300];
   const curl_api *api = curl_lib_load("luamcp call --http", why, sizeof why);
   if (!api) {
-    buf_puts(err, why);
+    buf_append_str(err, why);
     return NULL;
   }
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {

@@ -24,6 +24,7 @@
 #include "core/state_token.h"
 #include "transport/stdio_transport.h"
 #include "cli/version.h"
+#include "app/confine.h"
 #include "app/reload.h"
 #include "app/vm.h"
 
@@ -116,6 +117,16 @@ static void usage_options(FILE *to, bool bundled) {
           "                              sampling, elicitation or roots (default: %d)\n"
           "  --max-tasks N               MCP tasks (the tasks extension) running at once\n"
           "                              (default: %d; 0: no cap)\n"
+          "\n"
+          "Permissions (README \"Permissions\"; added to what mcp.server{permissions} declares):\n"
+          "  --allow-read PATHS          files and folders tools may read (comma-separated)\n"
+          "  --allow-write PATHS         ... and write\n"
+          "  --allow-exec PROGRAMS       programs mcp.exec may run\n"
+          "  --allow-net HOSTS           host or host:port mcp.http may reach\n"
+          "  --allow-env NAMES           environment variables os.getenv may read\n"
+          "  --allow-c-modules NAMES     Lua C modules require may load\n"
+          "  --allow-all                 run unconfined, whatever the scripts declare\n"
+          "\n"
           "  --state-key-env NAME        seal 2026-07-28 requestState with the secret in $NAME\n"
           "                              (shared by every process that serves the same clients;\n"
           "                              default: a random key per process)\n"
@@ -202,7 +213,31 @@ typedef struct run_options {
   http_options http_opts;
   const char *allow_hosts[MAX_ALLOWED];
   const char *allow_origins[MAX_ALLOWED];
+  /* --allow-read and the others, as lua/mcp/permissions.lua reads them:
+   * {"read": [...], ..., "all": true}; server.permissions_json points here. */
+  buf permissions;
 } run_options;
+
+/* The --allow-KIND flags of run and dev, and the permission kinds they add to. */
+static const char *const PERMISSION_FLAGS[][2] = {
+    {"--allow-read", "read"}, {"--allow-write", "write"}, {"--allow-exec", "exec"},
+    {"--allow-net", "net"},   {"--allow-env", "env"},     {"--allow-c-modules", "c_modules"},
+};
+
+/* Add VALUE (comma-separated) to KIND in the permissions JSON object. */
+static void add_permission(buf *b, const char *kind, const char *value) {
+  buf_putc(b, b->len ? ',' : '{');
+  json_write_string(b, kind, strlen(kind));
+  buf_puts(b, ":[");
+  for (const char *p = value; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    if (p != value) buf_putc(b, ',');
+    json_write_string(b, p, n);
+    p += n + (comma ? 1 : 0);
+  }
+  buf_putc(b, ']');
+}
 
 static void parse_run_options(int argc, char **argv, run_options *o) {
   server_options_defaults(&o->server);
@@ -285,6 +320,16 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
     } else if (strcmp(a, "--http-memory") == 0) {
       o->http_opts.buffer_bytes = (size_t)parse_count(a, value, 1) * 1024 * 1024;
       i++;
+    } else if (strcmp(a, "--allow-all") == 0) {
+      buf_append_str(&o->permissions, o->permissions.len ? ",\"all\":true" : "{\"all\":true");
+    } else if (strncmp(a, "--allow-", 8) == 0 && strcmp(a, "--allow-host") != 0 && strcmp(a, "--allow-origin") != 0) {
+      const char *kind = NULL;
+      for (size_t k = 0; k < sizeof PERMISSION_FLAGS / sizeof *PERMISSION_FLAGS; k++)
+        if (strcmp(a, PERMISSION_FLAGS[k][0]) == 0) kind = PERMISSION_FLAGS[k][1];
+      if (!kind) fail_usage("unknown option %s", a);
+      if (!value || !*value) fail_usage("%s needs a value (several: comma-separated)", a);
+      add_permission(&o->permissions, kind, value);
+      i++;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       o->help = true;
       return;
@@ -297,6 +342,10 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
     }
   }
   if (!o->path) fail_usage("%s", "run needs a script file or folder");
+  if (o->permissions.len) {
+    buf_putc(&o->permissions, '}');
+    o->server.permissions_json = o->permissions.data;
+  }
 }
 
 /* ---- Shutdown -------------------------------------------------------- */
@@ -407,6 +456,7 @@ static int serve(int argc, char **argv, bool watch) {
     return 1;
   }
   buf_free(&err);
+  confine_process(rt->app.current);
 
   uv_check_init(rt->loop, &rt->stop_check);
   uv_signal_init(rt->loop, &rt->sigint);

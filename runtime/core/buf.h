@@ -44,7 +44,10 @@ static inline void buf_putc(buf *b, char c) {
   b->data[b->len] = '\0';
 }
 
-#define buf_puts(b, literal) buf_append((b), (literal), sizeof(literal) - 1)
+/* A string literal only ("" literal does not compile otherwise): sizeof of
+ * a pointer or an array would copy the wrong length. buf_append_str takes
+ * any string. */
+#define buf_puts(b, literal) buf_append((b), "" literal, sizeof(literal) - 1)
 
 static inline void buf_append_str(buf *b, const char *s) { buf_append(b, s, strlen(s)); }
 

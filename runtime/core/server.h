@@ -56,6 +56,10 @@ typedef struct server_options {
   int load_timeout_ms;     /* how long loading the scripts may take (0: no limit) */
   size_t memory_limit;     /* bytes a generation's Lua state may hold (0: no cap) */
   int max_tasks;           /* MCP tasks running at once (0: no cap) */
+  /* The command line's --allow-* permissions, as a JSON object (lua/mcp/
+   * permissions.lua reads it), or NULL. Owner: the caller, for the life
+   * of the server. */
+  const char *permissions_json;
 } server_options;
 
 struct server {

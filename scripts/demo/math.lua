@@ -5,6 +5,9 @@ mcp.server {
   instructions = "Small demo tools: arithmetic, dice, a countdown with progress, a report that becomes a task when it takes long, and a notebook "
     .. "you can write to and read back as resources (notes://{name}), with a skill on using it "
     .. "(skill://notes-howto/SKILL.md).",
+  -- What these tools may touch: nothing outside the server. No files, no
+  -- programs, no network, no environment (README "Permissions").
+  permissions = {},
 }
 
 mcp.tool {

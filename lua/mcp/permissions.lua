@@ -1,0 +1,463 @@
+-- mcp.permissions: least privilege for scripts. A server declares what its
+-- tools may touch,
+--
+--   mcp.server { permissions = { read = { "./data", "$ROOTS" }, write = { "$TMP" },
+--     exec = { "git" }, net = { "api.github.com:443" }, env = { "GITHUB_TOKEN" },
+--     c_modules = { "luasql.sqlite3" } } }
+--
+-- and every door a script uses checks it: mcp.fs, io.open/io.lines/
+-- io.input/io.output, loadfile/dofile, os.remove/os.rename/os.tmpname,
+-- os.getenv, mcp.exec (by the resolved program), mcp.http (host and port,
+-- each redirect included), require of C modules and package.loadlib. A
+-- denied operation fails like an expected failure: nil, "permission
+-- denied: read /etc/passwd (allowed: ...)", "EACCES" (a door that raises
+-- on failure raises that message), and is logged once with the tool's name.
+--
+-- The doors are installed when the library loads, before any script runs,
+-- and check the policy at each call: a server with no permissions runs
+-- unconfined (as before, with a start-up line saying so); one that declares
+-- them is held to them from that line on. The command line adds to them
+-- (--allow-read and the others) or lifts them (--allow-all).
+-- runtime/app/confine.c applies the file rules to the whole process with
+-- Landlock as well, when the kernel has it.
+
+local core = require "mcp.core"
+
+local M = {}
+
+M.KINDS = { "read", "write", "exec", "net", "env", "c_modules" }
+
+-- The policy in force (nil: unconfined). Paths are absolute and resolved.
+--   read, write: lists of folders or files; roots_read, roots_write: $ROOTS
+--   exec: resolved program path -> true; net: list of {host, port|nil}
+--   env: name -> true; c_modules: name -> true, or true for any
+--   declared: what the script and the command line said, for messages
+local policy
+
+local raw = {
+  io_open = io.open, io_lines = io.lines, io_input = io.input, io_output = io.output,
+  loadfile = loadfile, dofile = dofile, os_remove = os.remove, os_rename = os.rename, os_tmpname = os.tmpname,
+  os_getenv = os.getenv, loadlib = package.loadlib,
+}
+
+---------------------------------------------------------------------------
+-- Paths
+---------------------------------------------------------------------------
+
+local function tmp_dir()
+  local t = core.getenv("TMPDIR")
+  return (t and t ~= "") and t or "/tmp"
+end
+
+-- The absolute path with symlinks and .. resolved; for a path that does
+-- not exist (a file about to be written) its nearest existing folder is
+-- resolved and the rest kept.
+local function resolve(path, base)
+  if path:sub(1, 1) ~= "/" then path = (base or core.realpath(".") or "/") .. "/" .. path end
+  local real = core.realpath(path)
+  if real then return real end
+  local parent, name = path:match("^(.*)/([^/]+)/*$")
+  if not parent or name == "." or name == ".." then return nil end
+  local p = resolve(parent == "" and "/" or parent)
+  return p and (p == "/" and ("/" .. name) or (p .. "/" .. name))
+end
+M.resolve = resolve
+
+local function within(path, dir)
+  return path == dir or dir == "/" or path:sub(1, #dir + 1) == dir .. "/"
+end
+
+-- A file:// root's path (percent-decoded), resolved.
+local function root_path(uri)
+  local p = type(uri) == "string" and uri:match("^file://[^/]*(/.*)$")
+  if not p then return nil end
+  p = p:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
+  return resolve(p)
+end
+
+-- The roots of the client whose call is running, asked once per call
+-- (ctx:roots(): a roots/list request, or an input_required round in the
+-- 2026-07-28 era), so a client that changes its roots is followed at its
+-- next call. Outside a call, or from a client without roots: none.
+local roots_of_call = setmetatable({}, { __mode = "k" })
+local function current_roots()
+  local ctx = core.current_ctx()
+  if not ctx then return {} end
+  local cached = roots_of_call[ctx]
+  if cached then return cached end
+  local list = {}
+  local ok, roots = pcall(ctx.roots, ctx)
+  if ok and type(roots) == "table" then
+    for _, r in ipairs(roots) do
+      local p = type(r) == "table" and root_path(r.uri)
+      if p then list[#list + 1] = p end
+    end
+  end
+  roots_of_call[ctx] = list
+  return list
+end
+
+---------------------------------------------------------------------------
+-- Denials
+---------------------------------------------------------------------------
+
+local logged = {}
+
+-- The tool whose call is running (its request's params.name), or nil.
+local function tool_name()
+  local ctx = core.current_ctx()
+  if not ctx or ctx.method ~= "tools/call" then return nil end
+  local params = debug.getuservalue(ctx, 1)
+  return type(params) == "table" and type(params.name) == "string" and params.name or nil
+end
+
+local function allowed_text(kind)
+  local list = policy.declared[kind]
+  if kind == "c_modules" and list == true then return "any" end
+  if type(list) ~= "table" or #list == 0 then return "none" end
+  local shown = {}
+  for i, v in ipairs(list) do shown[i] = v == "$ROOTS" and "roots" or v end
+  return table.concat(shown, ", ")
+end
+
+-- nil, message, "EACCES"; logged once per tool and message.
+local function deny(kind, target)
+  local message = ("permission denied: %s %s (allowed: %s)"):format(kind, target, allowed_text(kind))
+  local tool = tool_name()
+  local key = (tool or "") .. "\0" .. message
+  if not logged[key] then
+    logged[key] = true
+    core.stderr("warning", (tool and ("tool " .. tool .. ": ") or "") .. message)
+  end
+  return nil, message, "EACCES"
+end
+
+---------------------------------------------------------------------------
+-- Checks (each returns true, or nil, message, "EACCES")
+---------------------------------------------------------------------------
+
+function M.check_path(kind, path)
+  if not policy or type(path) ~= "string" then return true end
+  local real = resolve(path)
+  if real then
+    local lists = kind == "read" and { policy.read, policy.write } or { policy.write }
+    for _, list in ipairs(lists) do
+      for _, dir in ipairs(list) do
+        if within(real, dir) then return true end
+      end
+    end
+    if policy.roots_write or (kind == "read" and policy.roots_read) then
+      for _, dir in ipairs(current_roots()) do
+        if within(real, dir) then return true end
+      end
+    end
+  end
+  return deny(kind, path)
+end
+
+-- The program argv[1] names, resolved as execvp would: the path to run,
+-- or nil, message, "EACCES".
+function M.check_exec(program)
+  if not policy or type(program) ~= "string" then return program end
+  local real = core.which(program)
+  if real and policy.exec[real] then return real end
+  return deny("exec", program)
+end
+
+local DEFAULT_PORTS = { http = 80, https = 443 }
+
+--- Split an http(s) URL: scheme, host (lower case, no brackets), port.
+function M.url_parts(url)
+  local scheme, rest = tostring(url):match("^(%a[%w+.-]*)://(.*)$")
+  if not scheme then return nil end
+  scheme = scheme:lower()
+  local authority = rest:match("^([^/?#]*)"):gsub("^.*@", "")
+  local host, port = authority:match("^%[(.-)%]:?(%d*)$")
+  if not host then host, port = authority:match("^([^:]*):?(%d*)$") end
+  port = tonumber(port) or DEFAULT_PORTS[scheme]
+  return scheme, (host or ""):lower(), port
+end
+
+function M.check_net(url)
+  if not policy then return true end
+  local _, host, port = M.url_parts(url)
+  if host then
+    for _, rule in ipairs(policy.net) do
+      local host_ok = rule.host == host or (rule.host:sub(1, 2) == "*." and host:sub(-(#rule.host - 1)) == rule.host:sub(2))
+      if host_ok and (rule.port == nil or rule.port == port) then return true end
+    end
+  end
+  return deny("net", (host or tostring(url)) .. (port and (":" .. port) or ""))
+end
+
+function M.check_env(name)
+  if not policy or policy.env[name] then return true end
+  return deny("env", tostring(name))
+end
+
+function M.check_c_module(name)
+  if not policy or policy.c_modules == true or policy.c_modules[name] then return true end
+  return deny("c_modules", tostring(name))
+end
+
+--- Is a policy in force?
+function M.confined() return policy ~= nil end
+
+---------------------------------------------------------------------------
+-- Declaring
+---------------------------------------------------------------------------
+
+local function list_of(kind, value, level)
+  if value == nil then return {} end
+  if kind == "c_modules" and value == true then return true end
+  if type(value) ~= "table" then
+    error(("mcp.server: permissions.%s must be a list of strings"):format(kind), level)
+  end
+  for i, v in ipairs(value) do
+    if type(v) ~= "string" or v == "" then
+      error(("mcp.server: permissions.%s[%d] must be a non-empty string"):format(kind, i), level)
+    end
+  end
+  return value
+end
+
+local function merge(a, b)
+  if a == true or b == true then return true end
+  local out = {}
+  for _, v in ipairs(a or {}) do out[#out + 1] = v end
+  for _, v in ipairs(b or {}) do out[#out + 1] = v end
+  return out
+end
+
+local function overrides()
+  local text = core.permission_overrides()
+  return text and core.json_decode(text) or {}
+end
+
+-- Build the policy from what the script declared (or {}) plus the command
+-- line; relative paths are relative to the script folder.
+local function build(declared)
+  local cli = overrides()
+  if cli.all then return nil end
+  local base = core.realpath(core.script_dir()) or core.script_dir()
+  local p = { read = {}, write = {}, exec = {}, net = {}, env = {}, c_modules = {}, declared = {} }
+  for _, kind in ipairs(M.KINDS) do
+    p.declared[kind] = merge(declared[kind], cli[kind])
+  end
+  for _, kind in ipairs { "read", "write" } do
+    for _, entry in ipairs(p.declared[kind]) do
+      if entry == "$ROOTS" then
+        p["roots_" .. kind] = true
+      else
+        local path = entry == "$TMP" and tmp_dir() or entry:gsub("^~/", (core.getenv("HOME") or "") .. "/")
+        local real = resolve(path, base)
+        if real then p[kind][#p[kind] + 1] = real end
+      end
+    end
+  end
+  for _, entry in ipairs(p.declared.exec) do
+    local real = core.which(entry:find("/", 1, true) and resolve(entry, base) or entry)
+    if real then p.exec[real] = true end
+  end
+  for _, entry in ipairs(p.declared.net) do
+    local host, port = entry:match("^%[(.+)%]:(%d+)$")
+    if not host then host, port = entry:match("^([^:]+):(%d+)$") end
+    if not host then host = entry:match("^%[(.+)%]$") or entry end
+    p.net[#p.net + 1] = { host = host:lower(), port = tonumber(port) }
+  end
+  for _, name in ipairs(p.declared.env) do p.env[name] = true end
+  if p.declared.c_modules == true then
+    p.c_modules = true
+  else
+    for _, name in ipairs(p.declared.c_modules) do p.c_modules[name] = true end
+  end
+  return p
+end
+
+--- mcp.server{permissions = ...}: check the table and put it in force.
+function M.declare(perms, level, implied_env)
+  if type(perms) ~= "table" then error("mcp.server: permissions must be a table", level) end
+  local known = {}
+  for _, k in ipairs(M.KINDS) do known[k] = true end
+  for k in pairs(perms) do
+    if not known[k] then
+      local hint = require("mcp.check").suggest(tostring(k), known)
+      error(("mcp.server: permissions: unknown kind %s%s (the kinds: %s)"):format(tostring(k),
+        hint and (" (did you mean " .. hint .. "?)") or "", table.concat(M.KINDS, ", ")), level)
+    end
+  end
+  local declared = {}
+  for _, kind in ipairs(M.KINDS) do declared[kind] = list_of(kind, perms[kind], level + 1) end
+  -- What mcp.server{config} asks the user for, the server may read.
+  for _, name in ipairs(implied_env or {}) do declared.env[#declared.env + 1] = name end
+  M.declared = declared
+  policy = build(declared)
+end
+
+--- The scripts have loaded: a server that declared nothing is confined
+--- only if the command line gave permissions (--allow-* without
+--- --allow-all).
+function M.loaded()
+  if M.declared then return end
+  local cli = overrides()
+  if cli.all or next(cli) == nil then return end
+  policy = build({})
+end
+
+--- What runtime/app/confine.c applies with Landlock, or nil when
+--- unconfined: { read = {...}, write = {...}, exec = {...}, ports = {...},
+--- roots = bool (the file rules cannot be known in advance), net = bool }.
+function M.confinement()
+  if not policy then return nil end
+  local exec = {}
+  for path in pairs(policy.exec) do exec[#exec + 1] = path end
+  table.sort(exec)
+  -- A host without a port may be reached on any: then the kernel cannot
+  -- narrow ports at all.
+  local ports, seen = {}, {}
+  local any_port = false
+  for _, rule in ipairs(policy.net) do
+    if not rule.port then
+      any_port = true
+    elseif not seen[rule.port] then
+      seen[rule.port] = true
+      ports[#ports + 1] = rule.port
+    end
+  end
+  table.sort(ports)
+  return {
+    read = policy.read, write = policy.write, exec = exec, ports = ports, any_port = any_port,
+    roots = policy.roots_read or policy.roots_write or false,
+    script_dir = core.realpath(core.script_dir()) or core.script_dir(),
+    summary = M.summary(),
+  }
+end
+
+--- "read ./data, roots; write $TMP; exec git; net none; env none; c_modules none"
+function M.summary()
+  if not policy then return nil end
+  local parts = {}
+  for _, kind in ipairs(M.KINDS) do parts[#parts + 1] = kind .. " " .. allowed_text(kind) end
+  return table.concat(parts, "; ")
+end
+
+---------------------------------------------------------------------------
+-- The doors
+---------------------------------------------------------------------------
+
+local function write_mode(mode)
+  return type(mode) == "string" and mode:find("[wa+]") ~= nil
+end
+
+function io.open(path, mode)
+  local ok, message, code = M.check_path(write_mode(mode) and "write" or "read", path)
+  if not ok then return nil, message, code end
+  return raw.io_open(path, mode)
+end
+
+function io.lines(path, ...)
+  if path ~= nil then
+    local ok, message = M.check_path("read", path)
+    if not ok then error(message, 2) end
+  end
+  return raw.io_lines(path, ...)
+end
+
+function io.input(file)
+  if type(file) == "string" then
+    local ok, message = M.check_path("read", file)
+    if not ok then error(message, 2) end
+  end
+  return raw.io_input(file)
+end
+
+function io.output(file)
+  if type(file) == "string" then
+    local ok, message = M.check_path("write", file)
+    if not ok then error(message, 2) end
+  end
+  return raw.io_output(file)
+end
+
+function loadfile(path, ...)
+  if path ~= nil then
+    local ok, message = M.check_path("read", path)
+    if not ok then return nil, message end
+  end
+  return raw.loadfile(path, ...)
+end
+
+function dofile(path)
+  if path ~= nil then
+    local ok, message = M.check_path("read", path)
+    if not ok then error(message, 2) end
+  end
+  return raw.dofile(path)
+end
+
+function os.remove(path)
+  local ok, message, code = M.check_path("write", path)
+  if not ok then return nil, message, code end
+  return raw.os_remove(path)
+end
+
+function os.rename(from, to)
+  local ok, message, code = M.check_path("write", from)
+  if ok then ok, message, code = M.check_path("write", to) end
+  if not ok then return nil, message, code end
+  return raw.os_rename(from, to)
+end
+
+function os.tmpname()
+  local ok, message = M.check_path("write", tmp_dir() .. "/lua_XXXXXX")
+  if not ok then error(message, 2) end
+  return raw.os_tmpname()
+end
+
+function os.getenv(name)
+  local ok, message, code = M.check_env(name)
+  if not ok then return nil, message, code end
+  return raw.os_getenv(name)
+end
+
+function package.loadlib(path, fn)
+  local ok, message, code = M.check_c_module(path)
+  if not ok then return nil, message, code end
+  return raw.loadlib(path, fn)
+end
+
+-- require's C searchers (package.searchers' last two, after the Lua path
+-- searcher): a C module the policy does not name is not found, with the
+-- reason in require's message.
+do
+  local searchers = package.searchers
+  for i = 5, #searchers do -- after preload, the script folder, the library and package.path
+    local search = searchers[i]
+    if search then
+      searchers[i] = function(name, ...)
+        if policy and not (policy.c_modules == true or policy.c_modules[name]) then
+          local _, message = deny("c_modules", name)
+          return "\n\t" .. message
+        end
+        return search(name, ...)
+      end
+    end
+  end
+end
+
+-- mcp.fs (the core's table, so a script that kept a function before it
+-- declared permissions is held to them too).
+do
+  local fs = core.fs
+  local read, write, list, stat = fs.read, fs.write, fs.list, fs.stat
+  local function guard(kind, f)
+    return function(path, ...)
+      local ok, message, code = M.check_path(kind, path)
+      if not ok then return nil, message, code end
+      return f(path, ...)
+    end
+  end
+  fs.read, fs.list, fs.stat, fs.write = guard("read", read), guard("read", list), guard("read", stat), guard("write", write)
+end
+
+return M

