@@ -103,7 +103,7 @@ JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted "busted specs" -
 # Specs that run inside luamcp itself, as users run theirs: `luamcp test`
 # with mcp.testing (spec/inprocess/*_test.lua; busted's own run above
 # skips them, by their name).
-run_tap "luamcp test (mcp.testing specs)" "$LUAMCP" test -o TAP --pattern=_test spec/inprocess
+run_tap "luamcp test (in process)" "$LUAMCP" test -o TAP --pattern=_test spec/inprocess
 # The specs that exercise tasks, exec, reload and HTTP again under the
 # ASan/UBSan build, so that a use-after-free or undefined behaviour fails
 # the run (the core-safety specs also check the server's stderr for
@@ -115,7 +115,7 @@ export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBS
 run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concurrency_spec.lua \
   spec/limits_spec.lua spec/reload_spec.lua spec/load_limits_spec.lua spec/http_hardening_spec.lua spec/modern_spec.lua \
   spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua
-run_tap "ASan/UBSan: luamcp test (mcp.testing specs)" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
+run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
 run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
 export LUAMCP=$release_luamcp
 unset ASAN_OPTIONS UBSAN_OPTIONS
