@@ -126,6 +126,18 @@ describe("permissions", function()
     server:close()
   end)
 
+  it("reads Lua modules only where reading is allowed, whatever package.path says", function()
+    client.write_file(data .. "/inside_mod.lua", "return true")
+    local server = start { PERM_READ = data }
+    assert.are.equal("loaded", try(server, "require_path", { path = data, name = "inside_mod" }).value)
+    -- penlight (a busted dependency) is in /usr, which the kernel rules let
+    -- the runtime read: luamcp's own check is what refuses it here.
+    local r = try(server, "require_path", { path = "/usr/share/lua/5.4", name = "pl.utils" })
+    assert.is_false(r.ok)
+    assert.truthy(r.message:find("permission denied: read /usr/share/lua/5.4/pl/utils.lua", 1, true), r.message)
+    server:close()
+  end)
+
   it("takes more from the command line, and --allow-all lifts everything", function()
     local server = start({ PERM_READ = data }, { "--allow-read", outside, "--allow-env", "HOME" })
     assert.are.equal("secret", try(server, "open", { path = outside .. "/secret.txt" }).value)

@@ -81,6 +81,7 @@ function M._follow(request)
   local hops = 0
   while true do
     local allowed, message, code = permissions.check_net(request.url)
+    if allowed and request.proxy then allowed, message, code = permissions.check_net(request.proxy) end
     if not allowed then return nil, message, code end
     local ok, r, err, failure = pcall(core.http_request, request)
     if not ok then error(r, 3) end

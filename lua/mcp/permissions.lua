@@ -168,7 +168,9 @@ local DEFAULT_PORTS = { http = 80, https = 443 }
 
 --- Split an http(s) URL: scheme, host (lower case, no brackets), port.
 function M.url_parts(url)
-  local scheme, rest = tostring(url):match("^(%a[%w+.-]*)://(.*)$")
+  url = tostring(url)
+  if not url:find("://", 1, true) then url = "http://" .. url end -- a proxy may be given as host:port
+  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
   if not scheme then return nil end
   scheme = scheme:lower()
   local authority = rest:match("^([^/?#]*)"):gsub("^.*@", "")
@@ -409,7 +411,8 @@ function os.rename(from, to)
 end
 
 function os.tmpname()
-  local ok, message = M.check_path("write", tmp_dir() .. "/lua_XXXXXX")
+  -- Lua makes the file with mkstemp in /tmp, whatever TMPDIR says.
+  local ok, message = M.check_path("write", "/tmp/lua_XXXXXX")
   if not ok then error(message, 2) end
   return raw.os_tmpname()
 end
@@ -426,11 +429,26 @@ function package.loadlib(path, fn)
   return raw.loadlib(path, fn)
 end
 
--- require's C searchers (package.searchers' last two, after the Lua path
--- searcher): a C module the policy does not name is not found, with the
--- reason in require's message.
+-- require's searchers: a Lua module found on package.path is a file read
+-- (package.path is the script's to change: "/etc/?" would read any file);
+-- a C module the policy does not name is not found, with the reason in
+-- require's message. (package.searchers: preload, the script folder, the
+-- library, package.path, then the C searchers.)
 do
   local searchers = package.searchers
+  local search_path = searchers[4]
+  if search_path and #searchers >= 5 then
+    searchers[4] = function(name, ...)
+      if policy then
+        local file = package.searchpath(name, package.path)
+        if file then
+          local ok, message = M.check_path("read", file)
+          if not ok then return "\n\t" .. message end
+        end
+      end
+      return search_path(name, ...)
+    end
+  end
   for i = 5, #searchers do -- after preload, the script folder, the library and package.path
     local search = searchers[i]
     if search then
