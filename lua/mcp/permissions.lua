@@ -357,29 +357,22 @@ function io.open(path, mode)
   return raw.io_open(path, mode)
 end
 
-function io.lines(path, ...)
-  if path ~= nil then
-    local ok, message = M.check_path("read", path)
-    if not ok then error(message, 2) end
+-- A door that raises on failure, like the function it wraps (a path that
+-- is not a string, a file handle say, is the wrapped function's to judge).
+local function raising(kind, f)
+  return function(path, ...)
+    if path ~= nil then
+      local ok, message = M.check_path(kind, path)
+      if not ok then error(message, 2) end
+    end
+    return f(path, ...)
   end
-  return raw.io_lines(path, ...)
 end
 
-function io.input(file)
-  if type(file) == "string" then
-    local ok, message = M.check_path("read", file)
-    if not ok then error(message, 2) end
-  end
-  return raw.io_input(file)
-end
-
-function io.output(file)
-  if type(file) == "string" then
-    local ok, message = M.check_path("write", file)
-    if not ok then error(message, 2) end
-  end
-  return raw.io_output(file)
-end
+io.lines = raising("read", raw.io_lines)
+io.input = raising("read", raw.io_input)
+io.output = raising("write", raw.io_output)
+dofile = raising("read", raw.dofile)
 
 function loadfile(path, ...)
   if path ~= nil then
@@ -387,14 +380,6 @@ function loadfile(path, ...)
     if not ok then return nil, message end
   end
   return raw.loadfile(path, ...)
-end
-
-function dofile(path)
-  if path ~= nil then
-    local ok, message = M.check_path("read", path)
-    if not ok then error(message, 2) end
-  end
-  return raw.dofile(path)
 end
 
 function os.remove(path)
