@@ -69,19 +69,7 @@ end
 --- timeout_ms?, max_output_bytes?, stream? = function(chunk, which)}
 --- -> {code, signal, stdout, stderr, timed_out, truncated},
 --- or nil, message, code when the program cannot be started.
-function M.exec(opts)
-  if permissions.confined() and type(opts) == "table" and type(opts.argv) == "table" then
-    -- Run the program the policy allowed, by its resolved path.
-    local program, message, code = permissions.check_exec(opts.argv[1])
-    if not program then return nil, message, code end
-    local checked = {}
-    for k, v in pairs(opts) do checked[k] = v end
-    checked.argv = table.move(opts.argv, 1, #opts.argv, 1, {})
-    checked.argv[1] = program
-    return core.exec(checked)
-  end
-  return core.exec(opts)
-end
+M.exec = core.exec -- checked against mcp.server{permissions} (lua/mcp/permissions.lua)
 
 --- Files, on the thread pool: read(path), write(path, data), list(dir),
 --- stat(path). Failures return nil, message, code ("ENOENT", ...).

@@ -93,6 +93,10 @@ describe("permissions", function()
     denied(try(server, "rename", { path = data .. "/new.txt", to = outside .. "/moved.txt" }), "write",
       outside .. "/moved.txt")
     assert.is_true(try(server, "remove", { path = data .. "/other.txt" }).ok)
+    -- A dangling link inside points where writing through it would create the file.
+    assert(uv.fs_symlink(outside .. "/planted.txt", data .. "/dangling"))
+    denied(try(server, "open", { path = data .. "/dangling", to = "w" }), "write", data .. "/dangling")
+    assert.is_nil(io.open(outside .. "/planted.txt"))
     server:close()
   end)
 
@@ -105,6 +109,12 @@ describe("permissions", function()
     assert.are.equal("hi\n", try(server, "exec", { argv = { "echo", "hi" } }).value)
     denied(try(server, "exec", { argv = { "greet" } }), "exec", "greet")
     denied(try(server, "exec", { argv = { "sh", "-c", "cat /etc/passwd" } }), "exec", "sh")
+    -- mcp.core's exec is the same door.
+    denied(try(server, "core_exec", { argv = { "id" } }), "exec", "id")
+    server:close()
+    -- The resolved program runs, with argv[0] as the script gave it.
+    server = start { PERM_EXEC = "sh" }
+    assert.are.equal("sh\n", try(server, "exec", { argv = { "sh", "-c", "echo $0" } }).value)
     server:close()
   end)
 
@@ -112,6 +122,11 @@ describe("permissions", function()
     local server = start { PERM_ENV = "PERM_VISIBLE", PERM_VISIBLE = "yes", PERM_HIDDEN = "no" }
     assert.are.equal("yes", try(server, "getenv", { name = "PERM_VISIBLE" }).value)
     denied(try(server, "getenv", { name = "PERM_HIDDEN" }), "env", "PERM_HIDDEN")
+    denied(try(server, "core_getenv", { name = "PERM_HIDDEN" }), "env", "PERM_HIDDEN")
+    -- Permissions are declared while loading, once: a tool cannot widen them.
+    local r = try(server, "redeclare")
+    assert.is_false(r.ok)
+    assert.truthy(r.message:find("permissions are declared once, while the scripts load", 1, true), r.message)
     server:close()
   end)
 

@@ -181,9 +181,17 @@ function Client:request(method, params)
   local id = self.next_id
   local ok, err = self:_send { jsonrpc = "2.0", id = id, method = method, params = params }
   if not ok then return nil, request_error(method, { code = -32000, message = err }) end
+  -- One deadline for the whole request: notifications on the way do not
+  -- extend it.
+  local timeout = self.timeout_ms or core.default_timeout_ms
+  local deadline = core.now_ms() + timeout
   while not self.answers[id] do
-    local text, why = self.conn:receive(self.timeout_ms)
-    if not text then return nil, request_error(method, { code = -32000, message = why }) end
+    local left = math.max(0, deadline - core.now_ms())
+    local text, why, kind = self.conn:receive(left)
+    if not text then
+      if kind == "timeout" then why = ("no answer within %d ms"):format(timeout) end
+      return nil, request_error(method, { code = -32000, message = why })
+    end
     self:_handle(text)
   end
   local answer = self.answers[id]

@@ -8,6 +8,7 @@
 -- JSON-RPC error is raised with core.rpc_error.
 
 local core = require "mcp.core"
+local permissions = require "mcp.permissions"
 local input = require "mcp.input"
 local registry = require "mcp.registry"
 local schema = require "mcp.schema"
@@ -221,6 +222,7 @@ methods["tools/call"] = function(params, ctx, check)
   end
   if ctx.features.modern then check_param_headers(tool, args, ctx) end
   if check then return invalid_arguments(name, check, ctx) end
+  permissions.before_call(ctx)
   local ok, result, err = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
     if core.is_rpc_error(result) then error(result, 0) end

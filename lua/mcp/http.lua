@@ -72,17 +72,18 @@ local function join(base, location)
   return scheme .. "//" .. authority .. (path:match("^(.*/)") or "/") .. location
 end
 
--- A confined server follows redirects itself, so that each hop's host is
--- checked before anything connects to it (curl would follow them inside
--- one transfer).
+-- Headers that belong to one host, dropped when a redirect leaves it (as
+-- curl does).
+local CREDENTIALS = { authorization = true, cookie = true, ["proxy-authorization"] = true }
+
+-- A confined server follows redirects itself: core.http_request checks
+-- each hop's host and port before anything connects to it (curl would
+-- follow them inside one transfer).
 function M._follow(request)
   local max = request.max_redirects or 5
   request.max_redirects = 0
   local hops = 0
   while true do
-    local allowed, message, code = permissions.check_net(request.url)
-    if allowed and request.proxy then allowed, message, code = permissions.check_net(request.proxy) end
-    if not allowed then return nil, message, code end
     local ok, r, err, failure = pcall(core.http_request, request)
     if not ok then error(r, 3) end
     if not r then return nil, err, failure end
@@ -92,7 +93,15 @@ function M._follow(request)
       return nil, ("mcp.http: %s: more than %d redirects"):format(request.url, max), "redirects"
     end
     hops = hops + 1
+    local from = select(2, permissions.url_parts(request.url))
     request.url = join(request.url, location)
+    if select(2, permissions.url_parts(request.url)) ~= from then
+      local kept = {}
+      for k, v in pairs(request.headers or {}) do
+        if not CREDENTIALS[tostring(k):lower()] then kept[k] = v end
+      end
+      request.headers = kept
+    end
     -- As browsers and curl do: 303, and 301/302 after a POST, become a GET.
     if r.status == 303 or ((r.status == 301 or r.status == 302) and request.method == "POST") then
       request.method, request.body = "GET", nil

@@ -34,31 +34,44 @@ M.KINDS = { "read", "write", "exec", "net", "env", "c_modules" }
 --   declared: what the script and the command line said, for messages
 local policy
 
+-- The functions behind the doors, kept here only: the doors below replace
+-- them everywhere a script can reach (the globals, and mcp.core's table,
+-- which a script can require too).
 local raw = {
   io_open = io.open, io_lines = io.lines, io_input = io.input, io_output = io.output,
   loadfile = loadfile, dofile = dofile, os_remove = os.remove, os_rename = os.rename, os_tmpname = os.tmpname,
-  os_getenv = os.getenv, loadlib = package.loadlib,
+  os_getenv = os.getenv, loadlib = package.loadlib, exec = core.exec, http_request = core.http_request,
+  getenv = core.getenv,
 }
+-- Permissions are declared while the scripts load, once; after that a
+-- script cannot widen them.
+local locked = false
 
 ---------------------------------------------------------------------------
 -- Paths
 ---------------------------------------------------------------------------
 
 local function tmp_dir()
-  local t = core.getenv("TMPDIR")
+  local t = raw.getenv("TMPDIR")
   return (t and t ~= "") and t or "/tmp"
 end
 
 -- The absolute path with symlinks and .. resolved; for a path that does
 -- not exist (a file about to be written) its nearest existing folder is
--- resolved and the rest kept.
-local function resolve(path, base)
+-- resolved and the rest kept; a dangling symbolic link is followed to
+-- where it points (writing through it would create the file there).
+local function resolve(path, base, depth)
+  depth = depth or 0
+  if depth > 40 then return nil end -- a loop of links
   if path:sub(1, 1) ~= "/" then path = (base or core.realpath(".") or "/") .. "/" .. path end
   local real = core.realpath(path)
   if real then return real end
   local parent, name = path:match("^(.*)/([^/]+)/*$")
   if not parent or name == "." or name == ".." then return nil end
-  local p = resolve(parent == "" and "/" or parent)
+  parent = parent == "" and "/" or parent
+  local target = core.readlink(path)
+  if target then return resolve(target, parent, depth + 1) end
+  local p = resolve(parent, nil, depth + 1)
   return p and (p == "/" and ("/" .. name) or (p .. "/" .. name))
 end
 M.resolve = resolve
@@ -85,16 +98,26 @@ local function current_roots()
   if not ctx then return {} end
   local cached = roots_of_call[ctx]
   if cached then return cached end
-  local list = {}
   local ok, roots = pcall(ctx.roots, ctx)
-  if ok and type(roots) == "table" then
-    for _, r in ipairs(roots) do
-      local p = type(r) == "table" and root_path(r.uri)
-      if p then list[#list + 1] = p end
-    end
+  -- Not asked (where the coroutine cannot wait, such as a table.sort
+  -- comparator), or refused: none this time, and asked again next time.
+  if not ok or type(roots) ~= "table" then return {} end
+  local list = {}
+  for _, r in ipairs(roots) do
+    local p = type(r) == "table" and root_path(r.uri)
+    if p then list[#list + 1] = p end
   end
   roots_of_call[ctx] = list
   return list
+end
+
+--- Before a tool's handler runs: a server whose permissions name $ROOTS
+--- asks the client's roots now, where the call can wait for the answer (a
+--- check inside a coroutine the tool makes, or a sort comparator, could
+--- not), and before the handler has done anything (so a 2026-07-28
+--- client's input_required round re-runs nothing).
+function M.before_call(ctx)
+  if policy and (policy.roots_read or policy.roots_write) then current_roots() end
 end
 
 ---------------------------------------------------------------------------
@@ -136,7 +159,8 @@ end
 -- Checks (each returns true, or nil, message, "EACCES")
 ---------------------------------------------------------------------------
 
-function M.check_path(kind, path)
+local function check_path(kind, path)
+  if type(path) == "number" then path = tostring(path) end -- Lua would open "123"
   if not policy or type(path) ~= "string" then return true end
   local real = resolve(path)
   if real then
@@ -154,15 +178,17 @@ function M.check_path(kind, path)
   end
   return deny(kind, path)
 end
+M.check_path = check_path
 
 -- The program argv[1] names, resolved as execvp would: the path to run,
 -- or nil, message, "EACCES".
-function M.check_exec(program)
+local function check_exec(program)
   if not policy or type(program) ~= "string" then return program end
   local real = core.which(program)
   if real and policy.exec[real] then return real end
   return deny("exec", program)
 end
+M.check_exec = check_exec
 
 local DEFAULT_PORTS = { http = 80, https = 443 }
 
@@ -180,7 +206,7 @@ function M.url_parts(url)
   return scheme, (host or ""):lower(), port
 end
 
-function M.check_net(url)
+local function check_net(url)
   if not policy then return true end
   local _, host, port = M.url_parts(url)
   if host then
@@ -191,13 +217,15 @@ function M.check_net(url)
   end
   return deny("net", (host or tostring(url)) .. (port and (":" .. port) or ""))
 end
+M.check_net = check_net
 
-function M.check_env(name)
+local function check_env(name)
   if not policy or policy.env[name] then return true end
   return deny("env", tostring(name))
 end
+M.check_env = check_env
 
-function M.check_c_module(name)
+local function check_c_module(name)
   if not policy or policy.c_modules == true or policy.c_modules[name] then return true end
   return deny("c_modules", tostring(name))
 end
@@ -232,6 +260,7 @@ local function merge(a, b)
 end
 
 local function overrides()
+  -- (raw.getenv is not used here: the command line is not a script's.)
   local text = core.permission_overrides()
   return text and core.json_decode(text) or {}
 end
@@ -251,7 +280,7 @@ local function build(declared)
       if entry == "$ROOTS" then
         p["roots_" .. kind] = true
       else
-        local path = entry == "$TMP" and tmp_dir() or entry:gsub("^~/", (core.getenv("HOME") or "") .. "/")
+        local path = entry == "$TMP" and tmp_dir() or entry:gsub("^~/", (raw.getenv("HOME") or "") .. "/")
         local real = resolve(path, base)
         if real then p[kind][#p[kind] + 1] = real end
       end
@@ -278,6 +307,9 @@ end
 
 --- mcp.server{permissions = ...}: check the table and put it in force.
 function M.declare(perms, level, implied_env)
+  if locked or M.declared then
+    error("mcp.server: permissions are declared once, while the scripts load", level)
+  end
   if type(perms) ~= "table" then error("mcp.server: permissions must be a table", level) end
   local known = {}
   for _, k in ipairs(M.KINDS) do known[k] = true end
@@ -300,6 +332,7 @@ end
 --- only if the command line gave permissions (--allow-* without
 --- --allow-all).
 function M.loaded()
+  locked = true
   if M.declared then return end
   local cli = overrides()
   if cli.all or next(cli) == nil then return end
@@ -352,7 +385,7 @@ local function write_mode(mode)
 end
 
 function io.open(path, mode)
-  local ok, message, code = M.check_path(write_mode(mode) and "write" or "read", path)
+  local ok, message, code = check_path(write_mode(mode) and "write" or "read", path)
   if not ok then return nil, message, code end
   return raw.io_open(path, mode)
 end
@@ -362,7 +395,7 @@ end
 local function raising(kind, f)
   return function(path, ...)
     if path ~= nil then
-      local ok, message = M.check_path(kind, path)
+      local ok, message = check_path(kind, path)
       if not ok then error(message, 2) end
     end
     return f(path, ...)
@@ -376,40 +409,40 @@ dofile = raising("read", raw.dofile)
 
 function loadfile(path, ...)
   if path ~= nil then
-    local ok, message = M.check_path("read", path)
+    local ok, message = check_path("read", path)
     if not ok then return nil, message end
   end
   return raw.loadfile(path, ...)
 end
 
 function os.remove(path)
-  local ok, message, code = M.check_path("write", path)
+  local ok, message, code = check_path("write", path)
   if not ok then return nil, message, code end
   return raw.os_remove(path)
 end
 
 function os.rename(from, to)
-  local ok, message, code = M.check_path("write", from)
-  if ok then ok, message, code = M.check_path("write", to) end
+  local ok, message, code = check_path("write", from)
+  if ok then ok, message, code = check_path("write", to) end
   if not ok then return nil, message, code end
   return raw.os_rename(from, to)
 end
 
 function os.tmpname()
   -- Lua makes the file with mkstemp in /tmp, whatever TMPDIR says.
-  local ok, message = M.check_path("write", "/tmp/lua_XXXXXX")
+  local ok, message = check_path("write", "/tmp/lua_XXXXXX")
   if not ok then error(message, 2) end
   return raw.os_tmpname()
 end
 
 function os.getenv(name)
-  local ok, message, code = M.check_env(name)
+  local ok, message, code = check_env(name)
   if not ok then return nil, message, code end
   return raw.os_getenv(name)
 end
 
 function package.loadlib(path, fn)
-  local ok, message, code = M.check_c_module(path)
+  local ok, message, code = check_c_module(path)
   if not ok then return nil, message, code end
   return raw.loadlib(path, fn)
 end
@@ -427,7 +460,7 @@ do
       if policy then
         local file = package.searchpath(name, package.path)
         if file then
-          local ok, message = M.check_path("read", file)
+          local ok, message = check_path("read", file)
           if not ok then return "\n\t" .. message end
         end
       end
@@ -448,6 +481,41 @@ do
   end
 end
 
+-- mcp.exec, mcp.http and the real getenv, guarded in mcp.core's own table
+-- (the library reads them from there at each call, and a script that
+-- requires mcp.core gets these too).
+function core.exec(opts)
+  if policy and type(opts) == "table" and type(opts.argv) == "table" then
+    local program, message, code = check_exec(opts.argv[1])
+    if not program then return nil, message, code end
+    -- Run the file the check saw; argv (argv[0] included) stays as given.
+    local checked = {}
+    for k, v in pairs(opts) do checked[k] = v end
+    checked.file = program
+    return raw.exec(checked)
+  end
+  return raw.exec(opts)
+end
+
+function core.http_request(request)
+  if policy and type(request) == "table" then
+    local ok, message, code = check_net(request.url)
+    if ok and request.proxy then ok, message, code = check_net(request.proxy) end
+    if not ok then return nil, message, code end
+    if request.max_redirects ~= 0 then
+      -- Each hop must be checked before anything connects to it:
+      -- mcp.http follows redirects itself, through here.
+      local checked = {}
+      for k, v in pairs(request) do checked[k] = v end
+      checked.max_redirects = 0
+      request = checked
+    end
+  end
+  return raw.http_request(request)
+end
+
+core.getenv = os.getenv
+
 -- mcp.fs (the core's table, so a script that kept a function before it
 -- declared permissions is held to them too).
 do
@@ -455,7 +523,7 @@ do
   local read, write, list, stat = fs.read, fs.write, fs.list, fs.stat
   local function guard(kind, f)
     return function(path, ...)
-      local ok, message, code = M.check_path(kind, path)
+      local ok, message, code = check_path(kind, path)
       if not ok then return nil, message, code end
       return f(path, ...)
     end

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <lauxlib.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -276,6 +277,17 @@ static int core_getenv(lua_State *L) {
   return 1;
 }
 
+static int core_current_ctx(lua_State *L) { return task_push_current_ctx(L, core_vm(L)); }
+
+/* readlink(path) -> what the symbolic link at path points to | nil. */
+static int core_readlink(lua_State *L) {
+  char target[PATH_MAX];
+  ssize_t n = readlink(luaL_checkstring(L, 1), target, sizeof target);
+  if (n < 0 || n == (ssize_t)sizeof target) return 0;
+  lua_pushlstring(L, target, (size_t)n);
+  return 1;
+}
+
 /* permission_overrides() -> the command line's --allow-* JSON text, or nil;
  * script_dir() -> the folder the scripts were loaded from. */
 static int core_permission_overrides(lua_State *L) {
@@ -331,7 +343,8 @@ int luaopen_mcp_core(lua_State *L) {
       {"getenv", core_getenv},
       {"permission_overrides", core_permission_overrides},
       {"script_dir", core_script_dir},
-      {"current_ctx", task_lua_current_ctx},
+      {"current_ctx", core_current_ctx},
+      {"readlink", core_readlink},
       {"schema_compile", lua_schema_compile},
       {"schema_validate", lua_schema_validate},
       {"tool_input", lua_schema_tool_input},

@@ -303,6 +303,10 @@ int lua_exec(lua_State *L) {
     return luaL_error(L, "mcp.exec needs argv, a list such as {\"ls\", \"-l\"} (no shell is used)");
   int argv_idx = lua_gettop(L);
   char **argv = string_list(L, argv_idx, "argv", false);
+  /* file: what to run, when it is not argv[1] found on PATH (a confined
+   * server runs the resolved program and keeps argv[0] as given). */
+  lua_getfield(L, 1, "file");
+  const char *file = lua_isnil(L, -1) ? argv[0] : luaL_checkstring(L, -1);
   char **env = NULL;
   lua_getfield(L, 1, "env");
   int env_idx = lua_gettop(L);
@@ -350,7 +354,7 @@ int lua_exec(lua_State *L) {
   stdio[2].data.stream = (uv_stream_t *)&op->err;
   uv_process_options_t options = {
       .exit_cb = on_child_exit,
-      .file = argv[0],
+      .file = file,
       .args = argv,
       .env = env,
       .cwd = cwd,

@@ -1396,8 +1396,11 @@ static int ctx_tostring(lua_State *L) {
   return 1;
 }
 
-int task_lua_current_ctx(lua_State *L) {
+int task_push_current_ctx(lua_State *L, vm *v) {
+  /* A coroutine the script made itself has no task of its own: it runs
+   * inside the resume of the task that is running. */
   task *t = *(task **)lua_getextraspace(L);
+  if (!t) t = v->running;
   if (!t || t->root->ctx_ref == LUA_NOREF) return 0;
   lua_rawgeti(L, LUA_REGISTRYINDEX, t->root->ctx_ref);
   return 1;

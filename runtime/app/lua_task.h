@@ -35,8 +35,9 @@ void task_register_handle(lua_State *L);
 /* Context methods and metatable (registry[TASK_CTX_METHODS]). */
 void task_register_ctx(lua_State *L);
 int task_lua_sleep(lua_State *L);
-/* core.current_ctx() -> the ctx of the call the running coroutine works
- * for (a task spawned inside the call included), or nothing outside one. */
-int task_lua_current_ctx(lua_State *L);
+/* core.current_ctx(): push the ctx of the call the running coroutine works
+ * for (a task spawned inside the call, or a coroutine the script made in
+ * it, included) and return 1, or return 0 outside a call. */
+int task_push_current_ctx(lua_State *L, vm *v);
 
 #endif

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -324,6 +325,12 @@ static int l_realpath(lua_State *L) {
   return 1;
 }
 
+/* now_ms() -> a monotonic clock in ms (request deadlines). */
+static int l_now_ms(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)(uv_hrtime() / 1000000u));
+  return 1;
+}
+
 /* The running luamcp's own file (for the paths init writes). */
 static int l_executable(lua_State *L) {
   char path[4096];
@@ -356,6 +363,7 @@ static int luaopen_client(lua_State *L) {
       {"object", ljson_lua_object},
       {"base64_decode", lua_base64_decode},
       {"isatty", l_isatty},
+      {"now_ms", l_now_ms},
       {"mkdir", l_mkdir},
       {"exists", l_exists},
       {"realpath", l_realpath},
@@ -367,6 +375,8 @@ static int luaopen_client(lua_State *L) {
   lua_setfield(L, -2, "null");
   lua_pushliteral(L, LUAMCP_VERSION);
   lua_setfield(L, -2, "version");
+  lua_pushinteger(L, CLIENT_DEFAULT_TIMEOUT_MS);
+  lua_setfield(L, -2, "default_timeout_ms");
   return 1;
 }
 
@@ -383,6 +393,10 @@ int client_command(int argc, char **argv) {
    * sends the client (ctx:log) is shown as a notification, so only its
    * warnings and errors go to stderr as well. */
   log_set_level(LOG_WARNING);
+  /* A server that exits while we write to it (a child's stdin, a child
+   * process of an in-process tool) is an error to report, not a signal
+   * that ends the command. */
+  signal(SIGPIPE, SIG_IGN);
   lua_State *L = luaL_newstate();
   luaL_openlibs(L);
   ljson_init(L);

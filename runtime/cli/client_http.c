@@ -247,13 +247,14 @@ static void http_set_header(client_conn *base, const char *name, const char *val
 
 static void http_close(client_conn *base) {
   http_conn *c = (http_conn *)base;
-  /* Tell the server the session is over (the spec's DELETE), briefly. */
+  /* Streams still open (a call we stopped waiting for) are dropped, then
+   * the server is told the session is over (the spec's DELETE), briefly. */
+  while (c->exchanges) exchange_free(c->exchanges);
   if (c->session_id) {
     http_exchange *x = exchange_new(c, "DELETE", NULL, 0);
     c->api->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)CLIENT_CHILD_GRACE_MS);
     while (c->exchanges) http_wait(base, 100);
   }
-  while (c->exchanges) exchange_free(c->exchanges);
   c->api->multi_cleanup(c->multi);
   for (int i = 0; i < c->extra_count; i++) free(c->extra[i]);
   free(c->session_id);

@@ -64,9 +64,7 @@ static bool inprocess_reload(client_conn *base, buf *err) {
 
 static void on_waiter_closed(uv_handle_t *h) {
   inprocess_conn *c = h->data;
-  if (--c->closing_handles > 0) return;
-  client_conn_release(&c->base);
-  free(c);
+  c->closing_handles--;
 }
 
 static void inprocess_close(client_conn *base) {
@@ -74,12 +72,16 @@ static void inprocess_close(client_conn *base) {
   session_free(c->session);
   app_stop(&c->app);
   jobs_release(&c->srv);
-  /* The app's handles and the waiter's close on the next turn of the
-   * loop; the struct they live in is freed in the waiter's last close
-   * callback, after theirs (libuv runs them in the order of uv_close). */
+  /* app_stop closed the app's handles (which live in this struct) with no
+   * callback, and libuv finishes closes in no promised order: the struct
+   * is freed only after the turn that finished all of them, which is the
+   * turn that ran the waiter's callbacks (every handle closed before a
+   * turn is finished in that turn). */
   c->closing_handles = 2;
   loop_waiter_close(&c->waiter, on_waiter_closed);
-  uv_run(base->loop, UV_RUN_NOWAIT);
+  while (c->closing_handles > 0) uv_run(base->loop, UV_RUN_NOWAIT);
+  client_conn_release(&c->base);
+  free(c);
 }
 
 static const client_conn_ops INPROCESS_OPS = {

@@ -21,6 +21,11 @@ describe("permissions with $ROOTS", function()
     t:notify("notifications/roots/list_changed")
     assert.equal("in b", testing.text(t:call("read", { path = base .. "/b/file.txt" })))
     assert.truthy(testing.text(t:call("read", { path = base .. "/a/file.txt" })):find("permission denied", 1, true))
+    -- The roots are asked before the handler runs, so they apply where the
+    -- call could not wait for the client: in a coroutine the tool made, in
+    -- a sort comparator.
+    assert.equal("in b", testing.text(t:call("read_in_coroutine", { path = base .. "/b/file.txt" })))
+    assert.equal("opened, then in b", testing.text(t:call("read_after_sort", { path = base .. "/b/file.txt" })))
     -- A client without roots gives none.
     local bare = testing.server("spec/fixtures/permissions_roots")
     assert.truthy(testing.text(bare:call("read", { path = base .. "/a/file.txt" })):find("permission denied", 1, true))
