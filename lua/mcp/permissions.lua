@@ -260,7 +260,6 @@ local function merge(a, b)
 end
 
 local function overrides()
-  -- (raw.getenv is not used here: the command line is not a script's.)
   local text = core.permission_overrides()
   return text and core.json_decode(text) or {}
 end

@@ -74,6 +74,14 @@ local mcp = {}
 
 -- ---- Definitions ------------------------------------------------------------
 
+---@class mcp.Permissions what the tools may touch; what is not listed is denied (README "Permissions")
+---@field read? string[] files and folders ("./data" beside the scripts, "$ROOTS" the client's roots, "$TMP")
+---@field write? string[] files and folders that may be written (and read)
+---@field exec? string[] programs mcp.exec may run ("git" as PATH finds it, or a path)
+---@field net? string[] what mcp.http may reach: "host", "host:port", "*.example.com"
+---@field env? string[] environment variables os.getenv may read (mcp.server{config}'s are added)
+---@field c_modules? string[]|true Lua C modules require may load (true: any)
+
 ---@class mcp.ServerInfo
 ---@field name? string serverInfo.name (default: the script folder's name)
 ---@field version? string serverInfo.version (default "0.0.0")
@@ -88,7 +96,22 @@ local mcp = {}
 ---@field cacheScope? mcp.CacheScope (default "private")
 ---@field requestStateTtlMs? integer how long a client has to answer an input_required result (default 15 minutes)
 ---@field extensions? table<string, table> announced as capabilities.extensions, by extension id
+---@field permissions? mcp.Permissions what the tools may touch (nothing declared: unconfined); declared once, while loading
 ---@field author? string|{name?: string, email?: string, url?: string} the manifest author of `luamcp build --mcpb`
+---@field license? string the manifest's license (an SPDX identifier such as "MIT")
+---@field icon? string the manifest's icon: a PNG file in the script folder, or an https:// URL
+---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
+
+---An MCPB user_config entry (mcp.server{config}).
+---@class mcp.ConfigSetting
+---@field type "string"|"number"|"boolean"|"directory"|"file"
+---@field title string
+---@field description string
+---@field required? boolean
+---@field default? string|number|boolean
+---@field sensitive? boolean type "string": masked, kept in the keychain
+---@field min? number type "number"
+---@field max? number type "number"
 
 ---MCP tool annotations (hints for clients), sent as given.
 ---@class mcp.ToolAnnotations
