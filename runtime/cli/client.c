@@ -141,6 +141,18 @@ static int push_conn(lua_State *L, client_conn *c, buf *err) {
   return 1;
 }
 
+/* true, or nil and the message in err (fallback when it is empty);
+ * frees err. */
+static int push_outcome(lua_State *L, bool ok, buf *err, const char *fallback) {
+  if (ok) lua_pushboolean(L, 1);
+  else {
+    lua_pushnil(L);
+    lua_pushstring(L, err->data ? err->data : fallback);
+  }
+  buf_free(err);
+  return ok ? 1 : 2;
+}
+
 /* conn:send(json) -> true | nil, message */
 static int conn_send(lua_State *L) {
   client_conn *c = check_conn(L);
@@ -148,13 +160,7 @@ static int conn_send(lua_State *L) {
   const char *json = luaL_checklstring(L, 2, &len);
   buf err = BUF_INIT;
   bool ok = c->ops->send(c, json, len, &err);
-  if (ok) lua_pushboolean(L, 1);
-  else {
-    lua_pushnil(L);
-    lua_pushstring(L, err.data ? err.data : "cannot send");
-  }
-  buf_free(&err);
-  return ok ? 1 : 2;
+  return push_outcome(L, ok, &err, "cannot send");
 }
 
 static int take_reason(lua_State *L, char **reason, const char *kind, bool clear) {
@@ -212,13 +218,7 @@ static int conn_reload(lua_State *L) {
   if (!c->ops->reload) return luaL_error(L, "only a server loaded in process can be reloaded");
   buf err = BUF_INIT;
   bool ok = c->ops->reload(c, &err);
-  if (ok) lua_pushboolean(L, 1);
-  else {
-    lua_pushnil(L);
-    lua_pushstring(L, err.data ? err.data : "the reload failed");
-  }
-  buf_free(&err);
-  return ok ? 1 : 2;
+  return push_outcome(L, ok, &err, "the reload failed");
 }
 
 /* conn:set_header(name, value): HTTP only; elsewhere nothing to do. */
