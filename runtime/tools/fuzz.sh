@@ -25,6 +25,7 @@ libdir=/usr/lib/$(gcc -print-multiarch)
 core="$(ls $c/*.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
 declare -A sources=(
   [json]="$core"
+  [fast_paths]="$c/buf.c $c/json.c"
   [session]="$core"
   [http_util]="$t/http_util.c"
   [regex]="$c/regex.c"
@@ -35,7 +36,7 @@ declare -A sources=(
   [lua_json]="$c/buf.c $c/json.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
   [lua_pattern]="runtime/app/lua_pattern.c -I/usr/include/lua5.4 -llua5.4"
 )
-all="json session http_util regex schema bundle http stdio lua_json lua_pattern"
+all="json fast_paths session http_util regex schema bundle http stdio lua_json lua_pattern"
 targets=${*:-$all}
 passed=0
 failed=0
@@ -51,7 +52,7 @@ for target in $targets; do
   mkdir -p "$corpus"
   seeds=()
   case $target in
-    json|session|lua_json) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
+    json|fast_paths|session|lua_json) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
   esac
   # A fresh clone has no ../shared: start from the target's own corpus only.
   if [ ${#seeds[@]} -gt 0 ] && [ ! -d "${seeds[0]}" ]; then
