@@ -9,6 +9,7 @@
  *     json_parse_in_place                            vs  ref_parse_string (decoded bytes,
  *                                                        or the error's offset)
  *   a whole document through both parsers            equal trees, same verdict
+ *   base64_encode, base64_decode                     vs  ref_base64_encode, ref_base64_decode
  *
  * The first byte picks how many times the rest is repeated, so strings
  * cross the vector width, JSON_IN_PLACE_BYTES and the escaper's room. */
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
 
@@ -141,6 +143,38 @@ static long ref_parse_string(const unsigned char *s, size_t len, buf *out, size_
   }
 }
 
+static void ref_base64_encode(const unsigned char *s, size_t n, buf *out) {
+  static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i < n; i += 3) {
+    unsigned x = s[i], y = i + 1 < n ? s[i + 1] : 0, z = i + 2 < n ? s[i + 2] : 0;
+    buf_putc(out, a[x >> 2]);
+    buf_putc(out, a[((x & 3) << 4) | (y >> 4)]);
+    buf_putc(out, i + 1 < n ? a[((y & 15) << 2) | (z >> 6)] : '=');
+    buf_putc(out, i + 2 < n ? a[z & 63] : '=');
+  }
+}
+
+static bool ref_base64_decode(const unsigned char *s, size_t n, buf *out, size_t *bad) {
+  unsigned acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n && s[i] != '='; i++) {
+    int c = s[i], v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else return *bad = i, false;
+    acc = (acc << 6) | (unsigned)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      buf_putc(out, (char)((acc >> bits) & 0xFF));
+    }
+  }
+  return true;
+}
+
 /* ---- The comparisons --------------------------------------------------- */
 
 static void check_writer(const unsigned char *s, size_t n, unsigned room_seed) {
@@ -228,6 +262,41 @@ static void check_document(const unsigned char *s, size_t n) {
   free(copy);
 }
 
+/* Decode t with both and compare; returns the fast decoder's verdict. */
+static bool check_decode(const unsigned char *t, size_t tn, buf *decoded) {
+  buf want = BUF_INIT;
+  size_t bad_ref = 0, bad = 0, out_len = 0;
+  bool ok_ref = ref_base64_decode(t, tn, &want, &bad_ref);
+  unsigned char *out = malloc(base64_decoded_max(tn));
+  bool ok = base64_decode((const char *)t, tn, out, &out_len, &bad);
+  CHECK(ok == ok_ref);
+  if (ok) CHECK(same(out, out_len, want.data, want.len));
+  else CHECK(bad == bad_ref);
+  if (ok) buf_append(decoded, out, out_len);
+  free(out);
+  buf_free(&want);
+  return ok;
+}
+
+static void check_base64(const unsigned char *s, size_t n) {
+  buf ref = BUF_INIT;
+  ref_base64_encode(s, n, &ref);
+  size_t len = base64_encoded_len(n);
+  char *fast = malloc(len + 1);
+  base64_encode(s, n, fast);
+  CHECK(same(fast, len, ref.data, ref.len));
+  free(fast);
+  /* The encoding decodes back; the bytes themselves as base64 text (mostly
+   * invalid) decode the same with both. */
+  buf back = BUF_INIT;
+  CHECK(check_decode((const unsigned char *)ref.data, ref.len, &back));
+  CHECK(same(back.data, back.len, s, n));
+  buf_clear(&back);
+  check_decode(s, n, &back);
+  buf_free(&back);
+  buf_free(&ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   /* The first byte: the rest repeated 1..16 times (up to 64 KiB). */
@@ -244,6 +313,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   CHECK(utf8_count((const char *)s, n) == ref_utf8_count(s, n));
   check_string_parse(s, n);
   check_document(data, size);
+  check_base64(s, n);
   free(s);
   return 0;
 }
