@@ -54,6 +54,10 @@ struct vm {
   int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
   int describe_ref;       /* mcp._describe() */
   int live_tasks;
+  /* Results whose long strings a transport still writes (lua_task.c's
+   * leases): the generation stays until they are written too. */
+  int leases;
+  struct task_lease *lease_list;
   char *server_info_json; /* last describe: serverInfo */
   char *instructions;     /* last describe: instructions, or NULL */
   char *extensions_json;  /* last describe: capabilities.extensions (JSON object), or NULL */
@@ -190,6 +194,9 @@ static inline vm *vm_of(lua_State *L) {
 /* The task running on co, or NULL when co is not one of ours (the main
  * thread, or a coroutine a script created itself). */
 static inline task *task_of(lua_State *co) { return *(task **)lua_getextraspace(co); }
+
+/* Nothing of a generation runs or is still being written. */
+static inline bool vm_drained(const vm *v) { return v->live_tasks == 0 && v->leases == 0; }
 
 /* How many generations are alive (current + retired). */
 static inline int app_generations_open(const lua_app *app) {

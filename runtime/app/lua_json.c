@@ -66,6 +66,10 @@ typedef struct encoder {
   char *err;
   size_t errlen;
   int array_mt, object_mt, raw_mt; /* stack indices */
+  /* ljson_encode_chain: long strings are borrowed into the chain and
+   * anchored in a table at stack index anchor (nil until the first). */
+  chain *chain;
+  int anchor, anchored;
   /* Where a failure happened, built while unwinding, in Lua's notation:
    * .items[2].name (the innermost part kept when it grows too long). */
   char path[200];
@@ -293,6 +297,18 @@ static bool encode_value(encoder *e, int idx, int depth) {
     case LUA_TSTRING: {
       size_t n;
       const char *s = lua_tolstring(L, idx, &n);
+      if (e->chain && n >= LJSON_BORROW_BYTES) {
+        if (!e->anchored) {
+          lua_createtable(L, 4, 0);
+          lua_replace(L, e->anchor);
+        }
+        lua_pushvalue(L, idx);
+        lua_rawseti(L, e->anchor, ++e->anchored);
+        buf_putc(e->out, '"');
+        chain_borrow(e->chain, s, n);
+        buf_putc(e->out, '"');
+        return true;
+      }
       json_write_string(e->out, s, n);
       return true;
     }
@@ -307,8 +323,8 @@ static bool encode_value(encoder *e, int idx, int depth) {
   }
 }
 
-bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
-  encoder e = {L, out, err, errlen, 0, 0, 0, {0}, 0};
+static bool encode(lua_State *L, int idx, buf *out, chain *pieces, char *err, size_t errlen) {
+  encoder e = {L, out, err, errlen, 0, 0, 0, pieces, 0, 0, {0}, 0};
   err[0] = '\0';
   idx = lua_absindex(L, idx);
   if (!lua_checkstack(L, 8)) {
@@ -316,6 +332,10 @@ bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
     return false;
   }
   int top = lua_gettop(L);
+  if (pieces) {
+    lua_pushnil(L);
+    e.anchor = lua_gettop(L);
+  }
   luaL_getmetatable(L, LJSON_ARRAY_MT);
   e.array_mt = lua_gettop(L);
   luaL_getmetatable(L, LJSON_OBJECT_MT);
@@ -323,12 +343,25 @@ bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
   luaL_getmetatable(L, LJSON_RAW_MT);
   e.raw_mt = lua_gettop(L);
   bool ok = encode_value(&e, idx, 0);
+  if (ok && e.anchored) {
+    lua_pushvalue(L, e.anchor);
+    lua_replace(L, top + 1);
+    top++;
+  }
   lua_settop(L, top);
   if (!ok && e.path_len) {
     size_t used = strlen(err);
     snprintf(err + used, errlen > used ? errlen - used : 0, " (at %s)", e.path);
   }
   return ok;
+}
+
+bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
+  return encode(L, idx, out, NULL, err, errlen);
+}
+
+bool ljson_encode_chain(lua_State *L, int idx, chain *out, char *err, size_t errlen) {
+  return encode(L, idx, &out->own, out, err, errlen);
 }
 
 /* ---- Lua functions --------------------------------------------------- */

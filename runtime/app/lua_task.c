@@ -238,7 +238,7 @@ static void task_free(task *t) {
     }
   }
   v->live_tasks--;
-  if (v->retired && v->live_tasks == 0 && v->on_drained) v->on_drained(v);
+  if (v->retired && vm_drained(v) && v->on_drained) v->on_drained(v);
   t->open_handles = 0;
   if (t->timer_initialized) {
     t->open_handles++;
@@ -293,6 +293,60 @@ static task *task_new(vm *v, task *root) {
   return t;
 }
 
+/* ---- Leases ------------------------------------------------------------ */
+
+/* A result's long strings, borrowed by its chain (core/chain.h) and
+ * anchored in a registry table until the transport has written them: a
+ * script keeping and changing its result table cannot free them under the
+ * write. Owner: created by finish_root holding it once; freed by its
+ * release, when the last holder drops it. The generation counts it
+ * (vm.leases) and outlives it; if the generation is freed first (at exit),
+ * it is orphaned and frees only itself. */
+typedef struct task_lease {
+  chain_lease base;
+  vm *vm;
+  int ref; /* the anchoring table */
+  struct task_lease *prev, *next;
+} task_lease;
+
+static void lease_release(chain_lease *l) {
+  task_lease *tl = (task_lease *)l;
+  vm *v = tl->vm;
+  if (v) {
+    /* Not inside Lua code: a write callback, or finish_root after the
+     * answer. luaL_unref runs no Lua, only needs two stack slots. */
+    if (lua_checkstack(v->L, 2)) luaL_unref(v->L, LUA_REGISTRYINDEX, tl->ref);
+    if (tl->prev) tl->prev->next = tl->next;
+    else v->lease_list = tl->next;
+    if (tl->next) tl->next->prev = tl->prev;
+    v->leases--;
+    if (v->retired && vm_drained(v) && v->on_drained) v->on_drained(v);
+  }
+  free(tl);
+}
+
+/* The lease over the anchoring table on top of co's stack (popped). */
+static chain_lease *lease_new(vm *v, lua_State *co) {
+  task_lease *tl = malloc(sizeof *tl);
+  if (!tl) return NULL;
+  tl->base.holders = 1;
+  tl->base.release = lease_release;
+  tl->vm = v;
+  tl->ref = luaL_ref(co, LUA_REGISTRYINDEX);
+  tl->prev = NULL;
+  tl->next = v->lease_list;
+  if (tl->next) tl->next->prev = tl;
+  v->lease_list = tl;
+  v->leases++;
+  return &tl->base;
+}
+
+void task_orphan_leases(vm *v) {
+  for (task_lease *tl = v->lease_list; tl; tl = tl->next) tl->vm = NULL;
+  v->lease_list = NULL;
+  v->leases = 0;
+}
+
 /* ---- Answers ----------------------------------------------------------- */
 
 /* Does the root still owe an answer (to its call, or to the MCP task its
@@ -327,6 +381,21 @@ static void answer(task *t, bool ok, const char *json, size_t len, int code, con
 }
 
 static void answer_result(task *t, const char *json, size_t len) { answer(t, true, json, len, 0, NULL); }
+
+/* A result in pieces: to the call as it is, to a job as one text. */
+static void answer_chain(task *t, const chain *result) {
+  if (t->call) {
+    call *c = t->call;
+    t->call = NULL;
+    c->app_data = NULL;
+    call_respond_chain(c, result);
+    return;
+  }
+  buf flat = BUF_INIT;
+  chain_flatten(result, &flat);
+  answer_result(t, flat.data, flat.len);
+  buf_free(&flat);
+}
 
 static void answer_error(task *t, int code, const char *message, const char *data_json, size_t data_len) {
   answer(t, false, data_json, data_len, code, message);
@@ -414,17 +483,26 @@ static void finish_root(task *t, int status, bool stray_yield) {
   } else if (status != LUA_OK) {
     fail_with_error(co, t);
   } else {
-    /* One buffer for every result (call_respond copies it). */
-    static buf out;
-    buf_clear(&out);
+    /* One chain for every result (its own bytes are copied on the way);
+     * long strings are borrowed, not copied, under a lease that keeps
+     * them until the transport has written them. */
+    static chain out;
+    chain_clear(&out);
     char err[200];
-    if (ljson_encode(co, -1, &out, err, sizeof err)) {
-      answer_result(t, out.data, out.len);
+    if (ljson_encode_chain(co, -1, &out, err, sizeof err)) {
+      if (out.count) out.lease = lease_new(t->vm, co);
+      if (out.count && !out.lease) {
+        lua_pop(co, 1);
+        answer_problem(t, "the result cannot be sent: ", "out of memory");
+      } else {
+        answer_chain(t, &out);
+      }
+      chain_lease_drop(out.lease);
     } else {
       log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", answer_method(t), err);
       answer_problem(t, "the result cannot be sent as JSON: ", err);
     }
-    if (out.cap > 1024 * 1024) buf_free(&out);
+    if (out.own.cap > 1024 * 1024) chain_free(&out);
   }
   task_free(t);
 }

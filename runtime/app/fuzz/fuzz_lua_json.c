@@ -9,6 +9,11 @@
  *         marked arrays and objects, raw JSON, functions, userdata):
  *         encoding the result either fails with a message or gives valid
  *         JSON that is again a fixed point
+ *
+ * Every value is also encoded into a chain (ljson_encode_chain, built here
+ * with LJSON_BORROW_BYTES so low that nearly every string is borrowed):
+ * flattened, it must be exactly the plain encoding, and it must fail
+ * where that fails, with the same message.
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -22,6 +27,30 @@
 #include "core/luamcp_limits.h"
 
 static lua_State *L;
+
+/* The value at idx into a chain: the same text as plain (or the same
+ * failure, with the same message), and the anchoring table left exactly
+ * when a string was borrowed. */
+static void check_chain(int idx, bool plain_ok, const buf *plain, const char *plain_err) {
+  idx = lua_absindex(L, idx);
+  int top = lua_gettop(L);
+  chain c = CHAIN_INIT;
+  char err[160];
+  bool ok = ljson_encode_chain(L, idx, &c, err, sizeof err);
+  if (ok != plain_ok) __builtin_trap();
+  if (!ok) {
+    if (strcmp(err, plain_err) != 0 || lua_gettop(L) != top) __builtin_trap();
+  } else {
+    if (lua_gettop(L) != top + (c.count ? 1 : 0)) __builtin_trap();
+    if (c.count && !lua_istable(L, -1)) __builtin_trap();
+    buf flat = BUF_INIT;
+    chain_flatten(&c, &flat);
+    if (flat.len != plain->len || (flat.len && memcmp(flat.data, plain->data, flat.len) != 0)) __builtin_trap();
+    buf_free(&flat);
+  }
+  lua_settop(L, top);
+  chain_free(&c);
+}
 
 /* The text must parse; push + encode gives it again (into again). */
 static void reencode(const buf *text, buf *again) {
@@ -59,6 +88,7 @@ static int push_and_encode(lua_State *l) {
   ljson_push(l, root);
   char err[160];
   if (!ljson_encode(l, -1, out, err, sizeof err)) __builtin_trap(); /* every JSON value can be sent back */
+  check_chain(-1, true, out, "");
   return 0;
 }
 
@@ -149,7 +179,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lua_pushinteger(L, (lua_Integer)size);
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) __builtin_trap();
     char err[160];
-    if (ljson_encode(L, -1, &out, err, sizeof err)) {
+    bool ok = ljson_encode(L, -1, &out, err, sizeof err);
+    check_chain(-1, ok, &out, err);
+    if (ok) {
       /* Raw JSON is copied verbatim (spaces and all): the fixed point is
        * the text encoded once more. */
       buf again = BUF_INIT;
