@@ -58,6 +58,9 @@ struct vm {
    * leases): the generation stays until they are written too. */
   int leases;
   struct task_lease *lease_list;
+  /* Bytes of big arguments let go since the last full collection this
+   * runtime asked for (lua_task.c). */
+  size_t big_garbage;
   char *server_info_json; /* last describe: serverInfo */
   char *instructions;     /* last describe: instructions, or NULL */
   char *extensions_json;  /* last describe: capabilities.extensions (JSON object), or NULL */
@@ -136,6 +139,7 @@ struct task {
   bool deadline_armed;    /* root: deadline_timer runs while it waits */
   uv_timer_t deadline_timer;
   bool own_timeout;       /* root: the tool set its deadline (a task keeps it; the default does not apply) */
+  size_t params_bytes;    /* root: the size of its request's params (big ones become garbage when it ends) */
   int job_poll_ms;        /* root: the pollIntervalMs its task suggests (0: the default) */
   bool promote_timer_initialized; /* root: mcp.tool{task = {after_ms = N}} ... */
   uv_timer_t promote_timer;       /* ... turns the call into a task when it fires */

@@ -63,6 +63,7 @@ typedef struct task_handle {
 } task_handle;
 
 static void task_free(task *t);
+static void collect_big_garbage(vm *v);
 static void finish_root(task *t, int status, bool stray_yield);
 static void finish_child(task *t, int status, int nres);
 
@@ -198,10 +199,12 @@ static void abandon_handle(task *t) {
 
 static void task_free(task *t) {
   vm *v = t->vm;
+  bool root = t == t->root;
   unqueue(t);
   stop_waiting(t);
   if (t == t->root) {
     while (t->children) task_cancel(t->children);
+    if (t->params_bytes >= LJSON_BORROW_BYTES) v->big_garbage += t->params_bytes;
     if (t->ctx) t->ctx->task = NULL;
     if (t->call) t->call->app_data = NULL;
     t->call = NULL;
@@ -253,6 +256,7 @@ static void task_free(task *t) {
     uv_close((uv_handle_t *)&t->promote_timer, on_timer_closed);
   }
   if (t->open_handles == 0) free(t);
+  if (root && !(v->retired && vm_drained(v))) collect_big_garbage(v);
 }
 
 /* Create the coroutine in protected mode: even lua_newthread can fail when
@@ -293,6 +297,25 @@ static task *task_new(vm *v, task *root) {
   return t;
 }
 
+/* ---- Big garbage --------------------------------------------------------- */
+
+/* A payload of megabytes dies when its call ends, or, sent back, when its
+ * write ends; Lua's pacing (a cycle once the heap has grown by half since
+ * the last) then keeps one or two of them in a small heap: a stream of
+ * 4 MiB echoes held 12 MiB over the idle RSS, 8 with this. So once big
+ * arguments worth
+ * LUA_BIG_GARBAGE_BYTES and a quarter of the heap have died, and no
+ * result is being written (it may be one of them), collect at once: a
+ * full cycle costs about the heap, less than the calls that made the
+ * garbage. Never while Lua runs below us (a task, or a handler that lets
+ * the loop turn): then the next call or write does it. */
+static void collect_big_garbage(vm *v) {
+  if (v->big_garbage < LUA_BIG_GARBAGE_BYTES || v->big_garbage < v->mem_used / 4) return;
+  if (v->leases || v->running || v->srv->nested_poll > 0) return;
+  lua_gc(v->L, LUA_GCCOLLECT);
+  v->big_garbage = 0;
+}
+
 /* ---- Leases ------------------------------------------------------------ */
 
 /* A result's long strings, borrowed by its chain (core/chain.h) and
@@ -321,6 +344,7 @@ static void lease_release(chain_lease *l) {
     if (tl->next) tl->next->prev = tl->prev;
     v->leases--;
     if (v->retired && vm_drained(v) && v->on_drained) v->on_drained(v);
+    else collect_big_garbage(v);
   }
   free(tl);
 }
@@ -833,12 +857,15 @@ static int task_entry(lua_State *co) {
   lua_pushstring(co, t->call->method);
   if (params) push_params(co, params);
   else lua_newtable(co);
-  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 2); /* params, then ctx.features once made */
+  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 2); /* params._meta, then ctx.features once made */
   h->task = t;
   t->ctx = h;
   luaL_setmetatable(co, CTX_MT);
-  lua_pushvalue(co, 3);
-  lua_setiuservalue(co, -2, 1); /* ctx keeps params, for ctx.meta */
+  /* ctx keeps params._meta, for ctx.meta; not params, which may hold
+   * megabytes: a ctx has a finalizer, so its garbage outlives it by a
+   * whole collector cycle. */
+  lua_getfield(co, 3, "_meta");
+  lua_setiuservalue(co, -2, 1);
   tool_plan plan = {.timeout_ms = t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
   if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
     lua_schema_check_call(co, t->vm, params, 3, &plan);
@@ -853,12 +880,14 @@ static int task_entry(lua_State *co) {
 }
 
 void task_start_call(vm *v, call *c, const json_value *params) {
+  collect_big_garbage(v); /* what an earlier call could not collect */
   task *t = task_new(v, NULL);
   if (!t) {
     call_fail(c, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL, 0);
     return;
   }
   t->call = c;
+  t->params_bytes = params ? params->src_len : 0;
   c->app_data = t;
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
@@ -1419,8 +1448,6 @@ static int ctx_index(lua_State *L) {
   if (strcmp(key, "capabilities") == 0) return push_json_text(L, f.capabilities);
   if (strcmp(key, "meta") == 0) {
     lua_getiuservalue(L, 1, 1);
-    if (lua_type(L, -1) != LUA_TTABLE) return 0;
-    lua_getfield(L, -1, "_meta");
     return 1;
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);
