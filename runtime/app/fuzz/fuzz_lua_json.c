@@ -10,8 +10,11 @@
  *         encoding the result either fails with a message or gives valid
  *         JSON that is again a fixed point
  *
- * Every value is also encoded into a chain (ljson_encode_chain, built here
- * with LJSON_BORROW_BYTES so low that nearly every string is borrowed):
+ * fuzz.sh builds this with LJSON_RADIX_KEYS and LJSON_STASH_KEYS so low
+ * that every object's keys are sorted by radix and its values found both
+ * ways; every encoding's keys must be in byte order. Every value is also encoded into a chain
+ * (ljson_encode_chain, with LJSON_BORROW_BYTES so low that nearly every
+ * string is borrowed):
  * flattened, it must be exactly the plain encoding, and it must fail
  * where that fails, with the same message.
  */
@@ -64,10 +67,26 @@ static void reencode(const buf *text, buf *again) {
   lua_settop(L, top);
 }
 
+/* Every object's keys in strictly increasing byte order. */
+static void check_order(const json_value *v) {
+  if (v->type == JSON_ARRAY)
+    for (uint32_t i = 0; i < v->len; i++) check_order(&v->u.items[i]);
+  if (v->type != JSON_OBJECT) return;
+  for (uint32_t i = 0; i < v->len; i++) {
+    check_order(&v->u.members[i].value);
+    if (i == 0) continue;
+    const json_member *a = &v->u.members[i - 1], *b = &v->u.members[i];
+    size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+    int c = memcmp(a->key, b->key, n);
+    if (c > 0 || (c == 0 && a->key_len >= b->key_len)) __builtin_trap();
+  }
+}
+
 /* The text must parse, and push + encode must give it back unchanged. */
 static void check_fixed_point(const buf *text) {
   json_doc *doc = json_parse(text->data ? text->data : "", text->len, MAX_JSON_DEPTH + 2, NULL);
   if (!doc) __builtin_trap(); /* the encoder wrote something that is not JSON */
+  check_order(json_doc_root(doc));
   int top = lua_gettop(L);
   ljson_push(L, json_doc_root(doc));
   json_doc_free(doc);
