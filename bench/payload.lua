@@ -176,7 +176,7 @@ say("")
 say("## Payload sweep (stdio, one call in flight, placement %s)", PLACEMENT)
 say("")
 say("Server CPU in ms per MiB of payload (per call: × the payload's MiB), median (min–max) over %d round(s) of %gs "
-  .. "per cell after a warm-up; peak RSS over the RSS after initialize, in MB (VmHWM: the whole run, warm-up "
+  .. "per cell after a warm-up; peak RSS over the RSS after initialize, in MiB (VmHWM: the whole run, warm-up "
   .. "included). Servers: %s. `make bench-payload` (QUICK=1 for a short run); bench/payload.lua.", ROUNDS, SECONDS,
   table.concat((function()
     local t = {}
@@ -192,7 +192,7 @@ for _, kind in ipairs(KINDS) do
   for _, s in ipairs(available) do
     if s ~= "luamcp" then head[#head + 1] = "luamcp/" .. NAME[s]; rule[#rule + 1] = "---" end
   end
-  for _, s in ipairs(available) do head[#head + 1] = NAME[s] .. " peak−idle MB"; rule[#rule + 1] = "---" end
+  for _, s in ipairs(available) do head[#head + 1] = NAME[s] .. " peak−idle MiB"; rule[#rule + 1] = "---" end
   say("| %s |", table.concat(head, " | "))
   say("| %s |", table.concat(rule, " | "))
   for _, size in ipairs(SIZES) do

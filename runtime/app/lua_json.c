@@ -163,35 +163,38 @@ static int compare_keys(const void *a, const void *b) {
 }
 
 /* Sort keys into byte order. An object of LJSON_RADIX_KEYS fields or more
- * goes by radix on the 8-byte heads, 16 bits a pass, then compares only
- * the runs whose heads tie; a small one by qsort. */
+ * goes by radix on the 8-byte heads (8 bits a pass, 16 for a huge one;
+ * passes where every key has the same digit cost one count), then
+ * compares only the runs whose heads tie; a smaller one by qsort. */
 #ifndef LJSON_RADIX_KEYS /* the fuzz target lowers it to sort every object both ways */
-#define LJSON_RADIX_KEYS 256
+#define LJSON_RADIX_KEYS 1024
 #endif
 static bool sort_keys(object_key *keys, size_t count) {
   if (count < LJSON_RADIX_KEYS) {
     qsort(keys, count, sizeof *keys, compare_keys);
     return true;
   }
+  int bits = count >= 65536 ? 16 : 8;
+  size_t buckets = (size_t)1 << bits, mask = buckets - 1;
   object_key *tmp = malloc(count * sizeof *tmp);
-  size_t *counts = malloc(65536 * sizeof *counts);
+  size_t *counts = malloc(buckets * sizeof *counts);
   if (!tmp || !counts) {
     free(tmp);
     free(counts);
     return false;
   }
   object_key *from = keys, *to = tmp;
-  for (int shift = 0; shift < 64; shift += 16) {
-    memset(counts, 0, 65536 * sizeof *counts);
-    for (size_t i = 0; i < count; i++) counts[(from[i].head >> shift) & 0xFFFF]++;
-    if (counts[(from[0].head >> shift) & 0xFFFF] == count) continue; /* all alike in this digit */
+  for (int shift = 0; shift < 64; shift += bits) {
+    memset(counts, 0, buckets * sizeof *counts);
+    for (size_t i = 0; i < count; i++) counts[(from[i].head >> shift) & mask]++;
+    if (counts[(from[0].head >> shift) & mask] == count) continue; /* all alike in this digit */
     size_t at = 0;
-    for (size_t d = 0; d < 65536; d++) {
+    for (size_t d = 0; d < buckets; d++) {
       size_t n = counts[d];
       counts[d] = at;
       at += n;
     }
-    for (size_t i = 0; i < count; i++) to[counts[(from[i].head >> shift) & 0xFFFF]++] = from[i];
+    for (size_t i = 0; i < count; i++) to[counts[(from[i].head >> shift) & mask]++] = from[i];
     object_key *t = from;
     from = to;
     to = t;
