@@ -9,12 +9,7 @@
 
 #include "core/luamcp_limits.h"
 
-/* The registry key of the table encode_object sorts keys with. */
-static const char PAIRS_KEY = 0;
-
 void ljson_init(lua_State *L) {
-  lua_newtable(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &PAIRS_KEY);
   luaL_newmetatable(L, LJSON_ARRAY_MT);
   lua_pushliteral(L, "array");
   lua_setfield(L, -2, "__jsontype");
@@ -75,10 +70,6 @@ typedef struct encoder {
    * anchored in a table at stack index anchor (nil until the first). */
   chain *chain;
   int anchor, anchored;
-  /* encode_object's keys and values: the state's pairs table at stack
-   * index pairs (0 until a big object needs it; its place is pairs_slot),
-   * pairs_used slots taken by the objects being written. */
-  int pairs, pairs_slot, pairs_used;
   /* Where a failure happened, built while unwinding, in Lua's notation:
    * .items[2].name (the innermost part kept when it grows too long). */
   char path[200];
@@ -129,10 +120,13 @@ static table_mark get_mark(encoder *e, int idx) {
 static bool encode_value(encoder *e, int idx, int depth);
 
 /* One key of an object being encoded. In a big object (and for number
- * keys) the key and its value wait in the state's pairs table (slot,
- * slot + 1), so writing them needs neither the key pushed again (interned
- * anew) nor the object searched; a small object's string keys are looked
- * up again by their text (slot 0), which costs less than the table. */
+ * keys) the key and its value wait on the Lua stack (at slot, slot + 1),
+ * so writing them needs neither the key pushed again (interned anew) nor
+ * the object searched; a small object's string keys are looked up again
+ * by their text (slot 0), which costs less than keeping them. The stack
+ * grows with lua_checkstack, which fails without raising: the encoder
+ * allocates nothing it could not give back (an error raised here, outside
+ * any protected call, would abort the process). */
 typedef struct object_key {
   const char *text;  /* a string key's own bytes, or a number key's digits */
   size_t len;
@@ -141,7 +135,7 @@ typedef struct object_key {
   bool is_number;
 } object_key;
 
-/* Keys of an object from which on its pairs wait in the pairs table. */
+/* Keys of an object from which on its pairs wait on the stack. */
 #ifndef LJSON_STASH_KEYS /* the fuzz target lowers it to mix both ways in one object */
 #define LJSON_STASH_KEYS 32
 #endif
@@ -220,7 +214,7 @@ static bool encode_object(encoder *e, int idx, int depth) {
   size_t count = 0, cap = 16;
   buf digits = BUF_INIT; /* number keys' text; their text fields hold offsets until it stops growing */
   bool ok = true;
-  int base = e->pairs_used, stashed = 0;
+  int base = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (count == cap) {
@@ -260,21 +254,18 @@ static bool encode_object(encoder *e, int idx, int depth) {
       goto done;
     }
     count++;
-    if (count <= LJSON_STASH_KEYS && !k->is_number) {
+    if ((count > LJSON_STASH_KEYS || k->is_number) && lua_checkstack(L, 3)) {
+      /* key, value stay; a copy of the key goes on for lua_next */
+      k->slot = lua_gettop(L) - 1;
+      lua_pushvalue(L, -2);
+    } else if (k->is_number) {
+      lua_pop(L, 2);
+      ok = encode_fail(e, "%s", "out of Lua stack");
+      goto done;
+    } else {
       k->slot = 0;
       lua_pop(L, 1);
-      continue;
     }
-    if (!e->pairs) {
-      lua_rawgetp(L, LUA_REGISTRYINDEX, &PAIRS_KEY);
-      lua_replace(L, e->pairs_slot);
-      e->pairs = e->pairs_slot;
-    }
-    k->slot = base + 2 * stashed++ + 1;
-    e->pairs_used = k->slot + 1;
-    lua_rawseti(L, e->pairs, k->slot + 1); /* the value */
-    lua_pushvalue(L, -1);
-    lua_rawseti(L, e->pairs, k->slot); /* the key, which stays for lua_next */
   }
   for (size_t i = 0; i < count; i++) {
     if (!keys[i].is_number) continue;
@@ -302,7 +293,7 @@ static bool encode_object(encoder *e, int idx, int depth) {
     json_write_string(e->out, k->text, k->len);
     buf_putc(e->out, ':');
     if (k->slot) {
-      lua_rawgeti(L, e->pairs, k->slot + 1);
+      lua_pushvalue(L, k->slot + 1);
     } else {
       lua_pushlstring(L, k->text, k->len);
       lua_rawget(L, idx);
@@ -313,12 +304,7 @@ static bool encode_object(encoder *e, int idx, int depth) {
   }
   if (ok) buf_putc(e->out, '}');
 done:
-  /* Emptied, so the table keeps nothing alive between encodings. */
-  for (int slot = base + 1; slot <= base + 2 * stashed; slot++) {
-    lua_pushnil(L);
-    lua_rawseti(L, e->pairs, slot);
-  }
-  e->pairs_used = base;
+  lua_settop(L, base); /* the pairs waiting on the stack */
   if (keys != small) free(keys);
   buf_free(&digits);
   return ok;
@@ -378,6 +364,37 @@ static bool encode_table(encoder *e, int idx, int depth) {
   return encode_object(e, idx, depth);
 }
 
+/* anchor_string's protected part: (anchors or nil, s) -> anchors with s. */
+static int anchor_add(lua_State *L) {
+  if (lua_isnil(L, 1)) {
+    lua_createtable(L, 4, 0);
+    lua_replace(L, 1);
+  }
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, 1, (lua_Integer)lua_rawlen(L, 1) + 1);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Keep the string at idx alive with the others the chain borrows. In a
+ * protected call: the table (and its growth) is an allocation, and an
+ * error raised here would abort the process. False when it cannot: the
+ * string is copied instead. */
+static bool anchor_string(encoder *e, int idx) {
+  lua_State *L = e->L;
+  if (!lua_checkstack(L, 3)) return false;
+  lua_pushcfunction(L, anchor_add);
+  lua_pushvalue(L, e->anchor);
+  lua_pushvalue(L, idx);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return false;
+  }
+  lua_replace(L, e->anchor);
+  e->anchored++;
+  return true;
+}
+
 static bool encode_value(encoder *e, int idx, int depth) {
   lua_State *L = e->L;
   switch (lua_type(L, idx)) {
@@ -396,13 +413,7 @@ static bool encode_value(encoder *e, int idx, int depth) {
     case LUA_TSTRING: {
       size_t n;
       const char *s = lua_tolstring(L, idx, &n);
-      if (e->chain && n >= LJSON_BORROW_BYTES) {
-        if (!e->anchored) {
-          lua_createtable(L, 4, 0);
-          lua_replace(L, e->anchor);
-        }
-        lua_pushvalue(L, idx);
-        lua_rawseti(L, e->anchor, ++e->anchored);
+      if (e->chain && n >= LJSON_BORROW_BYTES && anchor_string(e, idx)) {
         buf_putc(e->out, '"');
         chain_borrow(e->chain, s, n);
         buf_putc(e->out, '"');
@@ -423,7 +434,7 @@ static bool encode_value(encoder *e, int idx, int depth) {
 }
 
 static bool encode(lua_State *L, int idx, buf *out, chain *pieces, char *err, size_t errlen) {
-  encoder e = {L, out, err, errlen, 0, 0, 0, pieces, 0, 0, 0, 0, 0, {0}, 0};
+  encoder e = {L, out, err, errlen, 0, 0, 0, pieces, 0, 0, {0}, 0};
   err[0] = '\0';
   idx = lua_absindex(L, idx);
   if (!lua_checkstack(L, 8)) {
@@ -435,8 +446,6 @@ static bool encode(lua_State *L, int idx, buf *out, chain *pieces, char *err, si
     lua_pushnil(L);
     e.anchor = lua_gettop(L);
   }
-  lua_pushnil(L);
-  e.pairs_slot = lua_gettop(L);
   luaL_getmetatable(L, LJSON_ARRAY_MT);
   e.array_mt = lua_gettop(L);
   luaL_getmetatable(L, LJSON_OBJECT_MT);

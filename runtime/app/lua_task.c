@@ -349,14 +349,32 @@ static void lease_release(chain_lease *l) {
   free(tl);
 }
 
-/* The lease over the anchoring table on top of co's stack (popped). */
+static int lease_ref(lua_State *L) {
+  lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
+  return 1;
+}
+
+/* The lease over the anchoring table on top of co's stack (popped), or
+ * NULL when there is no memory for it. The registry may grow: that is an
+ * allocation, in a protected call (an error raised here would abort). */
 static chain_lease *lease_new(vm *v, lua_State *co) {
-  task_lease *tl = malloc(sizeof *tl);
-  if (!tl) return NULL;
+  task_lease *tl = lua_checkstack(co, 2) ? malloc(sizeof *tl) : NULL;
+  if (!tl) {
+    lua_pop(co, 1);
+    return NULL;
+  }
+  lua_pushcfunction(co, lease_ref);
+  lua_insert(co, -2);
+  if (lua_pcall(co, 1, 1, 0) != LUA_OK) {
+    lua_pop(co, 1);
+    free(tl);
+    return NULL;
+  }
   tl->base.holders = 1;
   tl->base.release = lease_release;
   tl->vm = v;
-  tl->ref = luaL_ref(co, LUA_REGISTRYINDEX);
+  tl->ref = (int)lua_tointeger(co, -1);
+  lua_pop(co, 1);
   tl->prev = NULL;
   tl->next = v->lease_list;
   if (tl->next) tl->next->prev = tl;
@@ -516,8 +534,12 @@ static void finish_root(task *t, int status, bool stray_yield) {
     if (ljson_encode_chain(co, -1, &out, err, sizeof err)) {
       if (out.count) out.lease = lease_new(t->vm, co);
       if (out.count && !out.lease) {
-        lua_pop(co, 1);
-        answer_problem(t, "the result cannot be sent: ", "out of memory");
+        /* No memory to keep the strings past this call: send a copy, made
+         * while the result on the stack still holds them. */
+        buf flat = BUF_INIT;
+        chain_flatten(&out, &flat);
+        answer_result(t, flat.data, flat.len);
+        buf_free(&flat);
       } else {
         answer_chain(t, &out);
       }
