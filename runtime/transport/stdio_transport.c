@@ -72,6 +72,13 @@ static void borrow(stdio_transport *t, size_t at, const chain_string *s, chain_l
  * borrowed strings escaped (and their leases dropped once staged whole). */
 static void stage(stdio_transport *t) {
   buf *w = &t->writing;
+  if (!t->borrowed_count && !t->pending_staged && !w->len) {
+    /* Nothing borrowed: the queue itself is written, not a copy. */
+    buf tmp = *w;
+    *w = t->pending;
+    t->pending = tmp;
+    return;
+  }
   while (w->len < STAGE_BYTES) {
     stdio_borrowed *b = t->borrowed_count ? &t->borrowed[t->borrowed_head] : NULL;
     size_t own_end = b ? b->at : t->pending.len;
@@ -149,7 +156,6 @@ static void flush(stdio_transport *t) {
     /* EAGAIN, or a failure the write below reports from its callback (not
      * from inside send). */
     if (n < 0) n = 0;
-    t->writing_off = (size_t)n;
     b = uv_buf_init(t->writing.data + n, (unsigned)(t->writing.len - (size_t)n));
     t->write_req.data = t;
     int err = uv_write(&t->write_req, out, &b, 1, on_write);

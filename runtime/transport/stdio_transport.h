@@ -73,8 +73,7 @@ struct stdio_transport {
   size_t pending_staged; /* own bytes of pending already staged */
   stdio_borrowed *borrowed;
   size_t borrowed_head, borrowed_count, borrowed_cap;
-  buf writing;       /* staged bytes; while a uv_write is in flight, its bytes from writing_off on */
-  size_t writing_off;
+  buf writing;       /* staged bytes: the uv_write in flight writes them */
   uv_write_t write_req;
   bool write_in_flight;
   bool write_failed;
