@@ -13,6 +13,10 @@
 #   make bench-extra    only the extra measurements (bench/extra.lua): argument
 #                       validation, stopping runaway code, reload latency,
 #                       mcp.http against Node's fetch.
+#   make bench-payload  only the payload sweep (bench/payload.lua): text
+#                       returned and echoed, a base64 blob, structuredContent,
+#                       1 KiB to 4 MiB, server CPU per MiB and peak RSS
+#                       (QUICK=1: about two minutes).
 #
 # Only BENCH_* names are defined here (plus LUAMCP ?=), so nothing leaks into
 # the project's own build; the bench never uses the project's CFLAGS.
@@ -39,11 +43,11 @@ BENCH_SMOKE_TRANSPORTS ?= auto
 
 bench-build: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luafloor $(BENCH_DIR)/echo $(BENCH_DIR)/httpecho
 
-$(BENCH_DIR)/loadclient: bench/loadclient.c
+$(BENCH_DIR)/loadclient: bench/loadclient.c bench/payload.h
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/echo: bench/floor/echo.c
+$(BENCH_DIR)/echo: bench/floor/echo.c bench/payload.h
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
@@ -60,6 +64,7 @@ BENCH_OUT ?= bench/results/$(shell date +%Y-%m-%d).md
 bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	LUAMCP='$(LUAMCP)' BENCH_OUT='$(BENCH_OUT)' bash bench/run.sh
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 
 bench-smoke: $(BENCH_DIR)/loadclient
 	BENCH_DIR='$(BENCH_DIR)' BENCH_SMOKE_STDIO='$(BENCH_SMOKE_STDIO)' BENCH_SMOKE_HTTP='$(BENCH_SMOKE_HTTP)' \
@@ -79,6 +84,9 @@ $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
 
-.PHONY: bench-extra
+.PHONY: bench-extra bench-payload
+bench-payload: $(BENCH_DIR)/loadclient $(BENCH_DIR)/echo $(LUAMCP)
+	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_PAYLOAD_OUT)
+
 bench-extra: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luamcp-nohook $(LUAMCP)
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_EXTRA_OUT)

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "payload.h"
+
 #define MAXWIN 1024
 #define MAXCONN 1024
 #define MAX_ERR_PRINT 10
@@ -309,6 +311,59 @@ static int jstr_decode(const jdoc *d, int i, char *out, size_t cap) {
   out[o] = 0;
   return (int)o;
 }
+static int hexval(char ch) {
+  return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch - 'A' + 10;
+}
+static unsigned hex4at(const char *p) {
+  return (unsigned)(hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]));
+}
+/* Decodes a string token of any length, \u escapes (surrogate pairs
+ * included) as UTF-8, into out; false when it is not a string. */
+static bool jstr_decode_buf(const jdoc *d, int i, buf *out) {
+  if (i < 0 || d->t[i].type != J_STR) return false;
+  buf_clear(out);
+  buf_reserve(out, (size_t)(d->t[i].end - d->t[i].start) + 1);
+  const char *s = d->s;
+  int p = d->t[i].start, end = d->t[i].end;
+  while (p < end) {
+    const char *bs = memchr(s + p, '\\', (size_t)(end - p));
+    int run = bs ? (int)(bs - (s + p)) : end - p;
+    buf_add(out, s + p, (size_t)run);
+    p += run;
+    if (p >= end) break;
+    char e = s[p + 1], ch;
+    p += 2;
+    switch (e) {
+      case 'b': ch = '\b'; break;
+      case 'f': ch = '\f'; break;
+      case 'n': ch = '\n'; break;
+      case 'r': ch = '\r'; break;
+      case 't': ch = '\t'; break;
+      case 'u': {
+        unsigned cp = hex4at(s + p);
+        p += 4;
+        if (cp >= 0xD800 && cp < 0xDC00 && p + 6 <= end && s[p] == '\\' && s[p + 1] == 'u') {
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4at(s + p + 2) - 0xDC00);
+          p += 6;
+        }
+        char u[4];
+        size_t n;
+        if (cp < 0x80) u[0] = (char)cp, n = 1;
+        else if (cp < 0x800) u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 63)), n = 2;
+        else if (cp < 0x10000)
+          u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 63)), u[2] = (char)(0x80 | (cp & 63)), n = 3;
+        else
+          u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 63)), u[2] = (char)(0x80 | ((cp >> 6) & 63)),
+          u[3] = (char)(0x80 | (cp & 63)), n = 4;
+        buf_add(out, u, n);
+        continue;
+      }
+      default: ch = e; break; /* " \ / */
+    }
+    buf_add(out, &ch, 1);
+  }
+  return true;
+}
 /* Integer-valued number token (no fraction/exponent). */
 static bool jint(const jdoc *d, int i, long long *out) {
   if (i < 0 || d->t[i].type != J_NUM) return false;
@@ -343,6 +398,8 @@ static struct {
   double timeout_s;
   const char *label;
   const char *tool;
+  const char *payload; /* text, echo, structured, blob: the payload sweep (bench/payload.sh) */
+  uint64_t bytes;      /* the payload's size */
   const char *extra_args; /* more members for the arguments object, e.g. "\"c\":1,\"d\":\"x\"" */
   const char *proto;
   bool quiet;
@@ -442,6 +499,18 @@ static long proc_rss_kb(pid_t pid) {
   long kb = -1;
   while (fgets(line, sizeof line, f))
     if (!strncmp(line, "VmRSS:", 6)) { kb = strtol(line + 6, NULL, 10); break; }
+  fclose(f);
+  return kb;
+}
+/* The most the process has had resident (VmHWM), since it started. */
+static long proc_hwm_kb(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmHWM:", 6)) { kb = strtol(line + 6, NULL, 10); break; }
   fclose(f);
   return kb;
 }
@@ -547,6 +616,53 @@ static void call_args(uint64_t k, long long *a, long long *b) {
 
 static bool http_conn_open(chan *c);
 
+/* ------------------------------------------------------------ payloads */
+
+/* --payload: what every answer must carry (payload.h), made once. */
+static struct {
+  char *text;      /* text and echo: the text */
+  char *escaped;   /* echo: the text inside the request's JSON string */
+  size_t escaped_len;
+  char *base64;    /* blob: the base64 of the blob */
+  size_t base64_len;
+  size_t fields;   /* structured: members of the object */
+  buf body;        /* the request being built */
+  buf decoded;     /* a string of the answer, unescaped */
+} P;
+
+static void payload_prepare(void) {
+  size_t n = (size_t)opt.bytes;
+  if (!strcmp(opt.payload, "text") || !strcmp(opt.payload, "echo")) {
+    P.text = payload_text(n);
+    if (!strcmp(opt.payload, "echo")) P.escaped = payload_escape(P.text, n, &P.escaped_len);
+  } else if (!strcmp(opt.payload, "blob")) {
+    unsigned char *b = payload_blob(n);
+    P.base64 = payload_base64(b, n, &P.base64_len);
+    free(b);
+  } else if (!strcmp(opt.payload, "structured")) {
+    P.fields = payload_fields(n);
+  } else {
+    die("unknown --payload %s (text, echo, structured or blob)", opt.payload);
+  }
+}
+
+/* The JSON-RPC request of a payload call. */
+static void payload_request(uint64_t id, const char *meta) {
+  buf *b = &P.body;
+  buf_clear(b);
+  buf_printf(b, "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",", id);
+  if (!strcmp(opt.payload, "blob")) {
+    buf_printf(b, "\"method\":\"resources/read\",\"params\":{\"uri\":\"blob://%" PRIu64 "\"%s}}", opt.bytes, meta);
+  } else if (!strcmp(opt.payload, "echo")) {
+    buf_printf(b, "\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"");
+    buf_add(b, P.escaped, P.escaped_len);
+    buf_printf(b, "\"}%s}}", meta);
+  } else {
+    buf_printf(b, "\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":{\"bytes\":%" PRIu64 "}%s}}",
+               opt.payload, opt.bytes, meta);
+  }
+}
+
 /* 2026-07-28 and later: no handshake; every request names its version and
  * the client's capabilities in its own _meta (and, over HTTP, in headers). */
 static bool modern_era(void) { return strcmp(opt.proto, "2026-07-28") >= 0; }
@@ -554,18 +670,19 @@ static bool modern_era(void) { return strcmp(opt.proto, "2026-07-28") >= 0; }
 static void chan_send(chan *c, int kind, uint64_t k) {
   if (c->http && c->dead && !http_conn_open(c)) return;
   req *r = &c->pend[c->np];
-  char body[1024], meta[256] = "";
+  char body_small[1024], meta[256] = "";
+  const char *body = body_small;
   int bl;
   memset(r, 0, sizeof *r);
   r->kind = kind;
   if (kind == K_INIT) {
     r->id = R.next_id++;
-    bl = snprintf(body, sizeof body,
+    bl = snprintf(body_small, sizeof body_small,
                   "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
                   "\"capabilities\":{},\"clientInfo\":{\"name\":\"luamcp-loadclient\",\"version\":\"1.0.0\"}}}",
                   r->id, opt.proto);
   } else if (kind == K_NOTIF) {
-    bl = snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    bl = snprintf(body_small, sizeof body_small, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
   } else {
     long long a, b;
     call_args(k, &a, &b);
@@ -578,12 +695,18 @@ static void chan_send(chan *c, int kind, uint64_t k) {
                "\"io.modelcontextprotocol/clientCapabilities\":{},"
                "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"luamcp-loadclient\",\"version\":\"1.0.0\"}}",
                opt.proto);
-    bl = snprintf(body, sizeof body,
-                  "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
-                  "\"arguments\":{\"a\":%lld,\"b\":%lld%s%s}%s}}",
-                  r->id, opt.tool, a, b, opt.extra_args ? "," : "", opt.extra_args ? opt.extra_args : "", meta);
+    if (opt.payload) {
+      payload_request(r->id, meta);
+      body = P.body.p;
+      bl = (int)P.body.len;
+    } else {
+      bl = snprintf(body_small, sizeof body_small,
+                    "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+                    "\"arguments\":{\"a\":%lld,\"b\":%lld%s%s}%s}}",
+                    r->id, opt.tool, a, b, opt.extra_args ? "," : "", opt.extra_args ? opt.extra_args : "", meta);
+      if (bl < 0 || (size_t)bl >= sizeof body_small) die("request body too long (--extra-args)");
+    }
   }
-  if (bl < 0 || (size_t)bl >= sizeof body) die("request body too long (--extra-args)");
   if (c->http) {
     if (kind == K_INIT) {
       buf_printf(&c->out,
@@ -650,6 +773,53 @@ static void call_done(req *r) {
   if (r->measured) R.measured_done++;
 }
 
+static jdoc JD_INNER; /* structured: the JSON inside the text */
+
+/* A payload call's result carries exactly the payload (payload.h). */
+static bool check_payload(jdoc *d, int res, const char *raw, size_t rawlen) {
+  const char *want = NULL;
+  size_t want_len = 0;
+  int str;
+  if (!strcmp(opt.payload, "blob")) {
+    str = jget(d, jat(d, jget(d, res, "contents"), 0), "blob");
+    want = P.base64;
+    want_len = P.base64_len;
+  } else {
+    int c0 = jat(d, jget(d, res, "content"), 0);
+    if (!jtok_is(d, jget(d, c0, "type"), "text")) {
+      report_error("payload: result without text content", raw, rawlen);
+      return false;
+    }
+    str = jget(d, c0, "text");
+    if (P.text) want = P.text, want_len = (size_t)opt.bytes;
+  }
+  if (!jstr_decode_buf(d, str, &P.decoded)) {
+    report_error("payload: the answer has no payload string", raw, rawlen);
+    return false;
+  }
+  if (want) {
+    if (P.decoded.len != want_len || memcmp(P.decoded.p, want, want_len)) {
+      char m[128];
+      snprintf(m, sizeof m, "payload: %zu bytes back, not the %zu expected (or different ones)", P.decoded.len, want_len);
+      report_error(m, raw, rawlen > 200 ? 200 : rawlen);
+      return false;
+    }
+    return true;
+  }
+  /* structured: structuredContent, and the object again as JSON text */
+  int sc = jget(d, res, "structuredContent");
+  if (sc < 0 || d->t[sc].type != J_OBJ || (size_t)d->t[sc].size != P.fields) {
+    report_error("payload: structuredContent is not an object of the expected size", raw, rawlen > 200 ? 200 : rawlen);
+    return false;
+  }
+  if (jparse(&JD_INNER, P.decoded.p, P.decoded.len) || JD_INNER.t[0].type != J_OBJ ||
+      (size_t)JD_INNER.t[0].size != P.fields) {
+    report_error("payload: the text is not the structuredContent as JSON", raw, rawlen > 200 ? 200 : rawlen);
+    return false;
+  }
+  return true;
+}
+
 /* A JSON-RPC response for request r. */
 static void check_response(chan *c, req *r, jdoc *d, const char *raw, size_t rawlen) {
   uint64_t t = now_ns();
@@ -686,6 +856,11 @@ static void check_response(chan *c, req *r, jdoc *d, const char *raw, size_t raw
   int ie = jget(d, res, "isError");
   if (ie >= 0 && d->t[ie].type == J_TRUE) {
     report_error("tools/call result isError", raw, rawlen);
+    call_done(r);
+    return;
+  }
+  if (opt.payload) {
+    if (check_payload(d, res, raw, rawlen)) record_latency(r, t);
     call_done(r);
     return;
   }
@@ -740,7 +915,10 @@ static void on_message(chan *c, const char *s, size_t n) {
   }
   long long id;
   if (!jint(&JD, idt, &id)) {
-    report_error("response without an integer id", s, n);
+    report_error("response without an integer id", s, n > 300 ? 300 : n);
+    /* an error for a message the server could not read (id null): the
+     * call it was will never be answered */
+    if (idt >= 0 && JD.t[idt].type == J_NULL && jget(&JD, 0, "error") >= 0) c->hs = HS_FAILED;
     return;
   }
   for (int i = 0; i < c->np; i++) {
@@ -1422,6 +1600,12 @@ static void usage(FILE *f) {
       "  --server-stderr FILE   where a spawned server's stderr goes (default inherit)\n"
       "  --tool NAME            tool to call (default add)\n"
       "  --extra-args JSON      more members for the call's arguments, e.g. '\"c\":1'\n"
+      "  --payload KIND         instead of add: text (tools/call text {bytes}), echo\n"
+      "                         (tools/call echo {text}), structured (tools/call\n"
+      "                         structured {bytes}) or blob (resources/read\n"
+      "                         blob://BYTES); every answer must carry exactly the\n"
+      "                         payload of bench/payload.h; rss_peak_kb is VmHWM\n"
+      "  --bytes N              the payload's size (default 0)\n"
       "  --protocol-version V   (default 2025-11-25); 2026-07-28 or later: no\n"
       "                         handshake, each call carries its version, client\n"
       "                         capabilities and info in _meta (over HTTP also\n"
@@ -1587,6 +1771,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--server-stderr")) opt.server_stderr = NEXT();
     else if (!strcmp(a, "--tool")) opt.tool = NEXT();
     else if (!strcmp(a, "--extra-args")) opt.extra_args = NEXT();
+    else if (!strcmp(a, "--payload")) opt.payload = NEXT();
+    else if (!strcmp(a, "--bytes")) opt.bytes = num_arg(NEXT(), a);
     else if (!strcmp(a, "--protocol-version")) opt.proto = NEXT();
     else if (!strcmp(a, "--label")) opt.label = NEXT();
     else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) opt.quiet = true;
@@ -1613,6 +1799,8 @@ int main(int argc, char **argv) {
   if (opt.mode == MODE_SESSIONS && !opt.url) die("sessions mode needs --http URL");
   if (modern_era() && (opt.mode == MODE_STARTUP || opt.mode == MODE_SESSIONS || opt.shared_session))
     die("--protocol-version %s has no handshake and no sessions: use seq or pipe mode", opt.proto);
+  if (opt.payload && opt.url && modern_era()) die("--payload over HTTP speaks the 2025-11-25 era only");
+  if (opt.payload) payload_prepare();
   if (opt.window < 0) opt.window = (opt.mode == MODE_PIPE && !opt.url) ? 64 : 1;
   if (opt.mode == MODE_SEQ) opt.window = 1;
   if (opt.window < 1 || opt.window > MAXWIN) die("--window must be 1..%d", MAXWIN);
@@ -1750,6 +1938,7 @@ int main(int argc, char **argv) {
   have_cpu = have_cpu && proc_cpu_us(spid, &cpu1);
   have_sched = have_sched && proc_sched_us(spid, &sch1) && sch1 >= sch0;
   long rss1 = spid ? proc_rss_kb(spid) : -1;
+  long hwm = spid ? proc_hwm_kb(spid) : -1;
   uint64_t measured = R.calls_done - warm_done;
   double el = (double)(t1 - t0) / 1e9;
 
@@ -1797,6 +1986,11 @@ int main(int argc, char **argv) {
   json_num_or_null(stdout, "rss_idle_kb", (double)rss_idle, rss_idle >= 0);
   json_num_or_null(stdout, "rss_before_kb", (double)rss0, rss0 >= 0);
   json_num_or_null(stdout, "rss_after_kb", (double)rss1, rss1 >= 0);
+  json_num_or_null(stdout, "rss_peak_kb", (double)hwm, hwm >= 0);
+  if (opt.payload) {
+    json_str(stdout, "payload", opt.payload);
+    json_num(stdout, "payload_bytes", (double)opt.bytes);
+  }
   json_num(stdout, "handshake_ms", hs_ms);
   if (R.child) {
     json_num_or_null(stdout, "exit_on_eof_ms", exit_ms, exit_ms >= 0);

@@ -222,7 +222,7 @@ methods["tools/call"] = function(params, ctx, check)
   end
   if ctx.features.modern then check_param_headers(tool, args, ctx) end
   if check then return invalid_arguments(name, check, ctx) end
-  permissions.before_call(ctx)
+  permissions.before_call(ctx, name)
   local ok, result, err = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
     if core.is_rpc_error(result) then error(result, 0) end

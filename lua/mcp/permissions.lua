@@ -116,7 +116,11 @@ end
 --- check inside a coroutine the tool makes, or a sort comparator, could
 --- not), and before the handler has done anything (so a 2026-07-28
 --- client's input_required round re-runs nothing).
-function M.before_call(ctx)
+-- The tool each running call is for, by its ctx (weak: a ctx ends with its call).
+local tool_of_ctx = setmetatable({}, { __mode = "k" })
+
+function M.before_call(ctx, tool)
+  tool_of_ctx[ctx] = tool
   if policy and (policy.roots_read or policy.roots_write) then current_roots() end
 end
 
@@ -126,12 +130,10 @@ end
 
 local logged = {}
 
--- The tool whose call is running (its request's params.name), or nil.
+-- The tool whose call is running, or nil.
 local function tool_name()
   local ctx = core.current_ctx()
-  if not ctx or ctx.method ~= "tools/call" then return nil end
-  local params = debug.getuservalue(ctx, 1)
-  return type(params) == "table" and type(params.name) == "string" and params.name or nil
+  return ctx and tool_of_ctx[ctx]
 end
 
 local function allowed_text(kind)

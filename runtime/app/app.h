@@ -54,6 +54,13 @@ struct vm {
   int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
   int describe_ref;       /* mcp._describe() */
   int live_tasks;
+  /* Results whose long strings a transport still writes (lua_task.c's
+   * leases): the generation stays until they are written too. */
+  int leases;
+  struct task_lease *lease_list;
+  /* Bytes of big arguments let go since the last full collection this
+   * runtime asked for (lua_task.c). */
+  size_t big_garbage;
   char *server_info_json; /* last describe: serverInfo */
   char *instructions;     /* last describe: instructions, or NULL */
   char *extensions_json;  /* last describe: capabilities.extensions (JSON object), or NULL */
@@ -133,6 +140,7 @@ struct task {
   bool deadline_armed;    /* root: deadline_timer runs while it waits */
   uv_timer_t deadline_timer;
   bool own_timeout;       /* root: the tool set its deadline (a task keeps it; the default does not apply) */
+  size_t params_bytes;    /* root: the size of its request's params (big ones become garbage when it ends) */
   int job_poll_ms;        /* root: the pollIntervalMs its task suggests (0: the default) */
   bool promote_timer_initialized; /* root: mcp.tool{task = {after_ms = N}} ... */
   uv_timer_t promote_timer;       /* ... turns the call into a task when it fires */
@@ -191,6 +199,9 @@ static inline vm *vm_of(lua_State *L) {
 /* The task running on co, or NULL when co is not one of ours (the main
  * thread, or a coroutine a script created itself). */
 static inline task *task_of(lua_State *co) { return *(task **)lua_getextraspace(co); }
+
+/* Nothing of a generation runs or is still being written. */
+static inline bool vm_drained(const vm *v) { return v->live_tasks == 0 && v->leases == 0; }
 
 /* How many generations are alive (current + retired). */
 static inline int app_generations_open(const lua_app *app) {

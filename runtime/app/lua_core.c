@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/base64.h"
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
@@ -111,55 +112,26 @@ static int core_stderr(lua_State *L) {
 }
 
 static int core_base64_encode(lua_State *L) {
-  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t n;
   const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &n);
+  size_t len = base64_encoded_len(n);
   luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  size_t i = 0;
-  for (; i + 2 < n; i += 3) {
-    char out[4] = {alphabet[s[i] >> 2], alphabet[((s[i] & 3) << 4) | (s[i + 1] >> 4)],
-                   alphabet[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)], alphabet[s[i + 2] & 63]};
-    luaL_addlstring(&b, out, 4);
-  }
-  if (i < n) {
-    unsigned a = s[i], c = i + 1 < n ? s[i + 1] : 0;
-    char out[4] = {alphabet[a >> 2], alphabet[((a & 3) << 4) | (c >> 4)], i + 1 < n ? alphabet[(c & 15) << 2] : '=',
-                   '='};
-    luaL_addlstring(&b, out, 4);
-  }
-  luaL_pushresult(&b);
+  base64_encode(s, n, luaL_buffinitsize(L, &b, len));
+  luaL_pushresultsize(&b, len);
   return 1;
 }
 
 int lua_base64_decode(lua_State *L) {
-  size_t n;
+  size_t n, len, bad;
   const char *s = luaL_checklstring(L, 1, &n);
   luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  unsigned acc = 0;
-  int bits = 0;
-  size_t i = 0;
-  for (; i < n && s[i] != '='; i++) {
-    int c = (unsigned char)s[i], v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else {
-      lua_pushnil(L);
-      lua_pushfstring(L, "invalid base64 character at byte %d", (int)i + 1);
-      return 2;
-    }
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      luaL_addchar(&b, (char)((acc >> bits) & 0xFF));
-    }
+  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, base64_decoded_max(n));
+  if (!base64_decode(s, n, out, &len, &bad)) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "invalid base64 character at byte %d", (int)bad + 1);
+    return 2;
   }
-  luaL_pushresult(&b);
+  luaL_pushresultsize(&b, len);
   return 1;
 }
 

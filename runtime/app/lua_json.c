@@ -66,6 +66,10 @@ typedef struct encoder {
   char *err;
   size_t errlen;
   int array_mt, object_mt, raw_mt; /* stack indices */
+  /* ljson_encode_chain: long strings are borrowed into the chain and
+   * anchored in a table at stack index anchor (nil until the first). */
+  chain *chain;
+  int anchor, anchored;
   /* Where a failure happened, built while unwinding, in Lua's notation:
    * .items[2].name (the innermost part kept when it grows too long). */
   char path[200];
@@ -115,26 +119,90 @@ static table_mark get_mark(encoder *e, int idx) {
 
 static bool encode_value(encoder *e, int idx, int depth);
 
-/* One key of an object being encoded. String keys point into the table's
- * own key strings, which live as long as the table is not modified. */
+/* One key of an object being encoded. In a big object (and for number
+ * keys) the key and its value wait on the Lua stack (at slot, slot + 1),
+ * so writing them needs neither the key pushed again (interned anew) nor
+ * the object searched; a small object's string keys are looked up again
+ * by their text (slot 0), which costs less than keeping them. The stack
+ * grows with lua_checkstack, which fails without raising: the encoder
+ * allocates nothing it could not give back (an error raised here, outside
+ * any protected call, would abort the process). */
 typedef struct object_key {
-  const char *text;  /* a string key's own text (unused for number keys) */
+  const char *text;  /* a string key's own bytes, or a number key's digits */
   size_t len;
+  uint64_t head;     /* the first 8 bytes, big-endian and zero-padded: most comparisons end here */
+  int slot;
   bool is_number;
-  bool is_integer;   /* a number key's type: looked up by the key itself */
-  lua_Integer integer;
-  lua_Number number;
-  char digits[40];   /* a number key's text */
 } object_key;
 
-/* Not a pointer stored in the key: keys move (the array grows, qsort). */
-static const char *key_text(const object_key *k) { return k->is_number ? k->digits : k->text; }
+/* Keys of an object from which on its pairs wait on the stack. */
+#ifndef LJSON_STASH_KEYS /* the fuzz target lowers it to mix both ways in one object */
+#define LJSON_STASH_KEYS 32
+#endif
+
+static uint64_t key_head(const char *s, size_t len) {
+  unsigned char b[8] = {0};
+  memcpy(b, s, len < 8 ? len : 8);
+  uint64_t h = 0;
+  for (int i = 0; i < 8; i++) h = h << 8 | b[i];
+  return h;
+}
 
 static int compare_keys(const void *a, const void *b) {
   const object_key *x = a, *y = b;
+  if (x->head != y->head) return x->head < y->head ? -1 : 1;
   size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(key_text(x), key_text(y), n);
+  int c = n > 8 ? memcmp(x->text + 8, y->text + 8, n - 8) : 0;
   return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Sort keys into byte order. An object of LJSON_RADIX_KEYS fields or more
+ * goes by radix on the 8-byte heads (8 bits a pass, 16 for a huge one;
+ * passes where every key has the same digit cost one count), then
+ * compares only the runs whose heads tie; a smaller one by qsort. */
+#ifndef LJSON_RADIX_KEYS /* the fuzz target lowers it to sort every object both ways */
+#define LJSON_RADIX_KEYS 1024
+#endif
+static bool sort_keys(object_key *keys, size_t count) {
+  if (count < LJSON_RADIX_KEYS) {
+    qsort(keys, count, sizeof *keys, compare_keys);
+    return true;
+  }
+  int bits = count >= 65536 ? 16 : 8;
+  size_t buckets = (size_t)1 << bits, mask = buckets - 1;
+  object_key *tmp = malloc(count * sizeof *tmp);
+  size_t *counts = malloc(buckets * sizeof *counts);
+  if (!tmp || !counts) {
+    free(tmp);
+    free(counts);
+    return false;
+  }
+  object_key *from = keys, *to = tmp;
+  for (int shift = 0; shift < 64; shift += bits) {
+    memset(counts, 0, buckets * sizeof *counts);
+    for (size_t i = 0; i < count; i++) counts[(from[i].head >> shift) & mask]++;
+    if (counts[(from[0].head >> shift) & mask] == count) continue; /* all alike in this digit */
+    size_t at = 0;
+    for (size_t d = 0; d < buckets; d++) {
+      size_t n = counts[d];
+      counts[d] = at;
+      at += n;
+    }
+    for (size_t i = 0; i < count; i++) to[counts[(from[i].head >> shift) & mask]++] = from[i];
+    object_key *t = from;
+    from = to;
+    to = t;
+  }
+  if (from != keys) memcpy(keys, from, count * sizeof *keys);
+  for (size_t i = 0; i < count;) {
+    size_t j = i + 1;
+    while (j < count && keys[j].head == keys[i].head) j++;
+    if (j - i > 1) qsort(keys + i, j - i, sizeof *keys, compare_keys);
+    i = j;
+  }
+  free(tmp);
+  free(counts);
+  return true;
 }
 
 /* Objects are written with their keys in byte order, so the same table
@@ -144,15 +212,16 @@ static bool encode_object(encoder *e, int idx, int depth) {
   lua_State *L = e->L;
   object_key small[16], *keys = small;
   size_t count = 0, cap = 16;
+  buf digits = BUF_INIT; /* number keys' text; their text fields hold offsets until it stops growing */
   bool ok = true;
+  int base = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    lua_pop(L, 1);
     if (count == cap) {
       cap *= 2;
       object_key *bigger = malloc(cap * sizeof *bigger);
       if (!bigger) {
-        lua_pop(L, 1);
+        lua_pop(L, 2);
         ok = encode_fail(e, "%s", "out of memory");
         goto done;
       }
@@ -160,39 +229,59 @@ static bool encode_object(encoder *e, int idx, int depth) {
       if (keys != small) free(keys);
       keys = bigger;
     }
-    object_key *k = &keys[count++];
-    if (lua_type(L, -1) == LUA_TSTRING) {
+    object_key *k = &keys[count];
+    int type = lua_type(L, -2);
+    if (type == LUA_TSTRING) {
       k->is_number = false;
-      k->text = lua_tolstring(L, -1, &k->len);
-    } else if (lua_type(L, -1) == LUA_TNUMBER) {
+      k->text = lua_tolstring(L, -2, &k->len);
+      k->head = key_head(k->text, k->len);
+    } else if (type == LUA_TNUMBER) {
       /* A sparse or mixed table: number keys become their decimal text. */
       k->is_number = true;
-      k->is_integer = lua_isinteger(L, -1);
-      buf text = BUF_INIT;
-      if (k->is_integer) {
-        k->integer = lua_tointeger(L, -1);
-        json_write_integer(&text, (int64_t)k->integer);
+      size_t at = digits.len;
+      if (lua_isinteger(L, -2)) {
+        json_write_integer(&digits, (int64_t)lua_tointeger(L, -2));
       } else {
-        k->number = lua_tonumber(L, -1);
         /* A table key is never NaN; an infinity is written as Lua does. */
-        if (!json_write_double(&text, (double)k->number)) buf_append_str(&text, k->number > 0 ? "inf" : "-inf");
+        lua_Number d = lua_tonumber(L, -2);
+        if (!json_write_double(&digits, (double)d)) buf_append_str(&digits, d > 0 ? "inf" : "-inf");
       }
-      snprintf(k->digits, sizeof k->digits, "%s", text.data);
-      buf_free(&text);
-      k->len = strlen(k->digits);
+      k->text = (const char *)(uintptr_t)at;
+      k->len = digits.len - at;
     } else {
-      ok = encode_fail(e, "cannot encode a table key of type %s", luaL_typename(L, -1));
-      lua_pop(L, 1);
+      ok = encode_fail(e, "cannot encode a table key of type %s", luaL_typename(L, -2));
+      lua_pop(L, 2);
       goto done;
     }
+    count++;
+    if ((count > LJSON_STASH_KEYS || k->is_number) && lua_checkstack(L, 3)) {
+      /* key, value stay; a copy of the key goes on for lua_next */
+      k->slot = lua_gettop(L) - 1;
+      lua_pushvalue(L, -2);
+    } else if (k->is_number) {
+      lua_pop(L, 2);
+      ok = encode_fail(e, "%s", "out of Lua stack");
+      goto done;
+    } else {
+      k->slot = 0;
+      lua_pop(L, 1);
+    }
   }
-  if (count > 1) qsort(keys, count, sizeof *keys, compare_keys);
+  for (size_t i = 0; i < count; i++) {
+    if (!keys[i].is_number) continue;
+    keys[i].text = digits.data + (uintptr_t)keys[i].text;
+    keys[i].head = key_head(keys[i].text, keys[i].len);
+  }
+  if (count > 1 && !sort_keys(keys, count)) {
+    ok = encode_fail(e, "%s", "out of memory");
+    goto done;
+  }
   /* A number key and a string key with the same text (1 and "1") would be
    * one JSON key twice: the receiver would keep only one of the values. */
   for (size_t i = 1; i < count && ok; i++) {
     if (compare_keys(&keys[i - 1], &keys[i]) == 0) {
       char text[48];
-      snprintf(text, sizeof text, "%.*s", (int)(keys[i].len < 40 ? keys[i].len : 40), key_text(&keys[i]));
+      snprintf(text, sizeof text, "%.*s", (int)(keys[i].len < 40 ? keys[i].len : 40), keys[i].text);
       ok = encode_fail(e, "cannot encode a table with a number key and a string key that are both \"%s\"", text);
     }
   }
@@ -201,23 +290,23 @@ static bool encode_object(encoder *e, int idx, int depth) {
   for (size_t i = 0; i < count && ok; i++) {
     object_key *k = &keys[i];
     if (i) buf_putc(e->out, ',');
-    json_write_string(e->out, key_text(k), k->len);
+    json_write_string(e->out, k->text, k->len);
     buf_putc(e->out, ':');
-    if (k->is_number) {
-      /* Look the value up by the key itself, not its text. */
-      if (k->is_integer) lua_pushinteger(L, k->integer);
-      else lua_pushnumber(L, k->number);
+    if (k->slot) {
+      lua_pushvalue(L, k->slot + 1);
     } else {
       lua_pushlstring(L, k->text, k->len);
+      lua_rawget(L, idx);
     }
-    lua_rawget(L, idx);
     ok = encode_value(e, lua_gettop(L), depth + 1);
     lua_pop(L, 1);
-    if (!ok) path_prepend_key(e, key_text(k), k->len, k->is_number);
+    if (!ok) path_prepend_key(e, k->text, k->len, k->is_number);
   }
   if (ok) buf_putc(e->out, '}');
 done:
+  lua_settop(L, base); /* the pairs waiting on the stack */
   if (keys != small) free(keys);
+  buf_free(&digits);
   return ok;
 }
 
@@ -275,6 +364,37 @@ static bool encode_table(encoder *e, int idx, int depth) {
   return encode_object(e, idx, depth);
 }
 
+/* anchor_string's protected part: (anchors or nil, s) -> anchors with s. */
+static int anchor_add(lua_State *L) {
+  if (lua_isnil(L, 1)) {
+    lua_createtable(L, 4, 0);
+    lua_replace(L, 1);
+  }
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, 1, (lua_Integer)lua_rawlen(L, 1) + 1);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Keep the string at idx alive with the others the chain borrows. In a
+ * protected call: the table (and its growth) is an allocation, and an
+ * error raised here would abort the process. False when it cannot: the
+ * string is copied instead. */
+static bool anchor_string(encoder *e, int idx) {
+  lua_State *L = e->L;
+  if (!lua_checkstack(L, 3)) return false;
+  lua_pushcfunction(L, anchor_add);
+  lua_pushvalue(L, e->anchor);
+  lua_pushvalue(L, idx);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return false;
+  }
+  lua_replace(L, e->anchor);
+  e->anchored++;
+  return true;
+}
+
 static bool encode_value(encoder *e, int idx, int depth) {
   lua_State *L = e->L;
   switch (lua_type(L, idx)) {
@@ -293,6 +413,12 @@ static bool encode_value(encoder *e, int idx, int depth) {
     case LUA_TSTRING: {
       size_t n;
       const char *s = lua_tolstring(L, idx, &n);
+      if (e->chain && n >= LJSON_BORROW_BYTES && anchor_string(e, idx)) {
+        buf_putc(e->out, '"');
+        chain_borrow(e->chain, s, n);
+        buf_putc(e->out, '"');
+        return true;
+      }
       json_write_string(e->out, s, n);
       return true;
     }
@@ -307,8 +433,8 @@ static bool encode_value(encoder *e, int idx, int depth) {
   }
 }
 
-bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
-  encoder e = {L, out, err, errlen, 0, 0, 0, {0}, 0};
+static bool encode(lua_State *L, int idx, buf *out, chain *pieces, char *err, size_t errlen) {
+  encoder e = {L, out, err, errlen, 0, 0, 0, pieces, 0, 0, {0}, 0};
   err[0] = '\0';
   idx = lua_absindex(L, idx);
   if (!lua_checkstack(L, 8)) {
@@ -316,6 +442,10 @@ bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
     return false;
   }
   int top = lua_gettop(L);
+  if (pieces) {
+    lua_pushnil(L);
+    e.anchor = lua_gettop(L);
+  }
   luaL_getmetatable(L, LJSON_ARRAY_MT);
   e.array_mt = lua_gettop(L);
   luaL_getmetatable(L, LJSON_OBJECT_MT);
@@ -323,12 +453,25 @@ bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
   luaL_getmetatable(L, LJSON_RAW_MT);
   e.raw_mt = lua_gettop(L);
   bool ok = encode_value(&e, idx, 0);
+  if (ok && e.anchored) {
+    lua_pushvalue(L, e.anchor);
+    lua_replace(L, top + 1);
+    top++;
+  }
   lua_settop(L, top);
   if (!ok && e.path_len) {
     size_t used = strlen(err);
     snprintf(err + used, errlen > used ? errlen - used : 0, " (at %s)", e.path);
   }
   return ok;
+}
+
+bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen) {
+  return encode(L, idx, out, NULL, err, errlen);
+}
+
+bool ljson_encode_chain(lua_State *L, int idx, chain *out, char *err, size_t errlen) {
+  return encode(L, idx, &out->own, out, err, errlen);
 }
 
 /* ---- Lua functions --------------------------------------------------- */

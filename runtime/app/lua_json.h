@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include "core/buf.h"
+#include "core/chain.h"
 #include "core/json.h"
 
 /* Registry keys of the marker metatables. */
@@ -39,6 +40,15 @@ void ljson_push(lua_State *L, const json_value *v);
 /* Encode the value at idx. On failure returns false and leaves a message in
  * err (the buffer may hold partial output). */
 bool ljson_encode(lua_State *L, int idx, buf *out, char *err, size_t errlen);
+/* The same into a chain: strings of LJSON_BORROW_BYTES or more are not
+ * copied but borrowed (core/chain.h). When any was, a table anchoring them
+ * is left on the stack: the caller keeps it (in the registry, for the
+ * chain's lease) until the chain has been written, and pops it. Nothing is
+ * left otherwise, or on failure. */
+#ifndef LJSON_BORROW_BYTES /* the fuzz target lowers it to borrow every string */
+#define LJSON_BORROW_BYTES (8 * 1024)
+#endif
+bool ljson_encode_chain(lua_State *L, int idx, chain *out, char *err, size_t errlen);
 
 /* Lua functions for scripts and the library. */
 int ljson_lua_encode(lua_State *L); /* encode(value) -> string | raises */

@@ -63,6 +63,7 @@ typedef struct task_handle {
 } task_handle;
 
 static void task_free(task *t);
+static void collect_big_garbage(vm *v);
 static void finish_root(task *t, int status, bool stray_yield);
 static void finish_child(task *t, int status, int nres);
 
@@ -198,10 +199,12 @@ static void abandon_handle(task *t) {
 
 static void task_free(task *t) {
   vm *v = t->vm;
+  bool root = t == t->root;
   unqueue(t);
   stop_waiting(t);
   if (t == t->root) {
     while (t->children) task_cancel(t->children);
+    if (t->params_bytes >= LJSON_BORROW_BYTES) v->big_garbage += t->params_bytes;
     if (t->ctx) t->ctx->task = NULL;
     if (t->ctx_ref != LUA_NOREF) luaL_unref(v->L, LUA_REGISTRYINDEX, t->ctx_ref);
     t->ctx_ref = LUA_NOREF;
@@ -240,7 +243,7 @@ static void task_free(task *t) {
     }
   }
   v->live_tasks--;
-  if (v->retired && v->live_tasks == 0 && v->on_drained) v->on_drained(v);
+  if (v->retired && vm_drained(v) && v->on_drained) v->on_drained(v);
   t->open_handles = 0;
   if (t->timer_initialized) {
     t->open_handles++;
@@ -255,6 +258,7 @@ static void task_free(task *t) {
     uv_close((uv_handle_t *)&t->promote_timer, on_timer_closed);
   }
   if (t->open_handles == 0) free(t);
+  if (root && !(v->retired && vm_drained(v))) collect_big_garbage(v);
 }
 
 /* Create the coroutine in protected mode: even lua_newthread can fail when
@@ -296,6 +300,98 @@ static task *task_new(vm *v, task *root) {
   return t;
 }
 
+/* ---- Big garbage --------------------------------------------------------- */
+
+/* A payload of megabytes dies when its call ends, or, sent back, when its
+ * write ends; Lua's pacing (a cycle once the heap has grown by half since
+ * the last) then keeps one or two of them in a small heap: a stream of
+ * 4 MiB echoes held 12 MiB over the idle RSS, 8 with this. So once big
+ * arguments worth
+ * LUA_BIG_GARBAGE_BYTES and a quarter of the heap have died, and no
+ * result is being written (it may be one of them), collect at once: a
+ * full cycle costs about the heap, less than the calls that made the
+ * garbage. Never while Lua runs below us (a task, or a handler that lets
+ * the loop turn): then the next call or write does it. */
+static void collect_big_garbage(vm *v) {
+  if (v->big_garbage < LUA_BIG_GARBAGE_BYTES || v->big_garbage < v->mem_used / 4) return;
+  if (v->leases || v->running || v->srv->nested_poll > 0) return;
+  lua_gc(v->L, LUA_GCCOLLECT);
+  v->big_garbage = 0;
+}
+
+/* ---- Leases ------------------------------------------------------------ */
+
+/* A result's long strings, borrowed by its chain (core/chain.h) and
+ * anchored in a registry table until the transport has written them: a
+ * script keeping and changing its result table cannot free them under the
+ * write. Owner: created by finish_root holding it once; freed by its
+ * release, when the last holder drops it. The generation counts it
+ * (vm.leases) and outlives it; if the generation is freed first (at exit),
+ * it is orphaned and frees only itself. */
+typedef struct task_lease {
+  chain_lease base;
+  vm *vm;
+  int ref; /* the anchoring table */
+  struct task_lease *prev, *next;
+} task_lease;
+
+static void lease_release(chain_lease *l) {
+  task_lease *tl = (task_lease *)l;
+  vm *v = tl->vm;
+  if (v) {
+    /* Not inside Lua code: a write callback, or finish_root after the
+     * answer. luaL_unref runs no Lua, only needs two stack slots. */
+    if (lua_checkstack(v->L, 2)) luaL_unref(v->L, LUA_REGISTRYINDEX, tl->ref);
+    if (tl->prev) tl->prev->next = tl->next;
+    else v->lease_list = tl->next;
+    if (tl->next) tl->next->prev = tl->prev;
+    v->leases--;
+    if (v->retired && vm_drained(v) && v->on_drained) v->on_drained(v);
+    else collect_big_garbage(v);
+  }
+  free(tl);
+}
+
+static int lease_ref(lua_State *L) {
+  lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
+  return 1;
+}
+
+/* The lease over the anchoring table on top of co's stack (popped), or
+ * NULL when there is no memory for it. The registry may grow: that is an
+ * allocation, in a protected call (an error raised here would abort). */
+static chain_lease *lease_new(vm *v, lua_State *co) {
+  task_lease *tl = lua_checkstack(co, 2) ? malloc(sizeof *tl) : NULL;
+  if (!tl) {
+    lua_pop(co, 1);
+    return NULL;
+  }
+  lua_pushcfunction(co, lease_ref);
+  lua_insert(co, -2);
+  if (lua_pcall(co, 1, 1, 0) != LUA_OK) {
+    lua_pop(co, 1);
+    free(tl);
+    return NULL;
+  }
+  tl->base.holders = 1;
+  tl->base.release = lease_release;
+  tl->vm = v;
+  tl->ref = (int)lua_tointeger(co, -1);
+  lua_pop(co, 1);
+  tl->prev = NULL;
+  tl->next = v->lease_list;
+  if (tl->next) tl->next->prev = tl;
+  v->lease_list = tl;
+  v->leases++;
+  return &tl->base;
+}
+
+void task_orphan_leases(vm *v) {
+  for (task_lease *tl = v->lease_list; tl; tl = tl->next) tl->vm = NULL;
+  v->lease_list = NULL;
+  v->leases = 0;
+}
+
 /* ---- Answers ----------------------------------------------------------- */
 
 /* Does the root still owe an answer (to its call, or to the MCP task its
@@ -330,6 +426,21 @@ static void answer(task *t, bool ok, const char *json, size_t len, int code, con
 }
 
 static void answer_result(task *t, const char *json, size_t len) { answer(t, true, json, len, 0, NULL); }
+
+/* A result in pieces: to the call as it is, to a job as one text. */
+static void answer_chain(task *t, const chain *result) {
+  if (t->call) {
+    call *c = t->call;
+    t->call = NULL;
+    c->app_data = NULL;
+    call_respond_chain(c, result);
+    return;
+  }
+  buf flat = BUF_INIT;
+  chain_flatten(result, &flat);
+  answer_result(t, flat.data, flat.len);
+  buf_free(&flat);
+}
 
 static void answer_error(task *t, int code, const char *message, const char *data_json, size_t data_len) {
   answer(t, false, data_json, data_len, code, message);
@@ -417,17 +528,30 @@ static void finish_root(task *t, int status, bool stray_yield) {
   } else if (status != LUA_OK) {
     fail_with_error(co, t);
   } else {
-    /* One buffer for every result (call_respond copies it). */
-    static buf out;
-    buf_clear(&out);
+    /* One chain for every result (its own bytes are copied on the way);
+     * long strings are borrowed, not copied, under a lease that keeps
+     * them until the transport has written them. */
+    static chain out;
+    chain_clear(&out);
     char err[200];
-    if (ljson_encode(co, -1, &out, err, sizeof err)) {
-      answer_result(t, out.data, out.len);
+    if (ljson_encode_chain(co, -1, &out, err, sizeof err)) {
+      if (out.count) out.lease = lease_new(t->vm, co);
+      if (out.count && !out.lease) {
+        /* No memory to keep the strings past this call: send a copy, made
+         * while the result on the stack still holds them. */
+        buf flat = BUF_INIT;
+        chain_flatten(&out, &flat);
+        answer_result(t, flat.data, flat.len);
+        buf_free(&flat);
+      } else {
+        answer_chain(t, &out);
+      }
+      chain_lease_drop(out.lease);
     } else {
       log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", answer_method(t), err);
       answer_problem(t, "the result cannot be sent as JSON: ", err);
     }
-    if (out.cap > 1024 * 1024) buf_free(&out);
+    if (out.own.cap > 1024 * 1024) chain_free(&out);
   }
   task_free(t);
 }
@@ -758,14 +882,17 @@ static int task_entry(lua_State *co) {
   lua_pushstring(co, t->call->method);
   if (params) push_params(co, params);
   else lua_newtable(co);
-  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 2); /* params, then ctx.features once made */
+  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 2); /* params._meta, then ctx.features once made */
   h->task = t;
   t->ctx = h;
   luaL_setmetatable(co, CTX_MT);
   lua_pushvalue(co, -1);
   t->ctx_ref = luaL_ref(co, LUA_REGISTRYINDEX);
-  lua_pushvalue(co, 3);
-  lua_setiuservalue(co, -2, 1); /* ctx keeps params, for ctx.meta */
+  /* ctx keeps params._meta, for ctx.meta; not params, which may hold
+   * megabytes: a ctx has a finalizer, so its garbage outlives it by a
+   * whole collector cycle. */
+  lua_getfield(co, 3, "_meta");
+  lua_setiuservalue(co, -2, 1);
   tool_plan plan = {.timeout_ms = t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
   if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
     lua_schema_check_call(co, t->vm, params, 3, &plan);
@@ -780,12 +907,14 @@ static int task_entry(lua_State *co) {
 }
 
 void task_start_call(vm *v, call *c, const json_value *params) {
+  collect_big_garbage(v); /* what an earlier call could not collect */
   task *t = task_new(v, NULL);
   if (!t) {
     call_fail(c, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL, 0);
     return;
   }
   t->call = c;
+  t->params_bytes = params ? params->src_len : 0;
   c->app_data = t;
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
@@ -1346,8 +1475,6 @@ static int ctx_index(lua_State *L) {
   if (strcmp(key, "capabilities") == 0) return push_json_text(L, f.capabilities);
   if (strcmp(key, "meta") == 0) {
     lua_getiuservalue(L, 1, 1);
-    if (lua_type(L, -1) != LUA_TTABLE) return 0;
-    lua_getfield(L, -1, "_meta");
     return 1;
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);

@@ -8,6 +8,9 @@
 #include "app/app.h"
 
 void task_start_call(vm *v, call *c, const json_value *params);
+/* The generation is being freed: results still being written no longer
+ * point at it (their strings go with it; transports have stopped by then). */
+void task_orphan_leases(vm *v);
 /* tasks/update answered questions of the MCP task j: resume the tasks of its
  * call that have all their answers now. */
 void task_job_answered(struct job *j);

@@ -33,7 +33,7 @@ static void on_reaper(uv_check_t *h) {
   uv_check_stop(h);
   for (vm **pp = &app->retired; *pp;) {
     vm *v = *pp;
-    if (v->live_tasks == 0) {
+    if (vm_drained(v)) {
       *pp = v->next_retired;
       log_write(LOG_DEBUG, "generation %u closed", v->generation);
       vm_free(v);
@@ -110,7 +110,7 @@ bool app_reload(lua_app *app, const char *why) {
   old->next_retired = app->retired;
   app->retired = old;
   app->reloads++;
-  if (old->live_tasks == 0) app_generation_drained(old);
+  if (vm_drained(old)) app_generation_drained(old);
 
   static const char *const notifications[3] = {"notifications/tools/list_changed",
                                                "notifications/resources/list_changed",

@@ -661,6 +661,7 @@ void vm_free(vm *v) {
   if (!v) return;
   lua_exec_kill_all(v);
   lua_http_abort_all(v);
+  task_orphan_leases(v);
   if (v->L) lua_close(v->L);
   lua_schema_forget_tools(v);
   free(v->path);

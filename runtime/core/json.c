@@ -7,6 +7,83 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* JSON_SCAN_WORDS: the portable word path even where SSE2 is there (to
+ * fuzz it on x86-64). */
+#if defined(__SSE2__) && !defined(JSON_SCAN_WORDS)
+#define JSON_SCAN_SSE2 1
+#include <emmintrin.h>
+#endif
+
+/* ---- Scanning a vector or a word at a time ------------------------------- */
+
+/* Long strings are most of a big message's bytes: the writer and the
+ * parser look at SCAN_BYTES of them at once and stop only at the bytes
+ * that need work. scan_mask(p) has a bit for each of the SCAN_BYTES bytes
+ * at p that is '"', '\\', a control character or above 0x7F (which must be
+ * checked as UTF-8); scan_first gives the index of the first one. SSE2 is
+ * part of every x86-64; elsewhere a 64-bit word does the same with
+ * bit tricks (little-endian), or a plain loop. */
+#if JSON_SCAN_SSE2
+enum { SCAN_BYTES = 16 };
+static inline uint64_t scan_mask(const unsigned char *p) {
+  __m128i x = _mm_loadu_si128((const __m128i *)p);
+  /* A signed compare: bytes 0x80..0xFF are negative, so "below 0x20"
+   * takes them too. */
+  __m128i m = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+                           _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+  return (uint64_t)_mm_movemask_epi8(m);
+}
+static inline size_t scan_first(uint64_t mask) { return (size_t)__builtin_ctzll(mask); }
+/* Copy the SCAN_BYTES at p to dst (both may be unaligned). */
+static inline void scan_copy(char *dst, const unsigned char *p) {
+  _mm_storeu_si128((__m128i *)dst, _mm_loadu_si128((const __m128i *)p));
+}
+static inline bool scan_all_ascii(const unsigned char *p) {
+  return _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)p)) == 0;
+}
+/* How many of the SCAN_BYTES at p start a character (are not 10xxxxxx). */
+static inline size_t scan_count_starts(const unsigned char *p) {
+  __m128i x = _mm_loadu_si128((const __m128i *)p);
+  return (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(x, _mm_set1_epi8((char)0xBF))));
+}
+#else
+enum { SCAN_BYTES = 8 };
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+static inline uint64_t load_word(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The high bit of each flagged byte. Bytes after the first flagged one may
+ * be flagged wrongly (a borrow runs on), which is why only the first is
+ * ever used: its index is exact. */
+static inline uint64_t scan_mask(const unsigned char *p) {
+  uint64_t w = load_word(p);
+  uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+  uint64_t zero_q = (q - ONES) & ~q, zero_b = (b - ONES) & ~b, below = (w - ONES * 0x20) & ~w;
+  return (zero_q | zero_b | below | w) & HIGHS;
+}
+static inline size_t scan_first(uint64_t mask) { return (size_t)__builtin_ctzll(mask) >> 3; }
+#else
+static inline uint64_t scan_mask(const unsigned char *p) {
+  uint64_t m = 0;
+  for (int i = 0; i < 8; i++)
+    if (p[i] < 0x20 || p[i] >= 0x80 || p[i] == '"' || p[i] == '\\') m |= 1ull << i;
+  return m;
+}
+static inline size_t scan_first(uint64_t mask) { return (size_t)__builtin_ctzll(mask); }
+#endif
+static inline void scan_copy(char *dst, const unsigned char *p) { memcpy(dst, p, 8); }
+static inline bool scan_all_ascii(const unsigned char *p) { return (load_word(p) & HIGHS) == 0; }
+static inline size_t scan_count_starts(const unsigned char *p) {
+  uint64_t w = load_word(p);
+  /* bit 0 of each byte: not bit 7, or bit 6 */
+  return (size_t)__builtin_popcountll(((~w >> 7) | (w >> 6)) & ONES);
+}
+#endif
+
 /* ---- Arena ----------------------------------------------------------- */
 
 /* A block of the doc's arena. Owned by the doc; freed with it. */
@@ -103,6 +180,10 @@ size_t utf8_sequence_length(const unsigned char *s, size_t avail) {
 bool utf8_valid(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s, *end = p + len;
   while (p < end) {
+    if ((size_t)(end - p) >= SCAN_BYTES && scan_all_ascii(p)) {
+      p += SCAN_BYTES;
+      continue;
+    }
     if (*p < 0x80) {
       p++;
       continue;
@@ -115,9 +196,11 @@ bool utf8_valid(const char *s, size_t len) {
 }
 
 size_t utf8_count(const char *s, size_t len) {
-  size_t n = 0;
-  for (size_t i = 0; i < len; i++)
-    if (((unsigned char)s[i] & 0xC0) != 0x80) n++;
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = 0, i = 0;
+  for (; i + SCAN_BYTES <= len; i += SCAN_BYTES) n += scan_count_starts(p + i);
+  for (; i < len; i++)
+    if ((p[i] & 0xC0) != 0x80) n++;
   return n;
 }
 
@@ -139,8 +222,8 @@ size_t utf8_decode(const unsigned char *s, uint32_t *cp) {
   return 4;
 }
 
-void utf8_encode(buf *b, uint32_t cp) {
-  char out[4];
+/* The UTF-8 encoding of cp at out (4 bytes of room); returns its length. */
+static size_t utf8_put(char out[4], uint32_t cp) {
   size_t n;
   if (cp < 0x80) {
     out[0] = (char)cp;
@@ -161,7 +244,12 @@ void utf8_encode(buf *b, uint32_t cp) {
     out[3] = (char)(0x80 | (cp & 0x3F));
     n = 4;
   }
-  buf_append(b, out, n);
+  return n;
+}
+
+void utf8_encode(buf *b, uint32_t cp) {
+  char out[4];
+  buf_append(b, out, utf8_put(out, cp));
 }
 
 /* ---- Parser ---------------------------------------------------------- */
@@ -189,6 +277,8 @@ typedef struct parser {
   json_member *members;
   size_t members_len, members_cap;
   buf text; /* a string being unescaped */
+  /* json_parse_in_place: long strings are decoded where they are. */
+  bool in_place;
 } parser;
 
 static bool fail(parser *ps, const unsigned char *at, const char *fmt, ...)
@@ -236,81 +326,151 @@ static int hex4(const unsigned char *p) {
   return v;
 }
 
-/* Parse a string literal at ps->p (which is at '"'); the decoded bytes are
- * copied into the arena. */
-static bool parse_string(parser *ps, const char **out, uint32_t *out_len) {
-  const unsigned char *p = ps->p + 1, *end = ps->end;
-  const unsigned char *run = p; /* start of the bytes not yet copied */
-  buf_clear(&ps->text);
-  bool escaped = false;
+/* From p, skip what a string carries as it is (printable ASCII and valid
+ * UTF-8) and return the first byte that needs a look: a quote, a
+ * backslash, a control character, invalid UTF-8, or end. */
+static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
   for (;;) {
-    if (p >= end) return fail(ps, p, "unterminated string");
-    unsigned char c = *p;
-    if (c == '"') break;
-    if (c < 0x20) return fail(ps, p, "raw control character 0x%02X in a string", c);
-    if (c < 0x80 && c != '\\') {
-      p++;
-      continue;
+    if ((size_t)(end - p) >= SCAN_BYTES) {
+      uint64_t m = scan_mask(p);
+      if (!m) {
+        p += SCAN_BYTES;
+        continue;
+      }
+      p += scan_first(m);
+    } else if (p >= end) {
+      return end;
     }
+    unsigned char c = *p;
     if (c >= 0x80) {
       size_t n = utf8_sequence_length(p, (size_t)(end - p));
-      if (!n) return fail(ps, p, "invalid UTF-8");
+      if (!n) return p;
       p += n;
-      continue;
-    }
-    /* A backslash escape. */
-    escaped = true;
-    buf_append(&ps->text, run, (size_t)(p - run));
-    if (p + 1 >= end) return fail(ps, p, "unterminated string");
-    unsigned char e = p[1];
-    char simple = 0;
-    switch (e) {
-      case '"': simple = '"'; break;
-      case '\\': simple = '\\'; break;
-      case '/': simple = '/'; break;
-      case 'b': simple = '\b'; break;
-      case 'f': simple = '\f'; break;
-      case 'n': simple = '\n'; break;
-      case 'r': simple = '\r'; break;
-      case 't': simple = '\t'; break;
-      case 'u': break;
-      default: return fail(ps, p, "invalid escape");
-    }
-    if (simple) {
-      buf_putc(&ps->text, simple);
-      p += 2;
+    } else if (c < 0x20 || c == '"' || c == '\\') {
+      return p;
     } else {
-      int cp = end - p >= 6 ? hex4(p + 2) : -1;
-      if (cp < 0) return fail(ps, p, "invalid \\u escape");
-      if (cp >= 0xDC00 && cp <= 0xDFFF) return fail(ps, p, "lone surrogate \\u%04X", cp);
-      if (cp >= 0xD800 && cp <= 0xDBFF) {
-        int lo = (end - p >= 12 && p[6] == '\\' && p[7] == 'u') ? hex4(p + 8) : -1;
-        if (lo < 0xDC00 || lo > 0xDFFF) return fail(ps, p, "lone surrogate \\u%04X", cp);
-        utf8_encode(&ps->text, 0x10000u + (((uint32_t)cp - 0xD800u) << 10) + ((uint32_t)lo - 0xDC00u));
-        p += 12;
-      } else {
-        utf8_encode(&ps->text, (uint32_t)cp);
-        p += 6;
-      }
+      p++;
     }
-    run = p;
   }
+}
+
+/* Why skip_plain stopped at p, when it was not a quote or a backslash. */
+static bool fail_in_string(parser *ps, const unsigned char *p) {
+  if (p >= ps->end) return fail(ps, p, "unterminated string");
+  if (*p < 0x20) return fail(ps, p, "raw control character 0x%02X in a string", *p);
+  return fail(ps, p, "invalid UTF-8");
+}
+
+/* Decode the escape at p (a backslash) into out (up to 4 bytes): returns
+ * how many bytes it wrote, and sets *used to the escape's length; 0 after
+ * failing. */
+static size_t decode_escape(parser *ps, const unsigned char *p, char out[4], size_t *used) {
+  const unsigned char *end = ps->end;
+  if (p + 1 >= end) return fail(ps, p, "unterminated string"), 0;
+  char simple = 0;
+  switch (p[1]) {
+    case '"': simple = '"'; break;
+    case '\\': simple = '\\'; break;
+    case '/': simple = '/'; break;
+    case 'b': simple = '\b'; break;
+    case 'f': simple = '\f'; break;
+    case 'n': simple = '\n'; break;
+    case 'r': simple = '\r'; break;
+    case 't': simple = '\t'; break;
+    case 'u': break;
+    default: return fail(ps, p, "invalid escape"), 0;
+  }
+  if (simple) {
+    out[0] = simple;
+    *used = 2;
+    return 1;
+  }
+  int cp = end - p >= 6 ? hex4(p + 2) : -1;
+  if (cp < 0) return fail(ps, p, "invalid \\u escape"), 0;
+  if (cp >= 0xDC00 && cp <= 0xDFFF) return fail(ps, p, "lone surrogate \\u%04X", cp), 0;
+  uint32_t code = (uint32_t)cp;
+  *used = 6;
+  if (cp >= 0xD800 && cp <= 0xDBFF) {
+    int lo = (end - p >= 12 && p[6] == '\\' && p[7] == 'u') ? hex4(p + 8) : -1;
+    if (lo < 0xDC00 || lo > 0xDFFF) return fail(ps, p, "lone surrogate \\u%04X", cp), 0;
+    code = 0x10000u + (((uint32_t)cp - 0xD800u) << 10) + ((uint32_t)lo - 0xDC00u);
+    *used = 12;
+  }
+  return utf8_put(out, code);
+}
+
+/* Where an escaped string's decoded bytes go: ps->text, until it is long
+ * enough to be decoded in place (then at w, behind the bytes still to
+ * read: decoding only ever shrinks). */
+typedef struct unescaper {
+  parser *ps;
+  unsigned char *start; /* the string's first byte in the text */
+  unsigned char *w;     /* in place: where the next decoded byte goes; NULL before */
+} unescaper;
+
+static void unescape_put(unescaper *u, const void *bytes, size_t n) {
+  parser *ps = u->ps;
+  if (!u->w && ps->in_place && ps->text.len + n >= JSON_IN_PLACE_BYTES) {
+    memcpy(u->start, ps->text.data, ps->text.len);
+    u->w = u->start + ps->text.len;
+  }
+  if (u->w) {
+    if (u->w != (const unsigned char *)bytes) memmove(u->w, bytes, n);
+    u->w += n;
+  } else {
+    buf_append(&ps->text, bytes, n);
+  }
+}
+
+/* Parse a string literal at ps->p (which is at '"'). The decoded bytes are
+ * copied into the arena, or, for a long string in json_parse_in_place,
+ * left in the text (NUL-terminated there). */
+static bool parse_string(parser *ps, const char **out, uint32_t *out_len) {
+  const unsigned char *start = ps->p + 1, *end = ps->end;
+  const unsigned char *p = skip_plain(start, end);
   const char *src;
   size_t n;
-  if (escaped) {
-    buf_append(&ps->text, run, (size_t)(p - run));
-    src = ps->text.data;
-    n = ps->text.len;
+  bool in_place = false;
+  if (p < end && *p == '"') {
+    src = (const char *)start;
+    n = (size_t)(p - start);
+    in_place = ps->in_place && n >= JSON_IN_PLACE_BYTES;
+    if (in_place) *(unsigned char *)p = '\0'; /* the closing quote */
   } else {
-    src = (const char *)ps->p + 1;
-    n = (size_t)(p - (ps->p + 1));
+    unescaper u = {ps, (unsigned char *)start, NULL};
+    const unsigned char *run = start; /* bytes not yet put */
+    buf_clear(&ps->text);
+    while (p < end && *p == '\\') {
+      unescape_put(&u, run, (size_t)(p - run));
+      char decoded[4];
+      size_t used, k = decode_escape(ps, p, decoded, &used);
+      if (!k) return false;
+      unescape_put(&u, decoded, k);
+      run = p + used;
+      p = skip_plain(run, end);
+    }
+    if (p >= end || *p != '"') return fail_in_string(ps, p);
+    unescape_put(&u, run, (size_t)(p - run));
+    if (u.w) {
+      in_place = true;
+      *u.w = '\0';
+      src = (const char *)u.start;
+      n = (size_t)(u.w - u.start);
+    } else {
+      src = ps->text.data;
+      n = ps->text.len;
+    }
   }
   if (n > UINT32_MAX - 1) return fail(ps, ps->p, "string too long");
-  char *copy = arena_alloc(ps->doc, n + 1);
-  if (!copy) return fail(ps, ps->p, "out of memory");
-  memcpy(copy, src, n);
-  copy[n] = '\0';
-  *out = copy;
+  if (in_place) {
+    *out = src;
+  } else {
+    char *copy = arena_alloc(ps->doc, n + 1);
+    if (!copy) return fail(ps, ps->p, "out of memory");
+    memcpy(copy, src, n);
+    copy[n] = '\0';
+    *out = copy;
+  }
   *out_len = (uint32_t)n;
   ps->p = p + 1;
   return true;
@@ -538,7 +698,7 @@ static bool parse_value(parser *ps, json_value *out) {
   return ok;
 }
 
-json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *err) {
+static json_doc *parse(const char *text, size_t len, int max_depth, json_error *err, bool in_place) {
   if (err) {
     err->offset = 0;
     err->message[0] = '\0';
@@ -553,6 +713,7 @@ json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *er
   ps.end = ps.start + len;
   ps.err = err;
   ps.max_depth = max_depth;
+  ps.in_place = in_place;
   if (len > UINT32_MAX) {
     fail(&ps, ps.p, "input too large");
     return NULL;
@@ -588,6 +749,14 @@ json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *er
     return NULL;
   }
   return ps.doc;
+}
+
+json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *err) {
+  return parse(text, len, max_depth, err, false);
+}
+
+json_doc *json_parse_in_place(char *text, size_t len, int max_depth, json_error *err) {
+  return parse(text, len, max_depth, err, true);
 }
 
 /* ---- Tree helpers ---------------------------------------------------- */
@@ -663,48 +832,90 @@ const char *json_type_name(json_type t) {
 
 /* ---- Writers --------------------------------------------------------- */
 
-size_t json_write_string(buf *b, const char *s, size_t len) {
+/* The escape of '"', '\\' or a control character c at o; returns its length. */
+static inline size_t write_escape(char *o, unsigned char c) {
   static const char hex[] = "0123456789abcdef";
-  const unsigned char *p = (const unsigned char *)s, *end = p + len, *run;
-  size_t replaced = 0;
-  buf_reserve(b, len + 2);
-  buf_putc(b, '"');
-  run = p;
-  while (p < end) {
-    unsigned char c = *p;
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      p++;
-      continue;
+  char e;
+  switch (c) {
+    case '"': e = '"'; break;
+    case '\\': e = '\\'; break;
+    case '\n': e = 'n'; break;
+    case '\r': e = 'r'; break;
+    case '\t': e = 't'; break;
+    case '\b': e = 'b'; break;
+    case '\f': e = 'f'; break;
+    default:
+      memcpy(o, "\\u00", 4);
+      o[4] = hex[c >> 4];
+      o[5] = hex[c & 15];
+      return 6;
+  }
+  o[0] = '\\';
+  o[1] = e;
+  return 2;
+}
+
+/* Every step of the loop below writes at most a vector (the speculative
+ * copy) or the bytes before the special one plus its longest form (6). */
+#if JSON_ESCAPE_ROOM < 16 + 6
+#error "JSON_ESCAPE_ROOM must leave room for a vector and an escape"
+#endif
+
+size_t json_escape_chunk(const char *s, size_t len, size_t *pos, char *dst, size_t cap, size_t *replaced) {
+  const unsigned char *p = (const unsigned char *)s + *pos, *end = (const unsigned char *)s + len;
+  char *o = dst;
+  while (p < end && (size_t)(o - dst) + JSON_ESCAPE_ROOM <= cap) {
+    if ((size_t)(end - p) >= SCAN_BYTES) {
+      uint64_t m = scan_mask(p);
+      /* Copy the whole vector before looking: the bytes after the special
+       * one are written again by the next steps. */
+      scan_copy(o, p);
+      if (!m) {
+        p += SCAN_BYTES;
+        o += SCAN_BYTES;
+        continue;
+      }
+      size_t i = scan_first(m);
+      p += i;
+      o += i;
     }
+    unsigned char c = *p;
     if (c >= 0x80) {
       size_t n = utf8_sequence_length(p, (size_t)(end - p));
       if (n) {
+        for (size_t k = 0; k < n; k++) o[k] = (char)p[k];
+        o += n;
         p += n;
-        continue;
+      } else {
+        memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD for one bad byte */
+        o += 3;
+        p++;
+        if (replaced) (*replaced)++;
       }
-      buf_append(b, run, (size_t)(p - run));
-      buf_puts(b, "\xEF\xBF\xBD"); /* U+FFFD for one bad byte */
-      replaced++;
-      run = ++p;
+    } else if (c < 0x20 || c == '"' || c == '\\') {
+      o += write_escape(o, c);
+      p++;
+    } else {
+      *o++ = (char)c;
+      p++;
+    }
+  }
+  *pos = (size_t)(p - (const unsigned char *)s);
+  return (size_t)(o - dst);
+}
+
+size_t json_write_string(buf *b, const char *s, size_t len) {
+  size_t replaced = 0, pos = 0;
+  buf_reserve(b, len + 2 + JSON_ESCAPE_ROOM);
+  b->data[b->len++] = '"';
+  while (pos < len) {
+    size_t room = b->cap - b->len - 1; /* the NUL after the bytes keeps its place */
+    if (room < 2 * JSON_ESCAPE_ROOM) {
+      buf_reserve(b, len - pos + 2 * JSON_ESCAPE_ROOM);
       continue;
     }
-    buf_append(b, run, (size_t)(p - run));
-    switch (c) {
-      case '"': buf_puts(b, "\\\""); break;
-      case '\\': buf_puts(b, "\\\\"); break;
-      case '\n': buf_puts(b, "\\n"); break;
-      case '\r': buf_puts(b, "\\r"); break;
-      case '\t': buf_puts(b, "\\t"); break;
-      case '\b': buf_puts(b, "\\b"); break;
-      case '\f': buf_puts(b, "\\f"); break;
-      default: {
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        buf_append(b, esc, 6);
-      }
-    }
-    run = ++p;
+    b->len += json_escape_chunk(s, len, &pos, b->data + b->len, room, &replaced);
   }
-  buf_append(b, run, (size_t)(p - run));
   buf_putc(b, '"');
   return replaced;
 }

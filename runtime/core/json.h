@@ -68,6 +68,18 @@ typedef struct json_error {
 
 /* Parse len bytes. Returns NULL and fills err (when not NULL) on failure. */
 json_doc *json_parse(const char *text, size_t len, int max_depth, json_error *err);
+/* The same, for a text the caller lets the parser change and keeps until
+ * the doc is freed (a transport's input buffer): a string of at least
+ * JSON_IN_PLACE_BYTES is decoded where it is (NUL-terminated over its
+ * closing quote), not copied, so a big payload is not held twice. The
+ * text of such a string, and of the values around it, is no longer what
+ * was parsed: json_string_in_place says which strings those are. */
+#define JSON_IN_PLACE_BYTES 256
+json_doc *json_parse_in_place(char *text, size_t len, int max_depth, json_error *err);
+/* Was this string decoded in place in text (so its source is gone)? */
+static inline bool json_string_in_place(const json_value *v, const char *text) {
+  return v->type == JSON_STRING && v->u.string == text + v->src_off + 1;
+}
 const json_value *json_doc_root(const json_doc *doc);
 void json_doc_free(json_doc *doc);
 
@@ -108,6 +120,15 @@ void utf8_encode(buf *b, uint32_t cp);
  * is always valid; control characters are escaped, so no raw newline is
  * ever written. Returns the number of replaced bytes (0 when s was valid). */
 size_t json_write_string(buf *b, const char *s, size_t len);
+/* The same escaping a piece at a time, into memory that is not a buf (a
+ * transport's write buffer): continues s at *pos, writes at most cap bytes
+ * at dst (cap >= JSON_ESCAPE_ROOM), advances *pos past what it wrote, adds
+ * the replaced bytes to *replaced (may be NULL), and returns the bytes
+ * written. No quotes: those are the caller's. It stops while fewer than
+ * JSON_ESCAPE_ROOM bytes of dst are left, so call it again with more room
+ * until *pos == len. */
+#define JSON_ESCAPE_ROOM 32
+size_t json_escape_chunk(const char *s, size_t len, size_t *pos, char *dst, size_t cap, size_t *replaced);
 void json_write_integer(buf *b, int64_t i);
 /* The shortest text that reads back as the same double, always with a '.'
  * or an exponent so it reads back as a float. Returns false (and writes

@@ -60,12 +60,25 @@ void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m) 
   set_invalid(m, "Invalid Request: a message needs \"method\", or \"id\" with \"result\" or \"error\"");
 }
 
+const char *jsonrpc_id_text(const json_value *id, const char *src, buf *tmp, size_t *len) {
+  if (!json_string_in_place(id, src)) {
+    *len = id->src_len;
+    return src + id->src_off;
+  }
+  buf_clear(tmp);
+  json_write_string(tmp, id->u.string, id->len);
+  *len = tmp->len;
+  return tmp->data;
+}
+
 void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src) {
   out->is_integer = false;
-  out->raw_len = id->src_len;
+  buf tmp = BUF_INIT;
+  const char *text = jsonrpc_id_text(id, src, &tmp, &out->raw_len);
   out->raw = malloc(out->raw_len + 1);
-  memcpy(out->raw, src + id->src_off, out->raw_len);
+  memcpy(out->raw, text, out->raw_len);
   out->raw[out->raw_len] = '\0';
+  buf_free(&tmp);
   if (id->type == JSON_STRING) {
     out->key_len = id->len + 1;
     out->key = malloc(out->key_len + 1);

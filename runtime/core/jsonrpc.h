@@ -65,6 +65,10 @@ typedef struct jsonrpc_id {
 
 /* Copy an id out of a doc. src is the text the doc was parsed from. */
 void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src);
+/* The id's text as the client wrote it in src; or, for a long string id
+ * decoded where it was (json_parse_in_place: that text is gone), the same
+ * value written again into tmp. */
+const char *jsonrpc_id_text(const json_value *id, const char *src, buf *tmp, size_t *len);
 bool jsonrpc_id_matches(const jsonrpc_id *id, const json_value *v);
 void jsonrpc_id_free(jsonrpc_id *id);
 /* Is v a valid id value (string, or a number written without fraction or

@@ -2002,7 +2002,11 @@ static bool v_number(vctx *c, const snode *n, const json_value *v, const ipath *
 
 static bool v_string(vctx *c, const snode *n, const json_value *v, const ipath *p) {
   bool ok = true;
-  if (n->has & (H_MIN_LENGTH | H_MAX_LENGTH)) {
+  /* A character is 1 to 4 bytes, so the byte length alone decides most
+   * checks; a long string is counted only when it is near a bound. */
+  size_t fewest = v->len / 4 + (v->len % 4 != 0);
+  bool count = ((n->has & H_MIN_LENGTH) && fewest < n->min_length) || ((n->has & H_MAX_LENGTH) && v->len > n->max_length);
+  if (count) {
     size_t chars = utf8_count(v->u.string, v->len);
     if ((n->has & H_MIN_LENGTH) && chars < n->min_length) {
       ok = false;

@@ -15,8 +15,25 @@
 
 static void send_message(session *s, session_message *m) {
   if (s->state == SESSION_CLOSED) return;
-  trace_message("->", s->name, m->json, m->len);
+  if (!m->chain) {
+    trace_message("->", s->name, m->json, m->len);
+    s->transport->send(s, m);
+    return;
+  }
+  /* The text in one piece, for the trace or a transport that takes no
+   * chains. */
+  buf flat = BUF_INIT;
+  if (trace_enabled() || !s->transport->chains) {
+    chain_flatten(m->chain, &flat);
+    trace_message("->", s->name, flat.data, flat.len);
+  }
+  if (!s->transport->chains) {
+    m->json = flat.data;
+    m->len = flat.len;
+    m->chain = NULL;
+  }
   s->transport->send(s, m);
+  buf_free(&flat);
 }
 
 /* A reply that is not the end of a call: an error for a message we could not
@@ -34,11 +51,13 @@ static void send_reply(session *s, batch *b, void *origin, buf *reply, bool unad
 
 static void reply_error_status(session *s, batch *b, void *origin, const json_value *id, const char *src, int code,
                                const char *message, const char *data_json, size_t data_len, int http_status) {
-  buf out = BUF_INIT;
-  jsonrpc_write_error(&out, id ? src + id->src_off : NULL, id ? id->src_len : 0, code, message, data_json,
-                      data_len);
+  buf out = BUF_INIT, tmp = BUF_INIT;
+  size_t id_len = 0;
+  const char *id_text = id ? jsonrpc_id_text(id, src, &tmp, &id_len) : NULL;
+  jsonrpc_write_error(&out, id_text, id_len, code, message, data_json, data_len);
   send_reply(s, b, origin, &out, id == NULL, http_status);
   buf_free(&out);
+  buf_free(&tmp);
 }
 
 static void reply_error(session *s, batch *b, void *origin, const json_value *id, const char *src, int code,
@@ -52,12 +71,15 @@ void session_send_error(session *s, void *origin, int code, const char *message)
 
 static void reply_result(session *s, batch *b, void *origin, const json_value *id, const char *src,
                          const char *result, size_t len) {
-  buf out = BUF_INIT;
-  jsonrpc_write_result_start(&out, src + id->src_off, id->src_len);
+  buf out = BUF_INIT, tmp = BUF_INIT;
+  size_t id_len;
+  const char *id_text = jsonrpc_id_text(id, src, &tmp, &id_len);
+  jsonrpc_write_result_start(&out, id_text, id_len);
   buf_append(&out, result, len);
   jsonrpc_write_result_end(&out);
   send_reply(s, b, origin, &out, false, 0);
   buf_free(&out);
+  buf_free(&tmp);
 }
 
 static void batch_release(session *s, batch *b) {
@@ -117,17 +139,36 @@ static void call_free(call *c) {
   if (b) batch_release(s, b);
 }
 
-static void call_send_response(call *c, buf *out, int http_status) {
+/* The response is out, or pieces when not NULL. */
+static void call_send_response(call *c, const buf *out, const chain *pieces, int http_status) {
   session *s = c->session;
   if (c->batch) {
     if (c->batch->answered++) buf_putc(&c->batch->out, ',');
-    buf_append(&c->batch->out, out->data, out->len);
+    if (pieces) chain_flatten(pieces, &c->batch->out);
+    else buf_append(&c->batch->out, out->data, out->len);
   } else {
-    session_message m = {.json = out->data, .len = out->len, .related = c, .origin = c->transport_data, .final = true,
-                         .http_status = http_status};
+    session_message m = {.json = out ? out->data : NULL, .len = out ? out->len : 0, .chain = pieces, .related = c,
+                         .origin = c->transport_data, .final = true, .http_status = http_status};
     send_message(s, &m);
   }
   call_free(c);
+}
+
+void call_respond_chain(call *c, const chain *result) {
+  if (!result->count) {
+    call_respond(c, result->own.data, result->own.len);
+    return;
+  }
+  /* One chain for every response, as call_respond's buffer; the strings
+   * stay borrowed. */
+  static chain out;
+  chain_clear(&out);
+  buf_reserve(&out.own, result->own.len + c->id.raw_len + 40);
+  jsonrpc_write_result_start(&out.own, c->id.raw, c->id.raw_len);
+  chain_append(&out, result);
+  jsonrpc_write_result_end(&out.own);
+  call_send_response(c, NULL, &out, 0);
+  if (out.own.cap > 1024 * 1024) chain_free(&out);
 }
 
 void call_respond(call *c, const char *result_json, size_t len) {
@@ -138,7 +179,7 @@ void call_respond(call *c, const char *result_json, size_t len) {
   jsonrpc_write_result_start(&out, c->id.raw, c->id.raw_len);
   buf_append(&out, result_json, len);
   jsonrpc_write_result_end(&out);
-  call_send_response(c, &out, 0);
+  call_send_response(c, &out, NULL, 0);
   if (out.cap > 1024 * 1024) buf_free(&out);
 }
 
@@ -149,7 +190,7 @@ void call_fail(call *c, int code, const char *message, const char *data_json, si
   int status = 0;
   if (c->modern && code == JSONRPC_METHOD_NOT_FOUND) status = 404;
   if (c->modern && (code == MCP_MISSING_CAPABILITY || code == MCP_HEADER_MISMATCH)) status = 400;
-  call_send_response(c, &out, status);
+  call_send_response(c, &out, NULL, status);
   buf_free(&out);
 }
 
@@ -873,11 +914,11 @@ bool session_receive_urgent(session *s, const char *json, size_t len) {
   return cancel;
 }
 
-void session_receive(session *s, const char *json, size_t len, void *origin) {
+static void receive(session *s, char *json, size_t len, void *origin, bool in_place) {
   if (s->state == SESSION_CLOSED) return;
   trace_message("<-", s->name, json, len);
   json_error err;
-  json_doc *doc = json_parse(json, len, MAX_JSON_DEPTH, &err);
+  json_doc *doc = in_place ? json_parse_in_place(json, len, MAX_JSON_DEPTH, &err) : json_parse(json, len, MAX_JSON_DEPTH, &err);
   if (!doc) {
     char message[200];
     snprintf(message, sizeof message, "Parse error: %s", err.message);
@@ -900,6 +941,14 @@ void session_receive(session *s, const char *json, size_t len, void *origin) {
     batch_release(s, b);
   }
   json_doc_free(doc);
+}
+
+void session_receive(session *s, const char *json, size_t len, void *origin) {
+  receive(s, (char *)json, len, origin, false); /* not changed: in_place is false */
+}
+
+void session_receive_in_place(session *s, char *json, size_t len, void *origin) {
+  receive(s, json, len, origin, true);
 }
 
 /* ---- Every session of a server --------------------------------------- */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/chain.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
 #include "core/jsonrpc.h"
@@ -40,6 +41,9 @@ typedef enum session_state {
 typedef struct session_message {
   const char *json;
   size_t len;
+  /* Or the message in pieces (core/chain.h): only for a transport whose
+   * ops say it takes chains; the others get json and len. */
+  const chain *chain;
   call *related;  /* the call it is part of (its response, progress, log, request to the client) */
   batch *batch;   /* a batch response ends this batch */
   void *origin;   /* the transport's exchange the triggering message came in on, or NULL */
@@ -55,6 +59,9 @@ typedef struct session_message {
  * turn): the core is in the middle of answering when it calls send. */
 typedef struct transport_ops {
   void (*send)(session *s, const session_message *m);
+  /* send takes messages in pieces as they are (m->chain, holding its lease
+   * for what it keeps); otherwise the session flattens them first. */
+  bool chains;
   /* The call is about to be freed (answered or cancelled). Optional. */
   void (*call_ended)(session *s, call *c);
   /* End the stream the call answers on now, leaving the call running; the
@@ -167,6 +174,11 @@ void session_free(session *s);
  * origin is the transport's handle for where it came from (HTTP: the POST
  * exchange); answers to it carry the same origin. */
 void session_receive(session *s, const char *json, size_t len, void *origin);
+/* The same for a text the transport drops afterwards, which the session
+ * may change: long strings are decoded where they are
+ * (json_parse_in_place), so a big argument is not copied before Lua gets
+ * it. */
+void session_receive_in_place(session *s, char *json, size_t len, void *origin);
 
 /* While a handler computes and the loop takes one turn from inside it
  * (server.nested_poll), a transport may pass each message it holds back to
@@ -181,6 +193,8 @@ void session_send_error(session *s, void *origin, int code, const char *message)
 
 /* Answer a call: result_json is the complete result value. Frees the call. */
 void call_respond(call *c, const char *result_json, size_t len);
+/* The same with the result in pieces; the caller still holds its lease. */
+void call_respond_chain(call *c, const chain *result);
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len);
 /* Progress for the call's progressToken. Returns NULL when sent or when the
  * request carried no token, or a message saying what was wrong. */

@@ -25,6 +25,8 @@ libdir=/usr/lib/$(gcc -print-multiarch)
 core="$(ls $c/*.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
 declare -A sources=(
   [json]="$core"
+  [fast_paths]="$c/buf.c $c/json.c $c/base64.c"
+  [fast_paths_words]="-DJSON_SCAN_WORDS $c/buf.c $c/json.c $c/base64.c"
   [session]="$core"
   [http_util]="$t/http_util.c"
   [regex]="$c/regex.c"
@@ -32,10 +34,10 @@ declare -A sources=(
   [bundle]="$core"
   [http]="$core $t/http_conn.c $t/http_sse.c $t/http_streamable.c $t/http_util.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
   [stdio]="$core $t/stdio_transport.c $t/fuzz/fuzz_app.c -luv"
-  [lua_json]="$c/buf.c $c/json.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
+  [lua_json]="-DLJSON_BORROW_BYTES=2 -DLJSON_RADIX_KEYS=2 -DLJSON_STASH_KEYS=1 $c/buf.c $c/json.c $c/chain.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
   [lua_pattern]="runtime/app/lua_pattern.c -I/usr/include/lua5.4 -llua5.4"
 )
-all="json session http_util regex schema bundle http stdio lua_json lua_pattern"
+all="json fast_paths fast_paths_words session http_util regex schema bundle http stdio lua_json lua_pattern"
 targets=${*:-$all}
 passed=0
 failed=0
@@ -51,7 +53,7 @@ for target in $targets; do
   mkdir -p "$corpus"
   seeds=()
   case $target in
-    json|session|lua_json) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
+    json|fast_paths|fast_paths_words|session|lua_json) seeds=("$SHARED/JSONTestSuite/test_parsing") ;;
   esac
   # A fresh clone has no ../shared: start from the target's own corpus only.
   if [ ${#seeds[@]} -gt 0 ] && [ ! -d "${seeds[0]}" ]; then

@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 
-enum { FILE_READ_BYTES = 64 * 1024, KEEP_LINE_CAPACITY = 1024 * 1024 };
+enum { FILE_READ_BYTES = 64 * 1024, READ_BYTES = 64 * 1024, KEEP_LINE_CAPACITY = 1024 * 1024 };
 
 bool stdio_claim_fds(stdio_transport *t) {
   t->in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
@@ -29,8 +29,82 @@ bool stdio_claim_fds(stdio_transport *t) {
 
 /* ---- Output ---------------------------------------------------------- */
 
+/* What one write stages at most: big answers go out a piece at a time,
+ * their long strings escaped straight into this much memory, never held
+ * escaped in full. */
+enum { STAGE_BYTES = 256 * 1024 };
+
 static void flush(stdio_transport *t);
 static void maybe_finish(stdio_transport *t);
+
+static bool queued(const stdio_transport *t) { return t->pending_staged < t->pending.len || t->borrowed_count; }
+
+/* Forget what is queued (stdout broke, or the transport closes). */
+static void drop_queue(stdio_transport *t) {
+  for (size_t i = 0; i < t->borrowed_count; i++)
+    chain_lease_drop(t->borrowed[(t->borrowed_head + i) % t->borrowed_cap].lease);
+  t->borrowed_head = t->borrowed_count = 0;
+  buf_clear(&t->pending);
+  t->pending_staged = 0;
+}
+
+static void borrow(stdio_transport *t, size_t at, const chain_string *s, chain_lease *lease) {
+  if (t->borrowed_count == t->borrowed_cap) {
+    size_t cap = t->borrowed_cap ? t->borrowed_cap * 2 : 8;
+    stdio_borrowed *q = malloc(cap * sizeof *q);
+    if (!q) {
+      fputs("luamcp: out of memory\n", stderr);
+      abort();
+    }
+    /* Unwrap the ring into the new array. */
+    for (size_t i = 0; i < t->borrowed_count; i++) q[i] = t->borrowed[(t->borrowed_head + i) % t->borrowed_cap];
+    free(t->borrowed);
+    t->borrowed = q;
+    t->borrowed_cap = cap;
+    t->borrowed_head = 0;
+  }
+  chain_lease_hold(lease);
+  t->borrowed[(t->borrowed_head + t->borrowed_count++) % t->borrowed_cap] =
+      (stdio_borrowed){at, s->data, s->len, 0, lease};
+}
+
+/* Move queued output into writing, up to STAGE_BYTES: own bytes copied,
+ * borrowed strings escaped (and their leases dropped once staged whole). */
+static void stage(stdio_transport *t) {
+  buf *w = &t->writing;
+  if (!t->borrowed_count && !t->pending_staged && !w->len) {
+    /* Nothing borrowed: the queue itself is written, not a copy. */
+    buf tmp = *w;
+    *w = t->pending;
+    t->pending = tmp;
+    return;
+  }
+  while (w->len < STAGE_BYTES) {
+    stdio_borrowed *b = t->borrowed_count ? &t->borrowed[t->borrowed_head] : NULL;
+    size_t own_end = b ? b->at : t->pending.len;
+    if (t->pending_staged < own_end) {
+      size_t n = own_end - t->pending_staged;
+      if (n > STAGE_BYTES - w->len) n = STAGE_BYTES - w->len;
+      buf_append(w, t->pending.data + t->pending_staged, n);
+      t->pending_staged += n;
+      continue;
+    }
+    if (!b) break;
+    size_t room = STAGE_BYTES + JSON_ESCAPE_ROOM - w->len;
+    buf_reserve(w, room);
+    w->len += json_escape_chunk(b->data, b->len, &b->done, w->data + w->len, room, NULL);
+    if (b->done == b->len) {
+      chain_lease *lease = b->lease;
+      t->borrowed_head = (t->borrowed_head + 1) % t->borrowed_cap;
+      t->borrowed_count--;
+      chain_lease_drop(lease);
+    }
+  }
+  if (!queued(t)) {
+    buf_clear(&t->pending);
+    t->pending_staged = 0;
+  }
+}
 
 static void on_write(uv_write_t *req, int status) {
   stdio_transport *t = req->data;
@@ -43,7 +117,7 @@ static void on_write(uv_write_t *req, int status) {
   if (status < 0) {
     log_write(LOG_INFO, "stdout closed (%s); stopping", uv_strerror(status));
     t->write_failed = true;
-    buf_clear(&t->pending);
+    drop_queue(t);
     t->input_ended = true;
     session_close(t->session);
   }
@@ -52,52 +126,49 @@ static void on_write(uv_write_t *req, int status) {
 }
 
 static void flush(stdio_transport *t) {
-  if (t->write_in_flight || t->pending.len == 0) return;
+  if (t->write_in_flight || !queued(t)) return;
   if (t->write_failed) {
-    buf_clear(&t->pending);
+    drop_queue(t);
     return;
   }
-  if (!t->out_is_stream) {
-    /* A regular file or a device: plain blocking writes. */
-    size_t off = 0;
-    while (off < t->pending.len) {
-      ssize_t n = write(t->out_fd, t->pending.data + off, t->pending.len - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        t->write_failed = true;
-        break;
-      }
-      off += (size_t)n;
-    }
-    buf_clear(&t->pending);
-    return;
-  }
-  uv_stream_t *out = (uv_stream_t *)&t->out;
-  uv_buf_t b = uv_buf_init(t->pending.data, (unsigned)t->pending.len);
-  int n = uv_try_write(out, &b, 1);
-  if (n == (int)t->pending.len) {
-    buf_clear(&t->pending);
-    return;
-  }
-  if (n < 0 && n != UV_EAGAIN) {
-    /* Report it from the write path on the next turn, not from inside send. */
-    n = 0;
-  }
-  if (n > 0) buf_consume(&t->pending, (size_t)n);
-  buf tmp = t->writing;
-  t->writing = t->pending;
-  t->pending = tmp;
-  buf_clear(&t->pending);
-  b = uv_buf_init(t->writing.data, (unsigned)t->writing.len);
-  t->write_req.data = t;
-  int err = uv_write(&t->write_req, out, &b, 1, on_write);
-  if (err < 0) {
-    log_write(LOG_INFO, "stdout closed (%s); stopping", uv_strerror(err));
-    t->write_failed = true;
+  while (queued(t)) {
     buf_clear(&t->writing);
+    stage(t);
+    if (!t->out_is_stream) {
+      /* A regular file or a device: plain blocking writes. */
+      size_t off = 0;
+      while (off < t->writing.len) {
+        ssize_t n = write(t->out_fd, t->writing.data + off, t->writing.len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          t->write_failed = true;
+          drop_queue(t);
+          break;
+        }
+        off += (size_t)n;
+      }
+      continue;
+    }
+    uv_stream_t *out = (uv_stream_t *)&t->out;
+    uv_buf_t b = uv_buf_init(t->writing.data, (unsigned)t->writing.len);
+    int n = uv_try_write(out, &b, 1);
+    if (n == (int)t->writing.len) continue; /* all of it: stage the next piece */
+    /* EAGAIN, or a failure the write below reports from its callback (not
+     * from inside send). */
+    if (n < 0) n = 0;
+    b = uv_buf_init(t->writing.data + n, (unsigned)(t->writing.len - (size_t)n));
+    t->write_req.data = t;
+    int err = uv_write(&t->write_req, out, &b, 1, on_write);
+    if (err < 0) {
+      log_write(LOG_INFO, "stdout closed (%s); stopping", uv_strerror(err));
+      t->write_failed = true;
+      buf_clear(&t->writing);
+      drop_queue(t);
+      return;
+    }
+    t->write_in_flight = true;
     return;
   }
-  t->write_in_flight = true;
 }
 
 static void on_flush_idle(uv_idle_t *h) { (void)h; }
@@ -105,7 +176,8 @@ static void on_flush_idle(uv_idle_t *h) { (void)h; }
 static void on_flush_check(uv_check_t *h) {
   stdio_transport *t = h->data;
   flush(t);
-  if (t->pending.len == 0) {
+  /* With a write in flight, its callback stages the rest: no need to spin. */
+  if (!queued(t) || t->write_in_flight) {
     uv_check_stop(&t->flush_check);
     uv_idle_stop(&t->flush_idle);
   }
@@ -118,9 +190,17 @@ static void on_flush_check(uv_check_t *h) {
 
 static void stdio_send(session *s, const session_message *m) {
   stdio_transport *t = s->transport_data;
-  if (!m->json || t->write_failed) return;
-  buf_reserve(&t->pending, m->len + 1);
-  buf_append(&t->pending, m->json, m->len);
+  if ((!m->json && !m->chain) || t->write_failed) return;
+  if (m->chain) {
+    /* Own bytes copied, long strings borrowed under the chain's lease. */
+    const chain *c = m->chain;
+    size_t base = t->pending.len;
+    buf_append(&t->pending, c->own.data, c->own.len);
+    for (size_t i = 0; i < c->count; i++) borrow(t, base + c->strings[i].at, &c->strings[i], c->lease);
+  } else {
+    buf_reserve(&t->pending, m->len + 1);
+    buf_append(&t->pending, m->json, m->len);
+  }
   buf_putc(&t->pending, '\n');
   /* Coalesce: everything answered in this loop turn leaves in one write,
    * at the end of the turn. The idle handle stops the loop from blocking in
@@ -132,16 +212,18 @@ static void stdio_send(session *s, const session_message *m) {
   }
 }
 
-static const transport_ops STDIO_OPS = {.send = stdio_send};
+static const transport_ops STDIO_OPS = {.send = stdio_send, .chains = true};
 
 /* ---- Input ----------------------------------------------------------- */
 
-static void handle_line(stdio_transport *t, const char *p, size_t n) {
+/* p is in one of our buffers, which we drop after: the session may decode
+ * the message's long strings where they are. */
+static void handle_line(stdio_transport *t, char *p, size_t n) {
   while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
   size_t i = 0;
   while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r')) i++;
   if (i == n) return; /* blank lines are not messages */
-  session_receive(t->session, p, n, NULL);
+  session_receive_in_place(t->session, p, n, NULL);
 }
 
 static void reject_oversized(stdio_transport *t) {
@@ -160,10 +242,10 @@ static void release_line(stdio_transport *t) {
 /* Split input into lines. A line over the limit is answered with an error
  * as soon as it crosses the limit and skipped up to its newline, never
  * buffered whole. */
-static void feed(stdio_transport *t, const char *data, size_t n) {
+static void feed(stdio_transport *t, char *data, size_t n) {
   size_t max = t->srv->opts.max_message_bytes;
   while (n > 0 && !t->input_ended) {
-    const char *nl = memchr(data, '\n', n);
+    char *nl = memchr(data, '\n', n);
     size_t part = nl ? (size_t)(nl - data) : n;
     if (t->discarding) {
       if (nl) t->discarding = false;
@@ -186,6 +268,35 @@ static void feed(stdio_transport *t, const char *data, size_t n) {
     data = nl + 1;
     n -= part + 1;
   }
+}
+
+/* nread bytes were read into line's free space: handle the complete lines
+ * where they are, keep the incomplete one at the front. */
+static void feed_line(stdio_transport *t, size_t nread) {
+  size_t max = t->srv->opts.max_message_bytes;
+  char *data = t->line.data;
+  size_t start = 0, from = t->line.len, end = t->line.len + nread;
+  while (!t->input_ended) {
+    char *nl = memchr(data + from, '\n', end - from);
+    if (!nl) break;
+    size_t stop = (size_t)(nl - data);
+    if (t->discarding) t->discarding = false;
+    else if (stop - start > max) reject_oversized(t);
+    else handle_line(t, data + start, stop - start);
+    start = from = stop + 1;
+  }
+  size_t rest = end - start;
+  if (t->input_ended || t->discarding) {
+    rest = 0;
+  } else if (rest > max) {
+    reject_oversized(t);
+    t->discarding = true;
+    rest = 0;
+  }
+  if (rest && start) memmove(data, data + start, rest);
+  t->line.len = rest;
+  data[rest] = '\0';
+  if (!rest && t->line.cap > KEEP_LINE_CAPACITY) buf_free(&t->line);
 }
 
 static void on_held_check(uv_check_t *h);
@@ -244,7 +355,7 @@ static void input_ended(stdio_transport *t) {
 }
 
 static void maybe_finish(stdio_transport *t) {
-  if (!t->input_ended || t->finished || t->write_in_flight || (t->pending.len && !t->write_failed)) return;
+  if (!t->input_ended || t->finished || t->write_in_flight || (queued(t) && !t->write_failed)) return;
   if (t->srv->nested_poll > 0) { /* stopping the loop from inside a handler would stop only the inner turn */
     t->finish_held = true;
     if (!uv_is_active((uv_handle_t *)&t->held_check)) uv_check_start(&t->held_check, on_held_check);
@@ -255,7 +366,16 @@ static void maybe_finish(stdio_transport *t) {
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-  (void)h;
+  stdio_transport *t = h->data;
+  /* Into line's free space, unless input is being held: then a handler
+   * computing below us may be using line. */
+  t->read_into_line = !holding(t);
+  if (t->read_into_line) {
+    buf_reserve(&t->line, READ_BYTES);
+    b->base = t->line.data + t->line.len;
+    b->len = t->line.cap - t->line.len - 1;
+    return;
+  }
   b->base = malloc(suggested);
   b->len = b->base ? suggested : 0;
 }
@@ -285,7 +405,11 @@ static void on_held_check(uv_check_t *h) {
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b) {
   stdio_transport *t = stream->data;
-  if (nread > 0) {
+  bool into_line = t->read_into_line;
+  t->read_into_line = false;
+  if (into_line) {
+    if (nread > 0) feed_line(t, (size_t)nread);
+  } else if (nread > 0) {
     if (holding(t)) {
       hold(t, b->base, (size_t)nread);
       if (held_full(t)) {
@@ -296,7 +420,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b) {
       feed(t, b->base, (size_t)nread);
     }
   }
-  free(b->base);
+  if (!into_line) free(b->base);
   if (nread < 0) {
     if (nread != UV_EOF) log_write(LOG_INFO, "stdin: %s", uv_strerror((int)nread));
     uv_read_stop(stream);
@@ -364,7 +488,11 @@ void stdio_close_handles(stdio_transport *t) {
   if (!uv_is_closing((uv_handle_t *)&t->flush_idle)) uv_close((uv_handle_t *)&t->flush_idle, NULL);
   if (!uv_is_closing((uv_handle_t *)&t->held_check)) uv_close((uv_handle_t *)&t->held_check, NULL);
   buf_free(&t->held);
+  drop_queue(t); /* before the generations go: the borrowed strings are theirs */
   buf_free(&t->pending);
+  free(t->borrowed);
+  t->borrowed = NULL;
+  t->borrowed_cap = 0;
   buf_free(&t->line);
   if (!t->write_in_flight) buf_free(&t->writing); /* else the write callback still owns it */
   if (t->in_is_stream && !uv_is_closing((uv_handle_t *)&t->in)) uv_close((uv_handle_t *)&t->in, NULL);

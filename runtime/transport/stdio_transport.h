@@ -20,6 +20,16 @@
 typedef struct stdio_transport stdio_transport;
 typedef void (*stdio_done_fn)(stdio_transport *t);
 
+/* A long string of a queued message (core/chain.h), escaped as it is
+ * staged for writing. Holds the message's lease until it is staged whole. */
+typedef struct stdio_borrowed {
+  size_t at;  /* where it goes among the pending own bytes */
+  const char *data;
+  size_t len;
+  size_t done; /* bytes of it staged */
+  chain_lease *lease;
+} stdio_borrowed;
+
 /* Owner: main, one per process. stdio_start sets it up; on_done runs once
  * stdin has ended (or stdout broke) and the session is closed and flushed. */
 struct stdio_transport {
@@ -37,7 +47,11 @@ struct stdio_transport {
   } in;
   uv_fs_t read_req;
   char *file_buf;
-  buf line;          /* the incomplete line read so far */
+  /* The incomplete line read so far. A pipe reads straight into it, and
+   * lines are handled where they are (decoded in place: no copy of a big
+   * message). */
+  buf line;
+  bool read_into_line; /* the read in progress is into line's free space */
   bool discarding;   /* skipping the rest of an oversized line */
   bool input_ended;
   /* Input that arrived while a handler computed (server.nested_poll): only
@@ -53,8 +67,13 @@ struct stdio_transport {
     uv_pipe_t pipe;
     uv_tty_t tty;
   } out;
-  buf pending;       /* messages not yet handed to the kernel */
-  buf writing;       /* the bytes of the uv_write in flight */
+  /* Messages not yet written: their own bytes, and the long strings they
+   * borrow, in order. Both are staged into writing a piece at a time. */
+  buf pending;
+  size_t pending_staged; /* own bytes of pending already staged */
+  stdio_borrowed *borrowed;
+  size_t borrowed_head, borrowed_count, borrowed_cap;
+  buf writing;       /* staged bytes: the uv_write in flight writes them */
   uv_write_t write_req;
   bool write_in_flight;
   bool write_failed;

@@ -9,6 +9,14 @@
  *         marked arrays and objects, raw JSON, functions, userdata):
  *         encoding the result either fails with a message or gives valid
  *         JSON that is again a fixed point
+ *
+ * fuzz.sh builds this with LJSON_RADIX_KEYS and LJSON_STASH_KEYS so low
+ * that every object's keys are sorted by radix and its values found both
+ * ways; every encoding's keys must be in byte order. Every value is also encoded into a chain
+ * (ljson_encode_chain, with LJSON_BORROW_BYTES so low that nearly every
+ * string is borrowed):
+ * flattened, it must be exactly the plain encoding, and it must fail
+ * where that fails, with the same message.
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -23,6 +31,30 @@
 
 static lua_State *L;
 
+/* The value at idx into a chain: the same text as plain (or the same
+ * failure, with the same message), and the anchoring table left exactly
+ * when a string was borrowed. */
+static void check_chain(int idx, bool plain_ok, const buf *plain, const char *plain_err) {
+  idx = lua_absindex(L, idx);
+  int top = lua_gettop(L);
+  chain c = CHAIN_INIT;
+  char err[160];
+  bool ok = ljson_encode_chain(L, idx, &c, err, sizeof err);
+  if (ok != plain_ok) __builtin_trap();
+  if (!ok) {
+    if (strcmp(err, plain_err) != 0 || lua_gettop(L) != top) __builtin_trap();
+  } else {
+    if (lua_gettop(L) != top + (c.count ? 1 : 0)) __builtin_trap();
+    if (c.count && !lua_istable(L, -1)) __builtin_trap();
+    buf flat = BUF_INIT;
+    chain_flatten(&c, &flat);
+    if (flat.len != plain->len || (flat.len && memcmp(flat.data, plain->data, flat.len) != 0)) __builtin_trap();
+    buf_free(&flat);
+  }
+  lua_settop(L, top);
+  chain_free(&c);
+}
+
 /* The text must parse; push + encode gives it again (into again). */
 static void reencode(const buf *text, buf *again) {
   json_doc *doc = json_parse(text->data ? text->data : "", text->len, MAX_JSON_DEPTH + 2, NULL);
@@ -35,10 +67,26 @@ static void reencode(const buf *text, buf *again) {
   lua_settop(L, top);
 }
 
+/* Every object's keys in strictly increasing byte order. */
+static void check_order(const json_value *v) {
+  if (v->type == JSON_ARRAY)
+    for (uint32_t i = 0; i < v->len; i++) check_order(&v->u.items[i]);
+  if (v->type != JSON_OBJECT) return;
+  for (uint32_t i = 0; i < v->len; i++) {
+    check_order(&v->u.members[i].value);
+    if (i == 0) continue;
+    const json_member *a = &v->u.members[i - 1], *b = &v->u.members[i];
+    size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+    int c = memcmp(a->key, b->key, n);
+    if (c > 0 || (c == 0 && a->key_len >= b->key_len)) __builtin_trap();
+  }
+}
+
 /* The text must parse, and push + encode must give it back unchanged. */
 static void check_fixed_point(const buf *text) {
   json_doc *doc = json_parse(text->data ? text->data : "", text->len, MAX_JSON_DEPTH + 2, NULL);
   if (!doc) __builtin_trap(); /* the encoder wrote something that is not JSON */
+  check_order(json_doc_root(doc));
   int top = lua_gettop(L);
   ljson_push(L, json_doc_root(doc));
   json_doc_free(doc);
@@ -59,6 +107,7 @@ static int push_and_encode(lua_State *l) {
   ljson_push(l, root);
   char err[160];
   if (!ljson_encode(l, -1, out, err, sizeof err)) __builtin_trap(); /* every JSON value can be sent back */
+  check_chain(-1, true, out, "");
   return 0;
 }
 
@@ -149,7 +198,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lua_pushinteger(L, (lua_Integer)size);
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) __builtin_trap();
     char err[160];
-    if (ljson_encode(L, -1, &out, err, sizeof err)) {
+    bool ok = ljson_encode(L, -1, &out, err, sizeof err);
+    check_chain(-1, ok, &out, err);
+    if (ok) {
       /* Raw JSON is copied verbatim (spaces and all): the fixed point is
        * the text encoded once more. */
       buf again = BUF_INIT;

@@ -19,6 +19,13 @@ static int finals_without_json;
 
 static void stub_send(session *s, const session_message *m) {
   (void)s;
+  if (m->chain) { /* a transport that takes chains: its text, flattened */
+    buf flat = BUF_INIT;
+    chain_flatten(m->chain, &flat);
+    if (sent_count < MAX_SENT) sent[sent_count++] = strndup(flat.data, flat.len);
+    buf_free(&flat);
+    return;
+  }
   if (!m->json) {
     finals_without_json++;
     return;
@@ -33,6 +40,7 @@ static void clear_sent(void) {
 }
 
 static const transport_ops STUB_TRANSPORT = {.send = stub_send};
+static const transport_ops STUB_CHAIN_TRANSPORT = {.send = stub_send, .chains = true};
 
 /* ---- Stub app: "echo" answers at once, "hold" waits ------------------ */
 
@@ -49,6 +57,15 @@ static void stub_call_start(void *app, call *c, const json_value *params, const 
     else buf_puts(&b, "null");
     call_respond(c, b.data, b.len);
     buf_free(&b);
+  } else if (strcmp(c->method, "pieces") == 0) {
+    /* {"text":"<params.text, borrowed>"}, as luamcp's encoder answers */
+    const json_value *text = json_object_get(params, "text");
+    chain ch = CHAIN_INIT;
+    buf_puts(&ch.own, "{\"text\":\"");
+    chain_borrow(&ch, text->u.string, text->len);
+    buf_puts(&ch.own, "\"}");
+    call_respond_chain(c, &ch);
+    chain_free(&ch);
   } else if (strcmp(c->method, "hold") == 0) {
     held[held_count++] = c;
   } else {
@@ -293,6 +310,50 @@ static void test_subscriptions(void) {
   session_free(s);
 }
 
+/* A transport's own buffer, parsed in place: long strings (the id among
+ * them) are decoded where they are, and the answer still carries the id. */
+static void test_in_place(void) {
+  buf id = BUF_INIT, text = BUF_INIT, msg = BUF_INIT, want = BUF_INIT;
+  /* An id of 360 decoded bytes (past JSON_IN_PLACE_BYTES): answered with
+   * the same value, written again (its text is gone). Shorter ids keep
+   * their spelling, as the other tests check. */
+  for (int i = 0; i < 60; i++) buf_puts(&id, "id\\\"\\u00e9-");
+  for (int i = 0; i < 100; i++) buf_puts(&text, "line \\\"quoted\\\"\\n");
+  for (int pass = 0; pass < 2; pass++) {
+    session *s = new_session();
+    if (pass) s->transport = &STUB_CHAIN_TRANSPORT;
+    initialize(s, "2025-11-25");
+    const char *methods[] = {"echo", "pieces", "nope"};
+    for (int m = 0; m < 3; m++) {
+      buf_clear(&msg);
+      buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"%s\",\"params\":{\"text\":\"%s\"}}", id.data,
+                 methods[m], text.data);
+      /* What the answer must say: the id and the text as the writer spells them. */
+      json_doc *doc = json_parse(msg.data, msg.len, 8, NULL);
+      const json_value *root = json_doc_root(doc);
+      buf_clear(&want);
+      buf_puts(&want, "{\"jsonrpc\":\"2.0\",\"id\":");
+      json_write_value(&want, json_object_get(root, "id"));
+      if (m < 2) {
+        buf_puts(&want, ",\"result\":{\"text\":");
+        json_write_value(&want, json_object_get(json_object_get(root, "params"), "text"));
+        buf_puts(&want, "}}");
+      }
+      json_doc_free(doc);
+      session_receive_in_place(s, msg.data, msg.len, NULL);
+      CHECK(sent_count == 1, "one answer to %s", methods[m]);
+      if (m < 2) CHECK_STR(sent[0], want.data);
+      else CHECK(strncmp(sent[0], want.data, want.len) == 0 && strstr(sent[0], "-32601"), "the error carries the id: %.80s", sent[0]);
+      clear_sent();
+    }
+    session_free(s);
+  }
+  buf_free(&id);
+  buf_free(&text);
+  buf_free(&msg);
+  buf_free(&want);
+}
+
 int main(void) {
   test_negotiation();
   test_batches();
@@ -302,6 +363,7 @@ int main(void) {
   test_client_requests();
   test_progress_and_logging();
   test_subscriptions();
+  test_in_place();
   clear_sent();
   return check_report();
 }

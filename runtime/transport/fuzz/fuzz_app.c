@@ -1,6 +1,7 @@
 /* fuzz_app.c - see fuzz_app.h. */
 #include "transport/fuzz/fuzz_app.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonrpc.h"
@@ -25,6 +26,41 @@ static void wait_for_later(call *c) {
   waiting[waiting_count++] = c;
 }
 
+/* "big": a result in pieces, as luamcp's encoder makes for long strings:
+ * the params' text, repeated past what one write stages, borrowed under a
+ * lease that frees it (so the transport reading it after the release is
+ * a use after free). */
+typedef struct fuzz_lease {
+  chain_lease base;
+  char *bytes;
+} fuzz_lease;
+
+static void fuzz_release(chain_lease *l) {
+  fuzz_lease *f = (fuzz_lease *)l;
+  free(f->bytes);
+  free(f);
+}
+
+static void respond_big(call *c, const json_value *params) {
+  buf unit = BUF_INIT, text = BUF_INIT;
+  if (params) json_write_value(&unit, params);
+  else buf_puts(&unit, "null");
+  while (text.len < 300 * 1024) buf_append(&text, unit.data, unit.len);
+  buf_free(&unit);
+  fuzz_lease *f = malloc(sizeof *f);
+  f->base.holders = 1;
+  f->base.release = fuzz_release;
+  f->bytes = buf_detach(&text, NULL);
+  chain ch = CHAIN_INIT;
+  buf_puts(&ch.own, "{\"text\":\"");
+  chain_borrow(&ch, f->bytes, strlen(f->bytes));
+  buf_puts(&ch.own, "\"}");
+  ch.lease = &f->base;
+  call_respond_chain(c, &ch);
+  chain_lease_drop(&f->base);
+  chain_free(&ch);
+}
+
 static void app_call_start(void *app, call *c, const json_value *params, const char *src) {
   (void)src;
   server *srv = c->session->server;
@@ -34,6 +70,8 @@ static void app_call_start(void *app, call *c, const json_value *params, const c
     else buf_puts(&b, "null");
     call_respond(c, b.data, b.len);
     buf_free(&b);
+  } else if (strcmp(c->method, "big") == 0) {
+    respond_big(c, params);
   } else if (strcmp(c->method, "hold") == 0) {
     wait_for_later(c);
   } else if (strcmp(c->method, "notify") == 0) {
