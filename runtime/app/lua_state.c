@@ -4,6 +4,7 @@
  */
 #include <lauxlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/app.h"
 #include "app/lua_json.h"
@@ -119,10 +120,10 @@ int lua_state_get(lua_State *L) {
   return 1;
 }
 
-/* mcp.info() -> {version, generation, generations_open, reloads, memory}. */
+/* mcp.info() -> {generation, generations_open, reloads, memory, tasks, worker, workers, pid}. */
 int lua_state_info(lua_State *L) {
   vm *v = lua_touserdata(L, lua_upvalueindex(1));
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 8);
   lua_pushinteger(L, v->generation);
   lua_setfield(L, -2, "generation");
   lua_pushinteger(L, v->app ? app_generations_open(v->app) : 1);
@@ -133,6 +134,15 @@ int lua_state_info(lua_State *L) {
   lua_setfield(L, -2, "memory");
   lua_pushinteger(L, v->live_tasks);
   lua_setfield(L, -2, "tasks");
+  /* Which process of --workers N runs this (1 of 1 alone), and its pid:
+   * each worker has its own Lua state. */
+  const server_options *so = &v->srv->opts;
+  lua_pushinteger(L, so->worker_index ? so->worker_index : 1);
+  lua_setfield(L, -2, "worker");
+  lua_pushinteger(L, so->worker_count ? so->worker_count : 1);
+  lua_setfield(L, -2, "workers");
+  lua_pushinteger(L, (lua_Integer)getpid());
+  lua_setfield(L, -2, "pid");
   return 1;
 }
 

@@ -1,6 +1,8 @@
 /*
  * main.c - the luamcp command line.
  */
+#include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "cli/inspect.h"
 #include "cli/install.h"
 #include "cli/start_line.h"
+#include "cli/supervisor.h"
 #include "core/jobs.h"
 #include "core/bundle.h"
 #include "transport/http_transport.h"
@@ -23,10 +26,18 @@
 #include "core/server.h"
 #include "core/state_token.h"
 #include "transport/stdio_transport.h"
+#include "transport/worker_ipc.h"
 #include "cli/version.h"
 #include "app/confine.h"
 #include "app/reload.h"
 #include "app/vm.h"
+
+#define LUAMCP_STR_(x) #x
+#define LUAMCP_STR(x) LUAMCP_STR_(x)
+
+/* How this process was started: the workers of --workers N run it again. */
+static int main_argc;
+static char **main_argv;
 
 /* Everything one `luamcp run` process owns. */
 typedef struct runtime {
@@ -42,6 +53,7 @@ typedef struct runtime {
   uv_timer_t log_retry;  /* ... and comes back for them while stderr is full */
   bool stopping;
   int exit_code;
+  char where[600]; /* the start line's "over HTTP at ..." (a worker writes it when told) */
 } runtime;
 
 static const char *self_path(char *out, size_t n) {
@@ -210,6 +222,10 @@ typedef struct run_options {
   const char *trace;
   server_options server;
   bool http;
+  int workers;       /* --workers N (0: not given) */
+  int worker_index;  /* --worker K: this process is worker K of a supervisor (internal) */
+  int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
+  const char *node;  /* --node NAME */
   http_options http_opts;
   const char *allow_hosts[MAX_ALLOWED];
   const char *allow_origins[MAX_ALLOWED];
@@ -286,6 +302,23 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
         fail_usage("%s", err);
       o->http = true;
       i++;
+    } else if (strcmp(a, "--workers") == 0) {
+      o->workers = (int)parse_count(a, value, 1);
+      if (o->workers > MAX_WORKERS) fail_usage("--workers: at most " LUAMCP_STR(MAX_WORKERS) "%s", "");
+      i++;
+    } else if (strcmp(a, "--node") == 0) {
+      size_t n = value ? strlen(value) : 0;
+      bool ok = n >= 1 && n <= MAX_NODE_NAME;
+      for (size_t k = 0; ok && k < n; k++) ok = isalnum((unsigned char)value[k]) || value[k] == '-' || value[k] == '_';
+      if (!ok) fail_usage("%s needs a name of 1 to " LUAMCP_STR(MAX_NODE_NAME) " letters, digits, - or _", a);
+      o->node = value;
+      i++;
+    } else if (strcmp(a, "--worker") == 0) { /* internal: how the supervisor starts a worker */
+      o->worker_index = (int)parse_count(a, value, 1);
+      i++;
+    } else if (strcmp(a, "--worker-port") == 0) {
+      o->worker_port = (int)parse_count(a, value, 1);
+      i++;
     } else if (strcmp(a, "--allow-remote") == 0) {
       o->http_opts.allow_remote = true;
     } else if (strcmp(a, "--allow-host") == 0 || strcmp(a, "--allow-origin") == 0) {
@@ -342,6 +375,11 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
     }
   }
   if (!o->path) fail_usage("%s", "run needs a script file or folder");
+  if (o->workers > 1 && !o->http)
+    fail_usage("%s", "--workers needs --http: over stdio one client talks to one process");
+  if (o->node && !o->http) fail_usage("%s", "--node needs --http: it names the node in HTTP session ids");
+  if (o->worker_index && (o->workers < 2 || o->worker_index > o->workers || !o->worker_port || !o->http))
+    fail_usage("%s", "--worker is for the supervisor of --workers N to start its workers with");
   if (o->permissions.len) {
     buf_putc(&o->permissions, '}');
     o->server.permissions_json = o->permissions.data;
@@ -405,6 +443,14 @@ static void on_signal(uv_signal_t *h, int signum) {
   request_stop(rt);
 }
 
+/* A worker's hooks (http_worker_hooks). */
+static void on_worker_announce(void *arg) {
+  runtime *rt = arg;
+  start_line_write(rt->app.current, rt->where, true);
+}
+
+static void on_supervisor_lost(void *arg) { on_signal(&((runtime *)arg)->sigterm, SIGTERM); }
+
 static void close_any(uv_handle_t *h, void *arg) {
   (void)arg;
   if (!uv_is_closing(h)) uv_close(h, NULL);
@@ -428,6 +474,27 @@ static int serve(int argc, char **argv, bool watch) {
     usage_serve(stdout, watch);
     return 0;
   }
+  if (o.workers > 1 && !o.worker_index) {
+    /* The supervisor: it loads no scripts; its workers (this program again,
+     * with --worker K) do. */
+    o.http_opts.node[0] = '\0';
+    supervisor_options so = {.workers = o.workers, .http = &o.http_opts, .argc = main_argc, .argv = main_argv};
+    return supervisor_run(&so);
+  }
+  if (o.worker_index) {
+    char tag[16];
+    snprintf(tag, sizeof tag, "w%d", o.worker_index);
+    log_set_tag(tag);
+    /* The pipe to the supervisor is ours alone: no program a script runs
+     * may hold it open after we are gone. */
+    fcntl(WORKER_IPC_FD, F_SETFD, FD_CLOEXEC);
+    o.http_opts.worker_index = o.worker_index;
+    o.http_opts.worker_count = o.workers;
+    o.http_opts.port = o.worker_port;
+    o.server.worker_index = o.worker_index;
+    o.server.worker_count = o.workers;
+  }
+  if (o.node) snprintf(o.http_opts.node, sizeof o.http_opts.node, "%s", o.node);
   /* The development loop: the wire trace on stderr unless sent elsewhere. */
   if (watch && !o.trace) o.trace = "-";
   if (o.trace && !trace_open(o.trace)) fail_usage("cannot open the trace file %s", o.trace);
@@ -475,10 +542,22 @@ static int serve(int argc, char **argv, bool watch) {
       return 1;
     }
     const char *host = o.http_opts.host;
-    char where[sizeof o.http_opts.host + sizeof o.http_opts.path + 64];
-    snprintf(where, sizeof where, "over HTTP at http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
-             strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
-    start_line_write(rt->app.current, where, true);
+    int n = snprintf(rt->where, sizeof rt->where, "over HTTP at http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
+                     strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+    if (o.worker_index && n > 0 && (size_t)n < sizeof rt->where)
+      snprintf(rt->where + n, sizeof rt->where - (size_t)n, " by %d workers", o.workers);
+    if (o.worker_index) {
+      /* Worker 1 says where we serve once every worker listens (the
+       * supervisor tells it): one line, as from a single process. */
+      http_worker_hooks hooks = {.announce = on_worker_announce, .lost = on_supervisor_lost, .arg = rt};
+      int rc = http_worker_attach(rt->http, WORKER_IPC_FD, &hooks);
+      if (rc != 0) {
+        fprintf(stderr, "luamcp: --worker: no pipe to the supervisor on fd %d: %s\n", WORKER_IPC_FD, uv_strerror(rc));
+        return 1;
+      }
+    } else {
+      start_line_write(rt->app.current, rt->where, true);
+    }
   } else {
     stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
     start_line_write(rt->app.current, "on stdio", false);
@@ -538,6 +617,8 @@ static int command_bundled(const bundle *b, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  main_argc = argc;
+  main_argv = argv;
   buf bundle_err = BUF_INIT;
   int bundled = bundle_open_self(argv[0], &bundle_err);
   if (bundled < 0) {

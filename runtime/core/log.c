@@ -22,6 +22,8 @@ static const char *const LEVEL_NAMES[] = {"emergency", "alert", "critical", "err
 
 static int stderr_level = LOG_INFO;
 static bool use_color;
+/* Which process of several wrote a line ("w2" under --workers); "" alone. */
+static char process_tag[16];
 static FILE *trace_file;
 static bool trace_to_stderr;
 static bool trace_pretty; /* the trace goes to a terminal: indented JSON */
@@ -105,6 +107,7 @@ const char *log_level_name(int level) {
 void log_set_level(int level) { stderr_level = level; }
 int log_get_level(void) { return stderr_level; }
 void log_set_color(bool on) { use_color = on; }
+void log_set_tag(const char *tag) { snprintf(process_tag, sizeof process_tag, "%s", tag ? tag : ""); }
 bool log_color(void) { return use_color; }
 
 bool log_color_wanted(int fd) {
@@ -129,8 +132,10 @@ void log_write(int level, const char *fmt, ...) {
   char when[40];
   timestamp(when, sizeof when);
   buf line = BUF_INIT;
-  if (use_color) buf_printf(&line, "\x1b[2m%s\x1b[0m %s%-7s\x1b[0m ", when, colors[level], LEVEL_NAMES[level]);
-  else buf_printf(&line, "%s luamcp %s: ", when, LEVEL_NAMES[level]);
+  if (use_color) buf_printf(&line, "\x1b[2m%s\x1b[0m %s%s%s%-7s\x1b[0m ", when, process_tag, *process_tag ? " " : "",
+                            colors[level], LEVEL_NAMES[level]);
+  else buf_printf(&line, "%s luamcp%s%s%s %s: ", when, *process_tag ? "[" : "", process_tag, *process_tag ? "]" : "",
+                  LEVEL_NAMES[level]);
   va_list ap;
   va_start(ap, fmt);
   char small[512];

@@ -29,6 +29,9 @@ void log_set_level(int level);
 int log_get_level(void);
 /* Colour the stderr log and the trace on stderr. */
 void log_set_color(bool on);
+/* Name this process in every log line ("w2": luamcp[w2] info: ...), for
+ * the workers of --workers, which share one stderr. */
+void log_set_tag(const char *tag);
 bool log_color(void);
 /* Whether output to fd should be coloured: fd is a terminal, and NO_COLOR
  * (https://no-color.org) is unset or empty. */

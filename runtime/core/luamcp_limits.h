@@ -188,4 +188,27 @@
  * reset, seen within this long, and its call is cancelled. */
 #define HTTP_EOF_PROBE_MS 20
 
+/* ---- Workers (--workers N) --------------------------------------------- */
+
+/* At most this many worker processes behind one supervisor. */
+#define MAX_WORKERS 64
+/* --node NAME: at most this many characters, from [A-Za-z0-9_-]. */
+#define MAX_NODE_NAME 32
+/* A legacy session id: [NODE "."] ["w" K "-"] 32 hex digits, and its NUL. */
+#define HTTP_SESSION_ID_BYTES (MAX_NODE_NAME + 1 + 8 + 32 + 1)
+/* A worker that dies is started again after a delay that doubles from
+ * WORKER_RESTART_MIN_MS up to WORKER_RESTART_MAX_MS while it keeps dying
+ * young (within WORKER_STABLE_MS of its start), so a crash loop costs little;
+ * one that ran longer is restarted at once. */
+#define WORKER_RESTART_MIN_MS 100
+#define WORKER_RESTART_MAX_MS 5000
+#define WORKER_STABLE_MS 10000
+/* How long the supervisor waits for workers to exit after passing on
+ * SIGTERM before it kills them: their own shutdown grace, and some. */
+#define WORKER_STOP_GRACE_MS (SHUTDOWN_GRACE_MS + 3000)
+/* The largest frame on a worker's IPC pipe: a request handed over with the
+ * input after it (the connection's share of the buffer budget bounds it
+ * well below). */
+#define WORKER_FRAME_MAX_BYTES (256u * 1024u * 1024u)
+
 #endif

@@ -60,6 +60,10 @@ typedef struct server_options {
    * permissions.lua reads it), or NULL. Owner: the caller, for the life
    * of the server. */
   const char *permissions_json;
+  /* --workers N: this process is worker worker_index of worker_count (1 of
+   * 1 for a process alone); scripts read them in mcp.info(). */
+  int worker_index;
+  int worker_count;
 } server_options;
 
 struct server {

@@ -71,7 +71,7 @@ struct http_session {
    * registered, no replay (a modern stream cannot be resumed), and a
    * request's stream closing cancels its call. */
   bool stateless;
-  char id[33];            /* 128 random bits, hex */
+  char id[HTTP_SESSION_ID_BYTES]; /* 128 random bits, hex; under --workers after "[NODE.]wK-" */
   bool registered;        /* in the map: initialize succeeded */
   uint64_t last_active_ms;
   unsigned long next_stream_no;
@@ -123,6 +123,15 @@ struct http_conn {
   bool peer_eof;     /* the client shut down its side: answer what it sent, then close */
   bool probing;      /* ... and we watch for a reset (a full close, not a half close) */
   bool lingering;    /* answered and shut down: discarding input until EOF (conn_end) */
+  /* Under --workers, the bytes of the request being read are kept from its
+   * first byte until its headers are complete, in case it must be handed
+   * over to the worker that owns its session: input[request_start..] is
+   * that request, input[..fed] what the parser has seen already. */
+  size_t request_start, fed;
+  int handover_to;         /* the owner worker, once the headers named one */
+  bool handing_over;       /* waiting for our writes to finish, then sending */
+  bool handover_sent;      /* the socket is on its way: only the write callback closes it */
+  bool handover_declined;  /* handed back (its owner is gone): answer the first request here */
   size_t linger_bytes;
   uv_shutdown_t shutdown_req;
   unsigned requests_done; /* complete requests read; 0: evictable at the connection cap */
@@ -163,6 +172,7 @@ struct http_server {
   http_conn *deferred;   /* connections with work for the next turn */
   uv_check_t later;      /* does that work at the end of this turn ... */
   uv_idle_t later_idle;  /* ... without blocking in poll first */
+  struct http_worker *worker; /* --workers: the pipe to the supervisor (http_worker.c); NULL otherwise */
   bool stopping;
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
@@ -172,6 +182,9 @@ static inline uint64_t now_ms(http_server *h) { return uv_now(h->loop); }
 /* ---- http_conn.c ---------------------------------------------------- */
 
 void conn_close(http_conn *c);
+/* Close at once (see the comment in http_conn.c: only for a connection
+ * with no request being handled). */
+void conn_close_now(http_conn *c);
 void conn_write(http_conn *c, const char *data, size_t len);
 void conn_response_done(http_conn *c);
 void conn_send_response(http_conn *c, int status, const char *extra_headers, const char *content_type,
@@ -184,6 +197,26 @@ void conn_send_error(http_conn *c, int status, int code, const char *message, co
 size_t http_conn_share(const http_server *h);
 /* Buffered bytes changed: check the budget at the end of this turn. */
 void http_budget_changed(http_server *h);
+
+/* A connection to a worker: handed over by the supervisor over the IPC
+ * pipe `from` (a pending handle there), with the bytes the worker that read
+ * them had not answered yet. declined: answer its first request here even
+ * if it names another worker (its owner is gone). */
+void conn_adopt(http_server *h, uv_stream_t *from, const char *bytes, size_t len, bool declined);
+/* One of the server's own handles closed (after http_stop). */
+void http_server_handle_closed(http_server *h);
+
+/* ---- http_worker.c -------------------------------------------------- */
+
+/* The worker that owns the session the request names, when it is another
+ * worker of ours that the connection should go to; 0 to answer here. */
+int worker_owner(const http_conn *c);
+/* Hand the connection, with its current request and the input after it
+ * (input[request_start..]), to c->handover_to through the supervisor; the
+ * connection is closed here once the socket is on its way. */
+void worker_hand_over(http_conn *c);
+/* http_stop: close the pipe (counted in handles_closing). */
+void worker_detach(http_server *h);
 
 /* ---- http_sse.c ----------------------------------------------------- */
 

@@ -8,7 +8,9 @@
 #include <strings.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <errno.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/jsonrpc.h"
 #include "core/log.h"
@@ -86,6 +88,8 @@ static void input_append(http_conn *c, const char *data, size_t n) {
 
 static void input_consume(http_conn *c, size_t n) {
   if (!n) return;
+  c->fed = n < c->fed ? c->fed - n : 0;
+  c->request_start = n < c->request_start ? c->request_start - n : 0;
   c->server->buffered -= n;
   if (n < c->input.len) {
     buf_consume(&c->input, n);
@@ -107,6 +111,8 @@ static void on_written(uv_write_t *req, int status) {
   if (status < 0 && !c->closing) {
     log_write(LOG_DEBUG, "http#%u: write failed: %s", c->id, uv_strerror(status));
     conn_close(c);
+  } else if (c->handing_over && !c->handover_sent && !c->closing && !c->pending_write_bytes) {
+    worker_hand_over(c); /* the last byte of the previous response is out */
   }
 }
 
@@ -443,6 +449,13 @@ static int on_headers_complete(http_parser *p) {
   c->deadline_ms = c->body_started_ms + HTTP_BODY_GRACE_MS;
   c->keep_alive = http_should_keep_alive(p);
   if (!c->reject_status) check_headers(c);
+  /* Under --workers, a request naming another worker's session goes to
+   * that worker, connection and all (conn_pump hands it over); one that
+   * fails the checks above is answered here, as the owner would. */
+  bool declined = c->handover_declined;
+  c->handover_declined = false;
+  if (!c->reject_status && !declined && c->server->worker && (c->handover_to = worker_owner(c)) != 0)
+    http_parser_pause(p, 1);
   return 0;
 }
 
@@ -588,13 +601,15 @@ static size_t held_input_limit(http_conn *c) {
 static void conn_pump(http_conn *c) {
   if (c->pumping || c->closing) return;
   c->pumping = true;
-  size_t off = 0;
+  size_t off = c->fed;
   while (!c->closing && !c->close_pending && !c->lingering && c->state != CONN_RESPONDING && off < c->input.len) {
+    if (c->state == CONN_IDLE) c->request_start = off; /* no request begun: the next starts here */
     size_t n = c->input.len - off;
     size_t parsed = http_parser_execute(&c->parser, &PARSER_SETTINGS, c->input.data + off, n);
     off += parsed;
     enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
     if (err == HPE_PAUSED) {
+      if (c->handover_to) break;
       if (!c->request_ready && !c->reject_status) break;
       streamable_handle_request(c);
       continue;
@@ -609,7 +624,15 @@ static void conn_pump(http_conn *c) {
   }
   c->pumping = false;
   if (c->closing) return; /* the input goes with the connection */
-  input_consume(c, c->lingering ? c->input.len : off);
+  c->fed = off;
+  if (c->handover_to && !c->lingering && !c->close_pending) {
+    worker_hand_over(c);
+    return;
+  }
+  /* A worker keeps the request whose headers are still arriving (see
+   * http_conn.request_start); everything else parsed is done with. */
+  bool keep = c->server->worker && c->state == CONN_HEADERS && !c->lingering;
+  input_consume(c, c->lingering ? c->input.len : keep ? c->request_start : off);
   if (c->lingering || c->close_pending) return;
   if (c->state == CONN_RESPONDING) return;
   if (c->peer_eof) {
@@ -734,11 +757,12 @@ static void server_maybe_free(http_server *h) {
   if (h->handles_closing == 0 && !h->conns) free(h);
 }
 
-static void on_server_handle_closed(uv_handle_t *handle) {
-  http_server *h = handle->data;
+void http_server_handle_closed(http_server *h) {
   h->handles_closing--;
   server_maybe_free(h);
 }
+
+static void on_server_handle_closed(uv_handle_t *handle) { http_server_handle_closed(handle->data); }
 
 static void on_conn_closed(uv_handle_t *h) {
   http_conn *c = h->data;
@@ -788,8 +812,8 @@ static void conn_detach_stream(http_conn *c) {
 /* Close now: its close callback frees it, perhaps in a loop turn taken
  * from inside a computing handler, so only for a connection that no caller
  * further down the stack can be using (see conn_close). */
-static void conn_close_now(http_conn *c) {
-  if (c->closing) return;
+void conn_close_now(http_conn *c) {
+  if (c->closing || c->handover_sent) return; /* a socket being handed over: its write callback closes it */
   conn_detach_stream(c);
   c->closing = true;
   c->server->conns_closing++;
@@ -798,7 +822,7 @@ static void conn_close_now(http_conn *c) {
 }
 
 void conn_close(http_conn *c) {
-  if (c->closing) return;
+  if (c->closing || c->handover_sent) return;
   if (c->server->srv->nested_poll > 0) {
     /* A loop turn taken from inside a computing handler (a write failed,
      * the client reset): the connection may be the very one whose request
@@ -816,17 +840,18 @@ void conn_close(http_conn *c) {
   conn_close_now(c);
 }
 
-static void on_connection(uv_stream_t *listener, int status) {
-  http_server *h = listener->data;
-  if (status < 0) return;
+/* A connection accepted from `from` (the listener, or the IPC pipe a
+ * handed-over socket arrives on), in the list, reading unless refused;
+ * NULL when the accept failed. */
+static http_conn *conn_accept(http_server *h, uv_stream_t *from) {
   http_conn *c = calloc(1, sizeof *c);
   c->server = h;
   c->id = ++h->next_conn_id;
   uv_tcp_init(h->loop, &c->tcp);
   c->tcp.data = c;
-  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+  if (uv_accept(from, (uv_stream_t *)&c->tcp) != 0) {
     uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
-    return;
+    return NULL;
   }
   uv_tcp_nodelay(&c->tcp, 1);
   http_parser_init(&c->parser, HTTP_REQUEST);
@@ -861,9 +886,24 @@ static void on_connection(uv_stream_t *listener, int status) {
     c->close_after_response = true;
     c->reading_stopped = true; /* the lingering close reads (and discards) */
     conn_send_error(c, 503, -32000, "Service Unavailable: too many connections", "Retry-After: 1\r\n");
-    return;
+    return c;
   }
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  return c;
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+  if (status < 0) return;
+  conn_accept(listener->data, listener);
+}
+
+void conn_adopt(http_server *h, uv_stream_t *from, const char *bytes, size_t len, bool declined) {
+  http_conn *c = conn_accept(h, from);
+  if (!c || c->state == CONN_RESPONDING) return; /* refused (503): the bytes are not read */
+  log_write(LOG_DEBUG, "http#%u: handed over by another worker (%zu bytes)", c->id, len);
+  c->handover_declined = declined;
+  input_append(c, bytes, len);
+  conn_pump(c); /* as if we had read them ourselves */
 }
 
 /* Once a second: time out slow requests and idle connections, keep SSE
@@ -919,26 +959,88 @@ void http_options_defaults(http_options *o) {
   o->buffer_bytes = (size_t)DEFAULT_HTTP_MEMORY_MB * 1024 * 1024;
 }
 
-http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, char *err, size_t err_len) {
+/* The listen address, or false with a message in err (a remote address not
+ * allowed, or one that does not parse). */
+static bool listen_address(const http_options *opts, int port, struct sockaddr_storage *addr, char *err,
+                           size_t err_len) {
   if (!http_is_loopback_address(opts->host) && !opts->allow_remote) {
     snprintf(err, err_len,
              "refusing to listen on %s: it is not a loopback address. Anyone who can reach it can use your tools; "
              "add --allow-remote (and --bearer-token-env) if that is what you want",
              opts->host);
-    return NULL;
+    return false;
   }
+  const char *host = strcmp(opts->host, "localhost") == 0 ? "127.0.0.1" : opts->host;
+  int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)addr)
+                             : uv_ip4_addr(host, port, (struct sockaddr_in *)addr);
+  if (rc != 0) snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, port, uv_strerror(rc));
+  return rc == 0;
+}
+
+static int port_of(const struct sockaddr_storage *a) {
+  return ntohs(a->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                        : ((const struct sockaddr_in *)a)->sin_port);
+}
+
+/* A socket bound to addr, SO_REUSEADDR as libuv sets it, and SO_REUSEPORT
+ * when asked (libuv 1.44 has no flag for it); -errno on failure. */
+static int bound_socket(const struct sockaddr_storage *addr, bool reuseport) {
+  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  int on = 1;
+  socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
+      bind(fd, (const struct sockaddr *)addr, len) != 0) {
+    int e = -errno;
+    close(fd);
+    return e;
+  }
+  return fd;
+}
+
+int http_reserve_port(const http_options *opts, int *port, char *err, size_t err_len) {
+  struct sockaddr_storage addr;
+  if (!listen_address(opts, opts->port, &addr, err, err_len)) return -1;
+  /* First without SO_REUSEPORT: a port another process listens on, even
+   * one that shares it (another luamcp --workers), is in use for us. */
+  int fd = bound_socket(&addr, false);
+  if (fd >= 0) {
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof bound;
+    getsockname(fd, (struct sockaddr *)&bound, &len);
+    close(fd);
+    *port = port_of(&bound);
+    listen_address(opts, *port, &addr, err, err_len);
+    fd = bound_socket(&addr, true);
+  }
+  if (fd < 0) {
+    snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(fd));
+    return -1;
+  }
+  return fd;
+}
+
+http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, char *err, size_t err_len) {
+  struct sockaddr_storage addr;
+  if (!listen_address(opts, opts->port, &addr, err, err_len)) return NULL;
   http_server *h = calloc(1, sizeof *h);
   h->loop = loop;
   h->srv = srv;
   h->opts = *opts;
   strmap_init(&h->sessions_by_id);
   h->stateless = streamable_stateless_new(h);
-  struct sockaddr_storage addr;
-  const char *host = strcmp(opts->host, "localhost") == 0 ? "127.0.0.1" : opts->host;
-  int rc = strchr(host, ':') ? uv_ip6_addr(host, opts->port, (struct sockaddr_in6 *)&addr)
-                             : uv_ip4_addr(host, opts->port, (struct sockaddr_in *)&addr);
-  if (rc == 0) rc = uv_tcp_init(loop, &h->listener);
-  if (rc == 0) rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
+  int rc = uv_tcp_init(loop, &h->listener);
+  if (rc == 0 && opts->worker_index) {
+    /* One listening socket per worker on the same port: the kernel spreads
+     * new connections over them (SO_REUSEPORT), where a socket shared by
+     * all would wake them all and let the busiest take most. */
+    int fd = bound_socket(&addr, true);
+    rc = fd < 0 ? fd : uv_tcp_open(&h->listener, fd);
+    if (rc < 0 && fd >= 0) close(fd);
+  } else if (rc == 0) {
+    rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
+  }
   if (rc == 0) rc = uv_listen((uv_stream_t *)&h->listener, 511, on_connection);
   if (rc != 0) {
     snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(rc));
@@ -950,8 +1052,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   struct sockaddr_storage bound;
   int len = sizeof bound;
   uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound, &len);
-  h->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                              : ((struct sockaddr_in *)&bound)->sin_port);
+  h->port = port_of(&bound);
   uv_timer_init(loop, &h->sweep);
   h->sweep.data = h;
   uv_check_init(loop, &h->later);
@@ -981,6 +1082,7 @@ void http_stop(http_server *h) {
   }
   strmap_free(&h->sessions_by_id);
   h->handles_closing = 5;
+  worker_detach(h); /* one more, when there is a pipe */
   uv_close((uv_handle_t *)&h->probe, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->sweep, on_server_handle_closed);

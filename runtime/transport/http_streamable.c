@@ -21,7 +21,15 @@ static http_session *session_create(http_server *h) {
     free(hs);
     return NULL;
   }
-  for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", random[i]);
+  /* Under --workers (or --node) the id says where the session lives,
+   * "[NODE.]wK-" before the random part, so that the worker reading a
+   * request can hand it to the owner, and a proxy can route by it. */
+  size_t at = 0;
+  const http_options *o = &h->opts;
+  if (o->node[0]) at += (size_t)snprintf(hs->id + at, sizeof hs->id - at, "%s.", o->node);
+  if (o->node[0] || o->worker_index)
+    at += (size_t)snprintf(hs->id + at, sizeof hs->id - at, "w%d-", o->worker_index ? o->worker_index : 1);
+  for (int i = 0; i < 16; i++) snprintf(hs->id + at + 2 * i, 3, "%02x", random[i]);
   char name[32];
   snprintf(name, sizeof name, "http#s%u", ++h->next_session_name);
   hs->session = session_new(h->srv, &HTTP_SESSION_OPS, hs, name);

@@ -34,6 +34,13 @@ typedef struct http_options {
   int max_sessions;
   int session_timeout_ms;
   size_t buffer_bytes;        /* the budget for replay events, pending writes and held input */
+  /* --workers: this process is worker worker_index (1..worker_count) of a
+   * supervisor; 0 for a process on its own. A worker listens with
+   * SO_REUSEPORT, and its legacy session ids name it (see session ids in
+   * http_streamable.c). */
+  int worker_index;
+  int worker_count;
+  char node[48];              /* --node NAME: the first part of session ids; "" for none */
 } http_options;
 
 typedef struct http_server http_server;
@@ -45,5 +52,27 @@ int http_bound_port(const http_server *h);
 /* End every session and connection and stop listening; the handles close
  * on the next loop turns. */
 void http_stop(http_server *h);
+
+/* ---- --workers --------------------------------------------------------- */
+
+/* Check that the address can be listened on (once, for all workers) and
+ * keep it: returns a socket bound, not listening, with SO_REUSEPORT, to the
+ * address (port 0 resolved to a free port, in *port), so that workers bind
+ * to the same port; or -1 with a message in err. */
+int http_reserve_port(const http_options *opts, int *port, char *err, size_t err_len);
+
+/* What a worker's IPC pipe to its supervisor tells the command that runs
+ * the worker. */
+typedef struct http_worker_hooks {
+  void (*announce)(void *arg); /* every worker listens: say where we serve */
+  void (*lost)(void *arg);     /* the supervisor is gone: shut down */
+  void *arg;
+} http_worker_hooks;
+
+/* Talk to the supervisor over the IPC pipe on fd (inherited): hand
+ * connections whose requests name another worker's session over, take the
+ * ones handed to us, and tell the supervisor we listen. Returns 0 or a
+ * libuv error. */
+int http_worker_attach(http_server *h, int fd, const http_worker_hooks *hooks);
 
 #endif

@@ -1,6 +1,8 @@
 /* http_util.c - see http_util.h. */
 #include "transport/http_util.h"
 
+#include "core/luamcp_limits.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,4 +169,21 @@ bool http_secret_equal(const char *given, size_t given_len, const char *secret, 
     diff |= (unsigned char)(g ^ (unsigned char)secret[i]);
   }
   return diff == 0;
+}
+
+int http_session_id_worker(const char *id, const char *node) {
+  if (!id) return 0;
+  size_t node_len = node ? strlen(node) : 0;
+  if (node_len) {
+    if (strncmp(id, node, node_len) != 0 || id[node_len] != '.') return 0;
+    id += node_len + 1;
+  }
+  if (id[0] != 'w' || !isdigit((unsigned char)id[1])) return 0;
+  int k = 0;
+  const char *p = id + 1;
+  for (; isdigit((unsigned char)*p); p++) {
+    k = k * 10 + (*p - '0');
+    if (k > MAX_WORKERS) return 0;
+  }
+  return *p == '-' ? k : 0;
 }

@@ -39,4 +39,10 @@ bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port,
  * secret's length. */
 bool http_secret_equal(const char *given, size_t given_len, const char *secret, size_t secret_len);
 
+/* The worker a legacy session id names (--workers): K for an id
+ * "[NODE.]wK-HEX" whose node part is this node's (none when node is NULL or
+ * empty); 0 for anything else (an id of another node, of a single process,
+ * or not an id of ours at all), which the worker that read it answers. */
+int http_session_id_worker(const char *id, const char *node);
+
 #endif

@@ -1,0 +1,185 @@
+/* http_worker.c - a worker's side of `--workers N`: the IPC pipe to the
+ * supervisor, connections handed over to the worker that owns their
+ * session, and the ones handed to us. See http.h and worker_ipc.h.
+ *
+ * A legacy session lives in the worker that initialized it, and its id
+ * names that worker. A request whose Mcp-Session-Id names another worker is
+ * not answered here: once its headers are read (and nothing earlier on the
+ * connection is still being answered), the socket goes to the supervisor
+ * with the bytes of that request and everything read after it, and the
+ * supervisor passes both to the owner, which goes on as if it had read them
+ * itself. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "transport/http.h"
+#include "transport/http_util.h"
+#include "transport/worker_ipc.h"
+
+/* Owner: its http_server (h->worker); freed in the pipe's close callback,
+ * after http_stop. */
+typedef struct http_worker {
+  uv_pipe_t pipe;
+  http_server *server;
+  http_worker_hooks hooks;
+  buf in;     /* frames read and not complete yet */
+  bool lost;  /* the supervisor went away (hooks.lost was called) */
+} http_worker;
+
+/* One frame on its way to the supervisor, and the connection it carries
+ * (NULL for a frame without one). Owner: itself; freed in its write
+ * callback. */
+typedef struct worker_write {
+  uv_write_t req;
+  http_conn *conn;
+  buf frame;
+} worker_write;
+
+static void on_frame_written(uv_write_t *req, int status) {
+  worker_write *w = (worker_write *)req;
+  http_conn *c = w->conn;
+  if (c) {
+    if (status < 0) log_write(LOG_WARNING, "http#%u: could not hand the connection over: %s", c->id, uv_strerror(status));
+    /* Our copy of the socket: the owner has its own now (or, on failure,
+     * the client sees the connection close). */
+    c->handover_sent = false;
+    conn_close_now(c);
+  }
+  buf_free(&w->frame);
+  free(w);
+}
+
+/* Write a frame, with the connection's socket when c is given; false when
+ * the write could not start. */
+static bool send_frame(http_worker *wk, worker_frame_type type, int worker, const char *payload, size_t len,
+                       http_conn *c) {
+  if (wk->lost || uv_is_closing((uv_handle_t *)&wk->pipe)) return false;
+  worker_write *w = calloc(1, sizeof *w);
+  w->conn = c;
+  worker_frame_write(&w->frame, type, 0, worker, payload, len);
+  uv_buf_t b = uv_buf_init(w->frame.data, (unsigned)w->frame.len);
+  int rc = c ? uv_write2(&w->req, (uv_stream_t *)&wk->pipe, &b, 1, (uv_stream_t *)&c->tcp, on_frame_written)
+             : uv_write(&w->req, (uv_stream_t *)&wk->pipe, &b, 1, on_frame_written);
+  if (rc < 0) {
+    log_write(LOG_WARNING, "cannot write to the supervisor: %s", uv_strerror(rc));
+    buf_free(&w->frame);
+    free(w);
+    return false;
+  }
+  return true;
+}
+
+int worker_owner(const http_conn *c) {
+  http_server *h = c->server;
+  if (!h->worker || h->worker->lost || !c->session_id) return 0;
+  int k = http_session_id_worker(c->session_id, h->opts.node);
+  return k >= 1 && k <= h->opts.worker_count && k != h->opts.worker_index ? k : 0;
+}
+
+void worker_hand_over(http_conn *c) {
+  http_worker *wk = c->server->worker;
+  c->state = CONN_RESPONDING; /* nothing more is read or timed out here */
+  c->handing_over = true;
+  if (!c->reading_stopped) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading_stopped = true;
+  }
+  /* Closing our copy of the socket would cancel what we still write:
+   * on_written comes back here once it is out. */
+  if (c->pending_write_bytes) return;
+  log_write(LOG_DEBUG, "http#%u: %s names worker %d's session: handing the connection over", c->id, c->session_id,
+            c->handover_to);
+  const char *bytes = c->input.data + c->request_start;
+  size_t len = c->input.len - c->request_start;
+  if (!wk || !send_frame(wk, WORKER_HANDOVER, c->handover_to, bytes, len, c)) {
+    conn_close(c);
+    return;
+  }
+  c->handover_sent = true;
+}
+
+/* ---- From the supervisor --------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
+  http_worker *wk = h->data;
+  buf_reserve(&wk->in, suggested);
+  b->base = wk->in.data + wk->in.len;
+  b->len = wk->in.cap - wk->in.len - 1; /* a buf keeps room for its NUL */
+}
+
+static void supervisor_lost(http_worker *wk, const char *why) {
+  if (wk->lost) return;
+  wk->lost = true;
+  uv_read_stop((uv_stream_t *)&wk->pipe);
+  log_write(LOG_WARNING, "the supervisor is gone (%s); shutting down", why);
+  if (wk->hooks.lost) wk->hooks.lost(wk->hooks.arg);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
+  http_worker *wk = stream->data;
+  (void)b;
+  if (n < 0) {
+    supervisor_lost(wk, n == UV_EOF ? "its pipe closed" : uv_strerror((int)n));
+    return;
+  }
+  wk->in.len += (size_t)n;
+  size_t off = 0;
+  worker_frame head;
+  const char *payload;
+  bool bad = false;
+  while (!wk->lost && worker_frame_next(&wk->in, &off, &head, &payload, &bad)) {
+    if (head.type == WORKER_ANNOUNCE) {
+      if (wk->hooks.announce) wk->hooks.announce(wk->hooks.arg);
+    } else if (head.type == WORKER_HANDOVER) {
+      if (uv_pipe_pending_count(&wk->pipe) < 1 || uv_pipe_pending_type(&wk->pipe) != UV_TCP) {
+        log_write(LOG_ERROR, "a connection handed over arrived without its socket");
+        continue;
+      }
+      conn_adopt(wk->server, stream, payload, head.len, head.flags & WORKER_FLAG_DECLINED);
+    }
+  }
+  if (bad) {
+    supervisor_lost(wk, "it sent a frame that is not one of ours");
+    return;
+  }
+  buf_consume(&wk->in, off);
+}
+
+static void on_unopened_closed(uv_handle_t *handle) { free(handle->data); }
+
+int http_worker_attach(http_server *h, int fd, const http_worker_hooks *hooks) {
+  http_worker *wk = calloc(1, sizeof *wk);
+  wk->server = h;
+  wk->hooks = *hooks;
+  uv_pipe_init(h->loop, &wk->pipe, 1);
+  wk->pipe.data = wk;
+  int rc = uv_pipe_open(&wk->pipe, fd);
+  if (rc != 0) {
+    uv_close((uv_handle_t *)&wk->pipe, on_unopened_closed);
+    return rc;
+  }
+  h->worker = wk;
+  uv_read_start((uv_stream_t *)&wk->pipe, on_alloc, on_read);
+  /* The pipe alone must not keep the loop running once everything else
+   * has stopped. */
+  uv_unref((uv_handle_t *)&wk->pipe);
+  send_frame(wk, WORKER_READY, h->opts.worker_index, NULL, 0, NULL);
+  return 0;
+}
+
+static void on_pipe_closed(uv_handle_t *handle) {
+  http_worker *wk = handle->data;
+  http_server *h = wk->server;
+  buf_free(&wk->in);
+  free(wk);
+  http_server_handle_closed(h);
+}
+
+void worker_detach(http_server *h) {
+  http_worker *wk = h->worker;
+  if (!wk) return;
+  h->worker = NULL;
+  h->handles_closing++;
+  uv_close((uv_handle_t *)&wk->pipe, on_pipe_closed);
+}

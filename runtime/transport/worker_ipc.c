@@ -1,0 +1,26 @@
+/* worker_ipc.c - see worker_ipc.h. */
+#include "transport/worker_ipc.h"
+
+#include <string.h>
+
+#include "core/luamcp_limits.h"
+
+void worker_frame_write(buf *out, worker_frame_type type, int flags, int worker, const char *payload, size_t len) {
+  worker_frame head = {.len = (uint32_t)len, .type = (uint8_t)type, .flags = (uint8_t)flags, .worker = (uint16_t)worker};
+  buf_append(out, (const char *)&head, sizeof head);
+  if (len) buf_append(out, payload, len);
+}
+
+bool worker_frame_next(const buf *in, size_t *off, worker_frame *head, const char **payload, bool *bad) {
+  *bad = false;
+  if (in->len - *off < sizeof *head) return false;
+  memcpy(head, in->data + *off, sizeof *head);
+  if (head->type < WORKER_READY || head->type > WORKER_HANDOVER || head->len > WORKER_FRAME_MAX_BYTES) {
+    *bad = true;
+    return false;
+  }
+  if (in->len - *off - sizeof *head < head->len) return false;
+  *payload = in->data + *off + sizeof *head;
+  *off += sizeof *head + head->len;
+  return true;
+}

@@ -1,0 +1,49 @@
+/*
+ * worker_ipc.h - the frames on the IPC pipe between the supervisor of
+ * `--workers N` (cli/supervisor.c) and each worker (transport/http_worker.c).
+ *
+ * A frame is a head and `len` bytes. A HANDOVER frame travels with a TCP
+ * socket (uv_write2's send_handle): the receiver takes the next pending
+ * handle of the pipe when the frame is complete, since libuv queues them in
+ * the order they came, with the first bytes of their frame.
+ */
+#ifndef LUAMCP_WORKER_IPC_H
+#define LUAMCP_WORKER_IPC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+
+/* The worker's end of the pipe: fd 3 of every worker. */
+#define WORKER_IPC_FD 3
+
+typedef enum worker_frame_type {
+  WORKER_READY = 1,    /* worker -> supervisor: it listens */
+  WORKER_ANNOUNCE = 2, /* supervisor -> worker: every worker listens; write the start line */
+  WORKER_HANDOVER = 3, /* a connection and its unanswered input: to the supervisor, `worker` is
+                          the owner it must reach; from it, the worker that read the request */
+} worker_frame_type;
+
+/* On a HANDOVER frame from the supervisor: the owner is not running (it is
+ * being restarted, or never was): answer the first request here. */
+#define WORKER_FLAG_DECLINED 1
+
+/* Owner: whoever reads or writes it; sent as it is (both ends are the same
+ * binary on the same machine). */
+typedef struct worker_frame {
+  uint32_t len;
+  uint8_t type;
+  uint8_t flags;
+  uint16_t worker;
+} worker_frame;
+
+/* Append a frame to out. */
+void worker_frame_write(buf *out, worker_frame_type type, int flags, int worker, const char *payload, size_t len);
+
+/* The next complete frame of in from *off: true with its head and payload
+ * (pointing into in) and *off past it; false when it is not all there yet,
+ * or (with *bad set) when its head is not one of ours. */
+bool worker_frame_next(const buf *in, size_t *off, worker_frame *head, const char **payload, bool *bad);
+
+#endif
