@@ -1,0 +1,387 @@
+-- luamcp run --http ... --workers N: a supervisor and N worker processes
+-- sharing one port, driven over raw HTTP on 127.0.0.1 (spec/helpers/
+-- http_client.lua). Which worker accepts a connection is the kernel's
+-- choice, so the specs ask often enough to see every worker, and assert
+-- which worker answered (the fixture's tools say: "INDEX PID"), never how
+-- fast.
+
+local http = require "http_client"
+local uv = require "luv"
+local cjson = http.json
+
+local FIXTURE = "spec/fixtures/workers"
+local V = "2025-11-25"
+local MODERN = "2026-07-28"
+local EMPTY = cjson.decode("{}")
+
+local function modern_call(server, name, arguments)
+  local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call", params = {
+    name = name, arguments = arguments or EMPTY, _meta = {
+      ["io.modelcontextprotocol/protocolVersion"] = MODERN,
+      ["io.modelcontextprotocol/clientCapabilities"] = EMPTY,
+      ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" } } } },
+    { ["MCP-Protocol-Version"] = MODERN, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = name })
+  assert(r and r.json and r.json.result, "no result: " .. cjson.encode(r or {}))
+  return r.json.result.content[1].text
+end
+
+-- "INDEX PID" -> index, pid
+local function who(text)
+  local index, pid = text:match("^(%d+) (%d+)$")
+  assert(index, "not INDEX PID: " .. tostring(text))
+  return tonumber(index), tonumber(pid)
+end
+
+-- Ask fresh connections until every one of n workers answered; returns
+-- {[index] = pid}.
+local function worker_pids(server, n)
+  local pids, seen = {}, 0
+  for _ = 1, 200 do
+    local index, pid = who(modern_call(server, "whoami"))
+    if not pids[index] then pids[index], seen = pid, seen + 1 end
+    if seen == n then return pids end
+  end
+  error("not every worker answered: " .. cjson.encode(pids))
+end
+
+local function on(session, extra)
+  local h = { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = V }
+  for k, v in pairs(extra or {}) do h[k] = v end
+  return h
+end
+
+local function call_message(id, name, arguments)
+  return { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = name, arguments = arguments or EMPTY } }
+end
+
+-- A legacy session's tools/call on a fresh connection: the response.
+local function legacy_call(server, session, name, arguments)
+  return server:post(call_message(7, name, arguments), on(session))
+end
+
+local function text_of(r)
+  assert.is_table(r, "no response")
+  assert.are.equal(200, r.status, r.body)
+  return r.json.result.content[1].text
+end
+
+-- The worker a session id names.
+local function owner(id)
+  return tonumber(id:match("^w(%d+)%-%x+$") or id:match("^[%w_-]+%.w(%d+)%-%x+$"))
+end
+
+-- Initialize sessions on fresh connections until there is one of every
+-- worker; returns {[index] = session id}.
+local function sessions_of_every_worker(server, n)
+  local by_owner, seen = {}, 0
+  for _ = 1, 200 do
+    local id = server:initialize()
+    local k = owner(id)
+    if not by_owner[k] then by_owner[k], seen = id, seen + 1 end
+    if seen == n then return by_owner end
+  end
+  error("no session on every worker")
+end
+
+local function gone(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if not f then return true end
+  local state = f:read("a"):match("^%d+ %b() (%a)")
+  f:close()
+  return state == "Z"
+end
+
+local function count(text, pattern)
+  local n = 0
+  for _ in text:gmatch(pattern) do n = n + 1 end
+  return n
+end
+
+describe("--workers 2", function()
+  local server
+  setup(function() server = http.start({ FIXTURE, "--workers", "2" }) end)
+  teardown(function() server:stop_cleanly() end)
+
+  it("says where it serves once, and serves from two worker processes, children of the supervisor", function()
+    assert.are.equal(1, count(server:stderr(), "serving MCP over HTTP at"))
+    assert.truthy(server:stderr():find("by 2 workers", 1, true), server:stderr())
+    local pids = worker_pids(server, 2)
+    assert.are_not.equal(pids[1], pids[2])
+    for _, pid in pairs(pids) do
+      assert.are_not.equal(server.proc.pid, pid)
+      local f = assert(io.open("/proc/" .. pid .. "/stat"))
+      local ppid = tonumber(f:read("a"):match("^%d+ %b() %a (%d+)"))
+      f:close()
+      assert.are.equal(server.proc.pid, ppid)
+    end
+  end)
+
+  it("names the worker in every legacy session id, and each request of a session reaches it, whoever accepts", function()
+    local sessions = {}
+    for i = 1, 16 do
+      local id = server:initialize()
+      assert.truthy(id:match("^w[12]%-" .. ("%x"):rep(32) .. "$"), id)
+      sessions[i] = id
+    end
+    local owners = {}
+    for _, id in ipairs(sessions) do
+      for _ = 1, 4 do
+        local index = who(text_of(legacy_call(server, id, "whoami")))
+        assert.are.equal(owner(id), index)
+        owners[index] = true
+      end
+    end
+    assert.is_true(owners[1] and owners[2], "sessions on both workers")
+  end)
+
+  it("streams a session's notifications on a GET opened on any connection, and ends it on DELETE", function()
+    local by_owner = sessions_of_every_worker(server, 2)
+    for k, id in pairs(by_owner) do
+      for _ = 1, 3 do -- fresh connections: some land on the other worker
+        local get = server:connect()
+        local head
+        assert.is_true(get:send_request { method = "GET", headers = on(id, { Accept = "text/event-stream" }) })
+        head = get:read_head()
+        assert.are.equal(200, head.status)
+        assert.are.equal("text/event-stream", head.headers["content-type"])
+        assert.are.equal(k, who(text_of(legacy_call(server, id, "toggle"))))
+        local found
+        for _ = 1, 10 do
+          local e = get:read_event(3000)
+          if not e then break end
+          if e.json and e.json.method == "notifications/tools/list_changed" then found = e break end
+        end
+        assert.is_table(found, "no list_changed on the GET stream of " .. id)
+        get:close()
+      end
+      local r = server:request { method = "DELETE", headers = on(id) }
+      assert.are.equal(200, r.status, r.body)
+      http.assert_error(legacy_call(server, id, "whoami"), 404, -32001, "Session not found", 7)
+    end
+  end)
+
+  it("carries requests of sessions of both workers on one keep-alive connection, one by one and pipelined", function()
+    local by_owner = sessions_of_every_worker(server, 2)
+    local conn = server:connect()
+    local function request(id, n)
+      return { method = "POST", headers = on(id, { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }),
+               body = call_message(n, "whoami") }
+    end
+    for i = 1, 8 do
+      local k = i % 2 + 1
+      local r = conn:request(request(by_owner[k], i))
+      assert.are.equal(k, who(text_of(r)))
+      assert.are.equal(i, r.json.id)
+    end
+    -- Pipelined: the second request is read by the worker that answers
+    -- the first, and handed over with the bytes after it.
+    local bytes = http.format_request(server.port, request(by_owner[1], 100))
+      .. http.format_request(server.port, request(by_owner[2], 101))
+      .. http.format_request(server.port, request(by_owner[1], 102))
+    conn.methods = { "POST", "POST", "POST" }
+    assert.is_true(conn:write(bytes))
+    for n, k in ipairs { 1, 2, 1 } do
+      local r = conn:read_response()
+      assert.are.equal(99 + n, r.json.id)
+      assert.are.equal(k, who(text_of(r)))
+    end
+  end)
+
+  it("resumes a session's stream with Last-Event-ID on a connection another worker accepted", function()
+    local by_owner = sessions_of_every_worker(server, 2)
+    for k, id in pairs(by_owner) do
+      local get = server:connect()
+      assert.is_true(get:send_request { method = "GET", headers = on(id, { Accept = "text/event-stream" }) })
+      assert.are.equal(200, get:read_head().status)
+      local prime = get:read_event()
+      assert.truthy(prime and prime.id, "a priming event")
+      get:close()
+      -- The stream is detached: what the session is told now is kept.
+      assert.are.equal(k, who(text_of(legacy_call(server, id, "toggle"))))
+      for _ = 1, 3 do
+        local again = server:connect()
+        assert.is_true(again:send_request { method = "GET",
+          headers = on(id, { Accept = "text/event-stream", ["Last-Event-ID"] = prime.id }) })
+        assert.are.equal(200, again:read_head().status)
+        local e = again:read_event()
+        assert.is_table(e and e.json, "the missed notification, replayed")
+        assert.are.equal("notifications/tools/list_changed", e.json.method)
+        again:close()
+      end
+    end
+  end)
+
+  it("answers 404 to an id naming a worker it does not have, or another node", function()
+    for _, id in ipairs { "w3-" .. ("a"):rep(32), "east.w1-" .. ("a"):rep(32), ("a"):rep(32) } do
+      http.assert_error(legacy_call(server, id, "whoami"), 404, -32001, "Session not found", 7)
+    end
+  end)
+end)
+
+describe("--workers 2 when a worker dies", function()
+  it("costs only that worker's calls: the other keeps serving, the supervisor says why and restarts it", function()
+    local server = http.start({ FIXTURE, "--workers", "2" })
+    local by_owner = sessions_of_every_worker(server, 2)
+    local pids = worker_pids(server, 2)
+    -- Calls in flight on both workers, each on its own connection.
+    local inflight = {}
+    for k = 1, 2 do
+      for i = 1, 3 do
+        local conn = server:connect()
+        assert.is_true(conn:send_request { method = "POST",
+          headers = on(by_owner[k], { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }),
+          body = call_message(i, "sleep", { ms = 1500 }) })
+        inflight[#inflight + 1] = { k = k, conn = conn }
+      end
+    end
+    http.sleep(300) -- the calls are running
+    uv.kill(pids[2], "sigkill")
+    local answered = { 0, 0 }
+    for _, c in ipairs(inflight) do
+      local r = c.conn:read_response(5000)
+      if r and r.status == 200 then
+        assert.are.equal(c.k, who(text_of(r)))
+        answered[c.k] = answered[c.k] + 1
+      end
+    end
+    assert.are.same({ 3, 0 }, answered)
+    assert.is_true(http.wait_until(function()
+      return server:stderr():find("worker 2 %(pid " .. pids[2] .. "%) was killed by signal 9") ~= nil
+        and server:stderr():find("worker 2 %(pid %d+%) serves again") ~= nil
+    end, 5000), server:stderr())
+    local after = worker_pids(server, 2)
+    assert.are.equal(pids[1], after[1])
+    assert.are_not.equal(pids[2], after[2])
+    -- Worker 1's session lives on; worker 2's died with it (the client
+    -- initializes again).
+    assert.are.equal(1, who(text_of(legacy_call(server, by_owner[1], "whoami"))))
+    http.assert_error(legacy_call(server, by_owner[2], "whoami"), 404, -32001, "Session not found", 7)
+    local fresh = sessions_of_every_worker(server, 2)
+    assert.are.equal(2, who(text_of(legacy_call(server, fresh[2], "whoami"))))
+    server:stop_cleanly()
+  end)
+
+  it("ends every worker when the supervisor is killed", function()
+    local server = http.start({ FIXTURE, "--workers", "2" })
+    local pids = worker_pids(server, 2)
+    server.proc:kill("sigkill")
+    assert.is_true(http.wait_until(function() return gone(pids[1]) and gone(pids[2]) end, 5000))
+    server:stop()
+  end)
+end)
+
+describe("--workers 2 and signals", function()
+  local dir
+  before_each(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. " && cp " .. FIXTURE .. "/server.lua " .. dir .. "/"))
+  end)
+  after_each(function() os.execute("rm -rf " .. dir) end)
+
+  local function set_version(v)
+    local path = dir .. "/server.lua"
+    local f = assert(io.open(path))
+    local text = f:read("a")
+    f:close()
+    text = text:gsub('local VERSION = "v%d+"', 'local VERSION = "' .. v .. '"')
+    f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+  end
+
+  it("passes SIGHUP on: every worker reloads and serves the new version", function()
+    local server = http.start({ dir, "--workers", "2" })
+    worker_pids(server, 2) -- both listen
+    set_version("v2")
+    server.proc:kill("sighup")
+    assert.is_true(http.wait_until(function()
+      return count(server:stderr(), "%] notice: reloaded %(SIGHUP%)") == 2
+    end, 5000), server:stderr())
+    -- Every worker that answers now answers v2.
+    local seen = {}
+    for _ = 1, 60 do
+      local r = server:post({ jsonrpc = "2.0", id = 1, method = "initialize", params = {
+        protocolVersion = V, capabilities = EMPTY, clientInfo = { name = "t", version = "1" } } })
+      local id = r.headers["mcp-session-id"]
+      local text = text_of(legacy_call(server, id, "version"))
+      assert.are.equal("v2", text)
+      seen[owner(id)] = true
+    end
+    assert.is_true(seen[1] and seen[2])
+    server:stop_cleanly()
+  end)
+
+  it("reloads every worker of luamcp dev when a script changes", function()
+    local server = http.start({ dir, "--workers", "2" }, { command = "dev" })
+    worker_pids(server, 2)
+    set_version("v3")
+    assert.is_true(http.wait_until(function()
+      return count(server:stderr(), "%] notice: reloaded %(a script changed%)") >= 2
+    end, 5000), server:stderr())
+    local seen = {}
+    for _ = 1, 60 do
+      local id = server:initialize()
+      assert.are.equal("v3", text_of(legacy_call(server, id, "version")))
+      seen[owner(id)] = true
+    end
+    assert.is_true(seen[1] and seen[2])
+    server:stop_cleanly()
+  end)
+
+  it("stops every worker on SIGTERM and exits 0", function()
+    local server = http.start({ dir, "--workers", "2" })
+    local pids = worker_pids(server, 2)
+    server.proc:kill("sigterm")
+    local code, signal = server.proc:wait_exit(8000)
+    assert.are.equal(0, code, server:stderr())
+    assert.are.equal(0, signal)
+    assert.is_true(gone(pids[1]) and gone(pids[2]))
+    assert.are.equal(1, count(server:stderr(), "received signal 15; stopping 2 workers"))
+    assert.are.equal(2, count(server:stderr(), "luamcp%[w%d%] info: received signal 15; stopping"))
+    server:stop()
+  end)
+end)
+
+describe("--workers and --node", function()
+  it("puts the node's name before the worker in session ids", function()
+    local server = http.start({ FIXTURE, "--workers", "2", "--node", "east-1" })
+    local by_owner = sessions_of_every_worker(server, 2)
+    for k, id in pairs(by_owner) do
+      assert.truthy(id:match("^east%-1%.w" .. k .. "%-" .. ("%x"):rep(32) .. "$"), id)
+      assert.are.equal(k, who(text_of(legacy_call(server, id, "whoami"))))
+    end
+    server:stop_cleanly()
+  end)
+
+  it("names worker 1 in a single process's ids when --node is given, and nothing without it", function()
+    local server = http.start({ FIXTURE, "--node", "solo" })
+    local id = server:initialize()
+    assert.truthy(id:match("^solo%.w1%-" .. ("%x"):rep(32) .. "$"), id)
+    local index, pid = who(text_of(legacy_call(server, id, "whoami")))
+    assert.are.equal(1, index)
+    assert.are.equal(server.proc.pid, pid)
+    server:stop_cleanly()
+    server = http.start({ FIXTURE, "--workers", "1" })
+    id = server:initialize()
+    assert.truthy(id:match("^" .. ("%x"):rep(32) .. "$"), id)
+    assert.are.equal(server.proc.pid, select(2, who(text_of(legacy_call(server, id, "whoami")))))
+    server:stop_cleanly()
+  end)
+
+  it("refuses --workers and --node without --http, and a bad node name", function()
+    local mcp_client = require "mcp_client"
+    for _, case in ipairs {
+      { { "run", FIXTURE, "--workers", "2" }, "--workers needs --http" },
+      { { "run", FIXTURE, "--node", "x" }, "--node needs --http" },
+      { { "run", FIXTURE, "--http", "127.0.0.1:0", "--node", "a.b" }, "--node needs a name" },
+      { { "run", FIXTURE, "--http", "127.0.0.1:0", "--workers", "0" }, "--workers needs a whole number" },
+    } do
+      local proc = mcp_client.spawn(case[1])
+      local code = proc:wait_exit(5000)
+      assert.are.equal(2, code, proc.stderr)
+      assert.truthy(proc.stderr:find(case[2], 1, true), proc.stderr)
+      proc:close()
+    end
+  end)
+end)
