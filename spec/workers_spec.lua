@@ -91,6 +91,16 @@ local function gone(pid)
   return state == "Z"
 end
 
+-- stop_cleanly, and no worker may have crashed or reported undefined
+-- behaviour on the way (under the ASan build a report ends a worker,
+-- which the supervisor would otherwise quietly restart).
+local function stop_cleanly(server)
+  local stderr = server:stderr()
+  assert.is_nil(stderr:match("ERROR: AddressSanitizer[^\n]*") or stderr:match("runtime error:[^\n]*")
+    or stderr:match("killed by signal 6[^\n]*") or stderr:match("killed by signal 11[^\n]*"), stderr)
+  server:stop_cleanly()
+end
+
 local function count(text, pattern)
   local n = 0
   for _ in text:gmatch(pattern) do n = n + 1 end
@@ -100,7 +110,7 @@ end
 describe("--workers 2", function()
   local server
   setup(function() server = http.start({ FIXTURE, "--workers", "2" }) end)
-  teardown(function() server:stop_cleanly() end)
+  teardown(function() stop_cleanly(server) end)
 
   it("says where it serves once, and serves from two worker processes, children of the supervisor", function()
     assert.are.equal(1, count(server:stderr(), "serving MCP over HTTP at"))
@@ -258,7 +268,7 @@ describe("--workers 2 when a worker dies", function()
     http.assert_error(legacy_call(server, by_owner[2], "whoami"), 404, -32001, "Session not found", 7)
     local fresh = sessions_of_every_worker(server, 2)
     assert.are.equal(2, who(text_of(legacy_call(server, fresh[2], "whoami"))))
-    server:stop_cleanly()
+    stop_cleanly(server)
   end)
 
   it("ends every worker when the supervisor is killed", function()
@@ -309,7 +319,7 @@ describe("--workers 2 and signals", function()
       seen[owner(id)] = true
     end
     assert.is_true(seen[1] and seen[2])
-    server:stop_cleanly()
+    stop_cleanly(server)
   end)
 
   it("reloads every worker of luamcp dev when a script changes", function()
@@ -326,7 +336,7 @@ describe("--workers 2 and signals", function()
       seen[owner(id)] = true
     end
     assert.is_true(seen[1] and seen[2])
-    server:stop_cleanly()
+    stop_cleanly(server)
   end)
 
   it("stops every worker on SIGTERM and exits 0", function()
@@ -339,7 +349,7 @@ describe("--workers 2 and signals", function()
     assert.is_true(gone(pids[1]) and gone(pids[2]))
     assert.are.equal(1, count(server:stderr(), "received signal 15; stopping 2 workers"))
     assert.are.equal(2, count(server:stderr(), "luamcp%[w%d%] info: received signal 15; stopping"))
-    server:stop()
+    stop_cleanly(server)
   end)
 end)
 
@@ -351,7 +361,7 @@ describe("--workers and --node", function()
       assert.truthy(id:match("^east%-1%.w" .. k .. "%-" .. ("%x"):rep(32) .. "$"), id)
       assert.are.equal(k, who(text_of(legacy_call(server, id, "whoami"))))
     end
-    server:stop_cleanly()
+    stop_cleanly(server)
   end)
 
   it("names worker 1 in a single process's ids when --node is given, and nothing without it", function()
@@ -361,12 +371,12 @@ describe("--workers and --node", function()
     local index, pid = who(text_of(legacy_call(server, id, "whoami")))
     assert.are.equal(1, index)
     assert.are.equal(server.proc.pid, pid)
-    server:stop_cleanly()
+    stop_cleanly(server)
     server = http.start({ FIXTURE, "--workers", "1" })
     id = server:initialize()
     assert.truthy(id:match("^" .. ("%x"):rep(32) .. "$"), id)
     assert.are.equal(server.proc.pid, select(2, who(text_of(legacy_call(server, id, "whoami")))))
-    server:stop_cleanly()
+    stop_cleanly(server)
   end)
 
   it("refuses --workers and --node without --http, and a bad node name", function()

@@ -436,6 +436,9 @@ function mcp.state(key, init) end
 ---@field reloads integer
 ---@field memory integer bytes the scripts' Lua state uses
 ---@field tasks integer coroutines running (requests and what they spawned)
+---@field worker integer which worker process of `--workers N` runs this (1 to N; 1 for a process alone)
+---@field workers integer N of `--workers N` (1 for a process alone)
+---@field pid integer this process's id
 
 ---About the running server.
 ---@return mcp.Info
