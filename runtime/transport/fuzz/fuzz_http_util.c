@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/luamcp_limits.h"
 #include "transport/http_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -20,6 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     http_is_loopback_name(name);
   }
   if (http_origin_host(text, name, sizeof name) && strpbrk(name, "/@?#")) __builtin_trap();
+  /* A session id names a worker only in range, and only with the right node. */
+  int k = http_session_id_worker(text, NULL), kn = http_session_id_worker(text, "east");
+  if (k < 0 || k > MAX_WORKERS || kn < 0 || kn > MAX_WORKERS) __builtin_trap();
+  if (k && text[0] != 'w') __builtin_trap();
+  if (kn && strncmp(text, "east.w", 6) != 0) __builtin_trap();
   char host[256], path[256], err[300];
   int port;
   if (http_parse_listen(text, host, sizeof host, &port, path, sizeof path, err, sizeof err) &&
