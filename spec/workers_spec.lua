@@ -221,6 +221,32 @@ describe("--workers 2", function()
     end
   end)
 
+  it("seals 2026-07-28 requestState with one key: a retry opens it on whichever worker reads it", function()
+    local seen = {}
+    local function ask(id, extra)
+      local params = { name = "ask", arguments = EMPTY, _meta = {
+        ["io.modelcontextprotocol/protocolVersion"] = MODERN,
+        ["io.modelcontextprotocol/clientCapabilities"] = { elicitation = EMPTY } } }
+      for k, v in pairs(extra or {}) do params[k] = v end
+      local r = server:post({ jsonrpc = "2.0", id = id, method = "tools/call", params = params },
+        { ["MCP-Protocol-Version"] = MODERN, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = "ask" })
+      assert(r and r.json and r.json.result, cjson.encode(r or {}))
+      return r.json.result
+    end
+    for i = 1, 16 do
+      local first = ask(i)
+      assert.are.equal("input_required", first.resultType)
+      local key = next(first.inputRequests)
+      local done = ask(i, { requestState = first.requestState,
+                            inputResponses = { [key] = { action = "accept", content = { name = "Ann" } } } })
+      assert.are.equal("complete", done.resultType, cjson.encode(done))
+      local name, index = done.content[1].text:match("^(%a+) (%d+) %d+$")
+      assert.are.equal("Ann", name)
+      seen[tonumber(index)] = true
+    end
+    assert.is_true(seen[1] and seen[2])
+  end)
+
   it("answers 404 to an id naming a worker it does not have, or another node", function()
     for _, id in ipairs { "w3-" .. ("a"):rep(32), "east.w1-" .. ("a"):rep(32), ("a"):rep(32) } do
       http.assert_error(legacy_call(server, id, "whoami"), 404, -32001, "Session not found", 7)

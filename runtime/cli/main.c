@@ -231,6 +231,7 @@ typedef struct run_options {
   int worker_index;  /* --worker K: this process is worker K of a supervisor (internal) */
   int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
   const char *node;  /* --node NAME */
+  bool state_key_given; /* --state-key-env: the same key in every worker already */
   http_options http_opts;
   const char *allow_hosts[MAX_ALLOWED];
   const char *allow_origins[MAX_ALLOWED];
@@ -339,6 +340,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       if (!secret || strlen(secret) < 16)
         fail_usage("--state-key-env: the environment variable %s must hold a secret of at least 16 characters", value);
       state_key_set(secret, strlen(secret));
+      o->state_key_given = true;
       i++;
     } else if (strcmp(a, "--bearer-token-env") == 0) {
       if (!value) fail_usage("%s needs the name of an environment variable", a);
@@ -493,6 +495,13 @@ static int serve(int argc, char **argv, bool watch) {
     /* The pipe to the supervisor is ours alone: no program a script runs
      * may hold it open after we are gone. */
     fcntl(WORKER_IPC_FD, F_SETFD, FD_CLOEXEC);
+    char key[64];
+    int key_len = worker_read_state_key(WORKER_IPC_FD, key, sizeof key);
+    if (key_len < 16) {
+      fprintf(stderr, "luamcp: --worker: no state key from the supervisor on fd %d\n", WORKER_IPC_FD);
+      return 1;
+    }
+    if (!o.state_key_given) state_key_set(key, (size_t)key_len);
     o.http_opts.worker_index = o.worker_index;
     o.http_opts.worker_count = o.workers;
     o.http_opts.port = o.worker_port;

@@ -50,6 +50,9 @@ struct supervisor {
   char **argv; /* the workers' command line: ours, then "--worker" K "--worker-port" PORT */
   char index_arg[16], port_arg[16];
   const char *exe;
+  /* Sealing 2026-07-28 requestState with one key in every worker lets the
+   * retry of an input_required call land on any of them. */
+  char state_key[32];
   worker_slot workers[MAX_WORKERS];
   uv_signal_t sigint, sigterm, sighup;
   uv_timer_t stop_timer;
@@ -120,6 +123,19 @@ typedef struct small_write {
   uv_write_t req;
   worker_frame head;
 } small_write;
+
+/* The first frame to a worker: the state key (see WORKER_STATE_KEY). */
+typedef struct key_write {
+  uv_write_t req;
+  buf frame;
+} key_write;
+
+static void on_key_written(uv_write_t *req, int status) {
+  (void)status; /* a worker gone before it read it: its exit says so */
+  key_write *kw = (key_write *)req;
+  buf_free(&kw->frame);
+  free(kw);
+}
 
 static void on_small_written(uv_write_t *req, int status) {
   (void)status;
@@ -255,6 +271,13 @@ static void spawn_worker(worker_slot *w) {
   }
   w->running = true;
   w->pid = w->process.pid;
+  key_write *kw = calloc(1, sizeof *kw);
+  worker_frame_write(&kw->frame, WORKER_STATE_KEY, 0, w->index, s->state_key, sizeof s->state_key);
+  uv_buf_t kb = uv_buf_init(kw->frame.data, (unsigned)kw->frame.len);
+  if (uv_write(&kw->req, (uv_stream_t *)&w->pipe, &kb, 1, on_key_written) < 0) {
+    buf_free(&kw->frame);
+    free(kw);
+  }
   log_write(LOG_DEBUG, "worker %d started (pid %d)", w->index, w->pid);
   uv_read_start((uv_stream_t *)&w->pipe, on_pipe_alloc, on_pipe_read);
 }
@@ -327,6 +350,12 @@ int supervisor_run(const supervisor_options *o) {
     return 1;
   }
   snprintf(s->port_arg, sizeof s->port_arg, "%d", port);
+  if (uv_random(NULL, NULL, s->state_key, sizeof s->state_key, 0, NULL) != 0) {
+    fprintf(stderr, "luamcp: no randomness for the workers' state key\n");
+    close(s->reserved_fd);
+    free(s);
+    return 1;
+  }
   s->argv = calloc((size_t)o->argc + 5, sizeof *s->argv);
   for (int i = 0; i < o->argc; i++) s->argv[i] = o->argv[i];
   s->argv[o->argc] = "--worker";

@@ -1,7 +1,9 @@
 /* worker_ipc.c - see worker_ipc.h. */
 #include "transport/worker_ipc.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/luamcp_limits.h"
 
@@ -15,7 +17,7 @@ bool worker_frame_next(const buf *in, size_t *off, worker_frame *head, const cha
   *bad = false;
   if (in->len - *off < sizeof *head) return false;
   memcpy(head, in->data + *off, sizeof *head);
-  if (head->type < WORKER_READY || head->type > WORKER_HANDOVER || head->len > WORKER_FRAME_MAX_BYTES) {
+  if (head->type < WORKER_READY || head->type > WORKER_STATE_KEY || head->len > WORKER_FRAME_MAX_BYTES) {
     *bad = true;
     return false;
   }
@@ -23,4 +25,21 @@ bool worker_frame_next(const buf *in, size_t *off, worker_frame *head, const cha
   *payload = in->data + *off + sizeof *head;
   *off += sizeof *head + head->len;
   return true;
+}
+
+static bool read_all(int fd, char *to, size_t n) {
+  while (n) {
+    ssize_t got = read(fd, to, n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    to += got;
+    n -= (size_t)got;
+  }
+  return true;
+}
+
+int worker_read_state_key(int fd, char *key, size_t cap) {
+  worker_frame head;
+  if (!read_all(fd, (char *)&head, sizeof head) || head.type != WORKER_STATE_KEY || head.len > cap) return -1;
+  return read_all(fd, key, head.len) ? (int)head.len : -1;
 }

@@ -23,6 +23,8 @@ typedef enum worker_frame_type {
   WORKER_ANNOUNCE = 2, /* supervisor -> worker: every worker listens; write the start line */
   WORKER_HANDOVER = 3, /* a connection and its unanswered input: to the supervisor, `worker` is
                           the owner it must reach; from it, the worker that read the request */
+  WORKER_STATE_KEY = 4, /* supervisor -> worker, the first frame: the secret that seals 2026-07-28
+                           requestState, the same in every worker (unless --state-key-env gives one) */
 } worker_frame_type;
 
 /* On a HANDOVER frame from the supervisor: the owner is not running (it is
@@ -45,5 +47,10 @@ void worker_frame_write(buf *out, worker_frame_type type, int flags, int worker,
  * (pointing into in) and *off past it; false when it is not all there yet,
  * or (with *bad set) when its head is not one of ours. */
 bool worker_frame_next(const buf *in, size_t *off, worker_frame *head, const char **payload, bool *bad);
+
+/* Read the first frame, WORKER_STATE_KEY, from fd (blocking: the worker
+ * needs it before it serves). Returns the key's length (up to cap bytes in
+ * key), or -1 when the pipe does not begin with one. */
+int worker_read_state_key(int fd, char *key, size_t cap);
 
 #endif
