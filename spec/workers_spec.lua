@@ -421,3 +421,190 @@ describe("--workers and --node", function()
     end
   end)
 end)
+
+-- SIGTERM drains (--drain-time): no new work, the calls in flight are
+-- answered, then the process exits 0. Asserted by order and counts: which
+-- responses arrive whole, what the log says, in what order.
+describe("SIGTERM with calls in flight", function()
+  local function modern_message(id, method, params)
+    params = params or {}
+    params._meta = {
+      ["io.modelcontextprotocol/protocolVersion"] = MODERN,
+      ["io.modelcontextprotocol/clientCapabilities"] = EMPTY,
+      ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" } }
+    return { jsonrpc = "2.0", id = id, method = method, params = params }
+  end
+
+  local function modern_headers(method, name)
+    return { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", ["MCP-Protocol-Version"] = MODERN,
+             ["Mcp-Method"] = method, ["Mcp-Name"] = name }
+  end
+
+  local function legacy_headers(session)
+    return on(session, { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" })
+  end
+
+  -- Did the call on conn get its result? (A call cancelled by the stop
+  -- gets none: its connection closes, or its session's end answers 404.)
+  local function answered(conn)
+    local r = conn:read_response(1000)
+    return (r and r.json and r.json.result) ~= nil
+  end
+
+  -- Requests the server has read (its debug log names each).
+  local function requests_read(server)
+    return count(server:stderr(), "POST /mcp %(")
+  end
+
+  it("answers them, ends the standing streams, refuses new work, and exits 0 once they are written", function()
+    local server = http.start({ FIXTURE, "--log-level", "debug" }, { drain_time = false }) -- the default, 10 s
+    local session = server:initialize()
+    -- The session's GET stream, a 2026-07-28 subscriptions/listen call,
+    -- and a keep-alive connection that is idle: none of them is work.
+    local get = server:connect()
+    assert.is_true(get:send_request { method = "GET", headers = on(session, { Accept = "text/event-stream" }) })
+    assert.are.equal(200, get:read_head().status)
+    local listen = server:connect()
+    assert.is_true(listen:send_request { method = "POST", headers = modern_headers("subscriptions/listen"),
+      body = modern_message("sub-1", "subscriptions/listen", { notifications = { toolsListChanged = true } }) })
+    assert.are.equal(200, listen:read_head().status)
+    local ack = listen:read_event()
+    assert.are.equal("notifications/subscriptions/acknowledged", ack.json.method)
+    local idle = server:connect()
+    local pong = idle:request { method = "POST", headers = legacy_headers(session),
+                                body = { jsonrpc = "2.0", id = 2, method = "ping" } }
+    assert.are.equal(200, pong.status)
+    -- A request whose headers are on their way when the signal comes.
+    local late = server:connect()
+    local late_bytes = http.format_request(server.port, { method = "POST", headers = legacy_headers(session),
+      body = call_message(42, "whoami") })
+    local cut = late_bytes:find("\r\n", 1, true) + 1
+    assert.is_true(late:write(late_bytes:sub(1, cut)))
+    -- Two slow calls, a legacy and a 2026-07-28 one, read by the server.
+    local before = requests_read(server)
+    local slow = server:connect()
+    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
+                                       body = call_message(7, "sleep", { ms = 1500 }) })
+    local slow_modern = server:connect()
+    assert.is_true(slow_modern:send_request { method = "POST", headers = modern_headers("tools/call", "sleep"),
+      body = modern_message(8, "tools/call", { name = "sleep", arguments = { ms = 1500 } }) })
+    assert.is_true(http.wait_until(function() return requests_read(server) == before + 2 end, 5000), server:stderr())
+
+    server.proc:kill("sigterm")
+    assert.is_true(http.wait_until(function()
+      return server:stderr():find("received signal 15; stopping: draining 2 calls for up to 10 s", 1, true) ~= nil
+    end, 5000), server:stderr())
+    -- The standing streams end cleanly (their chunked bodies are complete).
+    local events, ended = get:read_events(5000)
+    assert.is_true(ended, "the GET stream did not end")
+    for _, e in ipairs(events) do assert.is_nil(e.json) end -- the priming event only
+    events, ended = listen:read_events(5000)
+    assert.is_true(ended, "the listen stream did not end")
+    assert.is_true(idle:wait_eof(5000), "the idle connection stayed open")
+    -- New connections are refused: nobody listens any more.
+    local refused = http.connect(server.port, 2000)
+    assert.is_nil(refused)
+    -- The request that was on its way: 503, its id echoed, and close.
+    assert.is_true(late:write(late_bytes:sub(cut + 1)))
+    local r = late:read_response()
+    http.assert_error(r, 503, -32000, "shutting down", 42)
+    assert.are.equal("close", r.headers.connection)
+    assert.is_true(late:wait_eof(5000))
+    -- The calls in flight are answered in full.
+    assert.is_true(server:alive(), "stopped before its calls were answered:\n" .. server:stderr())
+    r = slow:read_response()
+    assert.are.equal(1, who(text_of(r)))
+    assert.are.equal("close", r.headers.connection)
+    r = slow_modern:read_response()
+    assert.is_table(r.json, r.body)
+    assert.are.equal(8, r.json.id)
+    assert.are.equal(1, who(r.json.result.content[1].text))
+    -- Then, and only then, the process exits, 0.
+    local code, signal = server.proc:wait_exit(8000)
+    assert.are.equal(0, code, server:stderr())
+    assert.are.equal(0, signal)
+    local stderr = server:stderr()
+    local drain_at = stderr:find("draining 2 calls", 1, true)
+    local done_at = stderr:find("drained: every call answered; stopping", 1, true)
+    assert.truthy(done_at and done_at > drain_at, stderr)
+    assert.is_nil(stderr:find("cancelling", 1, true), stderr)
+    stop_cleanly(server)
+  end)
+
+  it("cancels them at once with --drain-time 0, or on a second signal, or when the drain time is over", function()
+    -- --drain-time 0: today's immediate stop.
+    local server = http.start({ FIXTURE }, { drain_time = 0 })
+    local session = server:initialize()
+    local slow = server:connect()
+    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
+                                       body = call_message(7, "sleep", { ms = 30000 }) })
+    http.sleep(300)
+    server.proc:kill("sigterm")
+    assert.are.equal(0, (server.proc:wait_exit(5000)), server:stderr())
+    assert.is_false(answered(slow))
+    assert.truthy(server:stderr():find("received signal 15; stopping\n", 1, true), server:stderr())
+    assert.is_nil(server:stderr():find("draining", 1, true))
+    stop_cleanly(server)
+
+    -- A second signal during the drain.
+    server = http.start({ FIXTURE }, { drain_time = 60 })
+    session = server:initialize()
+    slow = server:connect()
+    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
+                                       body = call_message(7, "sleep", { ms = 30000 }) })
+    http.sleep(300)
+    server.proc:kill("sigterm")
+    assert.is_true(http.wait_until(function()
+      return server:stderr():find("draining 1 call for up to 60 s", 1, true) ~= nil
+    end, 5000), server:stderr())
+    server.proc:kill("sigint")
+    assert.are.equal(0, (server.proc:wait_exit(5000)), server:stderr())
+    assert.is_false(answered(slow))
+    assert.truthy(server:stderr():find("received signal 2 again; cancelling 1 call", 1, true), server:stderr())
+    stop_cleanly(server)
+
+    -- The drain time runs out.
+    server = http.start({ FIXTURE }, { drain_time = 1 })
+    session = server:initialize()
+    slow = server:connect()
+    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
+                                       body = call_message(7, "sleep", { ms = 30000 }) })
+    http.sleep(300)
+    server.proc:kill("sigterm")
+    assert.are.equal(0, (server.proc:wait_exit(8000)), server:stderr())
+    assert.is_false(answered(slow))
+    local stderr = server:stderr()
+    local drain_at = stderr:find("draining 1 call for up to 1 s", 1, true)
+    local over_at = stderr:find("drain time (1 s) is over with 1 call in flight; cancelling it", 1, true)
+    assert.truthy(drain_at and over_at and over_at > drain_at, stderr)
+    stop_cleanly(server)
+  end)
+
+  it("under --workers 2: the supervisor waits while every worker answers its calls, then exits 0", function()
+    local server = http.start({ FIXTURE, "--workers", "2" }, { drain_time = false })
+    local by_owner = sessions_of_every_worker(server, 2)
+    local conns = {}
+    for k = 1, 2 do
+      conns[k] = server:connect()
+      assert.is_true(conns[k]:send_request { method = "POST", headers = legacy_headers(by_owner[k]),
+                                              body = call_message(10 + k, "sleep", { ms = 2000 }) })
+    end
+    http.sleep(500) -- both calls are running (each worker's drain line counts it)
+    server.proc:kill("sigterm")
+    for k = 1, 2 do
+      local r = conns[k]:read_response(8000)
+      assert.are.equal(k, who(text_of(r)), server:stderr())
+      assert.are.equal(10 + k, r.json.id)
+    end
+    local code, signal = server.proc:wait_exit(8000)
+    assert.are.equal(0, code, server:stderr())
+    assert.are.equal(0, signal)
+    local stderr = server:stderr()
+    assert.are.equal(1, count(stderr, "received signal 15; stopping 2 workers"))
+    assert.are.equal(2, count(stderr, "luamcp%[w%d%] info: received signal 15; stopping: draining 1 call for up to 10 s"),
+      stderr)
+    assert.are.equal(2, count(stderr, "luamcp%[w%d%] info: drained: every call answered; stopping"), stderr)
+    assert.is_nil(stderr:find("killing it", 1, true), stderr)
+    stop_cleanly(server)
+  end)
+end)

@@ -48,6 +48,14 @@ typedef struct runtime {
   http_server *http; /* NULL when serving stdio */
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
+  /* SIGTERM over HTTP: the drain (see on_signal). The timer ends it at
+   * --drain-time; the prepare handle, run before the loop would wait,
+   * ends it as soon as the last call is answered and written. */
+  uv_timer_t drain_timer;
+  uv_prepare_t drain_prepare;
+  bool draining;
+  int drain_time_s;
+  bool worker; /* started by a supervisor (--worker K) */
   uv_check_t stop_check; /* stops the loop once no handler computes */
   uv_check_t log_check;  /* writes pending log lines once per loop turn ... */
   uv_timer_t log_retry;  /* ... and comes back for them while stderr is full */
@@ -156,6 +164,9 @@ static void usage_options(FILE *to, bool bundled) {
           "  --http-memory MB            what replay buffers, unsent output and unread input may hold\n"
           "                              in all (default %d); the oldest replay events go first, then\n"
           "                              clients that do not read\n"
+          "  --drain-time SECONDS        on SIGTERM or SIGINT, stop taking requests and give the calls\n"
+          "                              in flight this long to finish (default %d; 0: cancel them at\n"
+          "                              once; a second signal cancels them too)\n"
           "  --workers N                 serve from N processes sharing the port, each with its own\n"
           "                              Lua state; a supervisor restarts them and passes SIGHUP on\n"
           "                              (mcp.info().worker tells which one runs a call)\n"
@@ -175,7 +186,7 @@ static void usage_options(FILE *to, bool bundled) {
           "  }\n",
           DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MEMORY_LIMIT_MB,
           DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_MAX_TASKS, DEFAULT_HTTP_MAX_CONNECTIONS,
-          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB,
+          DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_HTTP_SESSION_TIMEOUT_S, DEFAULT_HTTP_MEMORY_MB, DEFAULT_DRAIN_TIME_S,
           bundled ? bundle_self()->name : "demo", exe, bundled ? "" : ",\n        \"args\": [\"run\", \"",
           bundled ? "" : example, bundled ? "" : "\"]");
 }
@@ -230,6 +241,7 @@ typedef struct run_options {
   int workers;       /* --workers N (0: not given) */
   int worker_index;  /* --worker K: this process is worker K of a supervisor (internal) */
   int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
+  int drain_time_s;  /* --drain-time SECONDS */
   const char *node;  /* --node NAME */
   bool state_key_given; /* --state-key-env: the same key in every worker already */
   http_options http_opts;
@@ -264,6 +276,7 @@ static void add_permission(buf *b, const char *kind, const char *value) {
 static void parse_run_options(int argc, char **argv, run_options *o) {
   server_options_defaults(&o->server);
   http_options_defaults(&o->http_opts);
+  o->drain_time_s = DEFAULT_DRAIN_TIME_S;
   o->http_opts.allow_hosts = o->allow_hosts;
   o->http_opts.allow_origins = o->allow_origins;
   for (int i = 0; i < argc; i++) {
@@ -307,6 +320,10 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
                              o->http_opts.path, sizeof o->http_opts.path, err, sizeof err))
         fail_usage("%s", err);
       o->http = true;
+      i++;
+    } else if (strcmp(a, "--drain-time") == 0) {
+      o->drain_time_s = (int)parse_count(a, value, 0);
+      if (o->drain_time_s > MAX_DRAIN_TIME_S) fail_usage("--drain-time: at most " LUAMCP_STR(MAX_DRAIN_TIME_S) " seconds%s", "");
       i++;
     } else if (strcmp(a, "--workers") == 0) {
       o->workers = (int)parse_count(a, value, 1);
@@ -441,13 +458,61 @@ static void on_stdio_done(stdio_transport *t) {
   request_stop(rt);
 }
 
-static void on_signal(uv_signal_t *h, int signum) {
-  runtime *rt = h->data;
-  log_write(LOG_INFO, "received signal %d; stopping", signum);
+/* Cancel every call now, one that is computing included, and stop. */
+static void stop_now(runtime *rt) {
+  uv_timer_stop(&rt->drain_timer);
+  uv_prepare_stop(&rt->drain_prepare);
   begin_shutdown(rt);
-  /* Cancel every call now, one that is computing included. */
   for (session *s = rt->srv.sessions; s; s = s->next) session_close(s);
   request_stop(rt);
+}
+
+static void on_drain_prepare(uv_prepare_t *h) {
+  runtime *rt = h->data;
+  /* A call computing in a nested turn is still in flight anyway. */
+  if (rt->srv.nested_poll > 0 || !http_drained(rt->http)) return;
+  log_write(LOG_INFO, "drained: every call answered; stopping");
+  stop_now(rt);
+}
+
+static void on_drain_timeout(uv_timer_t *h) {
+  runtime *rt = h->data;
+  int n = http_calls_in_flight(rt->http);
+  log_write(LOG_WARNING, "drain time (%d s) is over with %d call%s in flight; cancelling %s", rt->drain_time_s, n,
+            n == 1 ? "" : "s", n == 1 ? "it" : "them");
+  stop_now(rt);
+}
+
+/* SIGTERM or SIGINT. Over HTTP the first one drains: no new work, the
+ * calls in flight get --drain-time to be answered, then the stop below;
+ * a second signal (or --drain-time 0) stops at once, cancelling every
+ * call. Over stdio the client owns the process: a signal stops at once
+ * (stdin's end is how a client asks for an orderly stop). */
+static void on_signal(uv_signal_t *h, int signum) {
+  runtime *rt = h->data;
+  if (rt->worker && signum == SIGINT) {
+    /* A terminal's ^C reaches the whole process group: the supervisor
+     * passes it on as SIGTERM, which must count once, not twice. */
+    log_write(LOG_DEBUG, "received SIGINT; waiting for the supervisor's SIGTERM");
+    return;
+  }
+  if (rt->draining) {
+    int n = http_calls_in_flight(rt->http);
+    log_write(LOG_INFO, "received signal %d again; cancelling %d call%s", signum, n, n == 1 ? "" : "s");
+    stop_now(rt);
+    return;
+  }
+  if (!rt->http || rt->drain_time_s == 0 || rt->stopping) {
+    log_write(LOG_INFO, "received signal %d; stopping", signum);
+    stop_now(rt);
+    return;
+  }
+  rt->draining = true;
+  int n = http_drain(rt->http);
+  log_write(LOG_INFO, "received signal %d; stopping: draining %d call%s for up to %d s", signum, n, n == 1 ? "" : "s",
+            rt->drain_time_s);
+  uv_timer_start(&rt->drain_timer, on_drain_timeout, (uint64_t)rt->drain_time_s * 1000u, 0);
+  uv_prepare_start(&rt->drain_prepare, on_drain_prepare);
 }
 
 /* A worker's hooks (http_worker_hooks). */
@@ -485,7 +550,11 @@ static int serve(int argc, char **argv, bool watch) {
     /* The supervisor: it loads no scripts; its workers (this program again,
      * with --worker K) do. */
     o.http_opts.node[0] = '\0';
-    supervisor_options so = {.workers = o.workers, .http = &o.http_opts, .argc = main_argc, .argv = main_argv};
+    supervisor_options so = {.workers = o.workers,
+                             .drain_time_s = o.drain_time_s,
+                             .http = &o.http_opts,
+                             .argc = main_argc,
+                             .argv = main_argv};
     return supervisor_run(&so);
   }
   if (o.worker_index) {
@@ -540,6 +609,11 @@ static int serve(int argc, char **argv, bool watch) {
   confine_process(rt->app.current);
 
   uv_check_init(rt->loop, &rt->stop_check);
+  uv_timer_init(rt->loop, &rt->drain_timer);
+  uv_prepare_init(rt->loop, &rt->drain_prepare);
+  rt->drain_timer.data = rt->drain_prepare.data = rt;
+  rt->drain_time_s = o.drain_time_s;
+  rt->worker = o.worker_index > 0;
   uv_signal_init(rt->loop, &rt->sigint);
   uv_signal_init(rt->loop, &rt->sigterm);
   rt->sigint.data = rt->sigterm.data = rt;

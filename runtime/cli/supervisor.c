@@ -104,7 +104,9 @@ static void relay_connection(worker_slot *from, const worker_frame *head, const 
   int k = head->worker;
   worker_slot *to = k >= 1 && k <= s->opts->workers ? &s->workers[k - 1] : NULL;
   int flags = 0;
-  if (!to || !to->ready || s->stopping) {
+  /* While stopping too: a draining worker still takes what serves its
+   * calls in flight (the answer to an elicitation, a cancellation). */
+  if (!to || !to->ready) {
     to = from;
     flags = WORKER_FLAG_DECLINED;
   }
@@ -302,15 +304,21 @@ static void on_stop_timeout(uv_timer_t *t) {
     worker_slot *w = &s->workers[i];
     if (!w->running) continue;
     log_write(LOG_WARNING, "worker %d (pid %d) did not stop within %d ms; killing it", w->index, w->pid,
-              WORKER_STOP_GRACE_MS);
+              WORKER_STOP_GRACE_MS(s->opts->drain_time_s));
     uv_process_kill(&w->process, SIGKILL);
   }
 }
 
-/* Every worker stops as a process alone does on SIGTERM; the supervisor
- * exits once they all have, and kills what is left after the grace. */
+/* Every worker stops as a process alone does on SIGTERM (draining its
+ * calls for --drain-time); the supervisor exits once they all have, and
+ * kills what is left after the grace. A second signal is passed on too:
+ * it makes the workers cancel their calls at once. */
 static void supervisor_stop(supervisor *s) {
-  if (s->stopping) return;
+  if (s->stopping) {
+    for (int i = 0; i < s->opts->workers; i++)
+      if (s->workers[i].running) uv_process_kill(&s->workers[i].process, SIGTERM);
+    return;
+  }
   s->stopping = true;
   if (s->reserved_fd >= 0) close(s->reserved_fd);
   s->reserved_fd = -1;
@@ -319,7 +327,7 @@ static void supervisor_stop(supervisor *s) {
     uv_timer_stop(&w->restart);
     if (w->running) uv_process_kill(&w->process, SIGTERM);
   }
-  uv_timer_start(&s->stop_timer, on_stop_timeout, WORKER_STOP_GRACE_MS, 0);
+  uv_timer_start(&s->stop_timer, on_stop_timeout, (uint64_t)WORKER_STOP_GRACE_MS(s->opts->drain_time_s), 0);
   uv_unref((uv_handle_t *)&s->stop_timer);
   maybe_finish(s);
 }
@@ -333,7 +341,10 @@ static void on_signal(uv_signal_t *h, int signum) {
       if (s->workers[i].running) uv_process_kill(&s->workers[i].process, SIGHUP);
     return;
   }
-  log_write(LOG_INFO, "received signal %d; stopping %d workers", signum, s->opts->workers);
+  if (s->stopping)
+    log_write(LOG_INFO, "received signal %d again; the workers cancel their calls now", signum);
+  else
+    log_write(LOG_INFO, "received signal %d; stopping %d workers", signum, s->opts->workers);
   supervisor_stop(s);
 }
 

@@ -12,6 +12,7 @@
 
 typedef struct supervisor_options {
   int workers;
+  int drain_time_s; /* --drain-time: the workers' drain, which the stop waits for */
   const http_options *http; /* the address to reserve */
   /* How this process was started (main's argc and argv): every worker runs
    * the same command, with "--worker K --worker-port PORT" added. */

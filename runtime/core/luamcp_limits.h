@@ -50,6 +50,13 @@
 /* How long the server waits for in-flight work to stop after stdin ends. */
 #define SHUTDOWN_GRACE_MS 1500
 
+/* --drain-time SECONDS: an HTTP server that gets SIGTERM or SIGINT stops
+ * taking work and gives the calls in flight this long to be answered
+ * before it cancels what is left (0: cancel at once). At most
+ * MAX_DRAIN_TIME_S, a bound that keeps the supervisor's grace in range. */
+#define DEFAULT_DRAIN_TIME_S 10
+#define MAX_DRAIN_TIME_S 3600
+
 /* The client side (luamcp call, mcp.testing): how long a request waits for
  * its answer unless told otherwise, and how long a stdio server started as
  * a child gets to exit once its input ends before it is killed. */
@@ -204,8 +211,10 @@
 #define WORKER_RESTART_MAX_MS 5000
 #define WORKER_STABLE_MS 10000
 /* How long the supervisor waits for workers to exit after passing on
- * SIGTERM before it kills them: their own shutdown grace, and some. */
-#define WORKER_STOP_GRACE_MS (SHUTDOWN_GRACE_MS + 3000)
+ * SIGTERM before it kills them: their drain time (--drain-time, in s),
+ * their own shutdown grace, and some. */
+#define WORKER_STOP_MARGIN_MS 3000
+#define WORKER_STOP_GRACE_MS(drain_s) ((drain_s) * 1000 + SHUTDOWN_GRACE_MS + WORKER_STOP_MARGIN_MS)
 /* The largest frame on a worker's IPC pipe: a request handed over with the
  * input after it (the connection's share of the buffer budget bounds it
  * well below). */

@@ -1036,6 +1036,31 @@ void server_job_changed(server *srv, const job *j) {
   buf_free(&params);
 }
 
+/* A subscriptions/listen call is the client waiting to hear, not work
+ * being done: a server that drains ends them first (call_ended closes
+ * their streams cleanly). Cancelling one frees only that call, but start
+ * over after each, as session_cancel_from does, in case it freed more. */
+int server_end_listeners(server *srv) {
+  int ended = 0;
+  for (session *s = srv->sessions; s; s = s->next) {
+    for (call *c = s->calls, *next; c; c = next) {
+      next = c->next;
+      if (!c->listener) continue;
+      call_cancel(c);
+      ended++;
+      next = s->calls;
+    }
+  }
+  return ended;
+}
+
+int server_calls_in_flight(const server *srv) {
+  int n = 0;
+  for (const session *s = srv->sessions; s; s = s->next)
+    for (const call *c = s->calls; c; c = c->next) n++;
+  return n;
+}
+
 void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len) {
   for (session *s = srv->sessions; s; s = s->next)
     if (session_live(s)) session_log(s, NULL, level, logger, data_json, len);

@@ -232,6 +232,11 @@ void server_broadcast(server *srv, const char *method, const char *params_json, 
 void server_resource_updated(server *srv, const char *uri, size_t len);
 /* notifications/tasks (the job's state) to every listener following it. */
 void server_job_changed(server *srv, const job *j);
+/* End every subscriptions/listen call (a cancellation: their streams end
+ * cleanly); returns how many. For a server that stops taking work. */
+int server_end_listeners(server *srv);
+/* Requests of every session still being answered (listen calls included). */
+int server_calls_in_flight(const server *srv);
 /* notifications/message to every session (each filters by its level). */
 void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);
 

@@ -173,6 +173,9 @@ struct http_server {
   uv_check_t later;      /* does that work at the end of this turn ... */
   uv_idle_t later_idle;  /* ... without blocking in poll first */
   struct http_worker *worker; /* --workers: the pipe to the supervisor (http_worker.c); NULL otherwise */
+  /* http_drain: no listener, no new work; calls in flight are answered
+   * (see http_transport.h). */
+  bool draining;
   bool stopping;
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };

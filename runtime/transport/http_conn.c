@@ -754,7 +754,8 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
 /* After http_stop, the server is freed once the close callbacks of its own
  * handles and of every connection (which use it) have run. */
 static void server_maybe_free(http_server *h) {
-  if (h->handles_closing == 0 && !h->conns) free(h);
+  /* The listener closes alone when a drain starts: that is not the end. */
+  if (h->stopping && h->handles_closing == 0 && !h->conns) free(h);
 }
 
 void http_server_handle_closed(http_server *h) {
@@ -1081,12 +1082,59 @@ void http_stop(http_server *h) {
     conn_close(c);
   }
   strmap_free(&h->sessions_by_id);
-  h->handles_closing = 5;
+  h->handles_closing += 4; /* the listener may be closing already (http_drain) */
   worker_detach(h); /* one more, when there is a pipe */
   uv_close((uv_handle_t *)&h->probe, on_server_handle_closed);
-  uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+  if (!uv_is_closing((uv_handle_t *)&h->listener)) {
+    h->handles_closing++;
+    uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+  }
   uv_close((uv_handle_t *)&h->sweep, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->later, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->later_idle, on_server_handle_closed);
 }
 
+
+/* ---- Draining ---------------------------------------------------------- */
+
+int http_calls_in_flight(const http_server *h) { return server_calls_in_flight(h->srv); }
+
+int http_drain(http_server *h) {
+  if (h->draining || h->stopping) return http_calls_in_flight(h);
+  h->draining = true;
+  /* Without our socket in the port's SO_REUSEPORT group the kernel gives
+   * new connections to the other workers (or refuses them when none is
+   * left), and a load balancer's health check sees us gone. Connections
+   * still in its backlog, never accepted, are reset with it. */
+  h->handles_closing++;
+  uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+  /* Every response from now on says Connection: close, and its connection
+   * ends once it is written: first, so that the streams ended below close
+   * their connections too, after their last byte. */
+  for (http_conn *c = h->conns; c; c = c->next) c->close_after_response = true;
+  /* The standing streams are a client waiting to hear, not work: end them
+   * now, cleanly (the chunked body ends), so that the client reconnects
+   * elsewhere. Calls still running keep their own streams. */
+  for (http_session *hs = h->sessions; hs; hs = hs->next) {
+    http_stream *st = stream_find(hs, 0);
+    if (st && st->conn) stream_detach(st);
+  }
+  server_end_listeners(h->srv);
+  /* Idle keep-alive connections would only bring new work: shut them down
+   * (after any bytes still being written). A connection with a request on
+   * its way, or queued behind one in flight, is answered by
+   * streamable_handle_request. */
+  for (http_conn *c = h->conns; c; c = c->next)
+    if (!c->closing && c->state == CONN_IDLE && !c->lingering && !c->input.len && !c->deferred && !c->handing_over)
+      conn_end(c);
+  return http_calls_in_flight(h);
+}
+
+bool http_drained(const http_server *h) {
+  if (!h->draining || h->stopping || h->deferred || server_calls_in_flight(h->srv) > 0) return false;
+  /* Answered is not enough: the bytes must be out before the loop stops
+   * and the connections close. */
+  for (const http_conn *c = h->conns; c; c = c->next)
+    if (!c->closing && c->pending_write_bytes) return false;
+  return true;
+}

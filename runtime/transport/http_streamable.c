@@ -314,9 +314,42 @@ static bool hold_request(http_conn *c) {
   return true;
 }
 
+static bool is_request(const json_value *v) {
+  return v && v->type == JSON_OBJECT && json_object_get(v, "method") && json_object_get(v, "id");
+}
+
+/* Does the body carry a request (or is it unreadable)? Notifications and
+ * responses alone do not start work. */
+static bool body_has_request(http_conn *c) {
+  json_doc *doc = json_parse(c->body.data ? c->body.data : "", c->body.len, MAX_JSON_DEPTH, NULL);
+  if (!doc) return true;
+  const json_value *root = json_doc_root(doc);
+  bool has = root->type != JSON_ARRAY && root->type != JSON_OBJECT;
+  if (root->type == JSON_OBJECT) has = is_request(root);
+  for (uint32_t i = 0; root->type == JSON_ARRAY && i < root->len && !has; i++) has = is_request(&root->u.items[i]);
+  json_doc_free(doc);
+  return has;
+}
+
+/* While the server drains (http_drain): may this request go on? Only what
+ * serves calls already in flight: a POST of notifications and responses
+ * (a cancellation, the answer to the elicitation a call waits for), a
+ * DELETE (it ends work), and a GET resuming the stream of a request with
+ * Last-Event-ID (not the standalone stream, "0-..."). A new request would
+ * be cut short by the stop: the client is better off elsewhere. */
+static bool drain_admits(http_conn *c) {
+  switch (c->parser.method) {
+    case HTTP_POST: return !body_has_request(c);
+    case HTTP_DELETE: return true;
+    case HTTP_GET: return c->last_event_id && strncmp(c->last_event_id, "0-", 2) != 0;
+    default: return false;
+  }
+}
+
 void streamable_handle_request(http_conn *c) {
   c->state = CONN_RESPONDING;
   if (hold_request(c)) return;
+  if (c->server->draining) c->close_after_response = true; /* adopted, or begun before the drain */
   log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), c->url.data ? c->url.data : "",
             c->body.len);
   if (c->reject_status) {
@@ -327,6 +360,10 @@ void streamable_handle_request(http_conn *c) {
   }
   if (!path_matches(c)) {
     conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
+    return;
+  }
+  if (c->server->draining && !drain_admits(c)) {
+    conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
     return;
   }
   switch (c->parser.method) {

@@ -53,6 +53,19 @@ int http_bound_port(const http_server *h);
  * on the next loop turns. */
 void http_stop(http_server *h);
 
+/* The first step of a graceful stop (SIGTERM with --drain-time): close
+ * the listening socket, so that new connections go to other workers or
+ * instances (or are refused); close idle connections; end the streams that
+ * are no work (the GET stream of legacy sessions, subscriptions/listen
+ * calls); answer every later request that would start work with 503 and
+ * Connection: close. Calls in flight carry on and their responses go out
+ * as usual. Returns the number of calls in flight. */
+int http_drain(http_server *h);
+/* Draining and done: no call in flight, no byte left to write. */
+bool http_drained(const http_server *h);
+/* Calls still being answered. */
+int http_calls_in_flight(const http_server *h);
+
 /* ---- --workers --------------------------------------------------------- */
 
 /* Check that the address can be listened on (once, for all workers) and

@@ -317,10 +317,17 @@ Server.__index = Server
 --- Start `luamcp run --http 127.0.0.1:0 ARGS...` and wait for the line
 --- that names its port. args: the scripts and any options, a list. opts:
 --- env (a list of "K=V"), listen (instead of 127.0.0.1:0), command ("dev"
---- instead of "run").
+--- instead of "run"), drain_time (--drain-time; false: luamcp's default).
+--- Without drain_time the server gets --drain-time 0: stop() then cancels
+--- the calls a spec left running at once, as the specs expect, instead of
+--- waiting for them.
 function M.start(args, opts)
   opts = opts or {}
   local full = { opts.command or "run", "--http", opts.listen or "127.0.0.1:0" }
+  if opts.drain_time ~= false then
+    full[#full + 1] = "--drain-time"
+    full[#full + 1] = tostring(opts.drain_time or 0)
+  end
   for _, a in ipairs(args) do full[#full + 1] = a end
   local proc = mcp_client.spawn(full, { env = opts.env })
   local self = setmetatable({ proc = proc, conns = {} }, Server)
