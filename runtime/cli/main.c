@@ -25,6 +25,7 @@
 #include "transport/stdio_transport.h"
 #include "cli/version.h"
 #include "app/confine.h"
+#include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
 
@@ -35,6 +36,7 @@ typedef struct runtime {
   lua_app app;
   stdio_transport stdio;
   http_server *http; /* NULL when serving stdio */
+  redis_link *redis; /* --redis, or NULL */
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
   uv_check_t stop_check; /* stops the loop once no handler computes */
@@ -129,7 +131,10 @@ static void usage_options(FILE *to, bool bundled) {
           "\n"
           "  --state-key-env NAME        seal 2026-07-28 requestState with the secret in $NAME\n"
           "                              (shared by every process that serves the same clients;\n"
-          "                              default: a random key per process)\n"
+          "                              default: agreed through --redis, else random per process)\n"
+          "  --redis URL                 redis://[[user]:password@]host[:port][/db] or unix:///path:\n"
+          "                              mcp.store in Redis, and a bus that carries resource updates\n"
+          "                              and list changes to every process on the same Redis\n"
           "\n"
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
@@ -208,6 +213,8 @@ typedef struct run_options {
   bool help;
   const char *path;
   const char *trace;
+  const char *redis_url;  /* --redis */
+  bool state_key_env;     /* --state-key-env was given */
   server_options server;
   bool http;
   http_options http_opts;
@@ -301,6 +308,11 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       if (!secret || strlen(secret) < 16)
         fail_usage("--state-key-env: the environment variable %s must hold a secret of at least 16 characters", value);
       state_key_set(secret, strlen(secret));
+      o->state_key_env = true;
+      i++;
+    } else if (strcmp(a, "--redis") == 0) {
+      if (!value) fail_usage("%s needs a URL (redis://host:port/db or unix:///path)", a);
+      o->redis_url = value;
       i++;
     } else if (strcmp(a, "--bearer-token-env") == 0) {
       if (!value) fail_usage("%s needs the name of an environment variable", a);
@@ -456,6 +468,20 @@ static int serve(int argc, char **argv, bool watch) {
     return 1;
   }
   buf_free(&err);
+  if (o.redis_url) {
+    char why[400];
+    rt->redis = redis_link_new(rt->loop, &rt->srv, o.redis_url, !o.state_key_env, why, sizeof why);
+    if (!rt->redis) fail_usage("%s", why);
+    rt->app.redis = rt->redis;
+    /* Before serving, so that the first requestState is sealed with the
+     * shared key; bounded, so that a Redis that is down delays nothing
+     * more than this. */
+    if (!redis_link_start(rt->redis, REDIS_STARTUP_WAIT_MS))
+      log_write(LOG_WARNING, "redis: not reached within %d ms; serving anyway and retrying: mcp.store fails until "
+                             "it is reached%s", REDIS_STARTUP_WAIT_MS,
+                o.state_key_env ? "" : ", and requestState is sealed with a key of this process until then "
+                                       "(an input_required retry that reaches another process is refused)");
+  }
   confine_process(rt->app.current);
 
   uv_check_init(rt->loop, &rt->stop_check);
@@ -488,6 +514,7 @@ static int serve(int argc, char **argv, bool watch) {
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
+  redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
   jobs_release(&rt->srv);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);
