@@ -131,7 +131,7 @@ end
 
 -- A 2026-07-28 subscriptions/listen stream on its own connection, read
 -- up to its acknowledgement.
-local function listen(server, filter)
+local function listen(server, filter, caps)
   local conn = server:connect()
   conn:send_request { method = "POST", headers = (function()
     local h = modern_headers("subscriptions/listen")
@@ -139,7 +139,7 @@ local function listen(server, filter)
     h["Content-Type"] = "application/json"
     return h
   end)(), body = { jsonrpc = "2.0", id = "listen-1", method = "subscriptions/listen",
-                   params = { notifications = filter, _meta = meta() } } }
+                   params = { notifications = filter, _meta = meta(caps) } } }
   local head = conn:read_head()
   assert.are.equal(200, head.status)
   local ack = conn:read_event()
@@ -254,6 +254,45 @@ describe("--redis", function()
     local r2 = call(b, "greet", nil, caps, { requestState = r1.requestState,
       inputResponses = { [key] = { action = "accept", content = { name = "Bo" } } } })
     assert.are.equal("Hello, Bo", text(r2), cjson.encode(r2))
+  end)
+
+  it("serves tasks/get, tasks/update and tasks/cancel for a task another process runs, and its notifications", function()
+    local TASKS = "io.modelcontextprotocol/tasks"
+    local caps = { extensions = { [TASKS] = EMPTY }, elicitation = EMPTY }
+    local function request(server, method, params)
+      params._meta = meta(caps)
+      return rpc(server:post({ jsonrpc = "2.0", id = 9, method = method, params = params },
+        modern_headers(method, params.taskId)))
+    end
+    local created = call(a, "approve", nil, caps)
+    assert.are.equal("task", created.resultType, cjson.encode(created))
+    local id = created.taskId
+    local stream = listen(b, { taskIds = { id } }, caps)
+    -- B does not hold the task: A answers through the bus.
+    local state
+    assert.is_true(client.wait_until(function()
+      state = request(b, "tasks/get", { taskId = id }).result
+      return state.status == "input_required"
+    end, 10000), cjson.encode(state))
+    local key = next(state.inputRequests)
+    local r = request(b, "tasks/update", { taskId = id, inputResponses = {
+      [key] = { action = "accept", content = { ok = true } } } })
+    assert.is_table(r.result, cjson.encode(r))
+    -- B's listener hears of the task's changes, which happen in A.
+    local m
+    repeat m = next_message(stream, "notifications/tasks") until not m or m.params.status == "completed"
+    assert.is_table(m, "no notifications/tasks for completed on B's listen stream")
+    local done = request(b, "tasks/get", { taskId = id }).result
+    assert.are.equal("completed", done.status)
+    assert.are.equal("approved: true", done.result.content[1].text)
+    -- Cancelled from B, stopped in A.
+    local long = call(a, "long_job", nil, caps)
+    local c = request(b, "tasks/cancel", { taskId = long.taskId })
+    assert.is_table(c.result, cjson.encode(c))
+    assert.are.equal("cancelled", request(a, "tasks/get", { taskId = long.taskId }).result.status)
+    -- A task nobody holds: the answer one process gives.
+    local unknown = request(b, "tasks/get", { taskId = ("0"):rep(32) })
+    assert.are.equal(-32602, unknown.error.code)
   end)
 
   it("drops a reply whose call was cancelled first", function()

@@ -13,7 +13,9 @@
 
 #include "app/redis.h"
 #include "core/buf.h"
+#include "core/jobs.h"
 #include "core/json.h"
+#include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 #include "core/session.h"
@@ -55,9 +57,23 @@ struct redis_link {
   bool state_key_agreed;
   char *state_secret;     /* the secret adopted from Redis */
   redis_conn cmd, sub;
+  struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
+  long long next_seq;
   bool closing;
   int open_handles;
 };
+
+/* A tasks/ request for a job another process may hold, waiting for the
+ * owner's reply on the bus. Owner: the link's list; unlinked when the reply
+ * comes, the wait times out, or the call is cancelled, and freed when its
+ * timer has closed. */
+typedef struct job_forward {
+  redis_link *link;
+  call *call;             /* NULL once answered or cancelled */
+  long long seq;
+  uv_timer_t timer;
+  struct job_forward *next;
+} job_forward;
 
 /* A command in flight: whom to tell. Owner: hiredis's callback list, freed
  * by on_reply, which hiredis calls exactly once (with NULL when the
@@ -224,9 +240,154 @@ static void on_state_key(redisAsyncContext *ac, void *r, void *privdata) {
   (void)ac;
 }
 
+static void publish(redis_link *l, const buf *message);
+static void start_message(redis_link *l, buf *b, const char *kind);
+static bool text_is(const json_value *v, const char *text) {
+  return v && v->type == JSON_STRING && v->len == strlen(text) && memcmp(v->u.string, text, v->len) == 0;
+}
+
+/* ---- Tasks held by another process ------------------------------------- */
+
+static void on_forward_closed(uv_handle_t *h) { free(h->data); }
+
+static void forward_end(job_forward *f) {
+  redis_link *l = f->link;
+  for (job_forward **p = &l->forwards; *p; p = &(*p)->next)
+    if (*p == f) {
+      *p = f->next;
+      break;
+    }
+  f->call = NULL;
+  uv_close((uv_handle_t *)&f->timer, on_forward_closed);
+}
+
+/* Nobody answered: no process holds the job. The same answer as when
+ * this process alone is asked (jobs_handle). */
+static void on_forward_timeout(uv_timer_t *t) {
+  job_forward *f = t->data;
+  call *c = f->call;
+  forward_end(f);
+  if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
+}
+
+void redis_forward_job(redis_link *l, call *c, const json_value *params) {
+  const char *why = NULL;
+  if (!l || !redis_ready(l, &why)) {
+    char message[240];
+    snprintf(message, sizeof message, "redis unavailable: %s (the task may belong to another process)",
+             why ? why : "no --redis");
+    call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
+    return;
+  }
+  job_forward *f = calloc(1, sizeof *f);
+  f->link = l;
+  f->call = c;
+  f->seq = ++l->next_seq;
+  uv_timer_init(l->loop, &f->timer);
+  f->timer.data = f;
+  uv_timer_start(&f->timer, on_forward_timeout, REDIS_FORWARD_TIMEOUT_MS, 0);
+  f->next = l->forwards;
+  l->forwards = f;
+  buf b = BUF_INIT;
+  start_message(l, &b, "task_request");
+  buf_printf(&b, ",\"seq\":%lld,\"method\":", f->seq);
+  json_write_string(&b, c->method, strlen(c->method));
+  buf_puts(&b, ",\"params\":");
+  json_write_value(&b, params);
+  buf_putc(&b, '}');
+  publish(l, &b);
+  buf_free(&b);
+}
+
+bool redis_forward_cancel(redis_link *l, call *c) {
+  if (!l) return false;
+  for (job_forward *f = l->forwards; f; f = f->next)
+    if (f->call == c) {
+      forward_end(f);
+      return true;
+    }
+  return false;
+}
+
+/* Another process asks about a job: answer if it is ours. */
+static void answer_task_request(redis_link *l, const json_value *root, const json_value *sender) {
+  const json_value *method = json_object_get(root, "method");
+  const json_value *params = json_object_get(root, "params");
+  const json_value *seq = json_object_get(root, "seq");
+  const json_value *id = json_object_get(params, "taskId");
+  if (!(text_is(method, "tasks/get") || text_is(method, "tasks/update") || text_is(method, "tasks/cancel")) ||
+      !seq || seq->type != JSON_INTEGER || !id || id->type != JSON_STRING || !job_find(l->srv, id->u.string, id->len))
+    return;
+  char name[16];
+  snprintf(name, sizeof name, "%.*s", (int)method->len, method->u.string);
+  buf out = BUF_INIT;
+  job *changed = NULL;
+  const char *message = NULL;
+  int code = jobs_handle(l->srv, name, params, &out, &changed, &message);
+  buf b = BUF_INIT;
+  start_message(l, &b, "task_reply");
+  buf_puts(&b, ",\"to\":");
+  json_write_string(&b, sender->u.string, sender->len);
+  buf_printf(&b, ",\"seq\":%lld,", (long long)seq->u.integer);
+  if (code) {
+    buf_printf(&b, "\"error\":{\"code\":%d,\"message\":", code);
+    json_write_string(&b, message, strlen(message));
+    buf_puts(&b, "}}");
+  } else {
+    buf_puts(&b, "\"result\":");
+    buf_append(&b, out.data, out.len);
+    buf_putc(&b, '}');
+  }
+  publish(l, &b);
+  buf_free(&b);
+  buf_free(&out);
+  if (changed) server_job_changed(l->srv, changed);
+}
+
+/* The owner answered one of our forwarded requests. */
+static void take_task_reply(redis_link *l, const json_value *root) {
+  const json_value *to = json_object_get(root, "to");
+  const json_value *seq = json_object_get(root, "seq");
+  if (!text_is(to, l->node) || !seq || seq->type != JSON_INTEGER) return;
+  job_forward *f = l->forwards;
+  while (f && f->seq != seq->u.integer) f = f->next;
+  if (!f || !f->call) return;
+  call *c = f->call;
+  forward_end(f);
+  const json_value *result = json_object_get(root, "result");
+  const json_value *error = json_object_get(root, "error");
+  if (result && result->type == JSON_OBJECT) {
+    buf text = BUF_INIT;
+    json_write_value(&text, result);
+    call_respond(c, text.data, text.len);
+    buf_free(&text);
+    return;
+  }
+  const json_value *code = json_object_get(error, "code");
+  const json_value *message = json_object_get(error, "message");
+  char text[400];
+  snprintf(text, sizeof text, "%.*s", message && message->type == JSON_STRING ? (int)message->len : 5,
+           message && message->type == JSON_STRING ? message->u.string : "error");
+  call_fail(c, code && code->type == JSON_INTEGER ? (int)code->u.integer : JSONRPC_INTERNAL_ERROR, text, NULL, 0);
+}
+
+/* srv->job_changed: tell the others of a change to one of our jobs. */
+static void publish_job_changed(void *data, const char *id, const char *params_json, size_t len) {
+  redis_link *l = data;
+  buf b = BUF_INIT;
+  start_message(l, &b, "job_changed");
+  buf_puts(&b, ",\"id\":");
+  json_write_string(&b, id, strlen(id));
+  buf_puts(&b, ",\"params\":");
+  buf_append(&b, params_json, len);
+  buf_putc(&b, '}');
+  publish(l, &b);
+  buf_free(&b);
+}
+
 static void handle_bus_message(redis_link *l, const char *text, size_t len) {
   json_error err;
-  json_doc *doc = json_parse(text, len, 8, &err);
+  json_doc *doc = json_parse(text, len, MAX_JSON_DEPTH, &err);
   if (!doc) {
     log_write(LOG_WARNING, "redis: a bus message that is not JSON was ignored: %s", err.message);
     return;
@@ -248,6 +409,21 @@ static void handle_bus_message(redis_link *l, const char *text, size_t len) {
     for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
       if (method->len == strlen(allowed[i]) && memcmp(method->u.string, allowed[i], method->len) == 0)
         server_broadcast(l->srv, allowed[i], NULL, 0);
+  } else if (text_is(kind, "task_request")) {
+    answer_task_request(l, root, node);
+  } else if (text_is(kind, "task_reply")) {
+    take_task_reply(l, root);
+  } else if (text_is(kind, "job_changed")) {
+    const json_value *id = json_object_get(root, "id");
+    const json_value *params = json_object_get(root, "params");
+    if (id && id->type == JSON_STRING && params && params->type == JSON_OBJECT) {
+      char *key = strndup(id->u.string, id->len);
+      buf p = BUF_INIT;
+      json_write_value(&p, params);
+      server_job_notify(l->srv, key, p.data, p.len);
+      buf_free(&p);
+      free(key);
+    }
   }
 done:
   json_doc_free(doc);
@@ -394,6 +570,9 @@ redis_link *redis_link_new(uv_loop_t *loop, server *srv, const char *url, bool s
   random_hex(l->node, 16);
   conn_init(l, &l->cmd, "command", false);
   conn_init(l, &l->sub, "bus", true);
+  srv->jobs_elsewhere = true;
+  srv->job_changed = publish_job_changed;
+  srv->job_changed_data = l;
   return l;
 }
 
@@ -434,6 +613,15 @@ static void on_link_handle_closed(uv_handle_t *h) {
 void redis_link_close(redis_link *l) {
   if (!l || l->closing) return;
   l->closing = true;
+  l->srv->jobs_elsewhere = false;
+  l->srv->job_changed = NULL;
+  while (l->forwards) {
+    /* Their calls were cancelled with their sessions; any left go now. */
+    job_forward *f = l->forwards;
+    call *c = f->call;
+    forward_end(f);
+    if (c) call_fail(c, JSONRPC_INTERNAL_ERROR, "the server is stopping", NULL, 0);
+  }
   redis_conn *conns[2] = {&l->cmd, &l->sub};
   for (int i = 0; i < 2; i++) {
     redis_conn *c = conns[i];

@@ -28,7 +28,9 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "core/json.h"
 #include "core/server.h"
+#include "core/session.h"
 
 #define REDIS_PREFIX "luamcp:"
 #define REDIS_BACKOFF_MIN_MS 100
@@ -36,6 +38,8 @@
 /* A connection attempt that has not completed by then is abandoned and
  * retried (hiredis 0.14's async connect has no timeout of its own). */
 #define REDIS_CONNECT_TIMEOUT_MS 3000
+/* How long a tasks/ request waits for the process that holds its job. */
+#define REDIS_FORWARD_TIMEOUT_MS 2000
 /* How long `run` waits for Redis before it serves anyway. */
 #define REDIS_STARTUP_WAIT_MS 2000
 
@@ -73,5 +77,18 @@ bool redis_command(redis_link *l, redis_reply_fn fn, void *data, int argc, const
  * delivered them already); while the link is down they are dropped. */
 void redis_bus_resource_updated(redis_link *l, const char *uri, size_t len);
 void redis_bus_broadcast(redis_link *l, const char *method);
+
+/* Tasks. A job lives in the process that runs it. tasks/get, tasks/update
+ * and tasks/cancel for a job this process does not hold (the core makes
+ * them calls: server.jobs_elsewhere) are published as a request on the bus;
+ * the process that holds the job answers it (jobs_handle) with a reply
+ * addressed to the asker, which answers the call with it. No reply within
+ * REDIS_FORWARD_TIMEOUT_MS: no process holds it (the same -32602 as one
+ * process gives). Every notifications/tasks a process sends for its jobs
+ * goes on the bus too, to the listeners of every process. */
+void redis_forward_job(redis_link *l, call *c, const json_value *params);
+/* The call is cancelled: if it was a forwarded one, forget it (its reply,
+ * if one comes, is dropped) and return true. */
+bool redis_forward_cancel(redis_link *l, call *c);
 
 #endif

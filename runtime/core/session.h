@@ -230,8 +230,12 @@ bool session_client_has_capability(const session *s, const char *name);
 void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
 /* notifications/resources/updated to sessions and listeners subscribed to uri. */
 void server_resource_updated(server *srv, const char *uri, size_t len);
-/* notifications/tasks (the job's state) to every listener following it. */
+/* notifications/tasks (the job's state) to every listener following it,
+ * and to srv->job_changed. */
 void server_job_changed(server *srv, const job *j);
+/* The same for a job of another process (params: the whole task), to this
+ * process's listeners only. */
+void server_job_notify(server *srv, const char *id, const char *params_json, size_t len);
 /* notifications/message to every session (each filters by its level). */
 void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len);
 
