@@ -685,9 +685,7 @@ bool app_can_load_shared_libraries(void) { return _DYNAMIC != NULL; }
 
 static void app_call_start(void *app, call *c, const json_value *params, const char *src) {
   (void)src;
-  /* Only the core's jobs_elsewhere sends tasks/ methods here: a job this
-   * process does not hold. */
-  if (strncmp(c->method, "tasks/", 6) == 0) {
+  if (c->job_elsewhere) {
     redis_forward_job(((lua_app *)app)->redis, c, params);
     return;
   }

@@ -800,8 +800,8 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
     return;
   }
   if (is_method(m, "server/discover")) return handle_discover(s, m, src, origin);
-  if (is_jobs_method(m) && !(declares_jobs(caps) && job_elsewhere(s->server, m->params)))
-    return handle_jobs(s, m, src, origin, caps);
+  bool elsewhere = is_jobs_method(m) && declares_jobs(caps) && job_elsewhere(s->server, m->params);
+  if (is_jobs_method(m) && !elsewhere) return handle_jobs(s, m, src, origin, caps);
   const json_value *task_ids = json_object_get(json_object_get(m->params, "notifications"), "taskIds");
   if (is_method(m, "subscriptions/listen") && task_ids && !declares_jobs(caps))
     return reply_missing_jobs(s, origin, m, src, "following tasks (notifications.taskIds)");
@@ -812,6 +812,7 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
   c->client_capabilities_json = value_to_json(caps);
   c->client_info_json = value_to_json(info);
   c->log_level = log_level;
+  c->job_elsewhere = elsewhere;
   if (is_method(m, "subscriptions/listen")) return listen_start(c, m);
   call_begin(c, m, src);
 }

@@ -105,6 +105,9 @@ struct call {
   char *client_info_json;
   int log_level;
   listener *listener;   /* subscriptions/listen: the core holds it open */
+  /* tasks/get, tasks/update or tasks/cancel for a job this process does not
+   * hold (server.jobs_elsewhere): the app asks the others. */
+  bool job_elsewhere;
   batch *batch;         /* the batch it arrived in, or NULL */
   void *app_data;       /* the app's state for this call */
   void *transport_data; /* HTTP: the exchange this call answers on */
