@@ -131,7 +131,9 @@ test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS)
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen
 # (Lua's package.loadlib) and getpwuid_r (libuv) need its shared libraries at
 # run time; luamcp calls neither, and a built program drops Lua's C-module
-# searchers.
+# searchers. getaddrinfo and gethostbyname (hiredis, --redis) need them only
+# to resolve a host name through NSS: --redis with an address or unix://
+# needs nothing.
 build/luamcp-static: $(OBJ) | deps
 	$(CC) $(CFLAGS) -static -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
 
