@@ -16,13 +16,13 @@ CFLAGS  ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Iruntime -MMD -MP
 CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
 # Lua, lua-cjson, libuv, http_parser, OpenSSL's libcrypto (the HMAC that
-# seals requestState), libyaml (SKILL.md front matter) and zlib (the .mcpb's
-# deflate) are linked statically; only the C library (libc, libm, libdl,
+# seals requestState), libyaml (SKILL.md front matter), zlib (the .mcpb's
+# deflate) and hiredis (--redis: mcp.store and the bus) are linked statically; only the C library (libc, libm, libdl,
 # libpthread) stays dynamic. CORE_LIBS are what runtime/core itself needs:
 # the unit tests and runtime/tools/fuzz.sh link the core with them alone.
 CORE_LIBS   := $(LIBDIR)/libcrypto.a $(LIBDIR)/libz.a
 STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a \
-               $(LIBDIR)/libyaml.a $(CORE_LIBS)
+               $(LIBDIR)/libyaml.a $(LIBDIR)/libhiredis.a $(CORE_LIBS)
 LDLIBS  += -lm -ldl -lpthread
 # Lua C modules (require "luasql.sqlite3") are shared libraries that take
 # the Lua C API from the program that loads them: export it, and nothing
@@ -131,7 +131,9 @@ test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS)
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen
 # (Lua's package.loadlib) and getpwuid_r (libuv) need its shared libraries at
 # run time; luamcp calls neither, and a built program drops Lua's C-module
-# searchers.
+# searchers. getaddrinfo and gethostbyname (hiredis, --redis) need them only
+# to resolve a host name through NSS: --redis with an address or unix://
+# needs nothing.
 build/luamcp-static: $(OBJ) | deps
 	$(CC) $(CFLAGS) -static -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
 

@@ -13,6 +13,9 @@
 #   make bench-extra    only the extra measurements (bench/extra.lua): argument
 #                       validation, stopping runaway code, reload latency,
 #                       mcp.http against Node's fetch.
+#   make bench-redis    only what --redis costs (bench/redis.lua): the bus per
+#                       notify_resource_updated (sender and receiver CPU) and
+#                       mcp.store.incr in the process against Redis.
 #   make bench-payload  only the payload sweep (bench/payload.lua): text
 #                       returned and echoed, a base64 blob, structuredContent,
 #                       1 KiB to 4 MiB, server CPU per MiB and peak RSS
@@ -65,6 +68,7 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	LUAMCP='$(LUAMCP)' BENCH_OUT='$(BENCH_OUT)' bash bench/run.sh
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+	lua5.4 bench/redis.lua '$(LUAMCP)' '$(BENCH_OUT)'
 
 bench-smoke: $(BENCH_DIR)/loadclient
 	BENCH_DIR='$(BENCH_DIR)' BENCH_SMOKE_STDIO='$(BENCH_SMOKE_STDIO)' BENCH_SMOKE_HTTP='$(BENCH_SMOKE_HTTP)' \
@@ -84,7 +88,10 @@ $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
 
-.PHONY: bench-extra bench-payload
+.PHONY: bench-extra bench-payload bench-redis
+bench-redis: $(LUAMCP)
+	lua5.4 bench/redis.lua '$(LUAMCP)' $(BENCH_REDIS_OUT)
+
 bench-payload: $(BENCH_DIR)/loadclient $(BENCH_DIR)/echo $(LUAMCP)
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_PAYLOAD_OUT)
 

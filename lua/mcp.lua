@@ -75,6 +75,12 @@ M.exec = core.exec -- checked against mcp.server{permissions} (lua/mcp/permissio
 --- stat(path). Failures return nil, message, code ("ENOENT", ...).
 M.fs = core.fs
 
+--- A key-value store of JSON values: get(key), set(key, value, {ttl}?),
+--- incr(key, by?), delete(key), cas(key, expected, new, {ttl}?). In the
+--- process (kept across reloads), or in Redis with --redis; from a handler
+--- or mcp.spawn only, on both backends.
+M.store = core.store
+
 --- HTTP(S) requests without blocking: mcp.http.request{url, method?,
 --- headers?, body? | json?, timeout_ms?, max_bytes?, max_redirects?,
 --- ca_file?, insecure?, proxy?, stream?}, mcp.http.get(url, opts?),

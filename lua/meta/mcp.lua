@@ -522,6 +522,58 @@ function mcp.fs.list(dir) end
 ---@return string? code
 function mcp.fs.stat(path) end
 
+---A key-value store of JSON values (strings, numbers, booleans, tables,
+---mcp.null), the same API on two backends: in the process (kept across
+---reloads, like mcp.state), or in Redis with `--redis URL`, shared by every
+---process on it (keys live at luamcp:store:KEY). Callable from a handler or
+---mcp.spawn only, on both backends: with Redis each call waits for its
+---reply without blocking. While Redis is unavailable the calls raise
+---"redis unavailable: ...".
+mcp.store = {}
+
+---@class mcp.StoreOptions
+---@field ttl? number seconds until the key expires (fractions allowed); without it, it never does
+
+---The value under key, or nil.
+---@async
+---@param key string
+---@return any value
+function mcp.store.get(key) end
+
+---Keep value under key (replacing the value and its TTL).
+---@async
+---@param key string
+---@param value any a JSON value (nil: use delete)
+---@param opts? mcp.StoreOptions
+---@return true
+function mcp.store.set(key, value, opts) end
+
+---Add by (default 1) to the integer under key (0 when absent) and return
+---the result; the key keeps its TTL. Raises when the value is not an
+---integer.
+---@async
+---@param key string
+---@param by? integer
+---@return integer value
+function mcp.store.incr(key, by) end
+
+---Remove key; whether it was there.
+---@async
+---@param key string
+---@return boolean removed
+function mcp.store.delete(key) end
+
+---Compare and set, in one step: when the value under key is expected
+---(compared by JSON text; nil: the key is absent), replace it with new (nil:
+---remove it) and return true; otherwise change nothing and return false.
+---@async
+---@param key string
+---@param expected any
+---@param new any
+---@param opts? mcp.StoreOptions
+---@return boolean swapped
+function mcp.store.cas(key, expected, new, opts) end
+
 ---@alias mcp.HttpFailure "dns"|"connect"|"tls"|"timeout"|"too_large"|"redirects"|"protocol"
 
 ---@class mcp.HttpOptions

@@ -173,6 +173,12 @@ typedef struct lua_app {
   uv_timer_t debounce;    /* one reload for a burst of file events */
   uv_signal_t sighup;     /* reload on SIGHUP, in run and dev */
   uv_check_t reaper;      /* frees drained generations outside any task */
+  /* --redis: the link (main's, set after app_start; redis.h); NULL: the
+   * store is in the process and there is no bus. */
+  struct redis_link *redis;
+  /* mcp.store without Redis: made on first use, freed by app_stop, so it
+   * outlives every generation (lua_store.c). */
+  struct store_mem *store;
 } lua_app;
 
 /* Raise the JSON-RPC error {code, message, data} from Lua (used by the

@@ -26,7 +26,9 @@
 #include "app/lua_schema.h"
 #include "app/lua_skills.h"
 #include "app/lua_state.h"
+#include "app/lua_store.h"
 #include "app/lua_task.h"
+#include "app/redis.h"
 
 static vm *core_vm(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -77,10 +79,14 @@ static int core_broadcast(lua_State *L) {
   return 0;
 }
 
+/* resource_updated(uri): this process's subscribers, and with --redis the
+ * other processes' (the bus). */
 static int core_resource_updated(lua_State *L) {
   size_t n;
   const char *uri = luaL_checklstring(L, 1, &n);
-  server_resource_updated(core_vm(L)->srv, uri, n);
+  vm *v = core_vm(L);
+  server_resource_updated(v->srv, uri, n);
+  if (v->app) redis_bus_resource_updated(v->app->redis, uri, n);
   return 0;
 }
 
@@ -345,6 +351,7 @@ int luaopen_mcp_core(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
   lua_setfield(L, -2, "ctx_methods");
   lua_fs_register(L, lua_gettop(L));
+  lua_store_register(L, lua_gettop(L));
   lua_skills_register(L, lua_gettop(L));
   return 1;
 }

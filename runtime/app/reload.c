@@ -22,6 +22,8 @@
 #include "app/lua_http.h"
 #include "app/lua_json.h"
 #include "app/lua_state.h"
+#include "app/lua_store.h"
+#include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
 
@@ -120,6 +122,9 @@ bool app_reload(lua_app *app, const char *why) {
   for (int i = 0; i < 3; i++) {
     if (!compared || strcmp(before[i], after[i]) != 0) {
       server_broadcast(app->srv, notifications[i], NULL, 0);
+      /* Every process's clients see one server: tell theirs too (they
+       * emit the notification; their scripts did not change). */
+      redis_bus_broadcast(app->redis, notifications[i]);
       buf_printf(&changed, "%s%s", changed.len ? ", " : "", lists[i]);
     }
     if (compared) {
@@ -293,6 +298,7 @@ void app_stop(lua_app *app) {
   }
   vm_free(app->current);
   app->current = NULL;
+  lua_store_free(app);
   lua_http_shutdown();
   app->loop = NULL;
 }

@@ -29,6 +29,7 @@
 #include "transport/worker_ipc.h"
 #include "cli/version.h"
 #include "app/confine.h"
+#include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
 
@@ -46,6 +47,7 @@ typedef struct runtime {
   lua_app app;
   stdio_transport stdio;
   http_server *http; /* NULL when serving stdio */
+  redis_link *redis; /* --redis, or NULL */
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
   /* SIGTERM over HTTP: the drain (see on_signal). The timer ends it at
@@ -149,7 +151,10 @@ static void usage_options(FILE *to, bool bundled) {
           "\n"
           "  --state-key-env NAME        seal 2026-07-28 requestState with the secret in $NAME\n"
           "                              (shared by every process that serves the same clients;\n"
-          "                              default: a random key per process)\n"
+          "                              default: agreed through --redis, else random per process)\n"
+          "  --redis URL                 redis://[[user]:password@]host[:port][/db] or unix:///path:\n"
+          "                              mcp.store in Redis, and a bus that carries resource updates\n"
+          "                              and list changes to every process on the same Redis\n"
           "\n"
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
@@ -236,6 +241,8 @@ typedef struct run_options {
   bool help;
   const char *path;
   const char *trace;
+  const char *redis_url;  /* --redis */
+  bool state_key_env;     /* --state-key-env was given: every process has that key already */
   server_options server;
   bool http;
   int workers;       /* --workers N (0: not given) */
@@ -243,7 +250,6 @@ typedef struct run_options {
   int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
   int drain_time_s;  /* --drain-time SECONDS */
   const char *node;  /* --node NAME */
-  bool state_key_given; /* --state-key-env: the same key in every worker already */
   http_options http_opts;
   const char *allow_hosts[MAX_ALLOWED];
   const char *allow_origins[MAX_ALLOWED];
@@ -357,7 +363,11 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       if (!secret || strlen(secret) < 16)
         fail_usage("--state-key-env: the environment variable %s must hold a secret of at least 16 characters", value);
       state_key_set(secret, strlen(secret));
-      o->state_key_given = true;
+      o->state_key_env = true;
+      i++;
+    } else if (strcmp(a, "--redis") == 0) {
+      if (!value) fail_usage("%s needs a URL (redis://host:port/db or unix:///path)", a);
+      o->redis_url = value;
       i++;
     } else if (strcmp(a, "--bearer-token-env") == 0) {
       if (!value) fail_usage("%s needs the name of an environment variable", a);
@@ -570,7 +580,7 @@ static int serve(int argc, char **argv, bool watch) {
       fprintf(stderr, "luamcp: --worker: no state key from the supervisor on fd %d\n", WORKER_IPC_FD);
       return 1;
     }
-    if (!o.state_key_given) state_key_set(key, (size_t)key_len);
+    if (!o.state_key_env) state_key_set(key, (size_t)key_len);
     o.http_opts.worker_index = o.worker_index;
     o.http_opts.worker_count = o.workers;
     o.http_opts.port = o.worker_port;
@@ -606,6 +616,20 @@ static int serve(int argc, char **argv, bool watch) {
     return 1;
   }
   buf_free(&err);
+  if (o.redis_url) {
+    char why[400];
+    rt->redis = redis_link_new(rt->loop, &rt->srv, o.redis_url, !o.state_key_env, why, sizeof why);
+    if (!rt->redis) fail_usage("%s", why);
+    rt->app.redis = rt->redis;
+    /* Before serving, so that the first requestState is sealed with the
+     * shared key; bounded, so that a Redis that is down delays nothing
+     * more than this. */
+    if (!redis_link_start(rt->redis, REDIS_STARTUP_WAIT_MS))
+      log_write(LOG_WARNING, "redis: not reached within %d ms; serving anyway and retrying: mcp.store fails until "
+                             "it is reached%s", REDIS_STARTUP_WAIT_MS,
+                o.state_key_env ? "" : ", and requestState is sealed with a key of this process until then "
+                                       "(an input_required retry that reaches another process is refused)");
+  }
   confine_process(rt->app.current);
 
   uv_check_init(rt->loop, &rt->stop_check);
@@ -655,6 +679,7 @@ static int serve(int argc, char **argv, bool watch) {
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
+  redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
   jobs_release(&rt->srv);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);

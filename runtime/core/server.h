@@ -81,6 +81,16 @@ struct server {
   /* Set by a transport that honours nested_poll (otherwise the app never
    * polls from inside a handler). */
   bool nested_poll_safe;
+  /* Other processes hold jobs too (the app's bus, --redis): tasks/get,
+   * tasks/update and tasks/cancel for a job this process does not hold
+   * become calls the app forwards to the others (app_ops.call_start with
+   * the tasks/ method), and subscriptions/listen follows such ids. */
+  bool jobs_elsewhere;
+  /* Told of every notifications/tasks this process sends for one of its
+   * jobs (params: the whole task), to pass on to the other processes; the
+   * app's. NULL: nobody. */
+  void (*job_changed)(void *data, const char *id, const char *params_json, size_t len);
+  void *job_changed_data;
 };
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);

@@ -622,6 +622,13 @@ static void reply_missing_jobs(session *s, void *origin, const jsonrpc_message *
   reply_error_status(s, NULL, origin, m->id, src, MCP_MISSING_CAPABILITY, message, data, sizeof data - 1, 400);
 }
 
+/* A job another process may hold: not here, and a bus reaches the others
+ * (the request then becomes a call the app forwards). */
+static bool job_elsewhere(server *srv, const json_value *params) {
+  const json_value *id = json_object_get(params, "taskId");
+  return srv->jobs_elsewhere && id && id->type == JSON_STRING && !job_find(srv, id->u.string, id->len);
+}
+
 /* tasks/get, tasks/update, tasks/cancel: the store answers; listeners hear
  * of what changed. Only for a client that declared the extension. */
 static void handle_jobs(session *s, const jsonrpc_message *m, const char *src, void *origin, const json_value *caps) {
@@ -714,7 +721,10 @@ static void listen_start(call *c, const jsonrpc_message *m) {
     buf_printf(&agreed, "%s\"taskIds\":[", sep);
     for (uint32_t i = 0; i < ids->len && i < LISTEN_MAX_URIS; i++) {
       const json_value *id = &ids->u.items[i];
-      if (id->type != JSON_STRING || !job_find(s->server, id->u.string, id->len)) continue;
+      /* With a bus, another process may hold it and tell of it. */
+      if (id->type != JSON_STRING || id->len > 64 ||
+          !(job_find(s->server, id->u.string, id->len) || s->server->jobs_elsewhere))
+        continue;
       if (l->task_id_count) buf_putc(&agreed, ',');
       l->task_ids[l->task_id_count++] = strndup(id->u.string, id->len);
       json_write_string(&agreed, id->u.string, id->len);
@@ -790,7 +800,8 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
     return;
   }
   if (is_method(m, "server/discover")) return handle_discover(s, m, src, origin);
-  if (is_jobs_method(m)) return handle_jobs(s, m, src, origin, caps);
+  bool elsewhere = is_jobs_method(m) && declares_jobs(caps) && job_elsewhere(s->server, m->params);
+  if (is_jobs_method(m) && !elsewhere) return handle_jobs(s, m, src, origin, caps);
   const json_value *task_ids = json_object_get(json_object_get(m->params, "notifications"), "taskIds");
   if (is_method(m, "subscriptions/listen") && task_ids && !declares_jobs(caps))
     return reply_missing_jobs(s, origin, m, src, "following tasks (notifications.taskIds)");
@@ -801,6 +812,7 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
   c->client_capabilities_json = value_to_json(caps);
   c->client_info_json = value_to_json(info);
   c->log_level = log_level;
+  c->job_elsewhere = elsewhere;
   if (is_method(m, "subscriptions/listen")) return listen_start(c, m);
   call_begin(c, m, src);
 }
@@ -1018,21 +1030,26 @@ void server_resource_updated(server *srv, const char *uri, size_t len) {
   buf_free(&params);
 }
 
-void server_job_changed(server *srv, const job *j) {
-  buf params = BUF_INIT;
+void server_job_notify(server *srv, const char *id, const char *params_json, size_t len) {
   for (session *s = srv->sessions; s; s = s->next) {
     if (s->state == SESSION_CLOSED) continue;
     for (call *c = s->calls; c; c = c->next) {
       listener *l = c->listener;
       if (!l) continue;
       for (size_t i = 0; i < l->task_id_count; i++) {
-        if (strcmp(l->task_ids[i], j->id) != 0) continue;
-        if (!params.len) job_write(&params, j, JOB_VIEW_NOTIFICATION);
-        listener_notify(c, "notifications/tasks", params.data, params.len);
+        if (strcmp(l->task_ids[i], id) != 0) continue;
+        listener_notify(c, "notifications/tasks", params_json, len);
         break;
       }
     }
   }
+}
+
+void server_job_changed(server *srv, const job *j) {
+  buf params = BUF_INIT;
+  job_write(&params, j, JOB_VIEW_NOTIFICATION);
+  server_job_notify(srv, j->id, params.data, params.len);
+  if (srv->job_changed) srv->job_changed(srv->job_changed_data, j->id, params.data, params.len);
   buf_free(&params);
 }
 

@@ -105,6 +105,9 @@ struct call {
   char *client_info_json;
   int log_level;
   listener *listener;   /* subscriptions/listen: the core holds it open */
+  /* tasks/get, tasks/update or tasks/cancel for a job this process does not
+   * hold (server.jobs_elsewhere): the app asks the others. */
+  bool job_elsewhere;
   batch *batch;         /* the batch it arrived in, or NULL */
   void *app_data;       /* the app's state for this call */
   void *transport_data; /* HTTP: the exchange this call answers on */
@@ -230,8 +233,12 @@ bool session_client_has_capability(const session *s, const char *name);
 void server_broadcast(server *srv, const char *method, const char *params_json, size_t len);
 /* notifications/resources/updated to sessions and listeners subscribed to uri. */
 void server_resource_updated(server *srv, const char *uri, size_t len);
-/* notifications/tasks (the job's state) to every listener following it. */
+/* notifications/tasks (the job's state) to every listener following it,
+ * and to srv->job_changed. */
 void server_job_changed(server *srv, const job *j);
+/* The same for a job of another process (params: the whole task), to this
+ * process's listeners only. */
+void server_job_notify(server *srv, const char *id, const char *params_json, size_t len);
 /* End every subscriptions/listen call (a cancellation: their streams end
  * cleanly); returns how many. For a server that stops taking work. */
 int server_end_listeners(server *srv);

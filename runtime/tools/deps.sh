@@ -7,14 +7,16 @@ set -eu
 # libyaml-dev: SKILL.md front matter; zlib1g-dev: the .mcpb's deflate (both
 # linked statically).
 # libcurl4-openssl-dev: curl's headers (mcp.http loads libcurl4 at run time).
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev"
+# libhiredis-dev: --redis (mcp.store, the bus), with its libuv adapter,
+# linked statically.
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev libhiredis-dev"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec
 # (groff's warnings, man -l); bsdutils: script(1), a terminal for the
-# colour and trace specs.
+# colour and trace specs; redis-server: spec/redis_spec.lua.
 test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils"
+           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server"
 bench_pkgs="wrk"
 
 case "${1:-build}" in

@@ -1,0 +1,710 @@
+/*
+ * redis.c - the --redis link: two hiredis async connections on the loop,
+ * reconnected with backoff, the bus across processes, and the shared
+ * requestState key (redis.h says what each is for).
+ */
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/redis.h"
+#include "core/buf.h"
+#include "core/jobs.h"
+#include "core/json.h"
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "core/luamcp_limits.h"
+#include "core/session.h"
+#include "core/state_token.h"
+
+typedef enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_UP } conn_state;
+
+/* One of the link's two connections. Owner: its link. ac belongs to
+ * hiredis, which frees it after its connect callback reports a failure or
+ * after its disconnect callback; we only forget it then. */
+typedef struct redis_conn {
+  redis_link *link;
+  const char *name;       /* "command" or "bus", for the log */
+  bool subscriber;        /* the bus: SUBSCRIBE once connected */
+  redisAsyncContext *ac;  /* NULL while down */
+  conn_state state;
+  int backoff_ms;         /* the next retry's delay */
+  bool ever_up;
+  bool loss_logged;       /* one warning per outage, one notice when it ends */
+  char why[160];          /* why it is down */
+  uv_timer_t retry;       /* reconnect after backoff_ms */
+  uv_timer_t connect_timeout;
+} redis_conn;
+
+/* Owner: main (redis_link_new .. redis_link_close); freed when its timers
+ * have closed. */
+struct redis_link {
+  uv_loop_t *loop;
+  server *srv;
+  char *host;             /* or NULL for a Unix socket ... */
+  char *unix_path;        /* ... at this path */
+  int port;
+  char *user, *password;  /* AUTH [user] password, when given */
+  int db;
+  char where[300];        /* host:port/db or the socket, for the log (never the password) */
+  char channel[64];       /* luamcp:bus:DB */
+  char node[33];          /* this process: 128 random bits in hex */
+  bool share_state_key;
+  bool state_key_agreed;
+  char *state_secret;     /* the secret adopted from Redis */
+  redis_conn cmd, sub;
+  struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
+  long long next_seq;
+  bool closing;
+  int open_handles;
+};
+
+/* A tasks/ request for a job another process may hold, waiting for the
+ * owner's reply on the bus. Owner: the link's list; unlinked when the reply
+ * comes, the wait times out, or the call is cancelled, and freed when its
+ * timer has closed. */
+typedef struct job_forward {
+  redis_link *link;
+  call *call;             /* NULL once answered or cancelled */
+  long long seq;
+  uv_timer_t timer;
+  struct job_forward *next;
+} job_forward;
+
+/* A command in flight: whom to tell. Owner: hiredis's callback list, freed
+ * by on_reply, which hiredis calls exactly once (with NULL when the
+ * connection goes first). */
+typedef struct pending_cmd {
+  redis_reply_fn fn;
+  void *data;
+  redis_conn *conn;
+} pending_cmd;
+
+static void conn_connect(redis_conn *c);
+static void on_retry(uv_timer_t *t) { conn_connect(t->data); }
+
+/* ---- The URL ------------------------------------------------------------ */
+
+static char *dup_range(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+static bool parse_db(const char *s, int *db) {
+  char *end;
+  long n = strtol(s, &end, 10);
+  if (!*s || *end || n < 0 || n > INT_MAX) return false;
+  *db = (int)n;
+  return true;
+}
+
+static bool parse_url(redis_link *l, const char *url, char *err, size_t errlen) {
+  if (strncmp(url, "unix://", 7) == 0) {
+    const char *path = url + 7;
+    const char *query = strchr(path, '?');
+    size_t n = query ? (size_t)(query - path) : strlen(path);
+    if (n == 0 || path[0] != '/') {
+      snprintf(err, errlen, "--redis %s: a Unix socket needs an absolute path (unix:///run/redis.sock)", url);
+      return false;
+    }
+    l->unix_path = dup_range(path, n);
+    if (query && !(strncmp(query, "?db=", 4) == 0 && parse_db(query + 4, &l->db))) {
+      snprintf(err, errlen, "--redis %s: the only option of a Unix socket is ?db=N", url);
+      return false;
+    }
+    snprintf(l->where, sizeof l->where, "%s (db %d)", l->unix_path, l->db);
+    return true;
+  }
+  if (strncmp(url, "redis://", 8) != 0) {
+    snprintf(err, errlen, "--redis %s: expected redis://[:password@]host[:port][/db] or unix:///path", url);
+    return false;
+  }
+  const char *p = url + 8;
+  const char *at = strrchr(p, '@');
+  if (at) {
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    if (!colon) {
+      snprintf(err, errlen, "--redis: the credentials must be [user]:password@");
+      return false;
+    }
+    if (colon > p) l->user = dup_range(p, (size_t)(colon - p));
+    l->password = dup_range(colon + 1, (size_t)(at - colon - 1));
+    p = at + 1;
+  }
+  const char *slash = strchr(p, '/');
+  size_t hostport = slash ? (size_t)(slash - p) : strlen(p);
+  const char *colon = memchr(p, ':', hostport);
+  size_t hostlen = colon ? (size_t)(colon - p) : hostport;
+  l->port = 6379;
+  if (colon) {
+    char port[16];
+    size_t n = hostport - hostlen - 1;
+    if (n == 0 || n >= sizeof port) goto bad;
+    memcpy(port, colon + 1, n);
+    port[n] = '\0';
+    char *end;
+    long v = strtol(port, &end, 10);
+    if (*end || v <= 0 || v > 65535) goto bad;
+    l->port = (int)v;
+  }
+  if (hostlen == 0) goto bad;
+  l->host = dup_range(p, hostlen);
+  if (slash && slash[1] && !parse_db(slash + 1, &l->db)) goto bad;
+  snprintf(l->where, sizeof l->where, "%s:%d/%d", l->host, l->port, l->db);
+  return true;
+bad:
+  snprintf(err, errlen, "--redis %s: expected redis://[:password@]host[:port][/db] or unix:///path", url);
+  return false;
+}
+
+/* ---- Connections ---------------------------------------------------------- */
+
+static void random_hex(char *out, size_t bytes) {
+  unsigned char raw[64];
+  if (bytes > sizeof raw) bytes = sizeof raw;
+  /* uv_random without a loop runs synchronously (getrandom). */
+  if (uv_random(NULL, NULL, raw, bytes, 0, NULL) != 0) {
+    uint64_t seed = uv_hrtime() ^ (uint64_t)(uintptr_t)out;
+    for (size_t i = 0; i < bytes; i++) raw[i] = (unsigned char)((seed = seed * 6364136223846793005u + 1) >> 56);
+  }
+  for (size_t i = 0; i < bytes; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Down: say so once per outage, and try again after the backoff. */
+static void conn_lost(redis_conn *c, const char *why) {
+  redis_link *l = c->link;
+  c->state = CONN_DOWN;
+  c->ac = NULL;
+  uv_timer_stop(&c->connect_timeout);
+  snprintf(c->why, sizeof c->why, "%s", why && *why ? why : "connection lost");
+  if (l->closing) return;
+  if (!c->loss_logged) {
+    c->loss_logged = true;
+    log_write(LOG_WARNING, "redis: %s connection to %s %s: %s; retrying every %d ms up to every %d s", c->name,
+              l->where, c->ever_up ? "lost" : "not established", c->why, REDIS_BACKOFF_MIN_MS,
+              REDIS_BACKOFF_MAX_MS / 1000);
+  }
+  uv_timer_start(&c->retry, on_retry, (uint64_t)c->backoff_ms, 0);
+  c->backoff_ms = c->backoff_ms * 2 > REDIS_BACKOFF_MAX_MS ? REDIS_BACKOFF_MAX_MS : c->backoff_ms * 2;
+}
+
+static void conn_up(redis_conn *c) {
+  redis_link *l = c->link;
+  c->state = CONN_UP;
+  c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+  if (c->loss_logged) log_write(LOG_NOTICE, "redis: %s connection to %s is back", c->name, l->where);
+  else if (!c->ever_up) log_write(LOG_INFO, "redis: %s connection to %s up (node %.8s)", c->name, l->where, l->node);
+  c->loss_logged = false;
+  c->ever_up = true;
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+  redis_conn *c = ac->data;
+  conn_lost(c, status == REDIS_OK ? "closed" : ac->errstr);
+}
+
+/* AUTH or SELECT: a refusal is a configuration error the log must show;
+ * the connection is dropped and retried (the password may be fixed). */
+static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata) {
+  redisReply *reply = r;
+  const char *what = privdata;
+  if (!reply || reply->type != REDIS_REPLY_ERROR) return;
+  redis_conn *c = ac->data;
+  log_write(LOG_ERROR, "redis: %s on %s refused: %s", what, c->link->where, reply->str);
+  redisAsyncDisconnect(ac);
+}
+
+static void on_state_key(redisAsyncContext *ac, void *r, void *privdata) {
+  redisReply *reply = r;
+  redis_link *l = privdata;
+  if (!reply || reply->type != REDIS_REPLY_STRING || reply->len < 16) return;
+  if (l->state_secret && strlen(l->state_secret) == reply->len && memcmp(l->state_secret, reply->str, reply->len) == 0)
+    return;
+  if (l->state_secret)
+    log_write(LOG_WARNING, "redis: the shared requestState key at " REDIS_PREFIX
+                           "state-key changed (was Redis flushed?); adopting it: pending input_required states "
+                           "sealed with the old one are refused");
+  else
+    log_write(LOG_INFO, "redis: requestState is sealed with the key shared at %s " REDIS_PREFIX "state-key",
+              l->where);
+  free(l->state_secret);
+  l->state_secret = dup_range(reply->str, reply->len);
+  state_key_set(l->state_secret, reply->len);
+  l->state_key_agreed = true;
+  (void)ac;
+}
+
+static void publish(redis_link *l, const buf *message);
+static void start_message(redis_link *l, buf *b, const char *kind);
+static bool text_is(const json_value *v, const char *text) {
+  return v && v->type == JSON_STRING && v->len == strlen(text) && memcmp(v->u.string, text, v->len) == 0;
+}
+
+/* ---- Tasks held by another process ------------------------------------- */
+
+static void on_forward_closed(uv_handle_t *h) { free(h->data); }
+
+static void forward_end(job_forward *f) {
+  redis_link *l = f->link;
+  for (job_forward **p = &l->forwards; *p; p = &(*p)->next)
+    if (*p == f) {
+      *p = f->next;
+      break;
+    }
+  f->call = NULL;
+  uv_close((uv_handle_t *)&f->timer, on_forward_closed);
+}
+
+/* Nobody answered: no process holds the job. The same answer as when
+ * this process alone is asked (jobs_handle). */
+static void on_forward_timeout(uv_timer_t *t) {
+  job_forward *f = t->data;
+  call *c = f->call;
+  forward_end(f);
+  if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
+}
+
+void redis_forward_job(redis_link *l, call *c, const json_value *params) {
+  const char *why = NULL;
+  if (!l || !redis_ready(l, &why)) {
+    char message[240];
+    snprintf(message, sizeof message, "redis unavailable: %s (the task may belong to another process)",
+             why ? why : "no --redis");
+    call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
+    return;
+  }
+  job_forward *f = calloc(1, sizeof *f);
+  f->link = l;
+  f->call = c;
+  f->seq = ++l->next_seq;
+  uv_timer_init(l->loop, &f->timer);
+  f->timer.data = f;
+  uv_timer_start(&f->timer, on_forward_timeout, REDIS_FORWARD_TIMEOUT_MS, 0);
+  f->next = l->forwards;
+  l->forwards = f;
+  buf b = BUF_INIT;
+  start_message(l, &b, "task_request");
+  buf_printf(&b, ",\"seq\":%lld,\"method\":", f->seq);
+  json_write_string(&b, c->method, strlen(c->method));
+  buf_puts(&b, ",\"params\":");
+  json_write_value(&b, params);
+  buf_putc(&b, '}');
+  publish(l, &b);
+  buf_free(&b);
+}
+
+bool redis_forward_cancel(redis_link *l, call *c) {
+  if (!l) return false;
+  for (job_forward *f = l->forwards; f; f = f->next)
+    if (f->call == c) {
+      forward_end(f);
+      return true;
+    }
+  return false;
+}
+
+/* Another process asks about a job: answer if it is ours. */
+static void answer_task_request(redis_link *l, const json_value *root, const json_value *sender) {
+  const json_value *method = json_object_get(root, "method");
+  const json_value *params = json_object_get(root, "params");
+  const json_value *seq = json_object_get(root, "seq");
+  const json_value *id = json_object_get(params, "taskId");
+  if (!(text_is(method, "tasks/get") || text_is(method, "tasks/update") || text_is(method, "tasks/cancel")) ||
+      !seq || seq->type != JSON_INTEGER || !id || id->type != JSON_STRING || !job_find(l->srv, id->u.string, id->len))
+    return;
+  char name[16];
+  snprintf(name, sizeof name, "%.*s", (int)method->len, method->u.string);
+  buf out = BUF_INIT;
+  job *changed = NULL;
+  const char *message = NULL;
+  int code = jobs_handle(l->srv, name, params, &out, &changed, &message);
+  buf b = BUF_INIT;
+  start_message(l, &b, "task_reply");
+  buf_puts(&b, ",\"to\":");
+  json_write_string(&b, sender->u.string, sender->len);
+  buf_printf(&b, ",\"seq\":%lld,", (long long)seq->u.integer);
+  if (code) {
+    buf_printf(&b, "\"error\":{\"code\":%d,\"message\":", code);
+    json_write_string(&b, message, strlen(message));
+    buf_puts(&b, "}}");
+  } else {
+    buf_puts(&b, "\"result\":");
+    buf_append(&b, out.data, out.len);
+    buf_putc(&b, '}');
+  }
+  publish(l, &b);
+  buf_free(&b);
+  buf_free(&out);
+  if (changed) server_job_changed(l->srv, changed);
+}
+
+/* The owner answered one of our forwarded requests. */
+static void take_task_reply(redis_link *l, const json_value *root) {
+  const json_value *to = json_object_get(root, "to");
+  const json_value *seq = json_object_get(root, "seq");
+  if (!text_is(to, l->node) || !seq || seq->type != JSON_INTEGER) return;
+  job_forward *f = l->forwards;
+  while (f && f->seq != seq->u.integer) f = f->next;
+  if (!f || !f->call) return;
+  call *c = f->call;
+  forward_end(f);
+  const json_value *result = json_object_get(root, "result");
+  const json_value *error = json_object_get(root, "error");
+  if (result && result->type == JSON_OBJECT) {
+    buf text = BUF_INIT;
+    json_write_value(&text, result);
+    call_respond(c, text.data, text.len);
+    buf_free(&text);
+    return;
+  }
+  const json_value *code = json_object_get(error, "code");
+  const json_value *message = json_object_get(error, "message");
+  char text[400];
+  snprintf(text, sizeof text, "%.*s", message && message->type == JSON_STRING ? (int)message->len : 5,
+           message && message->type == JSON_STRING ? message->u.string : "error");
+  call_fail(c, code && code->type == JSON_INTEGER ? (int)code->u.integer : JSONRPC_INTERNAL_ERROR, text, NULL, 0);
+}
+
+/* srv->job_changed: tell the others of a change to one of our jobs. */
+static void publish_job_changed(void *data, const char *id, const char *params_json, size_t len) {
+  redis_link *l = data;
+  buf b = BUF_INIT;
+  start_message(l, &b, "job_changed");
+  buf_puts(&b, ",\"id\":");
+  json_write_string(&b, id, strlen(id));
+  buf_puts(&b, ",\"params\":");
+  buf_append(&b, params_json, len);
+  buf_putc(&b, '}');
+  publish(l, &b);
+  buf_free(&b);
+}
+
+static void handle_bus_message(redis_link *l, const char *text, size_t len) {
+  json_error err;
+  json_doc *doc = json_parse(text, len, MAX_JSON_DEPTH, &err);
+  if (!doc) {
+    log_write(LOG_WARNING, "redis: a bus message that is not JSON was ignored: %s", err.message);
+    return;
+  }
+  const json_value *root = json_doc_root(doc);
+  const json_value *node = json_object_get(root, "node");
+  const json_value *kind = json_object_get(root, "kind");
+  if (!node || node->type != JSON_STRING || !kind || kind->type != JSON_STRING) goto done;
+  if (node->len == strlen(l->node) && memcmp(node->u.string, l->node, node->len) == 0) goto done; /* our own */
+  const json_value *uri = json_object_get(root, "uri");
+  const json_value *method = json_object_get(root, "method");
+  if (kind->len == 16 && memcmp(kind->u.string, "resource_updated", 16) == 0 && uri && uri->type == JSON_STRING) {
+    server_resource_updated(l->srv, uri->u.string, uri->len);
+  } else if (kind->len == 9 && memcmp(kind->u.string, "broadcast", 9) == 0 && method && method->type == JSON_STRING) {
+    /* Only the list_changed kinds: the bus is no way to make every client
+     * receive anything at all. */
+    static const char *const allowed[] = {"notifications/tools/list_changed", "notifications/resources/list_changed",
+                                          "notifications/prompts/list_changed"};
+    for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
+      if (method->len == strlen(allowed[i]) && memcmp(method->u.string, allowed[i], method->len) == 0)
+        server_broadcast(l->srv, allowed[i], NULL, 0);
+  } else if (text_is(kind, "task_request")) {
+    answer_task_request(l, root, node);
+  } else if (text_is(kind, "task_reply")) {
+    take_task_reply(l, root);
+  } else if (text_is(kind, "job_changed")) {
+    const json_value *id = json_object_get(root, "id");
+    const json_value *params = json_object_get(root, "params");
+    if (id && id->type == JSON_STRING && params && params->type == JSON_OBJECT) {
+      char *key = strndup(id->u.string, id->len);
+      buf p = BUF_INIT;
+      json_write_value(&p, params);
+      server_job_notify(l->srv, key, p.data, p.len);
+      buf_free(&p);
+      free(key);
+    }
+  }
+done:
+  json_doc_free(doc);
+}
+
+/* The bus connection's SUBSCRIBE: called for its confirmation, then for
+ * every message, and with NULL when the connection goes. */
+static void on_bus(redisAsyncContext *ac, void *r, void *privdata) {
+  redisReply *reply = r;
+  redis_conn *c = privdata;
+  (void)ac;
+  if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3) return;
+  const redisReply *type = reply->element[0];
+  if (type->type != REDIS_REPLY_STRING) return;
+  if (strcmp(type->str, "subscribe") == 0) {
+    conn_up(c);
+  } else if (strcmp(type->str, "message") == 0 && reply->element[2]->type == REDIS_REPLY_STRING) {
+    handle_bus_message(c->link, reply->element[2]->str, reply->element[2]->len);
+  }
+}
+
+static void on_connect(const redisAsyncContext *cac, int status) {
+  redisAsyncContext *ac = (redisAsyncContext *)cac;
+  redis_conn *c = ac->data;
+  redis_link *l = c->link;
+  if (status != REDIS_OK) {
+    conn_lost(c, ac->errstr); /* hiredis frees ac after this callback */
+    return;
+  }
+  uv_timer_stop(&c->connect_timeout);
+  /* Redis runs a connection's commands in order: whatever is sent after
+   * these runs authenticated, in the right database. */
+  if (l->password) {
+    if (l->user) redisAsyncCommand(ac, on_setup_reply, "AUTH", "AUTH %s %s", l->user, l->password);
+    else redisAsyncCommand(ac, on_setup_reply, "AUTH", "AUTH %s", l->password);
+  }
+  if (c->subscriber) {
+    redisAsyncCommand(ac, on_bus, c, "SUBSCRIBE %s", l->channel);
+    return; /* up once the subscription is confirmed */
+  }
+  if (l->db) redisAsyncCommand(ac, on_setup_reply, "SELECT", "SELECT %d", l->db);
+  if (l->share_state_key) {
+    /* The first process to get here sets the key; every one adopts
+     * what is there. */
+    char secret[65];
+    random_hex(secret, 32);
+    redisAsyncCommand(ac, NULL, NULL, "SET " REDIS_PREFIX "state-key %s NX", secret);
+    redisAsyncCommand(ac, on_state_key, l, "GET " REDIS_PREFIX "state-key");
+  }
+  conn_up(c);
+}
+
+static void on_connect_timeout(uv_timer_t *t) {
+  redis_conn *c = t->data;
+  if (c->state != CONN_CONNECTING || !c->ac) return;
+  /* Not connected: hiredis calls neither callback for it. */
+  redisAsyncContext *ac = c->ac;
+  c->ac = NULL;
+  redisAsyncFree(ac);
+  conn_lost(c, "connection timed out");
+}
+
+/* hiredis 0.14's libuv adapter returns from its poll callback on an error
+ * status (libuv reports a refused connect or a reset that way, and stops
+ * the handle), so hiredis never hears of it and the connection hangs. These
+ * replace its four event hooks, keeping its struct and cleanup: on an
+ * error, hiredis is handed the events it waited for, reads the error and
+ * reports it (connect or disconnect callback). */
+static void on_poll(uv_poll_t *handle, int status, int events) {
+  redisLibuvEvents *p = handle->data;
+  int ev = status ? p->events : events;
+  if (p->context && (ev & UV_READABLE)) redisAsyncHandleRead(p->context);
+  if (p->context && (ev & UV_WRITABLE)) redisAsyncHandleWrite(p->context);
+}
+
+static void set_events(redisLibuvEvents *p, int events) {
+  p->events = events;
+  if (events) uv_poll_start(&p->handle, events, on_poll);
+  else uv_poll_stop(&p->handle);
+}
+
+static void add_read(void *data) { set_events(data, ((redisLibuvEvents *)data)->events | UV_READABLE); }
+static void del_read(void *data) { set_events(data, ((redisLibuvEvents *)data)->events & ~UV_READABLE); }
+static void add_write(void *data) { set_events(data, ((redisLibuvEvents *)data)->events | UV_WRITABLE); }
+static void del_write(void *data) { set_events(data, ((redisLibuvEvents *)data)->events & ~UV_WRITABLE); }
+
+static void conn_connect(redis_conn *c) {
+  redis_link *l = c->link;
+  if (l->closing || c->ac) return;
+  log_write(LOG_DEBUG, "redis: connecting the %s connection to %s", c->name, l->where);
+  redisAsyncContext *ac = l->unix_path ? redisAsyncConnectUnix(l->unix_path) : redisAsyncConnect(l->host, l->port);
+  if (!ac) return conn_lost(c, "out of memory");
+  if (ac->err) {
+    char why[160];
+    snprintf(why, sizeof why, "%s", ac->errstr);
+    redisAsyncFree(ac);
+    return conn_lost(c, why);
+  }
+  ac->data = c;
+  if (redisLibuvAttach(ac, l->loop) != REDIS_OK) {
+    redisAsyncFree(ac);
+    return conn_lost(c, "cannot watch the socket");
+  }
+  ac->ev.addRead = add_read;
+  ac->ev.delRead = del_read;
+  ac->ev.addWrite = add_write;
+  ac->ev.delWrite = del_write;
+  redisAsyncSetConnectCallback(ac, on_connect);
+  redisAsyncSetDisconnectCallback(ac, on_disconnect);
+  c->ac = ac;
+  c->state = CONN_CONNECTING;
+  uv_timer_start(&c->connect_timeout, on_connect_timeout, REDIS_CONNECT_TIMEOUT_MS, 0);
+}
+
+static void conn_init(redis_link *l, redis_conn *c, const char *name, bool subscriber) {
+  c->link = l;
+  c->name = name;
+  c->subscriber = subscriber;
+  c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+  snprintf(c->why, sizeof c->why, "not connected yet");
+  uv_timer_init(l->loop, &c->retry);
+  uv_timer_init(l->loop, &c->connect_timeout);
+  c->retry.data = c->connect_timeout.data = c;
+  /* Retrying is no reason to keep the loop alive at shutdown. */
+  uv_unref((uv_handle_t *)&c->retry);
+  uv_unref((uv_handle_t *)&c->connect_timeout);
+}
+
+redis_link *redis_link_new(uv_loop_t *loop, server *srv, const char *url, bool share_state_key, char *err,
+                           size_t errlen) {
+  redis_link *l = calloc(1, sizeof *l);
+  l->loop = loop;
+  l->srv = srv;
+  l->share_state_key = share_state_key;
+  if (!parse_url(l, url, err, errlen)) {
+    free(l->host);
+    free(l->unix_path);
+    free(l->user);
+    free(l->password);
+    free(l);
+    return NULL;
+  }
+  snprintf(l->channel, sizeof l->channel, REDIS_PREFIX "bus:%d", l->db);
+  random_hex(l->node, 16);
+  conn_init(l, &l->cmd, "command", false);
+  conn_init(l, &l->sub, "bus", true);
+  srv->jobs_elsewhere = true;
+  srv->job_changed = publish_job_changed;
+  srv->job_changed_data = l;
+  return l;
+}
+
+static bool link_up(const redis_link *l) {
+  return l->cmd.state == CONN_UP && l->sub.state == CONN_UP && (!l->share_state_key || l->state_key_agreed);
+}
+
+static void on_wait_over(uv_timer_t *t) { *(bool *)t->data = true; }
+static void on_wait_closed(uv_handle_t *h) { *(bool *)h->data = true; }
+
+bool redis_link_start(redis_link *l, int wait_ms) {
+  conn_connect(&l->cmd);
+  conn_connect(&l->sub);
+  bool over = false, closed = false;
+  uv_timer_t wait;
+  uv_timer_init(l->loop, &wait);
+  wait.data = &over;
+  uv_timer_start(&wait, on_wait_over, (uint64_t)wait_ms, 0);
+  while (!over && !link_up(l)) uv_run(l->loop, UV_RUN_ONCE);
+  wait.data = &closed;
+  uv_close((uv_handle_t *)&wait, on_wait_closed);
+  while (!closed) uv_run(l->loop, UV_RUN_ONCE);
+  return link_up(l);
+}
+
+static void on_link_handle_closed(uv_handle_t *h) {
+  redis_conn *c = h->data;
+  redis_link *l = c->link;
+  if (--l->open_handles > 0) return;
+  free(l->host);
+  free(l->unix_path);
+  free(l->user);
+  free(l->password);
+  free(l->state_secret);
+  free(l);
+}
+
+void redis_link_close(redis_link *l) {
+  if (!l || l->closing) return;
+  l->closing = true;
+  l->srv->jobs_elsewhere = false;
+  l->srv->job_changed = NULL;
+  while (l->forwards) {
+    /* Their calls were cancelled with their sessions; any left go now. */
+    job_forward *f = l->forwards;
+    call *c = f->call;
+    forward_end(f);
+    if (c) call_fail(c, JSONRPC_INTERNAL_ERROR, "the server is stopping", NULL, 0);
+  }
+  redis_conn *conns[2] = {&l->cmd, &l->sub};
+  for (int i = 0; i < 2; i++) {
+    redis_conn *c = conns[i];
+    snprintf(c->why, sizeof c->why, "the server is stopping");
+    c->state = CONN_DOWN;
+    if (c->ac) {
+      redisAsyncContext *ac = c->ac;
+      c->ac = NULL;
+      redisAsyncFree(ac); /* every pending callback hears of it, with no reply */
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    l->open_handles += 2;
+    uv_close((uv_handle_t *)&conns[i]->retry, on_link_handle_closed);
+    uv_close((uv_handle_t *)&conns[i]->connect_timeout, on_link_handle_closed);
+  }
+}
+
+/* ---- Commands ------------------------------------------------------------- */
+
+bool redis_ready(const redis_link *l, const char **why) {
+  if (l->cmd.state == CONN_UP && l->cmd.ac) return true;
+  if (why) *why = l->cmd.state == CONN_CONNECTING && !l->cmd.ever_up ? "connecting" : l->cmd.why;
+  return false;
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
+  pending_cmd *p = privdata;
+  const char *why = NULL;
+  if (!r) why = p->conn->link->closing ? "the server is stopping" : ac->err ? ac->errstr : "the connection was lost";
+  p->fn(p->data, r, why);
+  free(p);
+}
+
+bool redis_command(redis_link *l, redis_reply_fn fn, void *data, int argc, const char **argv, const size_t *lens,
+                   const char **why) {
+  if (!redis_ready(l, why)) return false;
+  pending_cmd *p = malloc(sizeof *p);
+  p->fn = fn;
+  p->data = data;
+  p->conn = &l->cmd;
+  if (redisAsyncCommandArgv(l->cmd.ac, on_reply, p, argc, argv, lens) != REDIS_OK) {
+    free(p);
+    if (why) *why = "the connection is closing";
+    return false;
+  }
+  return true;
+}
+
+/* ---- The bus -------------------------------------------------------------- */
+
+static void publish(redis_link *l, const buf *message) {
+  if (!l || !redis_ready(l, NULL)) {
+    if (l) log_write(LOG_DEBUG, "redis: bus message not sent (Redis unavailable): %.*s", (int)message->len, message->data);
+    return;
+  }
+  const char *argv[3] = {"PUBLISH", l->channel, message->data};
+  size_t lens[3] = {7, strlen(l->channel), message->len};
+  redisAsyncCommandArgv(l->cmd.ac, NULL, NULL, 3, argv, lens);
+}
+
+static void start_message(redis_link *l, buf *b, const char *kind) {
+  buf_printf(b, "{\"node\":\"%s\",\"kind\":\"%s\"", l->node, kind);
+}
+
+void redis_bus_resource_updated(redis_link *l, const char *uri, size_t len) {
+  if (!l) return;
+  buf b = BUF_INIT;
+  start_message(l, &b, "resource_updated");
+  buf_puts(&b, ",\"uri\":");
+  json_write_string(&b, uri, len);
+  buf_putc(&b, '}');
+  publish(l, &b);
+  buf_free(&b);
+}
+
+void redis_bus_broadcast(redis_link *l, const char *method) {
+  if (!l) return;
+  buf b = BUF_INIT;
+  start_message(l, &b, "broadcast");
+  buf_puts(&b, ",\"method\":");
+  json_write_string(&b, method, strlen(method));
+  buf_putc(&b, '}');
+  publish(l, &b);
+  buf_free(&b);
+}
