@@ -20,6 +20,10 @@
 #                       returned and echoed, a base64 blob, structuredContent,
 #                       1 KiB to 4 MiB, server CPU per MiB and peak RSS
 #                       (QUICK=1: about two minutes).
+#   make bench-scale    only the scale-out figures (bench/scale.sh): a 1 ms
+#                       CPU-bound tool, 1 vs 2 workers, nginx in front of
+#                       luamcp and of the TypeScript SDK v2, the Redis bus's
+#                       price per request (QUICK=1: about a minute).
 #
 # Only BENCH_* names are defined here (plus LUAMCP ?=), so nothing leaks into
 # the project's own build; the bench never uses the project's CFLAGS.
@@ -69,6 +73,7 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/redis.lua '$(LUAMCP)' '$(BENCH_OUT)'
+	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 
 bench-smoke: $(BENCH_DIR)/loadclient
 	BENCH_DIR='$(BENCH_DIR)' BENCH_SMOKE_STDIO='$(BENCH_SMOKE_STDIO)' BENCH_SMOKE_HTTP='$(BENCH_SMOKE_HTTP)' \
@@ -88,9 +93,12 @@ $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
 
-.PHONY: bench-extra bench-payload bench-redis
+.PHONY: bench-extra bench-payload bench-redis bench-scale
 bench-redis: $(LUAMCP)
 	lua5.4 bench/redis.lua '$(LUAMCP)' $(BENCH_REDIS_OUT)
+
+bench-scale: test-deps $(BENCH_DIR)/loadclient $(LUAMCP)
+	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_SCALE_OUT)
 
 bench-payload: $(BENCH_DIR)/loadclient $(BENCH_DIR)/echo $(LUAMCP)
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_PAYLOAD_OUT)

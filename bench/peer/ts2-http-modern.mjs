@@ -5,7 +5,8 @@
 // @modelcontextprotocol/node. Responses are JSON unless the handler emits
 // something before its result (responseMode 'auto', the default).
 //
-//   node ts2-http-modern.mjs [--port N] [--host 127.0.0.1]
+//   node ts2-http-modern.mjs [--port N] [--host 127.0.0.1] [--cpu-ms N]
+// --cpu-ms: the tool first burns N ms of CPU (bench/scale.sh).
 // Serves /mcp. Prints "listening <host>:<port>" on stderr once bound.
 import http from 'node:http';
 import { nm, arg } from './nm.mjs';
@@ -17,7 +18,8 @@ const { toNodeHandler } = await import(nm('@modelcontextprotocol/node/dist/index
 const host = arg('--host', '127.0.0.1');
 const port = Number(arg('--port', '3000'));
 
-const handler = toNodeHandler(createMcpHandler(makeServer, { legacy: 'reject' }));
+const cpuMs = Number(arg('--cpu-ms', '0'));
+const handler = toNodeHandler(createMcpHandler(() => makeServer(cpuMs), { legacy: 'reject' }));
 const httpServer = http.createServer((req, res) => {
   if (new URL(req.url, 'http://x').pathname !== '/mcp') return res.writeHead(404).end();
   handler(req, res).catch((e) => {

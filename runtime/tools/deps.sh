@@ -14,9 +14,11 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec
 # (groff's warnings, man -l); bsdutils: script(1), a terminal for the
-# colour and trace specs; redis-server: spec/redis_spec.lua.
+# colour and trace specs; redis-server: spec/redis_spec.lua and
+# spec/scaleout_spec.lua; nginx-light: the load balancer in front of
+# spec/scaleout_spec.lua and bench/scale.sh.
 test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server"
+           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light"
 bench_pkgs="wrk"
 
 case "${1:-build}" in
