@@ -17,7 +17,8 @@
 --
 -- Prints a markdown section, and appends it to OUT.md when given.
 
-package.path = "spec/helpers/?.lua;" .. package.path
+package.path = "bench/?.lua;spec/helpers/?.lua;" .. package.path
+local report = require "report"
 local client = require "mcp_client"
 local uv = require "luv"
 local cjson = require "cjson"
@@ -28,28 +29,12 @@ local QUICK = os.getenv("QUICK") ~= nil
 local CALLS = QUICK and 20000 or 100000
 local LOADCLIENT = DIR .. "/loadclient"
 
-local lines = {}
-local function say(fmt, ...)
-  local s = fmt:format(...)
-  print(s)
-  lines[#lines + 1] = s
-end
+local out = report.new()
+local function say(...) out:say(...) end
 
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local n = #s
-  if n == 0 then return 0 end
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+local function median(t) return report.median(t) or 0 end
 
-local function spread(t)
-  local lo, hi = math.huge, -math.huge
-  for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
-  return lo, hi
-end
+local spread = report.spread
 
 -- How a difference between two sets of rounds reads: a share of the second,
 -- and whether their ranges overlap (then the difference is noise).
@@ -265,8 +250,4 @@ say("")
 say("luamcp/TS: %.2f× the requests per second, %.2f× the CPU per request (the origin, on the other core, is the same "
   .. "for both).", median(http_rate) / median(node_rate), median(http_cpu) / median(node_cpu))
 
-if OUT then
-  local f = assert(io.open(OUT, "a"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+out:save(OUT)

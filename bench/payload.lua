@@ -22,6 +22,8 @@
 -- PAYLOAD_SIZES ("1024 65536 1048576 4194304"), PAYLOAD_KINDS ("text echo
 -- blob structured"), PAYLOAD_SERVERS ("luamcp ts ts2 echo"), PLACEMENT (same).
 
+package.path = "bench/?.lua;" .. package.path
+local report = require "report"
 local cjson = require "cjson"
 
 local LUAMCP, DIR, OUT = arg[1] or "build/luamcp", arg[2] or "build/bench", arg[3]
@@ -70,21 +72,9 @@ for _, s in ipairs(SERVERS) do
   if ok then available[#available + 1] = s else io.stderr:write("payload sweep: ", s, " not available\n") end
 end
 
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local n = #s
-  if n == 0 then return nil end
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+local median = report.median
 
-local function spread(t)
-  local lo, hi = math.huge, -math.huge
-  for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
-  return lo, hi
-end
+local spread = report.spread
 
 -- Warm-up calls: plenty for small payloads (the JIT), a few for big ones.
 local function warmup(bytes)
@@ -136,12 +126,8 @@ for round = 1, ROUNDS do
   end
 end
 
-local lines = {}
-local function say(fmt, ...)
-  local s = fmt:format(...)
-  print(s)
-  lines[#lines + 1] = s
-end
+local out = report.new()
+local function say(...) out:say(...) end
 
 local function size_name(bytes)
   if bytes >= MIB then return ("%g MiB"):format(bytes / MIB) end
@@ -222,9 +208,5 @@ end
 say("")
 say("Sweep time: %d s.%s", os.time() - t0, failures > 0 and (" **%d cell(s) FAILED** (see stderr)"):format(failures) or "")
 
-if OUT then
-  local f = assert(io.open(OUT, "a"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+out:save(OUT)
 os.exit(failures == 0 and 0 or 1)

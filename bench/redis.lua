@@ -15,8 +15,10 @@
 -- Ratios matter, not absolute numbers (a shared 2-core machine). Prints a
 -- markdown section and appends it to OUT.md when given.
 
-package.path = "spec/helpers/?.lua;" .. package.path
+package.path = "bench/?.lua;spec/helpers/?.lua;" .. package.path
+local report = require "report"
 local client = require "mcp_client"
+local services = require "services"
 local uv = require "luv"
 
 local LUAMCP, OUT = arg[1] or "build/luamcp", arg[2]
@@ -27,21 +29,10 @@ local NOTIFY = QUICK and 20000 or 100000
 local INCR = QUICK and 5000 or 20000
 local SCRIPTS = "bench/servers/redis"
 
-local lines = {}
-local function say(fmt, ...)
-  local s = fmt:format(...)
-  print(s)
-  lines[#lines + 1] = s
-end
+local out = report.new()
+local function say(...) out:say(...) end
 
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local n = #s
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+local median = report.median
 
 local function range(t)
   local lo, hi = math.huge, -math.huge
@@ -58,23 +49,8 @@ local function cpu_s(pid)
   return ns / 1e9
 end
 
-local function free_port()
-  local tcp = uv.new_tcp()
-  assert(tcp:bind("127.0.0.1", 0))
-  local port = tcp:getsockname().port
-  tcp:close()
-  uv.run("nowait")
-  return port
-end
-
-local port = free_port()
-local redis = client.spawn({ "--port", tostring(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no" },
-  { bin = "redis-server" })
-assert(client.wait_until(function()
-  for _, l in ipairs(redis.lines) do if l:find("Ready to accept", 1, true) then return true end end
-  return redis.exited
-end, 10000) and not redis.exited, "redis-server did not start")
-local URL = "redis://127.0.0.1:" .. port .. "/0"
+local redis = assert(services.redis())
+local URL = redis.url .. "/0"
 
 local function start(with_redis)
   local args = { "run", SCRIPTS }
@@ -126,9 +102,7 @@ for round = 1, ROUNDS do
   io.stderr:write(("bench/redis.lua: round %d of %d\n"):format(round, ROUNDS))
 end
 receiver:close()
-redis:kill("sigterm")
-redis:wait_exit(5000)
-redis:close()
+redis:stop()
 
 say("")
 say("## --redis: the bus and the store (bench/redis.lua)")
@@ -146,8 +120,4 @@ say("| store.incr %d at once (mcp.all), wall time per call | %s | %s | %.1fx |",
   range(incr.redis_all), median(incr.redis_all) / math.max(median(incr.local_all), 1e-9))
 say("| store.incr at once, server CPU per call | %s | %s | %.1fx |", range(incr.local_all_cpu),
   range(incr.redis_all_cpu), median(incr.redis_all_cpu) / math.max(median(incr.local_all_cpu), 1e-9))
-if OUT then
-  local f = assert(io.open(OUT, "a"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+out:save(OUT)

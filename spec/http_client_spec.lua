@@ -4,7 +4,7 @@
 -- as the proxy. The tools are spec/fixtures/http_client/tools.lua.
 
 local client = require "mcp_client"
-local uv = require "luv"
+local services = require "services"
 local cjson = client.json
 
 local FIXTURE = "spec/fixtures/http_client"
@@ -25,15 +25,6 @@ local function make_certificates(dir)
   ext:close()
   sh(("openssl x509 -req -in %s/server.csr -CA %s/ca.pem -CAkey %s/ca.key -CAcreateserial -days 1 -out %s/server.pem -extfile %s/ext.cnf")
     :format(dir, dir, dir, dir, dir))
-end
-
-local function free_port()
-  local tcp = uv.new_tcp()
-  assert(tcp:bind("127.0.0.1", 0))
-  local port = tcp:getsockname().port
-  tcp:close()
-  uv.run("nowait")
-  return port
 end
 
 local function call(server, name, arguments, timeout_ms)
@@ -118,7 +109,7 @@ describe("mcp.http", function()
     assert.are.equal(4096, #r.body)
     r = call(server, "request", { url = http_base .. "/slow?ms=5000", timeout_ms = 100 })
     assert.are.equal("timeout", r.code)
-    r = call(server, "request", { url = "http://127.0.0.1:" .. free_port() .. "/" })
+    r = call(server, "request", { url = "http://127.0.0.1:" .. services.free_port() .. "/" })
     assert.are.equal("connect", r.code)
   end)
 
@@ -184,7 +175,7 @@ describe("mcp.http through a proxy", function()
     local dir = os.tmpname()
     os.remove(dir)
     sh("mkdir -p " .. dir)
-    local port = free_port()
+    local port = services.free_port()
     local conf = assert(io.open(dir .. "/tinyproxy.conf", "w"))
     conf:write(("Port %d\nListen 127.0.0.1\nAllow 127.0.0.1\nTimeout 30\nLogLevel Error\n"):format(port))
     conf:close()

@@ -9,48 +9,13 @@
 -- same semantics and survives a reload.
 local client = require "spec.helpers.mcp_client"
 local http = require "spec.helpers.http_client"
+local services = require "spec.helpers.services"
 local cjson = require "cjson"
 local uv = require "luv"
 
 local FIXTURE = "spec/fixtures/redis"
 local V = "2026-07-28"
 local EMPTY = cjson.decode("{}")
-
-local function have_redis()
-  local f = io.popen("command -v redis-server 2>/dev/null")
-  local path = f:read("l")
-  f:close()
-  return path and path ~= ""
-end
-
--- A port nothing listens on right now.
-local function free_port()
-  local tcp = uv.new_tcp()
-  assert(tcp:bind("127.0.0.1", 0))
-  local port = tcp:getsockname().port
-  tcp:close()
-  uv.run("nowait")
-  return port
-end
-
--- redis-server on port, in the foreground, as our child.
-local function start_redis(port)
-  local proc = client.spawn({ "--port", tostring(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no" },
-    { bin = "redis-server" })
-  proc.stdout_text = ""
-  assert(client.wait_until(function()
-    for _, l in ipairs(proc.lines) do if l:find("Ready to accept connections", 1, true) then return true end end
-    return proc.exited
-  end, 10000) and not proc.exited, "redis-server did not start:\n" .. table.concat(proc.lines, "\n") .. proc.stderr)
-  return proc
-end
-
-local function stop_redis(proc)
-  if not proc.exited then proc:kill("sigterm") end
-  proc:wait_exit(5000)
-  if not proc.exited then proc.handle:kill("sigkill") proc:wait_exit(2000) end
-  proc:close()
-end
 
 local function meta(caps)
   return {
@@ -172,15 +137,15 @@ local function next_message(conn, method)
 end
 
 describe("--redis", function()
-  if not have_redis() then
+  if not services.which("redis-server") then
     print("redis_spec: skipped: redis-server is not installed (Debian: apt install redis-server)")
     return
   end
 
   local redis, port, url, a, b, a_dir
   setup(function()
-    port = free_port()
-    redis = start_redis(port)
+    port = services.free_port()
+    redis = services.redis(port)
     url = "redis://127.0.0.1:" .. port .. "/3"
     -- A's scripts in a folder of their own, so that the spec can change them.
     a_dir = client.temp_dir()
@@ -191,7 +156,7 @@ describe("--redis", function()
   teardown(function()
     if a then a:stop_cleanly() end
     if b then b:stop_cleanly() end
-    if redis then stop_redis(redis) end
+    if redis then redis:stop() end
     if a_dir then client.remove_tree(a_dir) end
   end)
 
@@ -314,7 +279,7 @@ describe("--redis", function()
   end)
 
   it("fails store calls at once while Redis is away, keeps serving the rest, and recovers", function()
-    stop_redis(redis)
+    redis:stop()
     redis = nil
     for _, server in ipairs { a, b } do
       local ok, err = pcall(store, server, { op = "incr", key = "hits" })
@@ -323,7 +288,7 @@ describe("--redis", function()
       assert.are.equal("pong", text(call(server, "plain")))
     end
     assert.truthy(a:stderr():find("connection to 127.0.0.1:" .. port .. "/3 lost", 1, true), a:stderr())
-    redis = start_redis(port)
+    redis = services.redis(port)
     for _, server in ipairs { a, b } do
       assert.is_true(client.wait_until(function()
         return pcall(store, server, { op = "set", key = "back", value = true })
@@ -363,7 +328,7 @@ describe("mcp.store without --redis", function()
   end)
 
   it("starts with Redis down, serves, and fails store calls with a clear error", function()
-    local server = http.start({ FIXTURE, "--redis", "redis://127.0.0.1:" .. free_port() })
+    local server = http.start({ FIXTURE, "--redis", "redis://127.0.0.1:" .. services.free_port() })
     assert.truthy(server:stderr():find("not reached", 1, true), server:stderr())
     assert.are.equal("pong", text(call(server, "plain")))
     local ok, err = pcall(store, server, { op = "get", key = "x" })

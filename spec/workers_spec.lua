@@ -532,14 +532,19 @@ describe("SIGTERM with calls in flight", function()
   end)
 
   it("cancels them at once with --drain-time 0, or on a second signal, or when the drain time is over", function()
+    -- A server with a 30 s call in flight, sent SIGTERM.
+    local function terminated_while_busy(drain_time)
+      local server = http.start({ FIXTURE }, { drain_time = drain_time })
+      local slow = server:connect()
+      assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(server:initialize()),
+                                         body = call_message(7, "sleep", { ms = 30000 }) })
+      http.sleep(300)
+      server.proc:kill("sigterm")
+      return server, slow
+    end
+
     -- --drain-time 0: today's immediate stop.
-    local server = http.start({ FIXTURE }, { drain_time = 0 })
-    local session = server:initialize()
-    local slow = server:connect()
-    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
-                                       body = call_message(7, "sleep", { ms = 30000 }) })
-    http.sleep(300)
-    server.proc:kill("sigterm")
+    local server, slow = terminated_while_busy(0)
     assert.are.equal(0, (server.proc:wait_exit(5000)), server:stderr())
     assert.is_false(answered(slow))
     assert.truthy(server:stderr():find("received signal 15; stopping\n", 1, true), server:stderr())
@@ -547,13 +552,7 @@ describe("SIGTERM with calls in flight", function()
     stop_cleanly(server)
 
     -- A second signal during the drain.
-    server = http.start({ FIXTURE }, { drain_time = 60 })
-    session = server:initialize()
-    slow = server:connect()
-    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
-                                       body = call_message(7, "sleep", { ms = 30000 }) })
-    http.sleep(300)
-    server.proc:kill("sigterm")
+    server, slow = terminated_while_busy(60)
     assert.is_true(http.wait_until(function()
       return server:stderr():find("draining 1 call for up to 60 s", 1, true) ~= nil
     end, 5000), server:stderr())
@@ -564,13 +563,7 @@ describe("SIGTERM with calls in flight", function()
     stop_cleanly(server)
 
     -- The drain time runs out.
-    server = http.start({ FIXTURE }, { drain_time = 1 })
-    session = server:initialize()
-    slow = server:connect()
-    assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(session),
-                                       body = call_message(7, "sleep", { ms = 30000 }) })
-    http.sleep(300)
-    server.proc:kill("sigterm")
+    server, slow = terminated_while_busy(1)
     assert.are.equal(0, (server.proc:wait_exit(8000)), server:stderr())
     assert.is_false(answered(slow))
     local stderr = server:stderr()

@@ -393,16 +393,7 @@ end
 --- and the signal that ended the process (0 for none).
 function Server:stop()
   for _, c in ipairs(self.conns) do c:close() end
-  if not self.proc.exited then
-    self.proc:kill("sigterm")
-    self.proc:wait_exit(3000)
-  end
-  if not self.proc.exited then
-    self.proc.handle:kill("sigkill")
-    self.proc:wait_exit(1000)
-  end
-  self.proc:close()
-  return self.proc.exit_code, self.proc.exit_signal
+  return self.proc:terminate(3000)
 end
 
 --- stop(), asserting a clean exit: status 0 and no signal (a crash, or a

@@ -225,6 +225,21 @@ function Process:kill(signal)
   self.handle:kill(signal or "sigterm")
 end
 
+--- SIGTERM, wait up to grace_ms for the exit, SIGKILL if it lingers, and
+--- free the handles. Returns the exit code and the signal that ended it.
+function Process:terminate(grace_ms)
+  if not self.exited then
+    self:kill("sigterm")
+    self:wait_exit(grace_ms or 3000)
+  end
+  if not self.exited then
+    self.handle:kill("sigkill")
+    self:wait_exit(1000)
+  end
+  self:close()
+  return self.exit_code, self.exit_signal
+end
+
 --- Read the whole of a file.
 function M.read_file(path)
   local f = assert(io.open(path, "rb"))

@@ -2,7 +2,7 @@
 -- redis-server and an nginx, each on 127.0.0.1 ports chosen at run time,
 -- with their files in a temporary directory. Each `start` returns nil and a
 -- reason when the program is not installed, so that the spec can skip.
-local mcp_client = require "spec.helpers.mcp_client"
+local mcp_client = require "mcp_client"
 local uv = require "luv"
 
 local M = {}
@@ -52,15 +52,7 @@ end
 
 --- SIGTERM, and wait for the exit (SIGKILL after 5 s).
 function Service:stop()
-  if not self.proc.exited then
-    self.proc:kill("sigterm")
-    self.proc:wait_exit(5000)
-  end
-  if not self.proc.exited then
-    self.proc.handle:kill("sigkill")
-    self.proc:wait_exit(1000)
-  end
-  self.proc:close()
+  self.proc:terminate(5000)
 end
 
 --- redis-server on port (a free one by default): no persistence, no config
