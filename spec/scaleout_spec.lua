@@ -109,12 +109,23 @@ describe("scale-out behind nginx, with Redis", function()
     proxy = assert(services.nginx(conf, nginx_port, dir))
   end)
 
+  -- Everything is stopped first; then each instance must have exited 0 and
+  -- no process of it (a worker restarted on the way included) may have
+  -- reported a sanitizer error (the ASan run of this spec).
   teardown(function()
+    local problems = {}
     if proxy then proxy:stop() end
-    if a then a:stop() end
-    if b then b:stop() end
+    for name, instance in pairs { a = a, b = b } do
+      local code, signal = instance:stop()
+      local stderr = instance:stderr()
+      if code ~= 0 or signal ~= 0 or stderr:find("Sanitizer", 1, true) or stderr:find("runtime error:", 1, true) then
+        problems[#problems + 1] = ("instance %s exited with status %s, signal %s:\n%s"):format(name, tostring(code),
+          tostring(signal), stderr)
+      end
+    end
     if redis then redis:stop() end
     if dir then client.remove_tree(dir) end
+    assert(#problems == 0, table.concat(problems, "\n"))
   end)
 
   it("serves TypeScript SDK v1 clients' legacy sessions through nginx, each session always by its own worker", function()
