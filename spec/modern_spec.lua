@@ -8,18 +8,10 @@ local http = require "spec.helpers.http_client"
 local cjson = require "cjson"
 
 local FIXTURE = "spec/fixtures/modern"
-local V = "2026-07-28"
+local V = http.MODERN
 local EMPTY = cjson.decode("{}")
 
-local function meta(caps, extra)
-  local m = {
-    ["io.modelcontextprotocol/protocolVersion"] = V,
-    ["io.modelcontextprotocol/clientCapabilities"] = caps or EMPTY,
-    ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" },
-  }
-  for k, v in pairs(extra or {}) do m[k] = v end
-  return m
-end
+local meta = http.modern_meta
 
 local function with_meta(params, caps, extra)
   params = params or {}
@@ -29,12 +21,7 @@ end
 
 local BOTH = { elicitation = EMPTY, sampling = EMPTY }
 
--- The headers a 2026-07-28 HTTP client sends with a request.
-local function headers(method, name, extra)
-  local h = { ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = method, ["Mcp-Name"] = name }
-  for k, v in pairs(extra or {}) do h[k] = v end
-  return h
-end
+local headers = http.modern_headers
 
 local function post(server, id, method, params, extra_headers)
   local name = params and (params.name or params.uri)
@@ -42,14 +29,7 @@ local function post(server, id, method, params, extra_headers)
     headers(method, name, extra_headers))
 end
 
--- The JSON-RPC response in an HTTP response (JSON or the last SSE event).
-local function rpc(r)
-  if r.json then return r.json end
-  for i = #(r.events or {}), 1, -1 do
-    local ok, m = pcall(cjson.decode, r.events[i].data)
-    if ok and m.id ~= nil then return m end
-  end
-end
+local rpc = http.rpc
 
 describe("2026-07-28 over HTTP", function()
   local server

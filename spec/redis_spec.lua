@@ -14,30 +14,9 @@ local cjson = require "cjson"
 local uv = require "luv"
 
 local FIXTURE = "spec/fixtures/redis"
-local V = "2026-07-28"
 local EMPTY = cjson.decode("{}")
 
-local function meta(caps)
-  return {
-    ["io.modelcontextprotocol/protocolVersion"] = V,
-    ["io.modelcontextprotocol/clientCapabilities"] = caps or EMPTY,
-    ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" },
-  }
-end
-
-local function modern_headers(method, name)
-  return { ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = method, ["Mcp-Name"] = name }
-end
-
--- The JSON-RPC response in an HTTP response (JSON or the last SSE event).
-local function rpc(r)
-  assert(r, "no response")
-  if r.json then return r.json end
-  for i = #(r.events or {}), 1, -1 do
-    local m = r.events[i].json
-    if m and m.id ~= nil then return m end
-  end
-end
+local meta, modern_headers, rpc = http.modern_meta, http.modern_headers, http.rpc
 
 -- A stateless tools/call; returns the result.
 local function call(server, name, args, caps, extra)

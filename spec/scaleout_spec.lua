@@ -12,7 +12,6 @@ local cjson = require "cjson"
 local uv = require "luv"
 
 local FIXTURE = "spec/fixtures/scaleout"
-local V = "2026-07-28"
 local EMPTY = cjson.decode("{}")
 
 local missing
@@ -20,30 +19,24 @@ if not services.which("redis-server") then missing = "redis-server is not instal
 elseif not services.which("nginx") then missing = "nginx is not installed"
 elseif not uv.fs_access(node.NODE, "X") then missing = "Node 22 is not installed in spec/node_modules (npm ci)" end
 
--- 2026-07-28: every request carries its version and client in _meta, and
--- its method and name in headers.
+-- A 2026-07-28 request, for Conn:send_request and Conn:request.
 local function modern(id, method, params, caps)
   params = params or {}
-  params._meta = {
-    ["io.modelcontextprotocol/protocolVersion"] = V,
-    ["io.modelcontextprotocol/clientCapabilities"] = caps or EMPTY,
-    ["io.modelcontextprotocol/clientInfo"] = { name = "busted-scaleout", version = "1" },
-  }
-  return {
-    method = "POST",
-    headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", ["MCP-Protocol-Version"] = V,
-                ["Mcp-Method"] = method, ["Mcp-Name"] = params.name or params.uri },
-    body = { jsonrpc = "2.0", id = id, method = method, params = params },
-  }
+  params._meta = http.modern_meta(caps)
+  local headers = http.modern_headers(method, params.name or params.uri,
+    { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" })
+  return { method = "POST", headers = headers, body = { jsonrpc = "2.0", id = id, method = method, params = params } }
 end
 
--- The JSON-RPC response in an HTTP response (JSON, or an SSE stream's last).
-local function rpc(r)
-  if not r then return nil end
-  if r.json then return r.json end
-  for i = #(r.events or {}), 1, -1 do
-    local ok, m = pcall(cjson.decode, r.events[i].data)
-    if ok and m.id ~= nil then return m end
+local rpc = http.rpc
+
+-- The next notifications/resources/updated on an SSE stream (nil if none
+-- comes within 10 events or 5 s of quiet).
+local function next_update(conn)
+  for _ = 1, 10 do
+    local e = conn:read_event(5000)
+    if not e then return nil end
+    if e.json and e.json.method == "notifications/resources/updated" then return e.json end
   end
 end
 
@@ -198,14 +191,6 @@ describe("scale-out behind nginx, with Redis", function()
     assert.are.equal(200, stream:read_head(5000).status)
 
     assert.are.equal("a", assert(text_of(call(a.port, "touch", { uri = "test://watched" }))):match("^(%a):"))
-
-    local function next_update(conn)
-      for _ = 1, 10 do
-        local e = conn:read_event(5000)
-        if not e then return nil end
-        if e.json and e.json.method == "notifications/resources/updated" then return e.json end
-      end
-    end
     local heard = next_update(listen)
     assert.is_table(heard, "the listener on b heard nothing")
     assert.are.equal("test://watched", heard.params.uri)
@@ -304,13 +289,7 @@ describe("scale-out behind nginx, with Redis", function()
     assert.are.equal(200, listen:read_head(5000).status)
     listen:read_event(5000)
     text_of(call(a.port, "touch", { uri = "test://watched" }))
-    local heard
-    for _ = 1, 10 do
-      local e = listen:read_event(5000)
-      if not e then break end
-      if e.json and e.json.method == "notifications/resources/updated" then heard = e.json break end
-    end
-    assert.is_table(heard)
+    assert.is_table(next_update(listen), "the listener on b heard nothing after Redis came back")
     listen:close()
   end)
 end)

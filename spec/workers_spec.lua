@@ -11,16 +11,12 @@ local cjson = http.json
 
 local FIXTURE = "spec/fixtures/workers"
 local V = "2025-11-25"
-local MODERN = "2026-07-28"
 local EMPTY = cjson.decode("{}")
 
 local function modern_call(server, name, arguments)
   local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call", params = {
-    name = name, arguments = arguments or EMPTY, _meta = {
-      ["io.modelcontextprotocol/protocolVersion"] = MODERN,
-      ["io.modelcontextprotocol/clientCapabilities"] = EMPTY,
-      ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" } } } },
-    { ["MCP-Protocol-Version"] = MODERN, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = name })
+    name = name, arguments = arguments or EMPTY, _meta = http.modern_meta() } },
+    http.modern_headers("tools/call", name))
   assert(r and r.json and r.json.result, "no result: " .. cjson.encode(r or {}))
   return r.json.result.content[1].text
 end
@@ -224,12 +220,10 @@ describe("--workers 2", function()
   it("seals 2026-07-28 requestState with one key: a retry opens it on whichever worker reads it", function()
     local seen = {}
     local function ask(id, extra)
-      local params = { name = "ask", arguments = EMPTY, _meta = {
-        ["io.modelcontextprotocol/protocolVersion"] = MODERN,
-        ["io.modelcontextprotocol/clientCapabilities"] = { elicitation = EMPTY } } }
+      local params = { name = "ask", arguments = EMPTY, _meta = http.modern_meta({ elicitation = EMPTY }) }
       for k, v in pairs(extra or {}) do params[k] = v end
       local r = server:post({ jsonrpc = "2.0", id = id, method = "tools/call", params = params },
-        { ["MCP-Protocol-Version"] = MODERN, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = "ask" })
+        http.modern_headers("tools/call", "ask"))
       assert(r and r.json and r.json.result, cjson.encode(r or {}))
       return r.json.result
     end
@@ -428,16 +422,12 @@ end)
 describe("SIGTERM with calls in flight", function()
   local function modern_message(id, method, params)
     params = params or {}
-    params._meta = {
-      ["io.modelcontextprotocol/protocolVersion"] = MODERN,
-      ["io.modelcontextprotocol/clientCapabilities"] = EMPTY,
-      ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" } }
+    params._meta = http.modern_meta()
     return { jsonrpc = "2.0", id = id, method = method, params = params }
   end
 
   local function modern_headers(method, name)
-    return { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", ["MCP-Protocol-Version"] = MODERN,
-             ["Mcp-Method"] = method, ["Mcp-Name"] = name }
+    return http.modern_headers(method, name, { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" })
   end
 
   local function legacy_headers(session)

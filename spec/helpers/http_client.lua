@@ -26,6 +26,43 @@ M.DEFAULT_TIMEOUT_MS = 5000
 M.ACCEPT_BOTH = "application/json, text/event-stream"
 
 ---------------------------------------------------------------------------
+-- 2026-07-28 requests: each carries its version, capabilities and client in
+-- _meta, and its method and name in headers.
+---------------------------------------------------------------------------
+
+M.MODERN = "2026-07-28"
+local EMPTY = cjson.decode("{}")
+
+--- A request's _meta (caps: the client's capabilities; extra: more keys).
+function M.modern_meta(caps, extra)
+  local m = {
+    ["io.modelcontextprotocol/protocolVersion"] = M.MODERN,
+    ["io.modelcontextprotocol/clientCapabilities"] = caps or EMPTY,
+    ["io.modelcontextprotocol/clientInfo"] = { name = "busted", version = "1" },
+  }
+  for k, v in pairs(extra or {}) do m[k] = v end
+  return m
+end
+
+--- The headers a 2026-07-28 client sends with a request (plus extra ones).
+function M.modern_headers(method, name, extra)
+  local h = { ["MCP-Protocol-Version"] = M.MODERN, ["Mcp-Method"] = method, ["Mcp-Name"] = name }
+  for k, v in pairs(extra or {}) do h[k] = v end
+  return h
+end
+
+--- The JSON-RPC response in an HTTP response: its JSON body, or the last
+--- SSE event that carries an id. nil when there is none.
+function M.rpc(r)
+  if not r then return nil end
+  if r.json then return r.json end
+  for i = #(r.events or {}), 1, -1 do
+    local m = r.events[i].json
+    if m and m.id ~= nil then return m end
+  end
+end
+
+---------------------------------------------------------------------------
 -- Connections
 ---------------------------------------------------------------------------
 
