@@ -8,6 +8,7 @@
 -- environment each test starts it with.
 
 local client = require "mcp_client"
+local services = require "services"
 local uv = require "luv"
 local cjson = client.json
 
@@ -223,5 +224,57 @@ describe("permissions for the web", function()
     denied(try(server, "http", { url = base .. "/to?url=" .. away }), "net", "localhost:" .. port)
     denied(try(server, "http", { url = "http://127.0.0.1:1/" }), "net", "127.0.0.1:1")
     server:close()
+  end)
+
+  it("judge what libcurl connects to: a NUL is refused, libcurl's reading of the URL and the proxy is judged", function()
+    local server
+    finally(function() if server then server:close() end end)
+    -- The whole string names example.com; libcurl would read it up to the
+    -- NUL and connect to 127.0.0.1 (issue 27).
+    server = start { PERM_NET = "example.com:" .. port }
+    local r = try(server, "http", { url = "http://127.0.0.1:" .. port .. "\0@example.com:" .. port .. "/json" })
+    assert.is_false(r.ok, cjson.encode(r))
+    assert.are.equal("invalid", r.code, cjson.encode(r))
+    r = try(server, "http", { url = "http://example.com:" .. port .. "/json", proxy = "http://127.0.0.1:" .. port
+      .. "\0@example.com:" .. port })
+    assert.are.equal("invalid", r.code, cjson.encode(r))
+    server:close()
+    -- The host judged is libcurl's reading of the URL: 127.1 is 127.0.0.1.
+    local base = "http://127.0.0.1:" .. port
+    local elsewhere = services.free_port()
+    server = start { PERM_NET = "127.0.0.1:" .. port }
+    assert.truthy(try(server, "http", { url = "http://127.1:" .. port .. "/json" }).value:find("world", 1, true))
+    -- A proxy is reached too: the request's own, judged at libcurl's
+    -- default port when it names none.
+    denied(try(server, "http", { url = base .. "/json", proxy = "http://127.0.0.1:" .. elsewhere }), "net",
+      "127.0.0.1:" .. elsewhere)
+    denied(try(server, "http", { url = base .. "/json", proxy = "127.0.0.1" }), "net", "127.0.0.1:1080")
+    server:close()
+    -- ... and the environment's.
+    server = start { PERM_NET = "127.0.0.1:" .. port, HTTP_PROXY = "http://127.0.0.1:" .. elsewhere }
+    denied(try(server, "http", { url = base .. "/json" }), "net", "127.0.0.1:" .. elsewhere)
+    server:close()
+    server = nil
+  end)
+
+  it("go through a proxy that is declared, the one that was judged (tinyproxy)", function()
+    local dir = client.temp_dir()
+    local proxy_port = services.free_port()
+    local proxy, server
+    finally(function()
+      if server then server:close() end
+      if proxy then proxy:terminate() end
+      client.remove_tree(dir)
+    end)
+    client.write_file(dir .. "/tinyproxy.conf",
+      ("Port %d\nListen 127.0.0.1\nAllow 127.0.0.1\nTimeout 30\nLogLevel Error\n"):format(proxy_port))
+    proxy = client.spawn({ "-d", "-c", dir .. "/tinyproxy.conf" }, { bin = "/usr/bin/tinyproxy" })
+    server = start { PERM_NET = "127.0.0.1:" .. port .. ",127.0.0.1:" .. proxy_port }
+    local r
+    assert.is_true(client.wait_until(function() -- tinyproxy may still be starting
+      r = try(server, "http", { url = "http://127.0.0.1:" .. port .. "/echo", proxy = "127.0.0.1:" .. proxy_port })
+      return r.ok
+    end, 20000), cjson.encode(r or {}))
+    assert.truthy((cjson.decode(r.value).headers.via or ""):find("tinyproxy", 1, true), r.value)
   end)
 end)
