@@ -199,6 +199,71 @@ describe("permissions", function()
     assert.are.equal("opened", try(server, "raw_open", { path = outside .. "/secret.txt" }).value)
     server:close()
   end)
+
+  it("keep the server's environment from the programs it runs: /proc/<server pid>/environ is out of reach", function()
+    local server
+    finally(function() if server then server:close() end end)
+    local vars = { PERM_READ = data, PERM_EXEC = "cat", PERM_SECRET = "hush-27-7" }
+    server = start(vars)
+    if not server.stderr:match("Landlock ABI %d+ also confines the process") then
+      pending("this kernel has no Landlock, which alone keeps /proc from the children: " .. server.stderr)
+      return
+    end
+    local function cat(path)
+      local r = try(server, "exec", { argv = { "cat", path } })
+      assert.is_true(r.ok, cjson.encode(r))
+      return r.value
+    end
+    assert.are.equal("inside", cat(data .. "/note.txt"))
+    -- The server's environment, through its own files, its thread's, and
+    -- the child's copy; and another process's command line.
+    local proc = "/proc/" .. server.pid
+    for _, path in ipairs { proc .. "/environ", proc .. "/task/" .. server.pid .. "/environ", "/proc/self/environ",
+      proc .. "/cmdline", "/proc/" .. uv.os_getpid() .. "/cmdline" } do
+      local out = cat(path)
+      assert.is_nil(out:find("hush-27-7", 1, true), path .. ": " .. out)
+      assert.are.equal("", out, path)
+    end
+    server:close()
+    -- Without the kernel's rules (--allow-all), the same cat reads it: the
+    -- check above is not vacuous.
+    server = start(vars, { "--allow-all" })
+    assert.truthy(cat("/proc/" .. server.pid .. "/environ"):find("PERM_SECRET=hush-27-7", 1, true))
+    server:close()
+    server = nil
+  end)
+
+  it("give the programs they run no loader variables: LD_PRELOAD from the caller is left out", function()
+    local lib, out = dir .. "/preload", dir .. "/preload_out"
+    assert(uv.fs_mkdir(lib, 448))
+    assert(uv.fs_mkdir(out, 448))
+    client.write_file(lib .. "/mark.c", [[
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void) {
+  const char *path = getenv("PRELOAD_MARKER");
+  if (path) close(open(path, O_CREAT | O_WRONLY, 0600));
+}
+]])
+    assert(os.execute(("cc -shared -fPIC -o %s/mark.so %s/mark.c"):format(lib, lib)), "cc failed")
+    local env = { LD_PRELOAD = lib .. "/mark.so", PRELOAD_MARKER = out .. "/confined" }
+    local server
+    finally(function() if server then server:close() end end)
+    server = start { PERM_READ = lib, PERM_WRITE = out, PERM_EXEC = "true" }
+    assert.is_true(try(server, "exec", { argv = { "true" }, env = env }).ok)
+    server:close()
+    assert.is_nil(io.open(out .. "/confined"), "the preloaded library ran in a confined server's child")
+    assert.truthy(server.stderr:find("mcp.exec: LD_PRELOAD left out of the child's environment", 1, true),
+      server.stderr)
+    -- Unconfined, the same call runs the library: the check above is not vacuous.
+    env.PRELOAD_MARKER = out .. "/unconfined"
+    server = start { PERM_UNDECLARED = "1" }
+    assert.is_true(try(server, "exec", { argv = { "true" }, env = env }).ok)
+    server:close()
+    server = nil
+    assert.truthy(io.open(out .. "/unconfined"), "the preloaded library did not run at all")
+  end)
 end)
 
 describe("permissions for the web", function()

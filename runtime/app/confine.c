@@ -46,14 +46,31 @@ typedef struct ll_net_port_attr {
 /* What the runtime itself reads after it is confined, whatever the script
  * declared: the C library and the shared libraries it loads on demand
  * (libcurl, Lua C modules, NSS), TLS certificates, name resolution, time
- * zones, and the few devices and /proc files libuv and OpenSSL use. Not
- * /etc as a whole: /etc/passwd and the like stay out. */
+ * zones, and the few devices and /proc files libuv, glibc and OpenSSL use.
+ * Not /etc as a whole: /etc/passwd and the like stay out. Not /proc as a
+ * whole either: the children inherit these rules, and /proc holds every
+ * process's environment and command line (issue 27). */
 static const char *const SYSTEM_READ[] = {
     "/usr",           "/lib",          "/lib64",         "/etc/ssl",        "/etc/ca-certificates",
     "/etc/pki",       "/etc/resolv.conf", "/etc/hosts",  "/etc/nsswitch.conf", "/etc/gai.conf",
     "/etc/host.conf", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/etc/services",
-    "/etc/protocols", "/proc",          "/sys/devices/system/cpu", "/sys/fs/cgroup", "/dev/urandom",
-    "/dev/random",    "/dev/null",
+    "/etc/protocols", "/proc/cpuinfo",  "/proc/meminfo", "/proc/stat",     "/proc/sys/vm/overcommit_memory",
+    "/sys/devices/system/cpu", "/sys/fs/cgroup", "/dev/urandom", "/dev/random", "/dev/null",
+};
+/* The process's own /proc files that the runtime reads: its memory and
+ * status (libuv, glibc's thread stacks), its map (AddressSanitizer) and
+ * the list of its threads (LeakSanitizer: a folder read, nothing in it).
+ * Opened through /proc/self, so each names this process's files only, and
+ * never its environ, mem or fd: the children inherit these rules (they are
+ * in the same Landlock domain, which lets them read the ptrace-guarded
+ * files of the server), and a child that runs as root may read them
+ * whatever the ptrace rules say; only the file rules hold it. */
+static const struct {
+  const char *path;
+  uint64_t rights;
+} SELF_READ[] = {
+    {"/proc/self/stat", FS_READ},   {"/proc/self/statm", FS_READ},  {"/proc/self/status", FS_READ},
+    {"/proc/self/maps", FS_READ},   {"/proc/self/cgroup", FS_READ}, {"/proc/self/task", LANDLOCK_ACCESS_FS_READ_DIR},
 };
 /* Written by anyone (opening /dev/null for a child's stdin, say). */
 static const char *const SYSTEM_WRITE[] = {"/dev/null"};
@@ -65,11 +82,22 @@ static long ll_create(const ll_ruleset_attr *attr, size_t size, uint32_t flags) 
   return syscall(SYS_landlock_create_ruleset, attr, size, flags);
 }
 
+/* Owner: this file, for the life of the process. */
+static struct {
+  bool policy; /* the scripts are confined (luamcp's checks), with or without Landlock */
+  /* /proc files granted by a rule, held open: a /proc file's inode lives
+   * only as long as its directory entry, which the kernel may drop and
+   * make anew, without the rule, when nothing holds it. */
+  int pinned[16];
+  size_t npinned;
+} C;
+
 /* Allow rights under path (its whole tree for a folder). A path that does
  * not exist is skipped: there is nothing there to reach. */
 static void allow_path(int ruleset, const char *path, uint64_t rights, uint64_t handled) {
   int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) return;
+  bool pin = strncmp(path, "/proc/", 6) == 0 && C.npinned < sizeof C.pinned / sizeof *C.pinned;
   struct stat st;
   if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
     /* A file takes only the rights that apply to files. */
@@ -79,7 +107,8 @@ static void allow_path(int ruleset, const char *path, uint64_t rights, uint64_t 
   struct landlock_path_beneath_attr rule = {.allowed_access = rights & handled, .parent_fd = fd};
   if (rule.allowed_access && syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
     log_write(LOG_WARNING, "confine: cannot add the rule for %s: %s", path, strerror(errno));
-  close(fd);
+  if (pin) C.pinned[C.npinned++] = fd;
+  else close(fd);
 }
 
 /* The strings of list t[field], one call each. */
@@ -123,6 +152,8 @@ static bool landlock(lua_State *L, int t, buf *report) {
   uint64_t handled = attr.handled_access_fs;
   for (size_t i = 0; i < sizeof SYSTEM_READ / sizeof *SYSTEM_READ; i++)
     allow_path(ruleset, SYSTEM_READ[i], FS_READ, handled);
+  for (size_t i = 0; i < sizeof SELF_READ / sizeof *SELF_READ; i++)
+    allow_path(ruleset, SELF_READ[i].path, SELF_READ[i].rights, handled);
   for (size_t i = 0; i < sizeof SYSTEM_WRITE / sizeof *SYSTEM_WRITE; i++)
     allow_path(ruleset, SYSTEM_WRITE[i], LANDLOCK_ACCESS_FS_WRITE_FILE, handled);
   for (size_t i = 0; i < sizeof SYSTEM_EXEC / sizeof *SYSTEM_EXEC; i++)
@@ -166,6 +197,7 @@ void confine_process(vm *v) {
     log_write(LOG_INFO, "running unconfined: the scripts declare no permissions (mcp.server{permissions = ...}), "
                         "so their tools can read, write, run and reach whatever you can");
   } else {
+    C.policy = true;
     int t = lua_gettop(L);
     lua_getfield(L, t, "summary");
     log_write(LOG_INFO, "permissions: %s", lua_tostring(L, -1));
@@ -176,4 +208,21 @@ void confine_process(vm *v) {
     buf_free(&report);
   }
   lua_settop(L, top);
+}
+
+/* Variables the dynamic loader and the C library act on when any program
+ * starts: glibc's unsecvars.h (what it drops for a setuid program), less
+ * TMPDIR (a confined child writes only where the rules allow anyway), plus
+ * every LD_ and MALLOC_ name. */
+static const char *const LOADER_VARIABLES[] = {
+    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+    "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+};
+
+bool confine_drops_variable(const char *name) {
+  if (!C.policy) return false;
+  if (strncmp(name, "LD_", 3) == 0 || strncmp(name, "MALLOC_", 7) == 0) return true;
+  for (size_t i = 0; i < sizeof LOADER_VARIABLES / sizeof *LOADER_VARIABLES; i++)
+    if (strcmp(name, LOADER_VARIABLES[i]) == 0) return true;
+  return false;
 }
