@@ -200,6 +200,27 @@ describe("permissions", function()
     server:close()
   end)
 
+  it("write a declared file that does not exist yet, the kernel's rules included", function()
+    local place = dir .. "/place"
+    assert(uv.fs_mkdir(place, 448))
+    local server
+    finally(function() if server then server:close() end end)
+    server = start { PERM_WRITE = place .. "/out.txt" }
+    if not server.stderr:match("Landlock ABI %d+ also confines the process") then
+      pending("this kernel has no Landlock, whose rules name only what exists: " .. server.stderr)
+      return
+    end
+    local r = try(server, "open", { path = place .. "/out.txt", to = "w" })
+    assert.is_true(r.ok, cjson.encode(r))
+    assert.are.equal("written", try(server, "open", { path = place .. "/out.txt" }).value)
+    -- luamcp's own check still holds the scripts to the file declared.
+    denied(try(server, "open", { path = place .. "/other.txt", to = "w" }), "write", place .. "/other.txt")
+    server:close()
+    assert.truthy(server.stderr:find(place .. "/out.txt does not exist yet, so the kernel lets the process create, "
+      .. "write and read anything under " .. place, 1, true), server.stderr)
+    server = nil
+  end)
+
   it("keep the server's environment from the programs it runs: /proc/<server pid>/environ is out of reach", function()
     local server
     finally(function() if server then server:close() end end)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <lauxlib.h>
 #include <linux/landlock.h>
 #include <stddef.h>
@@ -93,10 +94,10 @@ static struct {
 } C;
 
 /* Allow rights under path (its whole tree for a folder). A path that does
- * not exist is skipped: there is nothing there to reach. */
-static void allow_path(int ruleset, const char *path, uint64_t rights, uint64_t handled) {
+ * not exist is skipped (false): there is nothing there to reach. */
+static bool allow_path(int ruleset, const char *path, uint64_t rights, uint64_t handled) {
   int fd = open(path, O_PATH | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return errno != ENOENT && errno != ENOTDIR;
   bool pin = strncmp(path, "/proc/", 6) == 0 && C.npinned < sizeof C.pinned / sizeof *C.pinned;
   struct stat st;
   if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
@@ -109,6 +110,42 @@ static void allow_path(int ruleset, const char *path, uint64_t rights, uint64_t 
     log_write(LOG_WARNING, "confine: cannot add the rule for %s: %s", path, strerror(errno));
   if (pin) C.pinned[C.npinned++] = fd;
   else close(fd);
+  return true;
+}
+
+/* A write entry that does not exist yet, such as a file a tool will
+ * create: a Landlock rule names only what exists, and cannot name one
+ * child of a folder, so the nearest folder above it that exists gets the
+ * rights to create, write and read files and folders under it (not to
+ * remove, rename, link or make anything else), and notes says so. */
+static void allow_missing(int ruleset, const char *path, uint64_t write, uint64_t handled, buf *notes) {
+  uint64_t create = FS_READ | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                    LANDLOCK_ACCESS_FS_WRITE_FILE | (write & LL_ACCESS_FS_TRUNCATE);
+  char parent[PATH_MAX];
+  if (snprintf(parent, sizeof parent, "%s", path) >= (int)sizeof parent) return;
+  char *slash;
+  while ((slash = strrchr(parent, '/')) != NULL) {
+    slash[slash == parent] = '\0'; /* "/a" -> "/" */
+    if (allow_path(ruleset, parent, create, handled)) {
+      buf_printf(notes, "%s%s does not exist yet, so the kernel lets the process create, write and read anything under "
+                        "%s", notes->len ? "; " : "", path, parent);
+      return;
+    }
+    if (slash == parent) return;
+  }
+}
+
+/* The write entries: each path's tree, or its nearest existing folder. */
+static void each_write(lua_State *L, int t, int ruleset, uint64_t write, uint64_t handled, buf *notes) {
+  lua_getfield(L, t, "write");
+  for (lua_Integer i = 1; lua_istable(L, -1) && i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+    lua_rawgeti(L, -1, i);
+    const char *path = lua_tostring(L, -1);
+    if (lua_type(L, -1) == LUA_TSTRING && !allow_path(ruleset, path, FS_READ | write, handled))
+      allow_missing(ruleset, path, write, handled, notes);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
 }
 
 /* The strings of list t[field], one call each. */
@@ -122,7 +159,7 @@ static void each_path(lua_State *L, int t, const char *field, int ruleset, uint6
   lua_pop(L, 1);
 }
 
-static bool landlock(lua_State *L, int t, buf *report) {
+static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
   int abi = (int)ll_create(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) {
     buf_printf(report, "the kernel has no Landlock (%s): only luamcp's own checks apply", strerror(errno));
@@ -162,7 +199,7 @@ static bool landlock(lua_State *L, int t, buf *report) {
   if (lua_type(L, -1) == LUA_TSTRING) allow_path(ruleset, lua_tostring(L, -1), FS_READ, handled); /* reloads */
   lua_pop(L, 1);
   each_path(L, t, "read", ruleset, FS_READ, handled);
-  each_path(L, t, "write", ruleset, FS_READ | write, handled);
+  each_write(L, t, ruleset, write, handled, notes);
   each_path(L, t, "exec", ruleset, LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE, handled);
   if (attr.handled_access_net) {
     lua_getfield(L, t, "ports");
@@ -202,10 +239,14 @@ void confine_process(vm *v) {
     lua_getfield(L, t, "summary");
     log_write(LOG_INFO, "permissions: %s", lua_tostring(L, -1));
     lua_pop(L, 1);
-    buf report = BUF_INIT;
-    bool kernel = landlock(L, t, &report);
+    buf report = BUF_INIT, notes = BUF_INIT;
+    bool kernel = landlock(L, t, &report, &notes);
     log_write(kernel ? LOG_INFO : LOG_WARNING, "%s", report.data);
+    if (kernel && notes.len)
+      log_write(LOG_WARNING, "Landlock rules name only what exists: %s (luamcp's own checks still allow only what is "
+                             "declared)", notes.data);
     buf_free(&report);
+    buf_free(&notes);
   }
   lua_settop(L, top);
 }
