@@ -224,34 +224,38 @@ describe("permissions", function()
   it("keep the server's environment from the programs it runs: /proc/<server pid>/environ is out of reach", function()
     local server
     finally(function() if server then server:close() end end)
-    local vars = { PERM_READ = data, PERM_EXEC = "cat", PERM_SECRET = "hush-27-7" }
-    server = start(vars)
-    if not server.stderr:match("Landlock ABI %d+ also confines the process") then
-      pending("this kernel has no Landlock, which alone keeps /proc from the children: " .. server.stderr)
-      return
+    -- Files declared, and files left to the client's roots (where the
+    -- kernel's rules cover /proc and programs only).
+    for _, read in ipairs { data, "$ROOTS" } do
+      local vars = { PERM_READ = read, PERM_EXEC = "cat", PERM_SECRET = "hush-27-7" }
+      server = start(vars)
+      if not server.stderr:match("Landlock ABI %d+ also confines the process") then
+        pending("this kernel has no Landlock, which alone keeps /proc from the children: " .. server.stderr)
+        return
+      end
+      local function cat(path)
+        local r = try(server, "exec", { argv = { "cat", path } })
+        assert.is_true(r.ok, cjson.encode(r))
+        return r.value
+      end
+      assert.are.equal("inside", cat(data .. "/note.txt"))
+      -- The server's environment, through its own files, its thread's, and
+      -- the child's copy; and another process's command line.
+      local proc = "/proc/" .. server.pid
+      for _, path in ipairs { proc .. "/environ", proc .. "/task/" .. server.pid .. "/environ", "/proc/self/environ",
+        proc .. "/cmdline", "/proc/" .. uv.os_getpid() .. "/cmdline" } do
+        local out = cat(path)
+        assert.is_nil(out:find("hush-27-7", 1, true), read .. ": " .. path .. ": " .. out)
+        assert.are.equal("", out, read .. ": " .. path)
+      end
+      server:close()
+      -- Without the kernel's rules (--allow-all), the same cat reads it: the
+      -- check above is not vacuous.
+      server = start(vars, { "--allow-all" })
+      assert.truthy(cat("/proc/" .. server.pid .. "/environ"):find("PERM_SECRET=hush-27-7", 1, true))
+      server:close()
+      server = nil
     end
-    local function cat(path)
-      local r = try(server, "exec", { argv = { "cat", path } })
-      assert.is_true(r.ok, cjson.encode(r))
-      return r.value
-    end
-    assert.are.equal("inside", cat(data .. "/note.txt"))
-    -- The server's environment, through its own files, its thread's, and
-    -- the child's copy; and another process's command line.
-    local proc = "/proc/" .. server.pid
-    for _, path in ipairs { proc .. "/environ", proc .. "/task/" .. server.pid .. "/environ", "/proc/self/environ",
-      proc .. "/cmdline", "/proc/" .. uv.os_getpid() .. "/cmdline" } do
-      local out = cat(path)
-      assert.is_nil(out:find("hush-27-7", 1, true), path .. ": " .. out)
-      assert.are.equal("", out, path)
-    end
-    server:close()
-    -- Without the kernel's rules (--allow-all), the same cat reads it: the
-    -- check above is not vacuous.
-    server = start(vars, { "--allow-all" })
-    assert.truthy(cat("/proc/" .. server.pid .. "/environ"):find("PERM_SECRET=hush-27-7", 1, true))
-    server:close()
-    server = nil
   end)
 
   it("give the programs they run no loader variables: LD_PRELOAD from the caller is left out", function()

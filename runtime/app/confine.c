@@ -7,6 +7,7 @@
  */
 #include "app/confine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -159,6 +160,25 @@ static void each_path(lua_State *L, int t, const char *field, int ruleset, uint6
   lua_pop(L, 1);
 }
 
+/* The rules for a server whose files are its client's roots: every file
+ * but /proc's (each entry of / but /proc, and the listing of /), so that
+ * /proc keeps to what SYSTEM_READ and SELF_READ allow there too. An entry
+ * made in / later is not covered. */
+static void allow_all_but_proc(int ruleset, uint64_t rights, uint64_t handled) {
+  allow_path(ruleset, "/", LANDLOCK_ACCESS_FS_READ_DIR, handled);
+  DIR *root = opendir("/");
+  if (!root) return;
+  struct dirent *entry;
+  while ((entry = readdir(root)) != NULL) {
+    const char *name = entry->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "proc") == 0) continue;
+    char path[sizeof entry->d_name + 1];
+    snprintf(path, sizeof path, "/%s", name);
+    allow_path(ruleset, path, rights, handled);
+  }
+  closedir(root);
+}
+
 static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
   int abi = (int)ll_create(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) {
@@ -174,8 +194,8 @@ static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
   ll_ruleset_attr attr = {0};
   /* $ROOTS are known only when a client tells them, after the process is
    * confined, and a ruleset cannot grow: with them, files stay with the
-   * Lua checks alone, and the kernel rules cover programs and ports. */
-  attr.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | (roots ? 0 : FS_READ | write);
+   * Lua checks, but /proc's (see allow_all_but_proc). */
+  attr.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | FS_READ | write;
   lua_getfield(L, t, "any_port");
   bool any_port = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -198,8 +218,12 @@ static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
   lua_getfield(L, t, "script_dir");
   if (lua_type(L, -1) == LUA_TSTRING) allow_path(ruleset, lua_tostring(L, -1), FS_READ, handled); /* reloads */
   lua_pop(L, 1);
-  each_path(L, t, "read", ruleset, FS_READ, handled);
-  each_write(L, t, ruleset, write, handled, notes);
+  if (roots) {
+    allow_all_but_proc(ruleset, FS_READ | write, handled);
+  } else {
+    each_path(L, t, "read", ruleset, FS_READ, handled);
+    each_write(L, t, ruleset, write, handled, notes);
+  }
   each_path(L, t, "exec", ruleset, LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE, handled);
   if (attr.handled_access_net) {
     lua_getfield(L, t, "ports");
@@ -220,7 +244,8 @@ static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
     return false;
   }
   buf_printf(report, "Landlock ABI %d also confines the process: %s%s", abi,
-             roots ? "programs (files stay with luamcp's checks: $ROOTS are not known in advance)" : "files, programs",
+             roots ? "programs and /proc (other files stay with luamcp's checks: $ROOTS are not known in advance)"
+                   : "files, programs",
              attr.handled_access_net ? ", TCP ports" : "");
   return true;
 }
