@@ -195,6 +195,8 @@ M.check_exec = check_exec
 local DEFAULT_PORTS = { http = 80, https = 443 }
 
 --- Split an http(s) URL: scheme, host (lower case, no brackets), port.
+--- For mcp.http's redirects, which drop credentials when the origin
+--- changes; the net check judges libcurl's own parse (check_net).
 function M.url_parts(url)
   url = tostring(url)
   if not url:find("://", 1, true) then url = "http://" .. url end -- a proxy may be given as host:port
