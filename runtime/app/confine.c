@@ -62,11 +62,11 @@ static const char *const SYSTEM_READ[] = {
 /* The process's own /proc files that the runtime reads: its memory and
  * status (libuv, glibc's thread stacks), its map (AddressSanitizer) and
  * the list of its threads (LeakSanitizer: a folder read, nothing in it).
- * Opened through /proc/self, so each names this process's files only, and
- * never its environ, mem or fd: the children inherit these rules (they are
- * in the same Landlock domain, which lets them read the ptrace-guarded
- * files of the server), and a child that runs as root may read them
- * whatever the ptrace rules say; only the file rules hold it. */
+ * Opened through /proc/self, so each names this process's files only.
+ * Never its environ, mem or fd: the children inherit these rules and share
+ * the server's Landlock domain (whose ptrace rule lets them read its
+ * guarded files, and does not hold root), so only a file rule keeps them
+ * out. */
 static const struct {
   const char *path;
   uint64_t rights;
