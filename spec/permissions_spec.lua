@@ -344,6 +344,11 @@ describe("permissions for the web", function()
     server = start { PERM_NET = "127.0.0.1:" .. port, HTTP_PROXY = "http://127.0.0.1:" .. elsewhere }
     denied(try(server, "http", { url = base .. "/json" }), "net", "127.0.0.1:" .. elsewhere)
     server:close()
+    -- A host NO_PROXY exempts is reached directly, the proxy unjudged.
+    server = start { PERM_NET = "127.0.0.1:" .. port, HTTP_PROXY = "http://127.0.0.1:" .. elsewhere,
+      NO_PROXY = "example.com, 127.0.0.1" }
+    assert.truthy(try(server, "http", { url = base .. "/json" }).value:find("world", 1, true))
+    server:close()
     server = nil
   end)
 

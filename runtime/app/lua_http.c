@@ -39,6 +39,7 @@
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/buf.h"
 #include "core/luamcp_limits.h"
@@ -599,6 +600,37 @@ static const char *env_proxy(const char *scheme) {
   return p && *p ? p : NULL;
 }
 
+/* Whether the environment's no_proxy (or NO_PROXY) exempts host from the
+ * proxy: "*", or a name that is host or a domain host ends in (a leading
+ * dot allowed). Narrower than curl's (no address ranges), and what a
+ * confined request goes by: curl is then told to look no further
+ * (CURLOPT_NOPROXY ""), so the connection made is the one judged. */
+static bool no_proxy_for(const char *host) {
+  const char *list = getenv("no_proxy");
+  if (!list) list = getenv("NO_PROXY");
+  if (!list) return false;
+  size_t host_len = strlen(host);
+  if (host_len >= 2 && host[0] == '[' && host[host_len - 1] == ']') {
+    host++;
+    host_len -= 2;
+  }
+  while (*list) {
+    list += strspn(list, ", \t");
+    const char *name = list;
+    size_t len = strcspn(list, ", \t");
+    list += len;
+    if (len == 1 && *name == '*') return true;
+    if (len && *name == '.') {
+      name++;
+      len--;
+    }
+    if (len && len <= host_len && strncasecmp(host + host_len - len, name, len) == 0 &&
+        (len == host_len || host[host_len - len - 1] == '.'))
+      return true;
+  }
+  return false;
+}
+
 /* A confined request's proxy: parsed as libcurl parses a proxy (no scheme:
  * http; no port: 443 for an https proxy, else 1080), judged, and on
  * success the explicit URL of that parse pushed, for CURLOPT_PROXY. The
@@ -701,11 +733,13 @@ int lua_http_request(lua_State *L) {
                                                                                   "accepts", url);
   if (n == 0 && permit) {
     /* A confined request names its proxy to curl, the one judged here:
-     * the request's own, else the environment's, else none (""), so that
-     * curl looks for no other. */
-    char *scheme = NULL;
+     * the request's own, else the environment's, unless no_proxy exempts
+     * the host; else none (""), so that curl looks for no other. */
+    char *scheme = NULL, *host = NULL;
     if (!proxy && H.api->url_get(parsed, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK) proxy = env_proxy(scheme);
+    if (proxy && H.api->url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK && no_proxy_for(host)) proxy = NULL;
     H.api->free(scheme);
+    H.api->free(host);
     n = proxy ? judge_proxy(L, permit, proxy) : 0;
     proxy = n == 0 ? (proxy ? lua_tostring(L, -1) : "") : NULL;
   }
@@ -779,6 +813,7 @@ int lua_http_request(lua_State *L) {
    * here (a server is not a CGI program, where that name is unsafe). */
   if (!permit && !proxy && strncmp(url, "http://", 7) == 0 && !getenv("http_proxy")) proxy = getenv("HTTP_PROXY");
   if (proxy) H.api->easy_setopt(e, CURLOPT_PROXY, proxy);
+  if (permit) H.api->easy_setopt(e, CURLOPT_NOPROXY, ""); /* decided above */
   if (body) {
     H.api->easy_setopt(e, CURLOPT_POSTFIELDS, op->request_body);
     H.api->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
