@@ -124,13 +124,33 @@ describe("mcp.http", function()
     for case, message in pairs {
       no_url = "mcp.http needs url",
       ftp = "url must start with http:// or https://",
-      bad_header = "header x-a is not a valid name and value",
+      bad_header = "header x:a is not a valid name and value",
       unknown = "unknown option retries",
     } do
       local r = call(server, "misuse", { case = case })
       assert.is_true(r.raised, case)
       assert.truthy(r.message:find(message, 1, true), r.message)
     end
+  end)
+
+  it("refuses a control byte in the url, a header or the proxy: nil, message, \"invalid\"", function()
+    -- A NUL would cut the string where libcurl reads it, and a line break
+    -- would add a header (issue 27).
+    for _, args in ipairs {
+      { url = http_base .. "\0@example.com/json" },
+      { url = http_base .. "/json\r\nX-Injected: 1" },
+      { url = http_base .. "/json", headers = { ["x-a"] = "1\r\nx-b: 2" } },
+      { url = http_base .. "/json", headers = { ["x-a"] = "1\0" } },
+      { url = http_base .. "/json", headers = { ["x-a\0"] = "1" } },
+      { url = http_base .. "/json", proxy = "http://127.0.0.1:1\0@127.0.0.1:" .. services.free_port() },
+    } do
+      local r = call(server, "request", args)
+      assert.are.equal("invalid", r.code, cjson.encode(args) .. " -> " .. cjson.encode(r))
+      assert.truthy(r.error:find("control byte", 1, true), r.error)
+    end
+    -- A URL libcurl does not accept fails the same way, before anything is sent.
+    local r = call(server, "request", { url = "http://exa mple.com/" })
+    assert.are.equal("invalid", r.code, cjson.encode(r))
   end)
 
   it("stops the transfer when its call is cancelled: the origin sees the connection close", function()

@@ -8,6 +8,7 @@
 -- environment each test starts it with.
 
 local client = require "mcp_client"
+local services = require "services"
 local uv = require "luv"
 local cjson = client.json
 
@@ -198,6 +199,96 @@ describe("permissions", function()
     assert.are.equal("opened", try(server, "raw_open", { path = outside .. "/secret.txt" }).value)
     server:close()
   end)
+
+  it("write a declared file that does not exist yet, the kernel's rules included", function()
+    local place = dir .. "/place"
+    assert(uv.fs_mkdir(place, 448))
+    local server
+    finally(function() if server then server:close() end end)
+    server = start { PERM_WRITE = place .. "/out.txt" }
+    if not server.stderr:match("Landlock ABI %d+ also confines the process") then
+      pending("this kernel has no Landlock, whose rules name only what exists: " .. server.stderr)
+      return
+    end
+    local r = try(server, "open", { path = place .. "/out.txt", to = "w" })
+    assert.is_true(r.ok, cjson.encode(r))
+    assert.are.equal("written", try(server, "open", { path = place .. "/out.txt" }).value)
+    -- luamcp's own check still holds the scripts to the file declared.
+    denied(try(server, "open", { path = place .. "/other.txt", to = "w" }), "write", place .. "/other.txt")
+    server:close()
+    assert.truthy(server.stderr:find(place .. "/out.txt does not exist yet, so the kernel lets the process create, "
+      .. "write and read anything under " .. place, 1, true), server.stderr)
+    server = nil
+  end)
+
+  it("keep the server's environment from the programs it runs: /proc/<server pid>/environ is out of reach", function()
+    local server
+    finally(function() if server then server:close() end end)
+    -- Files declared, and files left to the client's roots (where the
+    -- kernel's rules cover /proc and programs only).
+    for _, read in ipairs { data, "$ROOTS" } do
+      local vars = { PERM_READ = read, PERM_EXEC = "cat", PERM_SECRET = "hush-27-7" }
+      server = start(vars)
+      if not server.stderr:match("Landlock ABI %d+ also confines the process") then
+        pending("this kernel has no Landlock, which alone keeps /proc from the children: " .. server.stderr)
+        return
+      end
+      local function cat(path)
+        local r = try(server, "exec", { argv = { "cat", path } })
+        assert.is_true(r.ok, cjson.encode(r))
+        return r.value
+      end
+      assert.are.equal("inside", cat(data .. "/note.txt"))
+      -- The server's environment, through its own files, its thread's, and
+      -- the child's copy; and another process's command line.
+      local proc = "/proc/" .. server.pid
+      for _, path in ipairs { proc .. "/environ", proc .. "/task/" .. server.pid .. "/environ", "/proc/self/environ",
+        proc .. "/cmdline", "/proc/" .. uv.os_getpid() .. "/cmdline" } do
+        local out = cat(path)
+        assert.is_nil(out:find("hush-27-7", 1, true), read .. ": " .. path .. ": " .. out)
+        assert.are.equal("", out, read .. ": " .. path)
+      end
+      server:close()
+      -- Without the kernel's rules (--allow-all), the same cat reads it: the
+      -- check above is not vacuous.
+      server = start(vars, { "--allow-all" })
+      assert.truthy(cat("/proc/" .. server.pid .. "/environ"):find("PERM_SECRET=hush-27-7", 1, true))
+      server:close()
+      server = nil
+    end
+  end)
+
+  it("give the programs they run no loader variables: LD_PRELOAD from the caller is left out", function()
+    local lib, out = dir .. "/preload", dir .. "/preload_out"
+    assert(uv.fs_mkdir(lib, 448))
+    assert(uv.fs_mkdir(out, 448))
+    client.write_file(lib .. "/mark.c", [[
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void) {
+  const char *path = getenv("PRELOAD_MARKER");
+  if (path) close(open(path, O_CREAT | O_WRONLY, 0600));
+}
+]])
+    assert(os.execute(("cc -shared -fPIC -o %s/mark.so %s/mark.c"):format(lib, lib)), "cc failed")
+    local env = { LD_PRELOAD = lib .. "/mark.so", PRELOAD_MARKER = out .. "/confined" }
+    local server
+    finally(function() if server then server:close() end end)
+    server = start { PERM_READ = lib, PERM_WRITE = out, PERM_EXEC = "true" }
+    assert.is_true(try(server, "exec", { argv = { "true" }, env = env }).ok)
+    server:close()
+    assert.is_nil(io.open(out .. "/confined"), "the preloaded library ran in a confined server's child")
+    assert.truthy(server.stderr:find("mcp.exec: LD_PRELOAD left out of the child's environment", 1, true),
+      server.stderr)
+    -- Unconfined, the same call runs the library: the check above is not vacuous.
+    env.PRELOAD_MARKER = out .. "/unconfined"
+    server = start { PERM_UNDECLARED = "1" }
+    assert.is_true(try(server, "exec", { argv = { "true" }, env = env }).ok)
+    server:close()
+    server = nil
+    assert.truthy(io.open(out .. "/unconfined"), "the preloaded library did not run at all")
+  end)
 end)
 
 describe("permissions for the web", function()
@@ -223,5 +314,62 @@ describe("permissions for the web", function()
     denied(try(server, "http", { url = base .. "/to?url=" .. away }), "net", "localhost:" .. port)
     denied(try(server, "http", { url = "http://127.0.0.1:1/" }), "net", "127.0.0.1:1")
     server:close()
+  end)
+
+  it("judge what libcurl connects to: a NUL is refused, libcurl's reading of the URL and the proxy is judged", function()
+    local server
+    finally(function() if server then server:close() end end)
+    -- The whole string names example.com; libcurl would read it up to the
+    -- NUL and connect to 127.0.0.1 (issue 27).
+    server = start { PERM_NET = "example.com:" .. port }
+    local r = try(server, "http", { url = "http://127.0.0.1:" .. port .. "\0@example.com:" .. port .. "/json" })
+    assert.is_false(r.ok, cjson.encode(r))
+    assert.are.equal("invalid", r.code, cjson.encode(r))
+    r = try(server, "http", { url = "http://example.com:" .. port .. "/json", proxy = "http://127.0.0.1:" .. port
+      .. "\0@example.com:" .. port })
+    assert.are.equal("invalid", r.code, cjson.encode(r))
+    server:close()
+    -- The host judged is libcurl's reading of the URL: 127.1 is 127.0.0.1.
+    local base = "http://127.0.0.1:" .. port
+    local elsewhere = services.free_port()
+    server = start { PERM_NET = "127.0.0.1:" .. port }
+    assert.truthy(try(server, "http", { url = "http://127.1:" .. port .. "/json" }).value:find("world", 1, true))
+    -- A proxy is reached too: the request's own, judged at libcurl's
+    -- default port when it names none.
+    denied(try(server, "http", { url = base .. "/json", proxy = "http://127.0.0.1:" .. elsewhere }), "net",
+      "127.0.0.1:" .. elsewhere)
+    denied(try(server, "http", { url = base .. "/json", proxy = "127.0.0.1" }), "net", "127.0.0.1:1080")
+    server:close()
+    -- ... and the environment's.
+    server = start { PERM_NET = "127.0.0.1:" .. port, HTTP_PROXY = "http://127.0.0.1:" .. elsewhere }
+    denied(try(server, "http", { url = base .. "/json" }), "net", "127.0.0.1:" .. elsewhere)
+    server:close()
+    -- A host NO_PROXY exempts is reached directly, the proxy unjudged.
+    server = start { PERM_NET = "127.0.0.1:" .. port, HTTP_PROXY = "http://127.0.0.1:" .. elsewhere,
+      NO_PROXY = "example.com, 127.0.0.1" }
+    assert.truthy(try(server, "http", { url = base .. "/json" }).value:find("world", 1, true))
+    server:close()
+    server = nil
+  end)
+
+  it("go through a proxy that is declared, the one that was judged (tinyproxy)", function()
+    local dir = client.temp_dir()
+    local proxy_port = services.free_port()
+    local proxy, server
+    finally(function()
+      if server then server:close() end
+      if proxy then proxy:terminate() end
+      client.remove_tree(dir)
+    end)
+    client.write_file(dir .. "/tinyproxy.conf",
+      ("Port %d\nListen 127.0.0.1\nAllow 127.0.0.1\nTimeout 30\nLogLevel Error\n"):format(proxy_port))
+    proxy = client.spawn({ "-d", "-c", dir .. "/tinyproxy.conf" }, { bin = "/usr/bin/tinyproxy" })
+    server = start { PERM_NET = "127.0.0.1:" .. port .. ",127.0.0.1:" .. proxy_port }
+    local r
+    assert.is_true(client.wait_until(function() -- tinyproxy may still be starting
+      r = try(server, "http", { url = "http://127.0.0.1:" .. port .. "/echo", proxy = "127.0.0.1:" .. proxy_port })
+      return r.ok
+    end, 20000), cjson.encode(r or {}))
+    assert.truthy((cjson.decode(r.value).headers.via or ""):find("tinyproxy", 1, true), r.value)
   end)
 end)

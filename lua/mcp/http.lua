@@ -72,9 +72,14 @@ local function join(base, location)
   return scheme .. "//" .. authority .. (path:match("^(.*/)") or "/") .. location
 end
 
--- Headers that belong to one host, dropped when a redirect leaves it (as
--- curl does).
+-- Headers that belong to one origin, dropped when a redirect leaves it (as
+-- curl does since 7.83: another scheme, host or port).
 local CREDENTIALS = { authorization = true, cookie = true, ["proxy-authorization"] = true }
+
+local function origin(url)
+  local scheme, host, port = permissions.url_parts(url)
+  return ("%s://%s:%s"):format(scheme, host, port)
+end
 
 -- A confined server follows redirects itself: core.http_request checks
 -- each hop's host and port before anything connects to it (curl would
@@ -93,9 +98,9 @@ function M._follow(request)
       return nil, ("mcp.http: %s: more than %d redirects"):format(request.url, max), "redirects"
     end
     hops = hops + 1
-    local from = select(2, permissions.url_parts(request.url))
+    local from = origin(request.url)
     request.url = join(request.url, location)
-    if select(2, permissions.url_parts(request.url)) ~= from then
+    if origin(request.url) ~= from then
       local kept = {}
       for k, v in pairs(request.headers or {}) do
         if not CREDENTIALS[tostring(k):lower()] then kept[k] = v end

@@ -195,6 +195,8 @@ M.check_exec = check_exec
 local DEFAULT_PORTS = { http = 80, https = 443 }
 
 --- Split an http(s) URL: scheme, host (lower case, no brackets), port.
+--- For mcp.http's redirects, which drop credentials when the origin
+--- changes; the net check judges libcurl's own parse (check_net).
 function M.url_parts(url)
   url = tostring(url)
   if not url:find("://", 1, true) then url = "http://" .. url end -- a proxy may be given as host:port
@@ -208,16 +210,17 @@ function M.url_parts(url)
   return scheme, (host or ""):lower(), port
 end
 
-local function check_net(url)
+--- May a request reach host:port? host is in lower case without IPv6
+--- brackets: runtime/app/lua_http.c calls this with the host and port of
+--- the one parse of the URL (and of the proxy) that libcurl is handed, so
+--- that what is judged is what is used.
+local function check_net(host, port)
   if not policy then return true end
-  local _, host, port = M.url_parts(url)
-  if host then
-    for _, rule in ipairs(policy.net) do
-      local host_ok = rule.host == host or (rule.host:sub(1, 2) == "*." and host:sub(-(#rule.host - 1)) == rule.host:sub(2))
-      if host_ok and (rule.port == nil or rule.port == port) then return true end
-    end
+  for _, rule in ipairs(policy.net) do
+    local host_ok = rule.host == host or (rule.host:sub(1, 2) == "*." and host:sub(-(#rule.host - 1)) == rule.host:sub(2))
+    if host_ok and (rule.port == nil or rule.port == port) then return true end
   end
-  return deny("net", (host or tostring(url)) .. (port and (":" .. port) or ""))
+  return deny("net", (host:find(":", 1, true) and ("[" .. host .. "]") or host) .. ":" .. port)
 end
 M.check_net = check_net
 
@@ -500,17 +503,20 @@ end
 
 function core.http_request(request)
   if policy and type(request) == "table" then
-    local ok, message, code = check_net(request.url)
-    if ok and request.proxy then ok, message, code = check_net(request.proxy) end
-    if not ok then return nil, message, code end
-    if request.max_redirects ~= 0 then
-      -- Each hop must be checked before anything connects to it:
-      -- mcp.http follows redirects itself, through here.
-      local checked = {}
-      for k, v in pairs(request) do checked[k] = v end
-      checked.max_redirects = 0
-      request = checked
+    if request.ca_file ~= nil then
+      local ok, message, code = check_path("read", request.ca_file)
+      if not ok then return nil, message, code end
     end
+    local checked = {}
+    for k, v in pairs(request) do checked[k] = v end
+    -- The C side parses the URL and the proxy (the request's or the
+    -- environment's) once, asks check_net about the host and port of that
+    -- parse, and hands curl the same parse. Each redirect must be checked
+    -- before anything connects to it: mcp.http follows them itself,
+    -- through here, and curl follows none.
+    checked.permit = check_net
+    checked.max_redirects = 0
+    request = checked
   end
   return raw.http_request(request)
 end

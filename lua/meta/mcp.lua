@@ -574,7 +574,7 @@ function mcp.store.delete(key) end
 ---@return boolean swapped
 function mcp.store.cas(key, expected, new, opts) end
 
----@alias mcp.HttpFailure "dns"|"connect"|"tls"|"timeout"|"too_large"|"redirects"|"protocol"
+---@alias mcp.HttpFailure "dns"|"connect"|"tls"|"timeout"|"too_large"|"redirects"|"protocol"|"invalid"
 
 ---@class mcp.HttpOptions
 ---@field url? string http:// or https:// (required by request; get and post take it as their first argument)
@@ -593,8 +593,10 @@ function mcp.store.cas(key, expected, new, opts) end
 ---HTTP/1.1 and HTTP/2 over TLS (libcurl, loaded on first use) without
 ---blocking the loop. Expected failures return nil, a message naming the
 ---URL, and an mcp.HttpFailure code; an HTTP error status is not a failure.
----Misuse (no url, another scheme, an unknown option, a header value with a
----line break) raises, as does a runtime without libcurl.
+---A control byte (a NUL, a line break) in the url, a header or the proxy is
+---an expected failure, "invalid", and nothing is sent. Misuse (no url,
+---another scheme, an unknown option, a header name with ":" or a space)
+---raises, as does a runtime without libcurl.
 mcp.http = {}
 
 ---@class mcp.http.Response

@@ -7,8 +7,10 @@
  */
 #include "app/confine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <lauxlib.h>
 #include <linux/landlock.h>
 #include <stddef.h>
@@ -46,14 +48,31 @@ typedef struct ll_net_port_attr {
 /* What the runtime itself reads after it is confined, whatever the script
  * declared: the C library and the shared libraries it loads on demand
  * (libcurl, Lua C modules, NSS), TLS certificates, name resolution, time
- * zones, and the few devices and /proc files libuv and OpenSSL use. Not
- * /etc as a whole: /etc/passwd and the like stay out. */
+ * zones, and the few devices and /proc files libuv, glibc and OpenSSL use.
+ * Not /etc as a whole: /etc/passwd and the like stay out. Not /proc as a
+ * whole either: the children inherit these rules, and /proc holds every
+ * process's environment and command line (issue 27). */
 static const char *const SYSTEM_READ[] = {
     "/usr",           "/lib",          "/lib64",         "/etc/ssl",        "/etc/ca-certificates",
     "/etc/pki",       "/etc/resolv.conf", "/etc/hosts",  "/etc/nsswitch.conf", "/etc/gai.conf",
     "/etc/host.conf", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/etc/services",
-    "/etc/protocols", "/proc",          "/sys/devices/system/cpu", "/sys/fs/cgroup", "/dev/urandom",
-    "/dev/random",    "/dev/null",
+    "/etc/protocols", "/proc/cpuinfo",  "/proc/meminfo", "/proc/stat",     "/proc/sys/vm/overcommit_memory",
+    "/sys/devices/system/cpu", "/sys/fs/cgroup", "/dev/urandom", "/dev/random", "/dev/null",
+};
+/* The process's own /proc files that the runtime reads: its memory and
+ * status (libuv, glibc's thread stacks), its map (AddressSanitizer) and
+ * the list of its threads (LeakSanitizer: a folder read, nothing in it).
+ * Opened through /proc/self, so each names this process's files only.
+ * Never its environ, mem or fd: the children inherit these rules and share
+ * the server's Landlock domain (whose ptrace rule lets them read its
+ * guarded files, and does not hold root), so only a file rule keeps them
+ * out. */
+static const struct {
+  const char *path;
+  uint64_t rights;
+} SELF_READ[] = {
+    {"/proc/self/stat", FS_READ},   {"/proc/self/statm", FS_READ},  {"/proc/self/status", FS_READ},
+    {"/proc/self/maps", FS_READ},   {"/proc/self/cgroup", FS_READ}, {"/proc/self/task", LANDLOCK_ACCESS_FS_READ_DIR},
 };
 /* Written by anyone (opening /dev/null for a child's stdin, say). */
 static const char *const SYSTEM_WRITE[] = {"/dev/null"};
@@ -65,11 +84,22 @@ static long ll_create(const ll_ruleset_attr *attr, size_t size, uint32_t flags) 
   return syscall(SYS_landlock_create_ruleset, attr, size, flags);
 }
 
+/* Owner: this file, for the life of the process. */
+static struct {
+  bool policy; /* the scripts are confined (luamcp's checks), with or without Landlock */
+  /* /proc files granted by a rule, held open: a /proc file's inode lives
+   * only as long as its directory entry, which the kernel may drop and
+   * make anew, without the rule, when nothing holds it. */
+  int pinned[16];
+  size_t npinned;
+} C;
+
 /* Allow rights under path (its whole tree for a folder). A path that does
- * not exist is skipped: there is nothing there to reach. */
-static void allow_path(int ruleset, const char *path, uint64_t rights, uint64_t handled) {
+ * not exist is skipped (false): there is nothing there to reach. */
+static bool allow_path(int ruleset, const char *path, uint64_t rights, uint64_t handled) {
   int fd = open(path, O_PATH | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return errno != ENOENT && errno != ENOTDIR;
+  bool pin = strncmp(path, "/proc/", 6) == 0 && C.npinned < sizeof C.pinned / sizeof *C.pinned;
   struct stat st;
   if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
     /* A file takes only the rights that apply to files. */
@@ -79,7 +109,44 @@ static void allow_path(int ruleset, const char *path, uint64_t rights, uint64_t 
   struct landlock_path_beneath_attr rule = {.allowed_access = rights & handled, .parent_fd = fd};
   if (rule.allowed_access && syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
     log_write(LOG_WARNING, "confine: cannot add the rule for %s: %s", path, strerror(errno));
-  close(fd);
+  if (pin) C.pinned[C.npinned++] = fd;
+  else close(fd);
+  return true;
+}
+
+/* A write entry that does not exist yet, such as a file a tool will
+ * create: a Landlock rule names only what exists, and cannot name one
+ * child of a folder, so the nearest folder above it that exists gets the
+ * rights to create, write and read files and folders under it (not to
+ * remove, rename, link or make anything else), and notes says so. */
+static void allow_missing(int ruleset, const char *path, uint64_t write, uint64_t handled, buf *notes) {
+  uint64_t create = FS_READ | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                    LANDLOCK_ACCESS_FS_WRITE_FILE | (write & LL_ACCESS_FS_TRUNCATE);
+  char parent[PATH_MAX];
+  if (snprintf(parent, sizeof parent, "%s", path) >= (int)sizeof parent) return;
+  char *slash;
+  while ((slash = strrchr(parent, '/')) != NULL) {
+    slash[slash == parent] = '\0'; /* "/a" -> "/" */
+    if (allow_path(ruleset, parent, create, handled)) {
+      buf_printf(notes, "%s%s does not exist yet, so the kernel lets the process create, write and read anything under "
+                        "%s", notes->len ? "; " : "", path, parent);
+      return;
+    }
+    if (slash == parent) return;
+  }
+}
+
+/* The write entries: each path's tree, or its nearest existing folder. */
+static void each_write(lua_State *L, int t, int ruleset, uint64_t write, uint64_t handled, buf *notes) {
+  lua_getfield(L, t, "write");
+  for (lua_Integer i = 1; lua_istable(L, -1) && i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+    lua_rawgeti(L, -1, i);
+    const char *path = lua_tostring(L, -1);
+    if (lua_type(L, -1) == LUA_TSTRING && !allow_path(ruleset, path, FS_READ | write, handled))
+      allow_missing(ruleset, path, write, handled, notes);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
 }
 
 /* The strings of list t[field], one call each. */
@@ -93,7 +160,26 @@ static void each_path(lua_State *L, int t, const char *field, int ruleset, uint6
   lua_pop(L, 1);
 }
 
-static bool landlock(lua_State *L, int t, buf *report) {
+/* The rules for a server whose files are its client's roots: every file
+ * but /proc's (each entry of / but /proc, and the listing of /), so that
+ * /proc keeps to what SYSTEM_READ and SELF_READ allow there too. An entry
+ * made in / later is not covered. */
+static void allow_all_but_proc(int ruleset, uint64_t rights, uint64_t handled) {
+  allow_path(ruleset, "/", LANDLOCK_ACCESS_FS_READ_DIR, handled);
+  DIR *root = opendir("/");
+  if (!root) return;
+  struct dirent *entry;
+  while ((entry = readdir(root)) != NULL) {
+    const char *name = entry->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "proc") == 0) continue;
+    char path[sizeof entry->d_name + 1];
+    snprintf(path, sizeof path, "/%s", name);
+    allow_path(ruleset, path, rights, handled);
+  }
+  closedir(root);
+}
+
+static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
   int abi = (int)ll_create(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) {
     buf_printf(report, "the kernel has no Landlock (%s): only luamcp's own checks apply", strerror(errno));
@@ -108,8 +194,8 @@ static bool landlock(lua_State *L, int t, buf *report) {
   ll_ruleset_attr attr = {0};
   /* $ROOTS are known only when a client tells them, after the process is
    * confined, and a ruleset cannot grow: with them, files stay with the
-   * Lua checks alone, and the kernel rules cover programs and ports. */
-  attr.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | (roots ? 0 : FS_READ | write);
+   * Lua checks, but /proc's (see allow_all_but_proc). */
+  attr.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | FS_READ | write;
   lua_getfield(L, t, "any_port");
   bool any_port = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -123,6 +209,8 @@ static bool landlock(lua_State *L, int t, buf *report) {
   uint64_t handled = attr.handled_access_fs;
   for (size_t i = 0; i < sizeof SYSTEM_READ / sizeof *SYSTEM_READ; i++)
     allow_path(ruleset, SYSTEM_READ[i], FS_READ, handled);
+  for (size_t i = 0; i < sizeof SELF_READ / sizeof *SELF_READ; i++)
+    allow_path(ruleset, SELF_READ[i].path, SELF_READ[i].rights, handled);
   for (size_t i = 0; i < sizeof SYSTEM_WRITE / sizeof *SYSTEM_WRITE; i++)
     allow_path(ruleset, SYSTEM_WRITE[i], LANDLOCK_ACCESS_FS_WRITE_FILE, handled);
   for (size_t i = 0; i < sizeof SYSTEM_EXEC / sizeof *SYSTEM_EXEC; i++)
@@ -130,8 +218,12 @@ static bool landlock(lua_State *L, int t, buf *report) {
   lua_getfield(L, t, "script_dir");
   if (lua_type(L, -1) == LUA_TSTRING) allow_path(ruleset, lua_tostring(L, -1), FS_READ, handled); /* reloads */
   lua_pop(L, 1);
-  each_path(L, t, "read", ruleset, FS_READ, handled);
-  each_path(L, t, "write", ruleset, FS_READ | write, handled);
+  if (roots) {
+    allow_all_but_proc(ruleset, FS_READ | write, handled);
+  } else {
+    each_path(L, t, "read", ruleset, FS_READ, handled);
+    each_write(L, t, ruleset, write, handled, notes);
+  }
   each_path(L, t, "exec", ruleset, LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE, handled);
   if (attr.handled_access_net) {
     lua_getfield(L, t, "ports");
@@ -152,7 +244,8 @@ static bool landlock(lua_State *L, int t, buf *report) {
     return false;
   }
   buf_printf(report, "Landlock ABI %d also confines the process: %s%s", abi,
-             roots ? "programs (files stay with luamcp's checks: $ROOTS are not known in advance)" : "files, programs",
+             roots ? "programs and /proc (other files stay with luamcp's checks: $ROOTS are not known in advance)"
+                   : "files, programs",
              attr.handled_access_net ? ", TCP ports" : "");
   return true;
 }
@@ -166,14 +259,36 @@ void confine_process(vm *v) {
     log_write(LOG_INFO, "running unconfined: the scripts declare no permissions (mcp.server{permissions = ...}), "
                         "so their tools can read, write, run and reach whatever you can");
   } else {
+    C.policy = true;
     int t = lua_gettop(L);
     lua_getfield(L, t, "summary");
     log_write(LOG_INFO, "permissions: %s", lua_tostring(L, -1));
     lua_pop(L, 1);
-    buf report = BUF_INIT;
-    bool kernel = landlock(L, t, &report);
+    buf report = BUF_INIT, notes = BUF_INIT;
+    bool kernel = landlock(L, t, &report, &notes);
     log_write(kernel ? LOG_INFO : LOG_WARNING, "%s", report.data);
+    if (kernel && notes.len)
+      log_write(LOG_WARNING, "Landlock rules name only what exists: %s (luamcp's own checks still allow only what is "
+                             "declared)", notes.data);
     buf_free(&report);
+    buf_free(&notes);
   }
   lua_settop(L, top);
+}
+
+/* Variables the dynamic loader and the C library act on when any program
+ * starts: glibc's unsecvars.h (what it drops for a setuid program), less
+ * TMPDIR (a confined child writes only where the rules allow anyway), plus
+ * every LD_ and MALLOC_ name. */
+static const char *const LOADER_VARIABLES[] = {
+    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+    "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+};
+
+bool confine_drops_variable(const char *name) {
+  if (!C.policy) return false;
+  if (strncmp(name, "LD_", 3) == 0 || strncmp(name, "MALLOC_", 7) == 0) return true;
+  for (size_t i = 0; i < sizeof LOADER_VARIABLES / sizeof *LOADER_VARIABLES; i++)
+    if (strcmp(name, LOADER_VARIABLES[i]) == 0) return true;
+  return false;
 }

@@ -52,6 +52,11 @@ static bool load(void) {
       CURL_FN(easy_strerror, "curl_easy_strerror"),
       CURL_FN(slist_append, "curl_slist_append"),
       CURL_FN(slist_free_all, "curl_slist_free_all"),
+      CURL_FN(url, "curl_url"),
+      CURL_FN(url_cleanup, "curl_url_cleanup"),
+      CURL_FN(url_set, "curl_url_set"),
+      CURL_FN(url_get, "curl_url_get"),
+      CURL_FN(free, "curl_free"),
   };
   for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
     *fns[i].slot = dlsym(lib, fns[i].name);

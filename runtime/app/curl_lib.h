@@ -29,6 +29,13 @@ typedef struct curl_api {
   const char *(*easy_strerror)(CURLcode code);
   struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
   void (*slist_free_all)(struct curl_slist *list);
+  /* The URL API (libcurl 7.62): mcp.http parses a URL once, judges the
+   * host and port of that parse, and hands curl the parsed handle. */
+  CURLU *(*url)(void);
+  void (*url_cleanup)(CURLU *u);
+  CURLUcode (*url_set)(CURLU *u, CURLUPart what, const char *part, unsigned int flags);
+  CURLUcode (*url_get)(CURLU *u, CURLUPart what, char **part, unsigned int flags);
+  void (*free)(void *p);
 } curl_api;
 
 /* libcurl's functions, loaded and initialized once per process; or NULL

@@ -19,6 +19,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
+#include "app/confine.h"
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
 
@@ -277,6 +278,14 @@ static char **string_list(lua_State *L, int list_idx, const char *what, bool env
     while (lua_next(L, list_idx)) {
       if (lua_type(L, -2) != LUA_TSTRING || (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
         luaL_error(L, "mcp.exec: %s must map names to strings", what);
+      /* A confined server's child gets no loader variables: LD_PRELOAD
+       * would run the caller's code inside an allowed program. */
+      if (confine_drops_variable(lua_tostring(L, -2))) {
+        log_write(LOG_WARNING, "mcp.exec: %s left out of the child's environment: the server is confined",
+                  lua_tostring(L, -2));
+        lua_pop(L, 1);
+        continue;
+      }
       const char *entry = lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
       out[i++] = (char *)entry;
       lua_insert(L, -3); /* keep the string below the key and value */

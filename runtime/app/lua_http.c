@@ -9,7 +9,17 @@
  *                       timeout_ms, max_bytes, max_redirects, ca_file,
  *                       insecure, proxy, stream = function(chunk) end }
  *   -> { status, headers = {lower-case name = value}, body, url }
- *   or nil, message, code   (an expected failure; see CODES below)
+ *   or nil, message, code   (an expected failure; see failure_code below)
+ *
+ * A confined server's request also carries permit = function(host, port),
+ * lua/mcp/permissions.lua's check. The URL is parsed once, with libcurl's
+ * URL API, and that parse is both what the check judges and what curl is
+ * handed (CURLOPT_CURLU); the proxy (the request's own or the
+ * environment's) is parsed and judged the same way and handed to curl as
+ * the explicit URL the parse gives back; curl then follows no redirect
+ * itself (lua/mcp/http.lua follows them, each hop judged again). A URL, a
+ * header or a proxy with a control byte is refused before any of that: a
+ * NUL would cut the string where curl reads it.
  *
  * The calling task waits (yields) while the transfer runs; many run at once.
  * When the task goes away (cancelled, past its deadline, or its generation
@@ -29,6 +39,7 @@
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/buf.h"
 #include "core/luamcp_limits.h"
@@ -79,6 +90,7 @@ typedef struct http_op {
   vm *vm;
   task *task;
   CURL *easy;
+  CURLU *url;               /* the parsed URL curl was handed (CURLOPT_CURLU) */
   bool in_multi;            /* added to H.multi and not yet removed */
   struct curl_slist *headers;
   char *request_body;
@@ -120,6 +132,8 @@ static void detach_easy(http_op *op) {
   op->in_multi = false;
   if (op->easy) H.api->easy_cleanup(op->easy);
   op->easy = NULL;
+  if (op->url) H.api->url_cleanup(op->url); /* after the easy handle that used it */
+  op->url = NULL;
   if (op->headers) H.api->slist_free_all(op->headers);
   op->headers = NULL;
 }
@@ -305,7 +319,7 @@ static bool http_ready(vm *v, const char **why) {
 /* ---- The Lua side --------------------------------------------------------- */
 
 /* The documented failure codes (README "mcp.http"). */
-static const char *failure_code(http_op *op) {
+static const char *failure_code(const http_op *op) {
   if (op->too_large) return "too_large";
   switch (op->result) {
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -415,13 +429,15 @@ static int http_continue(lua_State *L, int status, lua_KContext k) {
   return task_wait_op(L, task_of(L), &op->op, http_continue);
 }
 
-/* A string option; the string stays alive in the options table. */
-static const char *opt_string(lua_State *L, int idx, const char *name) {
+/* A string option and its length; the string stays alive in the options
+ * table. */
+static const char *opt_string(lua_State *L, int idx, const char *name, size_t *len) {
   lua_getfield(L, idx, name);
   const char *s = NULL;
+  *len = 0;
   if (!lua_isnil(L, -1)) {
     if (lua_type(L, -1) != LUA_TSTRING) misuse(L, "mcp.http: %s must be a string", name);
-    s = lua_tostring(L, -1);
+    s = lua_tolstring(L, -1, len);
   }
   lua_pop(L, 1);
   return s;
@@ -439,11 +455,37 @@ static lua_Integer opt_integer(lua_State *L, int idx, const char *name, lua_Inte
   return v;
 }
 
-/* Request headers from {name = value}; a value may not contain a line
- * break (header injection). */
-static struct curl_slist *build_headers(lua_State *L, int idx) {
+/* ---- What the request reaches --------------------------------------------- */
+
+/* A byte below 0x20, or DEL: never part of a URL, a proxy or a header (a
+ * tab aside, which a header value may hold). A NUL would also cut the
+ * string where libcurl reads it, so that a check of the whole Lua string
+ * would judge something else than what curl uses. */
+static bool has_control_byte(const char *s, size_t len, bool tab_ok) {
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c < 0x20 && !(tab_ok && c == '\t')) || c == 0x7f) return true;
+  }
+  return false;
+}
+
+/* An expected failure found before anything is sent: nil, message,
+ * "invalid". */
+static int refuse(lua_State *L, const char *fmt, ...) {
+  va_list ap;
+  lua_pushnil(L);
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_pushliteral(L, "invalid");
+  return 3;
+}
+
+/* Check the headers table before anything is allocated: misuse raises; a
+ * control byte (header injection, or a NUL that would cut the line) is an
+ * expected failure, whose message is pushed and returned. NULL: fine. */
+static const char *header_problem(lua_State *L, int idx) {
   lua_getfield(L, idx, "headers");
-  struct curl_slist *list = NULL;
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     return NULL;
@@ -452,29 +494,184 @@ static struct curl_slist *build_headers(lua_State *L, int idx) {
   int t = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    if (lua_type(L, -2) != LUA_TSTRING || (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)) {
-      if (list) H.api->slist_free_all(list);
+    if (lua_type(L, -2) != LUA_TSTRING || (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
       misuse(L, "mcp.http: headers must map names to strings");
+    size_t name_len, value_len;
+    const char *name = lua_tolstring(L, -2, &name_len);
+    const char *value = lua_tolstring(L, -1, &value_len); /* a number value becomes a string in its slot */
+    if (has_control_byte(name, name_len, false) || has_control_byte(value, value_len, true)) {
+      const char *why = lua_pushfstring(L, "mcp.http: header %s is not a valid name and value: it holds a control "
+                                           "byte (a line break or a NUL)", name);
+      lua_replace(L, t);
+      lua_settop(L, t);
+      return why;
     }
-    const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
-    if (strpbrk(name, "\r\n: ") || strpbrk(value, "\r\n") || !*name) {
-      if (list) H.api->slist_free_all(list);
-      misuse(L, "mcp.http: header %s is not a valid name and value", name);
+    if (!*name || strpbrk(name, ": ")) misuse(L, "mcp.http: header %s is not a valid name and value", name);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return NULL;
+}
+
+/* Request headers from {name = value}, checked by header_problem; false
+ * when out of memory (nothing is raised: the caller holds a parsed URL). */
+static bool build_headers(lua_State *L, int idx, struct curl_slist **out) {
+  lua_getfield(L, idx, "headers");
+  struct curl_slist *list = NULL;
+  bool ok = true;
+  if (lua_istable(L, -1)) {
+    int t = lua_gettop(L);
+    lua_pushnil(L);
+    while (ok && lua_next(L, t)) {
+      const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
+      /* "Name;" is curl's way to send a header with an empty value. */
+      const char *line = *value ? lua_pushfstring(L, "%s: %s", name, value) : lua_pushfstring(L, "%s;", name);
+      struct curl_slist *grown = H.api->slist_append(list, line);
+      lua_pop(L, 2);
+      if (grown) list = grown;
+      else ok = false;
     }
-    /* "Name;" is curl's way to send a header with an empty value. */
-    const char *line = *value ? lua_pushfstring(L, "%s: %s", name, value) : lua_pushfstring(L, "%s;", name);
-    struct curl_slist *grown = H.api->slist_append(list, line);
-    lua_pop(L, 2);
-    if (!grown) {
-      if (list) H.api->slist_free_all(list);
-      luaL_error(L, "mcp.http: out of memory");
-    }
-    list = grown;
+    if (!ok) lua_settop(L, t);
   }
   lua_pop(L, 1);
   /* No "Expect: 100-continue" round trip before a body. */
-  struct curl_slist *grown = H.api->slist_append(list, "Expect:");
-  return grown ? grown : list;
+  struct curl_slist *grown = ok ? H.api->slist_append(list, "Expect:") : NULL;
+  if (!grown) {
+    if (list) H.api->slist_free_all(list);
+    return false;
+  }
+  *out = grown;
+  return true;
+}
+
+/* Push the host (lower case, no IPv6 brackets: as permissions name it) and
+ * the port of a parsed URL, read as libcurl reads them to connect (the
+ * scheme's default port when none is given). False: no host. */
+static bool push_endpoint(lua_State *L, CURLU *u) {
+  char *host = NULL, *port = NULL;
+  bool ok = H.api->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+            H.api->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK && *host;
+  if (ok) {
+    size_t len = strlen(host);
+    char *h = host;
+    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+      h++;
+      len -= 2;
+    }
+    for (size_t i = 0; i < len; i++)
+      if (h[i] >= 'A' && h[i] <= 'Z') h[i] = (char)(h[i] + 32);
+    lua_pushlstring(L, h, len);
+    lua_pushinteger(L, strtol(port, NULL, 10));
+  }
+  H.api->free(host);
+  H.api->free(port);
+  return ok;
+}
+
+/* Ask the permission check (stack index permit; 0: the server is not
+ * confined) about where u reaches. 0: allowed; n > 0: refused, with its n
+ * results (nil, message, code) on the stack; -1: the check raised, with
+ * the error on the stack (the caller frees what it holds, then raises). */
+static int judge(lua_State *L, int permit, CURLU *u, const char *text) {
+  if (!permit) return 0;
+  lua_pushvalue(L, permit);
+  if (!push_endpoint(L, u)) {
+    lua_pop(L, 1);
+    return refuse(L, "mcp.http: %s names no host", text);
+  }
+  if (lua_pcall(L, 2, 3, 0) != LUA_OK) return -1;
+  if (lua_toboolean(L, -3)) {
+    lua_pop(L, 3);
+    return 0;
+  }
+  return 3;
+}
+
+/* The proxy libcurl would take from the environment for a URL of this
+ * scheme (lib/url.c, detect_proxy): <scheme>_proxy, its upper case, then
+ * all_proxy and ALL_PROXY; an empty value means none. HTTP_PROXY is read
+ * as curl would not (see the unconfined case in lua_http_request). */
+static const char *env_proxy(const char *scheme) {
+  bool https = strcmp(scheme, "https") == 0;
+  const char *p = getenv(https ? "https_proxy" : "http_proxy");
+  if (!p) p = getenv(https ? "HTTPS_PROXY" : "HTTP_PROXY");
+  if (!p) p = getenv("all_proxy");
+  if (!p) p = getenv("ALL_PROXY");
+  return p && *p ? p : NULL;
+}
+
+/* Whether the environment's no_proxy (or NO_PROXY) exempts host from the
+ * proxy: "*", or a name that is host or a domain host ends in (a leading
+ * dot allowed). Narrower than curl's (no address ranges), and what a
+ * confined request goes by: curl is then told to look no further
+ * (CURLOPT_NOPROXY ""), so the connection made is the one judged. */
+static bool no_proxy_for(const char *host) {
+  const char *list = getenv("no_proxy");
+  if (!list) list = getenv("NO_PROXY");
+  if (!list) return false;
+  size_t host_len = strlen(host);
+  if (host_len >= 2 && host[0] == '[' && host[host_len - 1] == ']') {
+    host++;
+    host_len -= 2;
+  }
+  while (*list) {
+    list += strspn(list, ", \t");
+    const char *name = list;
+    size_t len = strcspn(list, ", \t");
+    list += len;
+    if (len == 1 && *name == '*') return true;
+    if (len && *name == '.') {
+      name++;
+      len--;
+    }
+    if (len && len <= host_len && strncasecmp(host + host_len - len, name, len) == 0 &&
+        (len == host_len || host[host_len - len - 1] == '.'))
+      return true;
+  }
+  return false;
+}
+
+/* A confined request's proxy: parsed as libcurl parses a proxy (no scheme:
+ * http; no port: 443 for an https proxy, else 1080), judged, and on
+ * success the explicit URL of that parse pushed, for CURLOPT_PROXY. The
+ * results are judge's. */
+static int judge_proxy(lua_State *L, int permit, const char *proxy) {
+  static const char *const SCHEMES[] = {"http", "https", "socks4", "socks4a", "socks5", "socks5h"};
+  if (has_control_byte(proxy, strlen(proxy), false))
+    return refuse(L, "mcp.http: the proxy holds a control byte: refused");
+  const char *text = strstr(proxy, "://") ? proxy : lua_pushfstring(L, "http://%s", proxy);
+  CURLU *u = H.api->url();
+  char *scheme = NULL, *port = NULL, *full = NULL;
+  int n;
+  if (!u) {
+    n = refuse(L, "mcp.http: out of memory");
+    goto done;
+  }
+  if (H.api->url_set(u, CURLUPART_URL, text, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+      H.api->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+    n = refuse(L, "mcp.http: the proxy is not a URL libcurl accepts");
+    goto done;
+  }
+  bool known = false;
+  for (size_t i = 0; i < sizeof SCHEMES / sizeof *SCHEMES; i++) known = known || strcmp(scheme, SCHEMES[i]) == 0;
+  if (!known) {
+    n = refuse(L, "mcp.http: the proxy's scheme is %s: libcurl knows http, https, socks4, socks4a, socks5 and socks5h "
+                  "proxies", scheme);
+    goto done;
+  }
+  if (H.api->url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
+    H.api->url_set(u, CURLUPART_PORT, strcmp(scheme, "https") == 0 ? "443" : "1080", 0);
+  n = judge(L, permit, u, "the proxy");
+  if (n == 0) {
+    if (H.api->url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK) lua_pushstring(L, full);
+    else n = refuse(L, "mcp.http: the proxy is not a URL libcurl accepts");
+  }
+done:
+  H.api->free(scheme);
+  H.api->free(port);
+  H.api->free(full);
+  if (u) H.api->url_cleanup(u);
+  return n;
 }
 
 int lua_http_request(lua_State *L) {
@@ -487,7 +684,10 @@ int lua_http_request(lua_State *L) {
   /* Read and check everything first: nothing below may raise once op exists. */
   lua_getfield(L, 1, "url");
   if (lua_type(L, -1) != LUA_TSTRING) return misuse(L, "mcp.http needs url, a string");
-  const char *url = lua_tostring(L, -1);
+  size_t url_len;
+  const char *url = lua_tolstring(L, -1, &url_len);
+  if (has_control_byte(url, url_len, false))
+    return refuse(L, "mcp.http: the url holds a control byte (a NUL, a line break...): refused");
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
     return misuse(L, "mcp.http: url must start with http:// or https://, got %s", url);
   lua_getfield(L, 1, "method");
@@ -506,22 +706,64 @@ int lua_http_request(lua_State *L) {
   lua_Integer timeout_ms = opt_integer(L, 1, "timeout_ms", HTTP_CLIENT_TIMEOUT_MS);
   lua_Integer max_bytes = opt_integer(L, 1, "max_bytes", HTTP_CLIENT_MAX_BYTES);
   lua_Integer max_redirects = opt_integer(L, 1, "max_redirects", HTTP_CLIENT_MAX_REDIRECTS);
-  const char *ca_file = opt_string(L, 1, "ca_file");
-  const char *proxy = opt_string(L, 1, "proxy");
+  size_t ca_file_len, proxy_len;
+  const char *ca_file = opt_string(L, 1, "ca_file", &ca_file_len);
+  const char *proxy = opt_string(L, 1, "proxy", &proxy_len);
+  if (has_control_byte(ca_file ? ca_file : "", ca_file_len, false))
+    return refuse(L, "mcp.http: ca_file holds a control byte: refused");
+  if (has_control_byte(proxy ? proxy : "", proxy_len, false))
+    return refuse(L, "mcp.http: the proxy holds a control byte (a NUL, a line break...): refused");
   lua_getfield(L, 1, "insecure");
   bool insecure = lua_toboolean(L, -1);
   lua_getfield(L, 1, "stream");
   bool streaming = !lua_isnil(L, -1);
   if (streaming && !lua_isfunction(L, -1)) misuse(L, "mcp.http: stream must be a function");
   lua_pop(L, 2);
-  struct curl_slist *headers = build_headers(L, 1); /* raises only before it owns a list */
+  lua_getfield(L, 1, "permit");
+  int permit = lua_isnil(L, -1) ? 0 : lua_gettop(L);
+  if (permit && !lua_isfunction(L, permit)) return misuse(L, "mcp.http: permit must be a function");
+  const char *bad_header = header_problem(L, 1);
+  if (bad_header) return refuse(L, "%s", bad_header);
+
+  /* The one parse of the URL: judged, then handed to curl. */
+  CURLU *parsed = H.api->url();
+  if (!parsed) return luaL_error(L, "mcp.http: out of memory");
+  int n = H.api->url_set(parsed, CURLUPART_URL, url, 0) == CURLUE_OK ? judge(L, permit, parsed, url)
+                                                                      : refuse(L, "mcp.http: %s is not a URL libcurl "
+                                                                                  "accepts", url);
+  if (n == 0 && permit) {
+    /* A confined request names its proxy to curl, the one judged here:
+     * the request's own, else the environment's, unless no_proxy exempts
+     * the host; else none (""), so that curl looks for no other. */
+    char *scheme = NULL, *host = NULL;
+    if (!proxy && H.api->url_get(parsed, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK) proxy = env_proxy(scheme);
+    if (proxy && H.api->url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK && no_proxy_for(host)) proxy = NULL;
+    H.api->free(scheme);
+    H.api->free(host);
+    n = proxy ? judge_proxy(L, permit, proxy) : 0;
+    proxy = n == 0 ? (proxy ? lua_tostring(L, -1) : "") : NULL;
+  }
+  struct curl_slist *headers = NULL;
+  if (n == 0 && !build_headers(L, 1, &headers)) n = -2;
+  if (n != 0) {
+    H.api->url_cleanup(parsed);
+    if (n == -2) return luaL_error(L, "mcp.http: out of memory");
+    if (n < 0) return lua_error(L); /* the check raised */
+    return n;
+  }
 
   http_op *op = calloc(1, sizeof *op);
   CURL *e = op ? H.api->easy_init() : NULL;
-  if (op) op->headers = headers; /* op_free frees it from here on */
+  if (op) {
+    op->headers = headers; /* op_free frees them from here on */
+    op->url = parsed;
+  }
   if (!e) {
     if (op) op_free(op);
-    else if (headers) H.api->slist_free_all(headers);
+    else {
+      if (headers) H.api->slist_free_all(headers);
+      H.api->url_cleanup(parsed);
+    }
     return luaL_error(L, "mcp.http: out of memory");
   }
   op->op.cancel = cancel_op;
@@ -539,12 +781,14 @@ int lua_http_request(lua_State *L) {
     memcpy(op->request_body, body, body_len);
     op->request_len = body_len;
   }
-  H.api->easy_setopt(e, CURLOPT_URL, url);
+  H.api->easy_setopt(e, CURLOPT_CURLU, parsed);
   H.api->easy_setopt(e, CURLOPT_PRIVATE, (char *)op);
   H.api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   H.api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   H.api->easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  H.api->easy_setopt(e, CURLOPT_FOLLOWLOCATION, max_redirects > 0 ? 1L : 0L);
+  /* A confined request's redirects are followed by lua/mcp/http.lua, each
+   * hop judged as this one was: curl follows none. */
+  H.api->easy_setopt(e, CURLOPT_FOLLOWLOCATION, max_redirects > 0 && !permit ? 1L : 0L);
   H.api->easy_setopt(e, CURLOPT_MAXREDIRS, (long)max_redirects);
   H.api->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every encoding this libcurl decodes */
   H.api->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
@@ -567,8 +811,9 @@ int lua_http_request(lua_State *L) {
    * https_proxy/HTTPS_PROXY, all_proxy and no_proxy/NO_PROXY itself; for
    * plain http it reads only lower-case http_proxy, so HTTP_PROXY is added
    * here (a server is not a CGI program, where that name is unsafe). */
-  if (!proxy && strncmp(url, "http://", 7) == 0 && !getenv("http_proxy")) proxy = getenv("HTTP_PROXY");
+  if (!permit && !proxy && strncmp(url, "http://", 7) == 0 && !getenv("http_proxy")) proxy = getenv("HTTP_PROXY");
   if (proxy) H.api->easy_setopt(e, CURLOPT_PROXY, proxy);
+  if (permit) H.api->easy_setopt(e, CURLOPT_NOPROXY, ""); /* decided above */
   if (body) {
     H.api->easy_setopt(e, CURLOPT_POSTFIELDS, op->request_body);
     H.api->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
