@@ -484,6 +484,7 @@ M.base64 = { encode = core.base64_encode, decode = core.base64_decode }
 local dispatch = require "mcp.dispatch"
 local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
+M._resource_known = dispatch.resource_known
 
 -- serverInfo (initialize) and _meta["io.modelcontextprotocol/serverInfo"]
 -- (every 2026-07-28 result).

@@ -250,7 +250,9 @@ end
 --- fn's result, computed once per request: in a 2026-07-28 request the
 --- handler runs again on every round of questions, and what fn returned on
 --- the first round comes back (from requestState; it must be JSON) instead
---- of running fn again. In a session it simply calls fn.
+--- of running fn again. requestState is integrity-protected, not
+--- confidential: the client can read the value. In a session it simply
+--- calls fn.
 function methods.once(ctx, key, fn)
   if type(key) ~= "string" or type(fn) ~= "function" then error("ctx:once needs (key, function)", 2) end
   if not ctx.features.input_required then return fn() end

@@ -339,6 +339,16 @@ methods["resources/read"] = function(params, ctx)
   not_found(uri, ctx)
 end
 
+--- Can the server serve uri: a resource, or a template that matches it?
+--- The core asks before a legacy resources/subscribe (it refuses others).
+function M.resource_known(uri)
+  if registry.resources:get(uri) then return true end
+  for _, t in ipairs(registry.templates:enabled_entries()) do
+    if uri_template.match(t.matcher, uri) then return true end
+  end
+  return false
+end
+
 -- ---- Prompts ------------------------------------------------------------
 
 methods["prompts/list"] = function(params)

@@ -14,11 +14,13 @@
 --
 -- requestState carries the answers of earlier rounds and the values
 -- ctx:once kept, bound to what the request was (method and tool, prompt or
--- resource), under an HMAC (core.state_seal, OpenSSL's libcrypto) with an
--- expiry. A state that was altered, expired, or issued for another request
--- is refused with -32602. Answers (inputResponses) are the client's own
--- input: any it sends for a question the handler asks is taken, and keys no
--- question asks are ignored.
+-- resource, and a digest of its arguments), under an HMAC (core.state_seal,
+-- OpenSSL's libcrypto) with an expiry. A state that was altered, expired,
+-- or issued for another request or other arguments is refused with
+-- -32602. It is integrity-protected, not confidential: the client can read
+-- the answers and kept values (base64 JSON). Answers (inputResponses) are
+-- the client's own input: any it sends for a question the handler asks is
+-- taken, and keys no question asks are ignored.
 
 local core = require "mcp.core"
 local registry = require "mcp.registry"
@@ -38,9 +40,47 @@ local requests = setmetatable({}, { __mode = "k" })
 -- The methods that may end with input_required (SEP-2322).
 local CAN_ASK = { ["tools/call"] = true, ["prompts/get"] = true, ["resources/read"] = true }
 
-local function binding(method, params)
+-- Who asked. Nothing yet (there is no authentication): once requests carry
+-- an identity (an OAuth subject), return it here, and a state then opens
+-- only for the caller it was issued to.
+local function caller(_ctx)
+  return ""
+end
+
+local function binding(method, params, ctx)
   local target = params.name or params.uri
-  return method .. "\0" .. (type(target) == "string" and target or "")
+  return method .. "\0" .. (type(target) == "string" and target or "") .. "\0" .. caller(ctx)
+end
+
+-- Does v hold a float with an integral value (1.0)?
+local function has_integral_float(v)
+  if math.type(v) == "float" then return math.tointeger(v) ~= nil end
+  if type(v) ~= "table" then return false end
+  for _, x in pairs(v) do
+    if has_integral_float(x) then return true end
+  end
+  return false
+end
+
+-- v with integral floats as integers (the encoder writes 1.0 and 1 apart).
+local function integral_as_integers(v)
+  if math.type(v) == "float" then return math.tointeger(v) or v end
+  if type(v) ~= "table" then return v end
+  local copy = setmetatable({}, getmetatable(v))
+  for k, x in pairs(v) do copy[k] = integral_as_integers(x) end
+  return copy
+end
+
+-- The digest of a request's arguments that its state is bound to: of their
+-- canonical JSON (the encoder writes keys in byte order; integral numbers
+-- as integers), so a client that re-serialises the same arguments, in
+-- another key order, spacing or number spelling, still matches, and one
+-- that changes them does not. No arguments count as {}.
+local function arguments_digest(params)
+  local args = params.arguments
+  if args == nil or (type(args) == "table" and next(args) == nil) then return core.state_digest("{}") end
+  if has_integral_float(args) then args = integral_as_integers(args) end
+  return core.state_digest(core.json_encode(args))
 end
 
 local function open_state(bind, token)
@@ -56,12 +96,17 @@ end
 
 -- A round's state: the answers it brought (sealed ones from requestState,
 -- new ones from inputResponses) and what ctx:once kept.
-local function new_state(method, params)
+local function new_state(method, params, digest, ctx)
   local state = { answers = {}, kept = {}, asked = 0, can_ask = CAN_ASK[method] }
   if not state.can_ask then return state end
-  state.bind = binding(method, params)
+  state.bind = binding(method, params, ctx)
+  state.arguments = digest
   if params.requestState ~= nil then
     local saved = open_state(state.bind, params.requestState)
+    if saved.arguments ~= digest then
+      rpc_error(INVALID_PARAMS, "Invalid params: requestState was issued for other arguments; a retry must send "
+        .. "the same arguments as the request that got it")
+    end
     for k, v in pairs(saved.answers) do state.answers[k] = v end
     if type(saved.kept) == "table" then
       for k, v in pairs(saved.kept) do state.kept[k] = v end
@@ -84,10 +129,13 @@ end
 
 --- Run a method of a modern request with the answers its retry brought.
 function M.run(run, method, params, ctx, check)
+  -- The arguments are bound as they arrived, before the handler may change
+  -- the table it is given.
+  local digest = CAN_ASK[method] and arguments_digest(params)
   if CAN_ASK[method] and (params.requestState ~= nil or params.inputResponses ~= nil) then
-    rounds[ctx] = new_state(method, params) -- a bad state or answer is refused before the handler runs
+    rounds[ctx] = new_state(method, params, digest, ctx) -- a bad state or answer is refused before the handler runs
   else
-    requests[ctx] = params
+    requests[ctx] = { params = params, digest = digest }
   end
   return run(method, params, ctx, check)
 end
@@ -95,9 +143,9 @@ end
 local function state_of(ctx)
   local state = rounds[ctx]
   if state then return state end
-  local params = requests[ctx]
-  if not params then error("ctx: this request has no input state (not a 2026-07-28 request)", 3) end
-  state = new_state(ctx.method, params)
+  local request = requests[ctx]
+  if not request then error("ctx: this request has no input state (not a 2026-07-28 request)", 3) end
+  state = new_state(ctx.method, request.params, request.digest, ctx)
   rounds[ctx] = state
   return state
 end
@@ -136,7 +184,8 @@ function M.ask(ctx, requests)
   end
   local input_requests = object()
   for _, r in ipairs(missing) do input_requests[r.key] = { method = r.method, params = r.params } end
-  local payload = core.json_encode { answers = object(state.answers), kept = object(state.kept) }
+  local payload = core.json_encode { answers = object(state.answers), kept = object(state.kept),
+                                     arguments = state.arguments }
   ctx:_finish(M.modern_result {
     resultType = "input_required",
     inputRequests = input_requests,

@@ -778,7 +778,9 @@ function Context:ask(questions) end
 
 ---fn(), run once per request: in a 2026-07-28 request, where the handler
 ---runs again on every round of questions, later rounds get the first
----round's value back (it must be JSON). In a session it simply calls fn.
+---round's value back (it must be JSON). The value travels in requestState,
+---which the client cannot change (nor reuse for other arguments) but can
+---read: keep secrets out of it. In a session it simply calls fn.
 ---@generic T
 ---@param key string
 ---@param fn fun(): T

@@ -185,6 +185,16 @@ static int core_state_open(lua_State *L) {
   return 1;
 }
 
+/* state_digest(text): SHA-256 of text in hex (core/state_token.h). */
+static int core_state_digest(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  char hex[65];
+  state_digest(text, len, hex);
+  lua_pushlstring(L, hex, 64);
+  return 1;
+}
+
 /* The name a server gets when mcp.server{} gives none: the script folder's
  * (or file's) base name. */
 /* realpath(path) -> the absolute path, symlinks and .. resolved | nil,
@@ -315,6 +325,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"page_size", core_page_size},
       {"state_seal", core_state_seal},
       {"state_open", core_state_open},
+      {"state_digest", core_state_digest},
       {"default_name", core_default_name},
       {"realpath", core_realpath},
       {"which", core_which},

@@ -759,10 +759,25 @@ static void app_describe(void *app, app_description *out) {
   buf_free(&err);
 }
 
+/* mcp._resource_known(uri), as describe runs: between calls, on the main
+ * state. A failure counts as unknown. */
+static bool app_resource_known(void *app, const char *uri, size_t len) {
+  vm *v = ((lua_app *)app)->current;
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushlstring(L, uri, len);
+  bool known = vm_call_library(v, "_resource_known", 1) && lua_toboolean(L, -1);
+  if (!known && lua_type(L, -1) == LUA_TSTRING)
+    log_write(LOG_ERROR, "checking a resource URI failed: %s", lua_tostring(L, -1));
+  lua_settop(L, top);
+  return known;
+}
+
 const app_ops VM_APP_OPS = {
     .call_start = app_call_start,
     .call_cancel = app_call_cancel,
     .job_cancel = app_job_cancel,
     .job_answered = app_job_answered,
     .describe = app_describe,
+    .resource_known = app_resource_known,
 };

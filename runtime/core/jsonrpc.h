@@ -27,6 +27,7 @@ enum {
   MCP_HEADER_MISMATCH = -32020,        /* an Mcp-* header disagrees with the body */
   MCP_MISSING_CAPABILITY = -32021,     /* the request needs a client capability it did not declare */
   MCP_UNSUPPORTED_VERSION = -32022,    /* data: {supported, requested} */
+  MCP_SERVER_BUSY = -32000,            /* a budget is full: try again later (HTTP: 503) */
 };
 
 typedef enum jsonrpc_kind {

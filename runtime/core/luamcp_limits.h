@@ -30,6 +30,10 @@
  * dropped unanswered, as if cancelled at once (MCP forbids reusing a
  * request id within a session, so no later request is mistaken). */
 #define SESSION_EARLY_CANCELS 16
+/* A cancellation that came before its request is remembered only for an
+ * id of at most this many bytes of JSON (ids are short; a longer one would
+ * make the ring hold megabytes). */
+#define SESSION_EARLY_CANCEL_ID_BYTES 256
 
 /* Deepest nesting of arrays and objects the JSON parser accepts. Deeper
  * documents are rejected with -32700: real MCP traffic nests a few levels,
@@ -82,8 +86,22 @@
 #define JOB_STATUS_MESSAGE_BYTES 1024
 
 /* A subscriptions/listen call follows at most this many resource URIs
- * (and this many task ids). */
+ * (and this many task ids), and a legacy session subscribes
+ * (resources/subscribe) to at most this many: one rule for both eras. */
 #define LISTEN_MAX_URIS 256
+/* A resource URI that is followed or subscribed to is at most this long
+ * (PATH_MAX, so a file:// URI of any real path fits); a longer one is
+ * refused (resources/subscribe: -32602) or left out (listen). */
+#define MAX_RESOURCE_URI_BYTES 4096
+
+/* What a session keeps from its client: initialize's clientInfo and
+ * capabilities (and a 2026-07-28 request's, for as long as its call runs)
+ * may be at most this many bytes of JSON each; more is refused with -32602.
+ * Real clients send a few hundred bytes, icons included. Over HTTP what a
+ * session keeps (these and its subscribed URIs) is also charged to the
+ * buffer budget (--http-memory, below): a full budget refuses initialize
+ * with 503 and a subscription with -32000. */
+#define MAX_CLIENT_FIELD_BYTES (16u * 1024u)
 
 /* Longest a reply from the client (sampling, elicitation, roots) is
  * awaited before the waiting handler gets an error (--client-timeout). */
@@ -175,8 +193,9 @@
 #define HTTP_REPLAY_BYTES (1u * 1024u * 1024u)
 /* One memory budget for everything the HTTP transport buffers (--http-memory,
  * MiB): the replay events of every session, the bytes written to clients and
- * not yet taken by them, and held input (pipelined bytes not parsed yet and
- * request bodies being read). Over it, the oldest replay events of any
+ * not yet taken by them, held input (pipelined bytes not parsed yet and
+ * request bodies being read), and what sessions keep from their clients
+ * (MAX_CLIENT_FIELD_BYTES above: refused when the budget is full). Over it, the oldest replay events of any
  * session are dropped first; then every connection over its share (the
  * budget divided by the connections, at least HTTP_MIN_CONN_SHARE_BYTES) is
  * closed: a slow reader may use more than its share only while the budget

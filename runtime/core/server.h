@@ -45,6 +45,10 @@ typedef struct app_ops {
   void (*job_cancel)(void *app, void *work);
   /* tasks/update brought answers to some of the job's questions. */
   void (*job_answered)(void *app, job *j);
+  /* Can the app serve this URI (a resource, or a template that matches
+   * it)? resources/subscribe takes no other: it would never hear of it.
+   * Optional: without it any URI is taken. */
+  bool (*resource_known)(void *app, const char *uri, size_t len);
 } app_ops;
 
 typedef struct server_options {

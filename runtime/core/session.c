@@ -290,9 +290,12 @@ static pending_request *take_pending(session *s, long long id) {
 void session_forget_request(session *s, long long id) { free(take_pending(s, id)); }
 
 bool session_subscribed(const session *s, const char *uri, size_t len) {
-  for (subscription *sub = s->subscriptions; sub; sub = sub->next)
-    if (strlen(sub->uri) == len && memcmp(sub->uri, uri, len) == 0) return true;
-  return false;
+  /* No subscription is longer, or has a NUL inside (handle_subscription). */
+  if (!s->subscription_count || len > MAX_RESOURCE_URI_BYTES || memchr(uri, '\0', len)) return false;
+  char key[MAX_RESOURCE_URI_BYTES + 1]; /* the map's keys end with a NUL; uri need not */
+  memcpy(key, uri, len);
+  key[len] = '\0';
+  return strmap_get(&s->subscribed, key) != NULL;
 }
 
 void session_cancel_from(session *s, void *origin) {
@@ -335,6 +338,38 @@ bool session_client_has_capability(const session *s, const char *name) {
   return capabilities_have(s->client_capabilities_json, name);
 }
 
+/* ---- What a session keeps from its client ---------------------------- */
+
+/* Ask the transport for room (HTTP charges it to its buffer budget). */
+static bool session_keep(session *s, size_t bytes) {
+  if (s->transport && s->transport->keep && !s->transport->keep(s, bytes)) return false;
+  s->kept_bytes += bytes;
+  return true;
+}
+
+static void session_release(session *s, size_t bytes) {
+  if (bytes > s->kept_bytes) bytes = s->kept_bytes;
+  s->kept_bytes -= bytes;
+  if (bytes && s->transport && s->transport->release) s->transport->release(s, bytes);
+}
+
+/* What one subscription holds: its URI twice (the list's and the map's
+ * key), its list node and its map entry. */
+static size_t subscription_bytes(size_t uri_len) {
+  return 2 * (uri_len + 1) + sizeof(subscription) + sizeof(strmap_entry);
+}
+
+static void subscription_remove(session *s, subscription *sub) {
+  strmap_remove(&s->subscribed, sub->uri);
+  if (sub->prev) sub->prev->next = sub->next;
+  else s->subscriptions = sub->next;
+  if (sub->next) sub->next->prev = sub->prev;
+  s->subscription_count--;
+  session_release(s, subscription_bytes(strlen(sub->uri)));
+  free(sub->uri);
+  free(sub);
+}
+
 /* ---- Lifecycle ------------------------------------------------------- */
 
 session *session_new(server *srv, const transport_ops *ops, void *transport_data, const char *name) {
@@ -373,6 +408,8 @@ void session_free(session *s) {
     free(sub->uri);
     free(sub);
   }
+  if (s->subscribed.buckets) strmap_free(&s->subscribed);
+  session_release(s, s->kept_bytes);
   server *srv = s->server;
   if (s->prev) s->prev->next = s->next;
   else srv->sessions = s->next;
@@ -432,11 +469,34 @@ static void handle_initialize(session *s, const jsonrpc_message *m, const char *
                 "Invalid params: initialize needs params.protocolVersion (a string)", NULL, 0);
     return;
   }
+  /* The session keeps these for its whole life: bounded, and charged to
+   * the transport's budget. */
+  const json_value *info = json_object_get(m->params, "clientInfo");
+  const json_value *caps = json_object_get(m->params, "capabilities");
+  const char *too_big = info && info->src_len > MAX_CLIENT_FIELD_BYTES   ? "clientInfo"
+                        : caps && caps->src_len > MAX_CLIENT_FIELD_BYTES ? "capabilities"
+                                                                         : NULL;
+  if (too_big) {
+    char message[160];
+    snprintf(message, sizeof message, "Invalid params: %s is larger than %u bytes, the most a session keeps", too_big,
+             MAX_CLIENT_FIELD_BYTES);
+    reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_PARAMS, message, NULL, 0);
+    return;
+  }
+  char *info_json = value_to_json(info), *caps_json = value_to_json(caps);
+  size_t kept = (info_json ? strlen(info_json) + 1 : 0) + (caps_json ? strlen(caps_json) + 1 : 0);
+  if (kept && !session_keep(s, kept)) {
+    free(info_json);
+    free(caps_json);
+    reply_error_status(s, b, origin, m->id, src, MCP_SERVER_BUSY,
+                       "Server busy: the memory the server gives sessions is full; try again later", NULL, 0, 503);
+    return;
+  }
   const protocol_version *v = protocol_find(requested->u.string, requested->len);
   if (!v || v->era != PROTOCOL_ERA_INITIALIZE) v = protocol_preferred();
   s->version = v;
-  s->client_info_json = value_to_json(json_object_get(m->params, "clientInfo"));
-  s->client_capabilities_json = value_to_json(json_object_get(m->params, "capabilities"));
+  s->client_info_json = info_json;
+  s->client_capabilities_json = caps_json;
 
   app_description d;
   describe_app(s, &d);
@@ -478,20 +538,55 @@ static void handle_subscription(session *s, const jsonrpc_message *m, const char
     reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_PARAMS, "Invalid params: uri must be a string", NULL, 0);
     return;
   }
-  subscription **pp = &s->subscriptions;
-  while (*pp && !(strlen((*pp)->uri) == uri->len && memcmp((*pp)->uri, uri->u.string, uri->len) == 0))
-    pp = &(*pp)->next;
-  if (subscribe && !*pp) {
-    subscription *sub = calloc(1, sizeof *sub);
-    sub->uri = strdup(uri->u.string);
-    sub->next = s->subscriptions;
-    s->subscriptions = sub;
-  } else if (!subscribe && *pp) {
-    subscription *sub = *pp;
-    *pp = sub->next;
-    free(sub->uri);
-    free(sub);
+  if (uri->len > MAX_RESOURCE_URI_BYTES || memchr(uri->u.string, '\0', uri->len)) {
+    char message[120];
+    snprintf(message, sizeof message, "Invalid params: uri must be at most %u bytes, with no NUL",
+             MAX_RESOURCE_URI_BYTES);
+    reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_PARAMS, message, NULL, 0);
+    return;
   }
+  subscription *sub = s->subscription_count ? strmap_get(&s->subscribed, uri->u.string) : NULL;
+  if (!subscribe || sub) {
+    if (!subscribe && sub) subscription_remove(s, sub);
+    reply_result(s, b, origin, m->id, src, "{}", 2);
+    return;
+  }
+  if (s->subscription_count >= LISTEN_MAX_URIS) {
+    char message[160];
+    snprintf(message, sizeof message,
+             "Invalid params: this session already follows %d resources, the most it may; unsubscribe from one first",
+             LISTEN_MAX_URIS);
+    reply_error(s, b, origin, m->id, src, JSONRPC_INVALID_PARAMS, message, NULL, 0);
+    return;
+  }
+  server *srv = s->server;
+  if (srv->app && srv->app->resource_known && !srv->app->resource_known(srv->app_data, uri->u.string, uri->len)) {
+    /* As resources/read answers an unknown URI in the session's version. */
+    buf message = BUF_INIT, data = BUF_INIT;
+    buf_puts(&message, "Resource not found: ");
+    buf_append(&message, uri->u.string, uri->len);
+    buf_puts(&data, "{\"uri\":");
+    json_write_string(&data, uri->u.string, uri->len);
+    buf_putc(&data, '}');
+    int code = s->version && s->version->not_found_invalid_params ? JSONRPC_INVALID_PARAMS : MCP_RESOURCE_NOT_FOUND;
+    reply_error(s, b, origin, m->id, src, code, message.data, data.data, data.len);
+    buf_free(&message);
+    buf_free(&data);
+    return;
+  }
+  if (!session_keep(s, subscription_bytes(uri->len))) {
+    reply_error(s, b, origin, m->id, src, MCP_SERVER_BUSY,
+                "Server busy: the memory the server gives sessions is full; try again later", NULL, 0);
+    return;
+  }
+  if (!s->subscribed.buckets) strmap_init(&s->subscribed);
+  sub = calloc(1, sizeof *sub);
+  sub->uri = strdup(uri->u.string);
+  strmap_set(&s->subscribed, sub->uri, sub);
+  sub->next = s->subscriptions;
+  if (sub->next) sub->next->prev = sub;
+  s->subscriptions = sub;
+  s->subscription_count++;
   reply_result(s, b, origin, m->id, src, "{}", 2);
 }
 
@@ -505,8 +600,13 @@ static char *id_text(const json_value *id) {
 }
 
 static void remember_early_cancel(session *s, const json_value *id) {
+  if (id && id->src_len > SESSION_EARLY_CANCEL_ID_BYTES) return;
   char *text = id_text(id);
   if (!text) return;
+  if (strlen(text) > SESSION_EARLY_CANCEL_ID_BYTES) {
+    free(text);
+    return;
+  }
   char **slot = &s->early_cancels[s->early_cancel_next++ % SESSION_EARLY_CANCELS];
   free(*slot);
   *slot = text;
@@ -706,7 +806,7 @@ static void listen_start(call *c, const jsonrpc_message *m) {
     buf_printf(&agreed, "%s\"resourceSubscriptions\":[", sep);
     for (uint32_t i = 0; i < uris->len && i < LISTEN_MAX_URIS; i++) {
       const json_value *u = &uris->u.items[i];
-      if (u->type != JSON_STRING) continue;
+      if (u->type != JSON_STRING || u->len > MAX_RESOURCE_URI_BYTES) continue;
       if (l->uri_count) buf_putc(&agreed, ',');
       l->uris[l->uri_count++] = strndup(u->u.string, u->len);
       json_write_string(&agreed, u->u.string, u->len);
@@ -765,8 +865,16 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
   else if (info && info->type != JSON_OBJECT) bad = "_meta[\"" MCP_META_CLIENT_INFO "\"] must be an object";
   else if (level && (level->type != JSON_STRING || (log_level = log_level_parse(level->u.string, level->len)) < 0))
     bad = "_meta[\"" MCP_META_LOG_LEVEL "\"] must be a log level (debug ... emergency)";
+  char too_big[200];
+  if (!bad && (caps->src_len > MAX_CLIENT_FIELD_BYTES || (info && info->src_len > MAX_CLIENT_FIELD_BYTES))) {
+    /* The call keeps them while it runs, as a session would (session.h). */
+    snprintf(too_big, sizeof too_big, "_meta[\"%s\"] is larger than %u bytes, the most the server keeps",
+             caps->src_len > MAX_CLIENT_FIELD_BYTES ? MCP_META_CLIENT_CAPABILITIES : MCP_META_CLIENT_INFO,
+             MAX_CLIENT_FIELD_BYTES);
+    bad = too_big;
+  }
   if (bad) {
-    char message[200];
+    char message[240];
     snprintf(message, sizeof message, "Invalid params: %s", bad);
     reply_error_status(s, NULL, origin, m->id, src, JSONRPC_INVALID_PARAMS, message, NULL, 0, 400);
     return;

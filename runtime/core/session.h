@@ -22,6 +22,7 @@
 #include "core/luamcp_limits.h"
 #include "core/jsonrpc.h"
 #include "core/protocol.h"
+#include "core/strmap.h"
 
 typedef struct server server;
 typedef struct session session;
@@ -73,6 +74,13 @@ typedef struct transport_ops {
    * origin, or NULL. Only transports with headers (HTTP) set it: 2026-07-28
    * requires the Mcp-* headers to agree with the body. Optional. */
   const char *(*request_header)(session *s, void *origin, const char *name);
+  /* What the session keeps from its client (initialize's clientInfo and
+   * capabilities, subscribed URIs) is about to grow by bytes: false
+   * refuses it (HTTP: the buffer budget is full). release gives bytes
+   * back, and is never refused. Optional: without them, everything within
+   * the per-item limits (luamcp_limits.h) is kept. */
+  bool (*keep)(session *s, size_t bytes);
+  void (*release)(session *s, size_t bytes);
 } transport_ops;
 
 /* A subscriptions/listen call (2026-07-28): what it asked to hear about.
@@ -134,10 +142,11 @@ typedef struct pending_request {
   struct pending_request *next;
 } pending_request;
 
-/* A URI the client subscribed to. Owner: the session. */
+/* A URI the client subscribed to. Owner: the session, which lists them
+ * (for walking, e.g. after a reload) and finds them by URI in a map. */
 typedef struct subscription {
   char *uri;
-  struct subscription *next;
+  struct subscription *prev, *next;
 } subscription;
 
 /* One client's MCP session. Owner: the transport that accepted the client;
@@ -159,7 +168,10 @@ struct session {
   call *calls;                      /* in flight */
   pending_request *pending;         /* our requests awaiting the client's reply */
   long long next_request_id;
-  subscription *subscriptions;
+  subscription *subscriptions;      /* at most LISTEN_MAX_URIS */
+  size_t subscription_count;
+  strmap subscribed;                /* uri -> its subscription; made on the first subscribe */
+  size_t kept_bytes;                /* what transport->keep granted, released when the session is freed */
   /* Ids (JSON text) of cancellations that named no call in progress, most
    * recent SESSION_EARLY_CANCELS of them; a ring. Owner: the session. */
   char *early_cancels[SESSION_EARLY_CANCELS];

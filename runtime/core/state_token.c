@@ -104,3 +104,14 @@ const char *state_verdict_text(state_verdict v) {
   }
   return "invalid";
 }
+
+void state_digest(const char *text, size_t len, char hex[65]) {
+  static const char digits[] = "0123456789abcdef";
+  unsigned char sum[SHA256_DIGEST_LENGTH];
+  SHA256((const unsigned char *)text, len, sum);
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+    hex[2 * i] = digits[sum[i] >> 4];
+    hex[2 * i + 1] = digits[sum[i] & 15];
+  }
+  hex[64] = '\0';
+}

@@ -41,4 +41,10 @@ state_verdict state_open(const char *binding, size_t binding_len, const char *to
                          uint64_t now_ms, char **payload, size_t *payload_len);
 const char *state_verdict_text(state_verdict v);
 
+/* What else a state is bound to travels in its payload as a digest (the
+ * request's arguments, so that a retry with other arguments is refused
+ * with a message that says so): SHA-256 (libcrypto) of text, as 64 hex
+ * digits and a NUL. */
+void state_digest(const char *text, size_t len, char hex[65]);
+
 #endif

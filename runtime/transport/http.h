@@ -158,8 +158,9 @@ struct http_server {
   int conns_closing;     /* counted in conn_count until their close callback */
   http_conn *conns;
   /* The buffer budget (opts.buffer_bytes): replay events + pending writes +
-   * held input (unparsed bytes and request bodies). */
-  size_t buffered, replay_bytes;
+   * held input (unparsed bytes and request bodies) + what sessions keep
+   * from their clients (session_bytes: transport_ops.keep). */
+  size_t buffered, replay_bytes, session_bytes;
   replay_event *replay_oldest, *replay_newest;
   bool budget_check;     /* over budget: enforce at the end of this turn */
   uv_timer_t probe;      /* watches half-closed connections for a reset */

@@ -300,8 +300,34 @@ static const char *http_request_header(session *s, void *origin, const char *nam
   return conn_mcp_header(c, name);
 }
 
+/* transport_ops.keep: what a session keeps from its client (its
+ * initialize's fields, subscribed URIs) is charged to the buffer budget
+ * like any other buffer, for the session's life. It is refused only when
+ * what cannot be dropped would pass the budget: replay events make room
+ * (at the end of the turn, as for writes). */
+static bool http_keep(session *s, size_t bytes) {
+  http_server *h = ((http_session *)s->transport_data)->server;
+  if (h->buffered - h->replay_bytes + bytes > h->opts.buffer_bytes) {
+    log_write(LOG_WARNING, "%s: the buffer budget is full; refusing to keep %zu more bytes for the session", s->name,
+              bytes);
+    return false;
+  }
+  h->buffered += bytes;
+  h->session_bytes += bytes;
+  http_budget_changed(h);
+  return true;
+}
+
+static void http_release(session *s, size_t bytes) {
+  http_server *h = ((http_session *)s->transport_data)->server;
+  h->buffered -= bytes;
+  h->session_bytes -= bytes;
+}
+
 const transport_ops HTTP_SESSION_OPS = {.send = http_send,
                                         .call_ended = http_call_ended,
                                         .close_stream = http_close_stream,
-                                        .request_header = http_request_header};
+                                        .request_header = http_request_header,
+                                        .keep = http_keep,
+                                        .release = http_release};
 

@@ -86,7 +86,14 @@ static void stub_describe(void *app, app_description *d) {
   d->tools = true;
 }
 
-static const app_ops STUB_APP = {.call_start = stub_call_start, .call_cancel = stub_call_cancel, .describe = stub_describe};
+/* Every URI but a://unknown... is served. */
+static bool stub_resource_known(void *app, const char *uri, size_t len) {
+  (void)app;
+  return !(len >= 11 && memcmp(uri, "a://unknown", 11) == 0);
+}
+
+static const app_ops STUB_APP = {.call_start = stub_call_start, .call_cancel = stub_call_cancel, .describe = stub_describe,
+                                 .resource_known = stub_resource_known};
 
 static server srv;
 
@@ -310,6 +317,129 @@ static void test_subscriptions(void) {
   session_free(s);
 }
 
+/* ---- What a session keeps (issue 27.3, 27.8) --------------------------- */
+
+/* A transport with a budget of stub_room bytes for what sessions keep. */
+static size_t stub_room, stub_kept;
+static bool stub_keep(session *s, size_t bytes) {
+  (void)s;
+  if (stub_kept + bytes > stub_room) return false;
+  stub_kept += bytes;
+  return true;
+}
+static void stub_release(session *s, size_t bytes) {
+  (void)s;
+  stub_kept -= bytes;
+}
+static const transport_ops STUB_BUDGET_TRANSPORT = {.send = stub_send, .keep = stub_keep, .release = stub_release};
+
+static const char *last_sent(void) { return sent_count ? sent[sent_count - 1] : ""; }
+
+static void subscribe(session *s, int id, const char *uri) {
+  buf msg = BUF_INIT;
+  buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"%s\"}}",
+             id, uri);
+  clear_sent();
+  session_receive(s, msg.data, msg.len, NULL);
+  buf_free(&msg);
+}
+
+static void test_subscription_limits(void) {
+  session *s = new_session();
+  initialize(s, "2025-11-25");
+  subscribe(s, 1, "a://unknown/x");
+  CHECK_STR(last_sent(), "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32002,\"message\":\"Resource not found: "
+                         "a://unknown/x\",\"data\":{\"uri\":\"a://unknown/x\"}}}");
+  CHECK(!session_subscribed(s, "a://unknown/x", 13), "an unknown URI is not kept");
+  buf uri = BUF_INIT;
+  buf_puts(&uri, "a://");
+  while (uri.len < MAX_RESOURCE_URI_BYTES + 1) buf_putc(&uri, 'l');
+  subscribe(s, 2, uri.data);
+  CHECK(strstr(last_sent(), "-32602") && strstr(last_sent(), "4096"), "a URI over the limit: %s", last_sent());
+  uri.data[--uri.len] = '\0';
+  subscribe(s, 3, uri.data);
+  CHECK_STR(last_sent(), "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
+  subscribe(s, 4, "a://nul\\u0000inside");
+  CHECK(strstr(last_sent(), "-32602") != NULL, "a URI with a NUL: %s", last_sent());
+  char name[32];
+  for (int i = 1; i < LISTEN_MAX_URIS; i++) {
+    snprintf(name, sizeof name, "a://r/%d", i);
+    subscribe(s, 10 + i, name);
+  }
+  CHECK(s->subscription_count == LISTEN_MAX_URIS && s->subscribed.count == LISTEN_MAX_URIS, "%zu subscriptions",
+        s->subscription_count);
+  bool all = session_subscribed(s, uri.data, uri.len);
+  for (int i = 1; i < LISTEN_MAX_URIS; i++) {
+    snprintf(name, sizeof name, "a://r/%d", i);
+    all = all && session_subscribed(s, name, strlen(name));
+  }
+  CHECK(all, "every subscription is found");
+  CHECK(session_subscribed(s, "a://r/1x", 7), "a URI given by length (not NUL-ended) is found");
+  subscribe(s, 500, "a://r/1");
+  CHECK_STR(last_sent(), "{\"jsonrpc\":\"2.0\",\"id\":500,\"result\":{}}");
+  subscribe(s, 501, "a://one-more");
+  CHECK(strstr(last_sent(), "-32602") && strstr(last_sent(), "256"), "the 257th: %s", last_sent());
+  clear_sent();
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":502,\"method\":\"resources/unsubscribe\",\"params\":{\"uri\":\"a://r/7\"}}");
+  CHECK(!session_subscribed(s, "a://r/7", 7) && s->subscription_count == LISTEN_MAX_URIS - 1, "unsubscribed");
+  subscribe(s, 503, "a://one-more");
+  CHECK_STR(last_sent(), "{\"jsonrpc\":\"2.0\",\"id\":503,\"result\":{}}");
+  buf_free(&uri);
+  session_free(s);
+}
+
+static void test_kept_fields(void) {
+  /* clientInfo over MAX_CLIENT_FIELD_BYTES: refused, nothing kept. */
+  session *s = new_session();
+  buf msg = BUF_INIT;
+  buf_puts(&msg, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                 "\"clientInfo\":{\"name\":\"");
+  for (unsigned i = 0; i < MAX_CLIENT_FIELD_BYTES; i++) buf_putc(&msg, 'x');
+  buf_puts(&msg, "\"}}}");
+  session_receive(s, msg.data, msg.len, NULL);
+  CHECK(strstr(last_sent(), "-32602") && strstr(last_sent(), "clientInfo"), "clientInfo too big: %.120s", last_sent());
+  CHECK(s->state == SESSION_NEW && !s->client_info_json && !s->kept_bytes, "nothing kept");
+  session_free(s);
+
+  /* A transport whose budget is full refuses initialize (503) and a
+   * subscription; a freed session gives back all it kept. */
+  s = new_session();
+  s->transport = &STUB_BUDGET_TRANSPORT;
+  stub_room = 10;
+  stub_kept = 0;
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+             "\"capabilities\":{},\"clientInfo\":{\"name\":\"c\",\"version\":\"1\"}}}");
+  CHECK(strstr(last_sent(), "-32000") != NULL && s->state == SESSION_NEW, "budget full: %s", last_sent());
+  stub_room = 300;
+  initialize(s, "2025-11-25");
+  CHECK(s->state == SESSION_INITIALIZED && stub_kept > 0 && stub_kept == s->kept_bytes, "kept %zu", stub_kept);
+  subscribe(s, 2, "a://fits");
+  CHECK_STR(last_sent(), "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+  size_t with_one = stub_kept;
+  subscribe(s, 3, "a://does-not-fit-in-what-is-left-of-the-budget-of-three-hundred-bytes-at-all-no");
+  CHECK(strstr(last_sent(), "-32000") != NULL, "budget full: %s", last_sent());
+  CHECK(stub_kept == with_one, "nothing more kept");
+  session_free(s);
+  CHECK(stub_kept == 0, "all given back (%zu left)", stub_kept);
+
+  /* A cancellation with a very long id is not remembered. */
+  s = new_session();
+  initialize(s, "2025-11-25");
+  buf id = BUF_INIT;
+  for (unsigned i = 0; i < SESSION_EARLY_CANCEL_ID_BYTES; i++) buf_putc(&id, 'q');
+  buf_clear(&msg);
+  buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"%s\"}}", id.data);
+  session_receive(s, msg.data, msg.len, NULL);
+  for (int i = 0; i < SESSION_EARLY_CANCELS; i++) CHECK(s->early_cancels[i] == NULL, "slot %d empty", i);
+  buf_clear(&msg);
+  buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"hold\"}", id.data);
+  session_receive(s, msg.data, msg.len, NULL);
+  CHECK(held_count == 1, "the request with that id runs");
+  buf_free(&id);
+  buf_free(&msg);
+  session_free(s);
+}
+
 /* A transport's own buffer, parsed in place: long strings (the id among
  * them) are decoded where they are, and the answer still carries the id. */
 static void test_in_place(void) {
@@ -363,6 +493,8 @@ int main(void) {
   test_client_requests();
   test_progress_and_logging();
   test_subscriptions();
+  test_subscription_limits();
+  test_kept_fields();
   test_in_place();
   clear_sent();
   return check_report();
