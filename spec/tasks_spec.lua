@@ -390,9 +390,16 @@ describe("MCP tasks and what they hold", function()
       "PATH=" .. os.getenv("PATH"), "HOME=" .. (os.getenv("HOME") or "/tmp"),
       "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0" } })
     finally(function() server:close() end)
-    for _ = 1, 3 do assert.are.equal("task", call(server, "must_approve").result.resultType) end
-    assert.are.equal("task", call(server, "wait", { ms = 600000 }).result.resultType)
-    local created = call(server, "must_approve").result
+    -- An ASan build starts slowly on a busy machine: a generous first wait.
+    local function start(name, args)
+      local r = server:request("tools/call", with_meta({ name = name, arguments = args or EMPTY }), 60000)
+      assert(r and r.result, "tools/call " .. name .. ": " .. cjson.encode(r or {}) .. "\n" .. server.stderr)
+      assert.are.equal("task", r.result.resultType)
+      return r.result
+    end
+    for _ = 1, 3 do start("must_approve") end
+    start("wait", { ms = 600000 })
+    local created = start("must_approve")
     assert.is_true(client.wait_until(function()
       return get(server, created.taskId).result.status == "input_required"
     end, 10000))

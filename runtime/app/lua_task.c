@@ -840,6 +840,34 @@ static void push_params(lua_State *co, const json_value *params) {
 
 /* ---- Calls that become MCP tasks --------------------------------------- */
 
+/* Who a call's MCP task counts against, for the per-client cap
+ * (jobs_client_cap), written into out: a request in a session (stdio, a
+ * legacy HTTP session) is its session's; a sessionless 2026-07-28 request
+ * has no better identity than the clientInfo name and version its _meta
+ * carries (the peer address would put every client behind one proxy, or
+ * on one machine, in one quota). A client that lies about them only
+ * spreads over more quotas, never beyond --max-tasks. */
+static void client_key_of(const call *c, char *out, size_t size) {
+  const session *s = c->session;
+  if (!s->sessionless) {
+    snprintf(out, size, "session %s", s->name);
+    return;
+  }
+  const char *info = call_client_info(c);
+  json_doc *doc = info ? json_parse(info, strlen(info), MAX_JSON_DEPTH, NULL) : NULL;
+  const json_value *root = doc ? json_doc_root(doc) : NULL;
+  const json_value *name = json_object_get(root, "name"), *version = json_object_get(root, "version");
+  if (name && name->type == JSON_STRING) {
+    bool has_version = version && version->type == JSON_STRING;
+    /* %.*s stops at a NUL inside the name: still one key per name. */
+    snprintf(out, size, "client %.*s/%.*s", (int)(name->len < 120 ? name->len : 120), name->u.string,
+             has_version ? (int)(version->len < 60 ? version->len : 60) : 0, has_version ? version->u.string : "");
+  } else {
+    snprintf(out, size, "client (no clientInfo)");
+  }
+  json_doc_free(doc);
+}
+
 /* Answer the root's call with a new task's handle and go on as that task.
  * Returns false, with the reason in why, when the server or this client
  * runs its cap of tasks already, or the running tasks hold the tasks'
@@ -848,7 +876,7 @@ static bool become_job(task *t, char *why, size_t why_size) {
   call *c = t->call;
   server *srv = t->vm->srv;
   char client_key[JOB_CLIENT_KEY_BYTES];
-  jobs_client_key(c, client_key, sizeof client_key);
+  client_key_of(c, client_key, sizeof client_key);
   /* What the coroutine keeps of the request while the task runs: its
    * params, less the 2026-07-28 envelope (capabilities, clientInfo),
    * which push_params leaves out and the job keeps cut down. */

@@ -10,7 +10,6 @@
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/server.h"
-#include "core/session.h"
 
 static int64_t wall_ms(void) {
   struct timespec ts;
@@ -130,27 +129,6 @@ static void uncharge(job_store *st, job *j, size_t n) {
 }
 
 /* ---- Who asked ------------------------------------------------------ */
-
-void jobs_client_key(const call *c, char *out, size_t size) {
-  const session *s = c->session;
-  if (!s->sessionless) {
-    snprintf(out, size, "session %s", s->name);
-    return;
-  }
-  const char *info = call_client_info(c);
-  json_doc *doc = info ? json_parse(info, strlen(info), MAX_JSON_DEPTH, NULL) : NULL;
-  const json_value *root = doc ? json_doc_root(doc) : NULL;
-  const json_value *name = json_object_get(root, "name"), *version = json_object_get(root, "version");
-  if (name && name->type == JSON_STRING) {
-    bool has_version = version && version->type == JSON_STRING;
-    /* %.*s stops at a NUL inside the name: still one key per name. */
-    snprintf(out, size, "client %.*s/%.*s", (int)(name->len < 120 ? name->len : 120), name->u.string,
-             has_version ? (int)(version->len < 60 ? version->len : 60) : 0, has_version ? version->u.string : "");
-  } else {
-    snprintf(out, size, "client (no clientInfo)");
-  }
-  json_doc_free(doc);
-}
 
 int jobs_client_cap(const server *srv) {
   if (srv->opts.max_tasks_per_client > 0) return srv->opts.max_tasks_per_client;

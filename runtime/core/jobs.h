@@ -11,7 +11,7 @@
  * and what it asks the client (job_ask). Nothing here needs Lua or libuv.
  *
  * Limits (luamcp_limits.h): at most srv->opts.max_tasks jobs run at once,
- * and at most jobs_client_cap() of them for one client (jobs_client_key);
+ * and at most jobs_client_cap() of them for one client (the app says who);
  * a finished job is kept JOB_KEEP_MS. Everything the jobs keep (a running
  * job: what its work holds of its request; a finished or cancelled one: its
  * outcome) counts against JOB_KEPT_BYTES: past it the oldest finished jobs
@@ -29,7 +29,6 @@
 #include "core/strmap.h"
 
 typedef struct server server;
-typedef struct call call;
 typedef struct protocol_version protocol_version;
 
 #define JOBS_EXTENSION "io.modelcontextprotocol/tasks"
@@ -75,7 +74,7 @@ typedef struct job {
   char *request_id;       /* the creating request's id (JSON text) */
   char *client_capabilities_json;
   char *client_info_json;
-  char *client_key;       /* who asked (jobs_client_key), counted in job_store.by_client while it runs */
+  char *client_key;       /* who asked (the app's key for the client), counted in job_store.by_client while it runs */
   size_t held;            /* while it runs: bytes charged for its request (these strings, what its work holds) */
   const protocol_version *version;
   void *app_data;
@@ -99,12 +98,6 @@ void jobs_release(server *srv);
 /* Does this client capabilities object (JSON text) declare the extension? */
 bool jobs_declared(const char *client_capabilities_json);
 
-/* Who a job counts against, for the per-client cap, written into out:
- * a request in a session (stdio, a legacy HTTP session) is its session's;
- * a sessionless 2026-07-28 request has no better identity than the
- * clientInfo name and version its _meta carries (a client that lies about
- * them can only spread over more quotas, never beyond --max-tasks). */
-void jobs_client_key(const call *c, char *out, size_t size);
 /* How many jobs one client may run at once (0: no cap of its own):
  * --max-tasks-per-client, else a JOBS_CLIENT_SHARE-th of --max-tasks (at
  * least 1), so that one client cannot take every place; a server with one
