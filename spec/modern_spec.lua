@@ -260,6 +260,61 @@ describe("2026-07-28 over stdio", function()
   end)
 end)
 
+describe("2026-07-28 elicitation answers", function()
+  local proc
+  before_each(function() proc = client.spawn({ "run", FIXTURE }) end)
+  after_each(function() proc:close() end)
+
+  -- Retry greet with answer to its elicitation: the JSON-RPC response.
+  local function retry_with(answer)
+    local r = proc:request("tools/call", with_meta({ name = "greet" }, BOTH))
+    assert.are.equal("input_required", r.result.resultType)
+    local key = next(r.result.inputRequests)
+    return proc:request("tools/call", with_meta({ name = "greet", requestState = r.result.requestState,
+      inputResponses = { [key] = answer } }, BOTH))
+  end
+
+  it("refuses an answer with an action other than accept, decline or cancel with -32602", function()
+    local r = retry_with({ action = "bogus" })
+    assert.is_table(r.error, cjson.encode(r))
+    assert.are.equal(-32602, r.error.code)
+    assert.truthy(r.error.message:find('action "bogus"', 1, true), r.error.message)
+    r = retry_with({ content = { name = "Ann" } })
+    assert.are.equal(-32602, r.error.code)
+    assert.truthy(r.error.message:find("action", 1, true), r.error.message)
+  end)
+
+  it("refuses an accepted answer whose content does not match requestedSchema with -32602", function()
+    local r = retry_with({ action = "accept", content = { name = 5 } })
+    assert.is_table(r.error, cjson.encode(r))
+    assert.are.equal(-32602, r.error.code)
+    assert.truthy(r.error.message:find("requestedSchema", 1, true), r.error.message)
+    assert.truthy(r.error.message:find("/name", 1, true), r.error.message)
+    r = retry_with({ action = "accept" }) -- name is required
+    assert.are.equal(-32602, r.error.code)
+    r = retry_with({ action = "accept", content = "Ann" })
+    assert.are.equal(-32602, r.error.code)
+    assert.truthy(r.error.message:find("not an object", 1, true), r.error.message)
+  end)
+
+  it("checks a session client's reply to elicitation/create the same way", function()
+    proc:initialize("2025-11-25", BOTH)
+    proc:send { jsonrpc = "2.0", id = 91, method = "tools/call", params = { name = "greet" } }
+    local result
+    assert.is_true(client.wait_until(function()
+      local msg = proc:read(100)
+      if msg and msg.method == "elicitation/create" then
+        proc:send { jsonrpc = "2.0", id = msg.id, result = { action = "bogus" } }
+      elseif msg and msg.id == 91 then
+        result = msg.result
+      end
+      return result ~= nil
+    end, 10000), proc.stderr)
+    assert.is_true(result.isError)
+    assert.truthy(result.content[1].text:find('action "bogus"', 1, true), result.content[1].text)
+  end)
+end)
+
 describe("2026-07-28 cache hints", function()
   it("come from the read, else the resource or template, else mcp.server, and never reach a legacy session", function()
     local proc = client.spawn({ "run", FIXTURE }, { env = { "LIST_TTL_MS=5000" } })

@@ -117,6 +117,8 @@ run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concur
   spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua spec/workers_spec.lua spec/redis_spec.lua \
   spec/scaleout_spec.lua
 run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
+# The soak also checks for leaks (issue 27: tasks still waiting at exit).
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
 export LUAMCP=$release_luamcp
 unset ASAN_OPTIONS UBSAN_OPTIONS

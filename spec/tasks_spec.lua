@@ -209,3 +209,209 @@ mcp.tool { name = "version", handler = function() return "%s" end }
     client.remove_tree(dir)
   end)
 end)
+
+-- Issue 27: what tasks keep, whose places they take, and how long they wait.
+describe("MCP tasks and what they hold", function()
+  local http = require "spec.helpers.http_client"
+  local MiB = 1024 * 1024
+
+  -- A 2026-07-28 request's params with its envelope (caps and info replace
+  -- the defaults) and more _meta keys (extra).
+  local function modern(params, caps, info, extra)
+    params._meta = {
+      ["io.modelcontextprotocol/protocolVersion"] = V,
+      ["io.modelcontextprotocol/clientCapabilities"] = caps or WITH_TASKS,
+      ["io.modelcontextprotocol/clientInfo"] = info or { name = "busted", version = "1" },
+    }
+    for k, v in pairs(extra or {}) do params._meta[k] = v end
+    return params
+  end
+
+  it("keeps only what a task needs of 1 MiB padding in clientInfo or capabilities: 300 tasks grow RSS < 48 MiB", function()
+    -- Under ASan, freed blocks wait in its quarantine (256 MiB) before reuse:
+    -- a small one measures what the server keeps, not what ASan does.
+    local asan = (os.getenv("ASAN_OPTIONS") or "detect_leaks=0") .. ":quarantine_size_mb=4"
+    local server = client.spawn({ "run", FIXTURE }, { env = {
+      "PATH=" .. os.getenv("PATH"), "HOME=" .. (os.getenv("HOME") or "/tmp"), "ASAN_OPTIONS=" .. asan } })
+    finally(function() server:close() end)
+    local pad = string.rep("x", MiB)
+    local padded_caps = { extensions = { [TASKS] = EMPTY }, elicitation = EMPTY, padding = pad }
+    local padded_info = { name = "busted", version = "1", padding = pad }
+    local function start(i)
+      local params = { name = "wait", arguments = { ms = 600000 } }
+      if i % 2 == 0 then modern(params, nil, padded_info) else modern(params, padded_caps) end
+      local r = server:request("tools/call", params, 30000)
+      assert(r and r.result and r.result.resultType == "task", "tools/call: " .. cjson.encode(r or {}) .. "\n" .. server.stderr)
+    end
+    for i = 1, 10 do start(i) end -- buffers reach their size
+    local before = http.rss_kb(server.pid)
+    for i = 11, 310 do start(i) end
+    local after = http.rss_kb(server.pid)
+    assert.is_true(after - before < 48 * 1024,
+      ("300 tasks with 1 MiB of padding each grew RSS by %d kB"):format(after - before))
+    -- What the task keeps still says who the client is and what it declared.
+    local created = server:request("tools/call", modern({ name = "who", arguments = EMPTY }, padded_caps, padded_info))
+    local state = poll(server, created.result.taskId)
+    local who = state.result.structuredContent
+    assert.are.equal("busted", who.name)
+    assert.are.equal("1", who.version)
+    assert.is_true(who.elicitation)
+    assert.is_true(who.tasks)
+    assert.is_true(who.padding <= 256, "clientInfo.padding kept " .. tostring(who.padding) .. " bytes")
+  end)
+
+  it("charges what running tasks hold to the tasks' budget, and gives it back when they are cancelled", function()
+    local server = client.spawn { "run", FIXTURE }
+    finally(function() server:close() end)
+    local pad = string.rep("y", MiB)
+    local function start()
+      return server:request("tools/call", modern({ name = "must_wait", arguments = { ms = 600000 } }, nil, nil,
+        { ["example.com/padding"] = pad }), 30000)
+    end
+    local ids, refused = {}, nil
+    for _ = 1, 100 do
+      local r = start()
+      if r.error then
+        refused = r.error
+        break
+      end
+      ids[#ids + 1] = r.result.taskId
+    end
+    assert.is_table(refused, "100 tasks holding 1 MiB each were all kept")
+    assert.are.equal(-32603, refused.code)
+    assert.truthy(refused.message:find("budget", 1, true), refused.message)
+    assert.is_true(#ids >= 32, #ids .. " tasks before the budget")
+    for _, id in ipairs(ids) do
+      assert.are.same({ resultType = "complete" }, server:request("tasks/cancel", modern({ taskId = id })).result)
+    end
+    local r = start()
+    assert.is_table(r.result, cjson.encode(r))
+    assert.are.equal("task", r.result.resultType)
+  end)
+
+  it("caps tasks per client (a quarter of --max-tasks) before the server's cap: one client cannot lock others out", function()
+    local server = http.start({ FIXTURE, "--max-tasks", "8" })
+    finally(function() server:stop() end)
+    local next_id = 0
+    local function call_as(name, tool)
+      next_id = next_id + 1
+      local params = modern({ name = tool, arguments = EMPTY }, nil, { name = name, version = "1.0" })
+      return http.rpc(server:post({ jsonrpc = "2.0", id = next_id, method = "tools/call", params = params },
+        http.modern_headers("tools/call", tool)))
+    end
+    -- alice's two tasks wait for answers she never gives.
+    assert.are.equal("task", call_as("alice", "must_approve").result.resultType)
+    assert.are.equal("task", call_as("alice", "must_approve").result.resultType)
+    local third = call_as("alice", "must_approve")
+    assert.is_table(third.error, cjson.encode(third))
+    assert.are.equal(-32603, third.error.code)
+    assert.truthy(third.error.message:find("--max-tasks-per-client", 1, true), third.error.message)
+    assert.truthy(third.error.message:find("alice", 1, true), third.error.message)
+    -- bob still gets his.
+    local bob = call_as("bob", "must_approve")
+    assert.is_table(bob.result, cjson.encode(bob))
+    assert.are.equal("task", bob.result.resultType)
+  end)
+
+  it("fails a task whose question is not answered within --client-timeout, freeing its place", function()
+    local server = client.spawn { "run", "--max-tasks", "5", "--client-timeout", "8000", FIXTURE }
+    finally(function() server:close() end)
+    local ids = {}
+    for i = 1, 5 do
+      local r = call(server, "must_approve")
+      assert.is_table(r.result, cjson.encode(r))
+      ids[i] = r.result.taskId
+    end
+    assert.are.equal(-32603, call(server, "must_wait", { ms = 10 }).error.code)
+    -- Each waits for its answer (the timeout is far off at this point) ...
+    for _, id in ipairs(ids) do assert.are.equal("input_required", get(server, id).result.status) end
+    -- ... until it fails, naming the question and the limit.
+    for _, id in ipairs(ids) do
+      local state = poll(server, id, 60000)
+      assert.are.equal("failed", state.status, cjson.encode(state))
+      assert.truthy(state.statusMessage:find("did not answer within 8000 ms (--client-timeout)", 1, true),
+        state.statusMessage)
+      assert.truthy(state.error.message:find("elicitation/create", 1, true), state.error.message)
+    end
+    local r = call(server, "must_wait", { ms = 10 })
+    assert.is_table(r.result, cjson.encode(r))
+    assert.are.equal("completed", poll(server, r.result.taskId).status)
+  end)
+
+  it("does not keep a generation open for a task waiting for input across reloads (5 SIGHUPs)", function()
+    local server = client.spawn { "run", "--client-timeout", "600000", FIXTURE }
+    finally(function() server:close() end)
+    local function info() return call(server, "info").result.structuredContent end
+    local ids = {}
+    for g = 1, 5 do
+      local r = call(server, "must_approve")
+      assert.is_table(r.result, cjson.encode(r))
+      ids[g] = r.result.taskId
+      assert.is_true(client.wait_until(function()
+        return get(server, ids[g]).result.status == "input_required"
+      end, 10000))
+      server:kill("sighup")
+      assert.is_true(client.wait_until(function() return info().generation == g + 1 end, 20000), server.stderr)
+    end
+    local open
+    assert.is_true(client.wait_until(function()
+      open = info().generations_open
+      return open == 1
+    end, 20000), "generations still open: " .. tostring(open))
+    for _, id in ipairs(ids) do
+      local state = get(server, id).result
+      assert.are.equal("failed", state.status)
+      assert.truthy(state.statusMessage:find("reloaded", 1, true), state.statusMessage)
+    end
+  end)
+
+  it("rejects an elicitation answer the protocol does not allow (tasks/update) with -32602", function()
+    local server = client.spawn { "run", FIXTURE }
+    finally(function() server:close() end)
+    local created = call(server, "must_approve").result
+    local state
+    assert.is_true(client.wait_until(function()
+      state = get(server, created.taskId).result
+      return state.status == "input_required"
+    end, 10000))
+    local key = next(state.inputRequests)
+    server:request("tasks/update", with_meta({ taskId = created.taskId, inputResponses = { [key] = { action = "bogus" } } }))
+    local final = poll(server, created.taskId)
+    assert.are.equal("failed", final.status, cjson.encode(final))
+    assert.are.equal(-32602, final.error.code)
+    assert.truthy(final.error.message:find('action "bogus"', 1, true), final.error.message)
+  end)
+
+  it("frees the tasks still waiting when the server stops (LeakSanitizer)", function()
+    local asan = os.getenv("LUAMCP_ASAN") or "build/luamcp-asan"
+    local f = io.open(asan)
+    if not f then
+      pending("no ASan build at " .. asan)
+      return
+    end
+    f:close()
+    local server = client.spawn({ "run", FIXTURE }, { bin = asan, env = {
+      "PATH=" .. os.getenv("PATH"), "HOME=" .. (os.getenv("HOME") or "/tmp"),
+      "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0" } })
+    finally(function() server:close() end)
+    -- An ASan build starts slowly on a busy machine: a generous first wait.
+    local function start(name, args)
+      local r = server:request("tools/call", with_meta({ name = name, arguments = args or EMPTY }), 60000)
+      assert(r and r.result, "tools/call " .. name .. ": " .. cjson.encode(r or {}) .. "\n" .. server.stderr)
+      assert.are.equal("task", r.result.resultType)
+      return r.result
+    end
+    for _ = 1, 3 do start("must_approve") end
+    start("wait", { ms = 600000 })
+    local created = start("must_approve")
+    assert.is_true(client.wait_until(function()
+      return get(server, created.taskId).result.status == "input_required"
+    end, 10000))
+    server:close_stdin()
+    server:wait_exit(60000)
+    assert.is_true(server.exited, "still running after its input ended")
+    assert.is_nil(server.stderr:find("LeakSanitizer", 1, true), server.stderr)
+    assert.is_nil(server.stderr:find("AddressSanitizer", 1, true), server.stderr)
+    assert.are.equal(0, server.exit_code, server.stderr)
+  end)
+end)

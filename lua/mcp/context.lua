@@ -116,6 +116,8 @@ local function flat_schema_problem(s)
   return nil
 end
 
+local ELICIT_ACTIONS = { accept = true, decline = true, cancel = true }
+
 local function random_id()
   local bytes = {}
   for i = 1, 16 do bytes[i] = ("%02x"):format(math.random(0, 255)) end
@@ -158,11 +160,30 @@ function prepare.elicit(ctx, params, level)
     if problem then error("ctx:elicit: requestedSchema " .. problem, level) end
     p.requestedSchema = schema.mark(params.requestedSchema)
   end
+  -- The client's answer is its input, checked before the handler sees it:
+  -- in a 2026-07-28 request (an inputResponses entry of a retry, or a
+  -- tasks/update) one the protocol does not allow is refused with -32602;
+  -- in a session (a reply to our elicitation/create) ctx:elicit raises, as
+  -- for any failed question. Either is an error the handler may catch.
   local function finish(result)
-    if not url_mode and type(result) == "table" and result.action == "accept" then
+    local function refuse(why)
+      if ctx.features.modern then
+        core.rpc_error(core.INVALID_PARAMS, "Invalid params: the client's answer to elicitation/create " .. why)
+      end
+      error("ctx:elicit: the client's answer " .. why, 0)
+    end
+    if type(result) ~= "table" then refuse("must be an object {action, content?}") end
+    local action = result.action
+    if not ELICIT_ACTIONS[action] then
+      refuse(("has action %s: it must be \"accept\", \"decline\" or \"cancel\""):format(
+        type(action) == "string" and ("%q"):format(action) or type(action)))
+    end
+    if not url_mode and action == "accept" then
+      local content = result.content
+      if content ~= nil and type(content) ~= "table" then refuse("has content that is not an object") end
       -- What the user typed must fit the form before the handler trusts it.
-      local ok, _, text = schema.validate(params.requestedSchema, result.content or object())
-      if not ok then error("ctx:elicit: the client's answer does not match requestedSchema:\n" .. text, 0) end
+      local ok, _, text = schema.validate(params.requestedSchema, content or object())
+      if not ok then refuse("does not match requestedSchema:\n" .. text) end
     end
     return result
   end

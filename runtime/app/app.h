@@ -54,6 +54,7 @@ struct vm {
   int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
   int describe_ref;       /* mcp._describe() */
   int live_tasks;
+  task *tasks;            /* every live task (task.live_next): freed at the latest by vm_free */
   /* Results whose long strings a transport still writes (lua_task.c's
    * leases): the generation stays until they are written too. */
   int leases;
@@ -145,6 +146,8 @@ struct task {
   bool promote_timer_initialized; /* root: mcp.tool{task = {after_ms = N}} ... */
   uv_timer_t promote_timer;       /* ... turns the call into a task when it fires */
   int open_handles;       /* timers still closing; the task is freed after */
+  task *live_next, *live_prev; /* vm->tasks */
+  bool input_timed_out;   /* TASK_WAIT_INPUT: --client-timeout passed before the answers came */
 };
 
 /* A directory watched for script changes (luamcp dev). Owner: the app. */

@@ -171,6 +171,7 @@ static void stop_waiting(task *t) {
         if (c->waiter == t) c->waiter = NULL;
       break;
     case TASK_WAIT_INPUT:
+      if (t->timer_initialized) uv_timer_stop(&t->timer);
       if (t->root->job) {
         job_abandon(t->vm->srv, t->root->job, t);
         server_job_changed(t->vm->srv, t->root->job);
@@ -227,6 +228,9 @@ static void task_free(task *t) {
     if (t->next_child) t->next_child->prev_child = t->prev_child;
     abandon_handle(t);
   }
+  if (t->live_prev) t->live_prev->live_next = t->live_next;
+  else v->tasks = t->live_next;
+  if (t->live_next) t->live_next->live_prev = t->live_prev;
   *(task **)lua_getextraspace(t->co) = NULL;
   lua_sethook(t->co, NULL, 0, 0);
   if (t->co_ref != LUA_NOREF) {
@@ -292,6 +296,9 @@ static task *task_new(vm *v, task *root) {
   t->root = root ? root : t;
   *(task **)lua_getextraspace(t->co) = t;
   v->live_tasks++;
+  t->live_next = v->tasks;
+  if (t->live_next) t->live_next->live_prev = t;
+  v->tasks = t;
   if (root) {
     t->next_child = root->children;
     if (t->next_child) t->next_child->prev_child = t;
@@ -652,6 +659,38 @@ void task_cancel(task *t) {
   task_free(t);
 }
 
+void task_stop_all(vm *v) {
+  /* Nobody reaps this generation any more: it is being freed. */
+  v->on_drained = NULL;
+  while (v->tasks) task_free(v->tasks->root); /* a root frees its children; each unlinks itself */
+}
+
+/* Is the task behind root's MCP task waiting for the client's answers? */
+static bool waits_for_input(const task *root) {
+  if (root->wait == TASK_WAIT_INPUT) return true;
+  for (const task *c = root->children; c; c = c->next_child)
+    if (c->wait == TASK_WAIT_INPUT) return true;
+  return false;
+}
+
+void task_end_input_waits(vm *v) {
+  server *srv = v->srv;
+  for (;;) {
+    /* One at a time from the start: ending a root frees its children,
+     * which may be the next ones in the list. */
+    task *root = NULL;
+    for (task *t = v->tasks; t && !root; t = t->live_next)
+      if (t->root->job && !t->root->cancelled && waits_for_input(t->root)) root = t->root;
+    if (!root) return;
+    job *j = root->job;
+    root->job = NULL;
+    job_detach(srv, j, "the server's scripts were reloaded while this task waited for the client's input; "
+                       "call the tool again");
+    server_job_changed(srv, j);
+    task_cancel(root);
+  }
+}
+
 /* ---- The hook: deadlines and cancellation for code that never yields -- */
 
 static void task_hook(lua_State *L, lua_Debug *ar);
@@ -801,14 +840,52 @@ static void push_params(lua_State *co, const json_value *params) {
 
 /* ---- Calls that become MCP tasks --------------------------------------- */
 
+/* Who a call's MCP task counts against, for the per-client cap
+ * (jobs_client_cap), written into out: a request in a session (stdio, a
+ * legacy HTTP session) is its session's; a sessionless 2026-07-28 request
+ * has no better identity than the clientInfo name and version its _meta
+ * carries (the peer address would put every client behind one proxy, or
+ * on one machine, in one quota). A client that lies about them only
+ * spreads over more quotas, never beyond --max-tasks. */
+static void client_key_of(const call *c, char *out, size_t size) {
+  const session *s = c->session;
+  if (!s->sessionless) {
+    snprintf(out, size, "session %s", s->name);
+    return;
+  }
+  const char *info = call_client_info(c);
+  json_doc *doc = info ? json_parse(info, strlen(info), MAX_JSON_DEPTH, NULL) : NULL;
+  const json_value *root = doc ? json_doc_root(doc) : NULL;
+  const json_value *name = json_object_get(root, "name"), *version = json_object_get(root, "version");
+  if (name && name->type == JSON_STRING) {
+    bool has_version = version && version->type == JSON_STRING;
+    /* %.*s stops at a NUL inside the name: still one key per name. */
+    snprintf(out, size, "client %.*s/%.*s", (int)(name->len < 120 ? name->len : 120), name->u.string,
+             has_version ? (int)(version->len < 60 ? version->len : 60) : 0, has_version ? version->u.string : "");
+  } else {
+    snprintf(out, size, "client (no clientInfo)");
+  }
+  json_doc_free(doc);
+}
+
 /* Answer the root's call with a new task's handle and go on as that task.
- * Returns false when the server runs its cap of tasks already. Runs no
- * Lua, so it may happen while another task computes. */
-static bool become_job(task *t) {
+ * Returns false, with the reason in why, when the server or this client
+ * runs its cap of tasks already, or the running tasks hold the tasks'
+ * budget. Runs no Lua, so it may happen while another task computes. */
+static bool become_job(task *t, char *why, size_t why_size) {
   call *c = t->call;
   server *srv = t->vm->srv;
+  char client_key[JOB_CLIENT_KEY_BYTES];
+  client_key_of(c, client_key, sizeof client_key);
+  /* What the coroutine keeps of the request while the task runs: its
+   * params, less the 2026-07-28 envelope (capabilities, clientInfo),
+   * which push_params leaves out and the job keeps cut down. */
+  size_t envelope = 0;
+  if (call_client_capabilities(c)) envelope += strlen(call_client_capabilities(c));
+  if (call_client_info(c)) envelope += strlen(call_client_info(c));
+  size_t work_bytes = t->params_bytes > envelope ? t->params_bytes - envelope : 0;
   job *j = job_create(srv, c->method, c->id.raw, call_client_capabilities(c), call_client_info(c), c->version,
-                      t->job_poll_ms);
+                      t->job_poll_ms, client_key, work_bytes, why, why_size);
   if (!j) return false;
   j->app_data = t;
   t->job = j;
@@ -831,8 +908,9 @@ static bool become_job(task *t) {
 /* mcp.tool{task = {after_ms = N}}: the call is still running after N ms. */
 static void on_promote(uv_timer_t *timer) {
   task *t = timer->data;
-  if (t->call && !t->cancelled && !t->timed_out && !become_job(t))
-    log_write(LOG_WARNING, "tools/call: not run as a task: %d tasks run already (--max-tasks)", t->vm->srv->opts.max_tasks);
+  char why[320];
+  if (t->call && !t->cancelled && !t->timed_out && !become_job(t, why, sizeof why))
+    log_write(LOG_WARNING, "tools/call: not run as a task: %s", why);
 }
 
 /* Decide, before the handler runs, whether a tools/call becomes a task:
@@ -862,11 +940,11 @@ static bool plan_job(task *t, const tool_plan *plan, bool arguments_valid) {
     uv_timer_start(&t->promote_timer, on_promote, (uint64_t)plan->task_after_ms, 0);
     return true;
   }
-  if (become_job(t)) return true;
+  char why[320];
+  if (become_job(t, why, sizeof why)) return true;
   if (plan->task != TOOL_TASK_REQUIRED) return true;
-  char message[160];
-  snprintf(message, sizeof message, "Internal error: this tool runs only as a task, and %d tasks run already (--max-tasks)",
-           t->vm->srv->opts.max_tasks);
+  char message[400];
+  snprintf(message, sizeof message, "Internal error: this tool runs only as a task, and %s", why);
   answer_error(t, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
   return false;
 }
@@ -1210,7 +1288,8 @@ static int ctx_finish(lua_State *L) {
 
 /* ---- Questions inside an MCP task ------------------------------------- */
 
-/* After the answers came: {key = answer, ...} for the questions in slot 2. */
+/* After the answers came: {key = answer, ...} for the questions in slot 2;
+ * or, if they did not come in time, an error naming them. */
 static int task_ask_continue(lua_State *co, int status, lua_KContext k) {
   (void)status;
   (void)k;
@@ -1218,6 +1297,34 @@ static int task_ask_continue(lua_State *co, int status, lua_KContext k) {
   job *j = t->root->job;
   if (!j) return luaL_error(co, "this task has ended");
   lua_settop(co, 2);
+  if (t->input_timed_out) {
+    t->input_timed_out = false;
+    luaL_Buffer b;
+    luaL_buffinit(co, &b);
+    lua_Integer n = luaL_len(co, 2);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(co, 2, i);
+      lua_getfield(co, -1, "method");
+      lua_getfield(co, -2, "key");
+      lua_pushfstring(co, "%s%s (%s)", i > 1 ? ", " : "", lua_tostring(co, -2) ? lua_tostring(co, -2) : "?",
+                      lua_tostring(co, -1) ? lua_tostring(co, -1) : "?");
+      lua_replace(co, -4);
+      lua_pop(co, 2);
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    /* A JSON-RPC error (the library passes those through), so that the
+     * task fails, rather than completing with a tool error, unless the
+     * handler catches it. */
+    lua_createtable(co, 0, 2);
+    lua_pushinteger(co, JSONRPC_INTERNAL_ERROR);
+    lua_setfield(co, -2, "code");
+    lua_pushfstring(co, "%s failed: the client did not answer within %d ms (--client-timeout)", lua_tostring(co, -2),
+                    t->vm->srv->opts.client_timeout_ms);
+    lua_setfield(co, -2, "message");
+    luaL_setmetatable(co, VM_RPC_ERROR_MT);
+    return lua_error(co);
+  }
   lua_newtable(co);
   lua_Integer n = luaL_len(co, 2);
   for (lua_Integer i = 1; i <= n; i++) {
@@ -1234,6 +1341,21 @@ static int task_ask_continue(lua_State *co, int status, lua_KContext k) {
     lua_pop(co, 2);
   }
   return 1;
+}
+
+/* --client-timeout passed with questions of t unanswered: they are no
+ * longer outstanding, and its continuation raises. */
+static void on_input_timeout(uv_timer_t *timer) {
+  task *t = timer->data;
+  if (t->wait != TASK_WAIT_INPUT || t->in_deferred) return;
+  job *j = t->root->job;
+  if (j) {
+    job_abandon(t->vm->srv, j, t);
+    server_job_changed(t->vm->srv, j);
+  }
+  t->input_timed_out = true;
+  t->wait = TASK_NOT_WAITING;
+  task_resume(t, 0);
 }
 
 /* ctx:_task_ask({{key, method, params}, ...}): in a call that became an MCP
@@ -1281,6 +1403,15 @@ static int ctx_task_ask(lua_State *L) {
   server_job_changed(srv, j);
   if (!job_waiting(j, t)) return task_ask_continue(L, LUA_OK, 0);
   t->wait = TASK_WAIT_INPUT;
+  /* A client that never answers must not hold the task (and its place
+   * under --max-tasks, and its generation) for ever. */
+  if (!t->timer_initialized) {
+    uv_timer_init(t->vm->loop, &t->timer);
+    t->timer_initialized = true;
+  }
+  t->timer.data = t;
+  t->input_timed_out = false;
+  uv_timer_start(&t->timer, on_input_timeout, (uint64_t)srv->opts.client_timeout_ms, 0);
   return lua_yieldk(L, 0, 0, task_ask_continue);
 }
 
@@ -1295,6 +1426,7 @@ void task_job_answered(job *j) {
       if (c->wait == TASK_WAIT_INPUT && !job_waiting(j, c)) ready = c;
     if (!ready) return;
     if (ready->in_deferred) return; /* already queued: its resume comes */
+    if (ready->timer_initialized) uv_timer_stop(&ready->timer);
     ready->wait = TASK_NOT_WAITING;
     task_resume(ready, 0);
   }

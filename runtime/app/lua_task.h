@@ -17,6 +17,14 @@ void task_job_answered(struct job *j);
 /* tasks/cancel: stop the work (the root task) behind an MCP task. */
 void task_job_cancel(void *work);
 void task_cancel(task *t);
+/* The generation is being freed (the server stops): free every task it
+ * still has, the MCP tasks waiting for answers included (theirs fail as
+ * the server stops). Not while any of its Lua runs. */
+void task_stop_all(vm *v);
+/* A reload retired v: its MCP tasks waiting for the client's answers
+ * fail now (calling the tool again runs the new scripts) instead of
+ * keeping the old generation open until the client answers. */
+void task_end_input_waits(vm *v);
 /* Resume a waiting task with nargs values already pushed on its stack. If
  * another task is running (a long computation let the loop read), the
  * resume is queued until it stops. */

@@ -23,6 +23,7 @@
 #include "app/lua_json.h"
 #include "app/lua_state.h"
 #include "app/lua_store.h"
+#include "app/lua_task.h"
 #include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
@@ -112,6 +113,7 @@ bool app_reload(lua_app *app, const char *why) {
   old->next_retired = app->retired;
   app->retired = old;
   app->reloads++;
+  task_end_input_waits(old);
   if (vm_drained(old)) app_generation_drained(old);
 
   static const char *const notifications[3] = {"notifications/tools/list_changed",

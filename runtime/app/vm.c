@@ -660,6 +660,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
 
 void vm_free(vm *v) {
   if (!v) return;
+  task_stop_all(v); /* tasks still waiting at exit (an MCP task's question, a sleep): before their Lua state goes */
   lua_exec_kill_all(v);
   lua_http_abort_all(v);
   task_orphan_leases(v);

@@ -139,6 +139,8 @@ static void usage_options(FILE *to, bool bundled) {
           "                              sampling, elicitation or roots (default: %d)\n"
           "  --max-tasks N               MCP tasks (the tasks extension) running at once\n"
           "                              (default: %d; 0: no cap)\n"
+          "  --max-tasks-per-client N    ... for one client (default: a quarter of --max-tasks;\n"
+          "                              over stdio, --max-tasks)\n"
           "\n"
           "Permissions (README \"Permissions\"; added to what mcp.server{permissions} declares):\n"
           "  --allow-read PATHS          files and folders tools may read (comma-separated)\n"
@@ -315,6 +317,9 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--max-tasks") == 0) {
       o->server.max_tasks = (int)parse_count(a, value, 0);
+      i++;
+    } else if (strcmp(a, "--max-tasks-per-client") == 0) {
+      o->server.max_tasks_per_client = (int)parse_count(a, value, 1);
       i++;
     } else if (strcmp(a, "--client-timeout") == 0) {
       o->server.client_timeout_ms = (int)parse_count(a, value, 1);
@@ -606,6 +611,7 @@ static int serve(int argc, char **argv, bool watch) {
   uv_check_start(&rt->log_check, on_log_check);
   uv_unref((uv_handle_t *)&rt->log_check);
   uv_unref((uv_handle_t *)&rt->log_retry);
+  o.server.one_client = !o.http; /* stdio: its one session is every client */
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
   build_unset_unfilled_settings(); /* before the scripts' first os.getenv */
   buf err = BUF_INIT;

@@ -30,6 +30,7 @@ static job_store *store(server *srv) {
   if (!srv->jobs) {
     srv->jobs = calloc(1, sizeof *srv->jobs);
     strmap_init(&srv->jobs->by_id);
+    strmap_init(&srv->jobs->by_client);
   }
   return srv->jobs;
 }
@@ -48,6 +49,7 @@ static void job_free(job *j) {
   free(j->request_id);
   free(j->client_capabilities_json);
   free(j->client_info_json);
+  free(j->client_key);
   free(j);
 }
 
@@ -59,6 +61,10 @@ void jobs_release(server *srv) {
     job_free(j);
   }
   strmap_free(&st->by_id);
+  /* Running jobs were counted by client: free the counters. */
+  for (size_t i = 0; i < st->by_client.bucket_count; i++)
+    for (strmap_entry *e = st->by_client.buckets[i]; e; e = e->next) free(e->value);
+  strmap_free(&st->by_client);
   free(st);
   srv->jobs = NULL;
 }
@@ -83,6 +89,8 @@ static void unlink_done(job_store *st, job *j) {
   j->done_prev = j->done_next = NULL;
 }
 
+static void uncount_client(job_store *st, const char *key);
+
 static void remove_job(job_store *st, job *j) {
   strmap_remove(&st->by_id, j->id);
   if (j->prev) j->prev->next = j->next;
@@ -90,7 +98,10 @@ static void remove_job(job_store *st, job *j) {
   if (j->next) j->next->prev = j->prev;
   else st->last = j->prev;
   if (job_terminal(j)) unlink_done(st, j);
-  else st->running--;
+  else {
+    st->running--;
+    uncount_client(st, j->client_key);
+  }
   st->kept_bytes -= j->bytes;
   job_free(j);
 }
@@ -111,13 +122,117 @@ static void charge(job_store *st, job *j, size_t n) {
   st->kept_bytes += n;
 }
 
+static void uncharge(job_store *st, job *j, size_t n) {
+  if (n > j->bytes) n = j->bytes;
+  j->bytes -= n;
+  st->kept_bytes -= n;
+}
+
+/* ---- Who asked ------------------------------------------------------ */
+
+int jobs_client_cap(const server *srv) {
+  if (srv->opts.max_tasks_per_client > 0) return srv->opts.max_tasks_per_client;
+  if (srv->opts.one_client || srv->opts.max_tasks <= 0) return 0;
+  int share = srv->opts.max_tasks / JOBS_CLIENT_SHARE;
+  return share > 0 ? share : 1;
+}
+
+static size_t *client_count(job_store *st, const char *key) { return strmap_get(&st->by_client, key); }
+
+static void count_client(job_store *st, const char *key) {
+  size_t *n = client_count(st, key);
+  if (!n) {
+    n = calloc(1, sizeof *n);
+    strmap_set(&st->by_client, key, n);
+  }
+  (*n)++;
+}
+
+static void uncount_client(job_store *st, const char *key) {
+  size_t *n = key ? client_count(st, key) : NULL;
+  if (n && --*n == 0) free(strmap_remove(&st->by_client, key));
+}
+
+/* ---- What a job keeps of its request --------------------------------- */
+
+/* The value with its keys and short values, strings cut, nested objects
+ * down to depth levels (deeper ones become {}), arrays emptied: what
+ * ctx.capabilities and ctx.client need (which capabilities, which
+ * sub-features, the client's name), without what a client could pad them
+ * with. */
+static void write_skeleton(buf *out, const json_value *v, int depth) {
+  switch (v->type) {
+    case JSON_OBJECT:
+      buf_putc(out, '{');
+      if (depth > 0) {
+        for (uint32_t i = 0; i < v->len && out->len < JOB_CLIENT_FIELD_BYTES; i++) {
+          const json_member *m = &v->u.members[i];
+          if (i) buf_putc(out, ',');
+          json_write_string(out, m->key, m->key_len < JOB_CLIENT_STRING_BYTES ? m->key_len : JOB_CLIENT_STRING_BYTES);
+          buf_putc(out, ':');
+          write_skeleton(out, &m->value, depth - 1);
+        }
+      }
+      buf_putc(out, '}');
+      break;
+    case JSON_ARRAY: buf_puts(out, "[]"); break;
+    case JSON_STRING:
+      json_write_string(out, v->u.string, v->len < JOB_CLIENT_STRING_BYTES ? v->len : JOB_CLIENT_STRING_BYTES);
+      break;
+    default: json_write_value(out, v); break;
+  }
+}
+
+/* A copy of a client field (JSON text) no longer than about
+ * JOB_CLIENT_FIELD_BYTES: whole when it fits, else its skeleton. */
+static char *keep_client_field(const char *json) {
+  if (!json) return NULL;
+  size_t len = strlen(json);
+  if (len <= JOB_CLIENT_FIELD_BYTES) return strndup(json, len);
+  json_doc *doc = json_parse(json, len, MAX_JSON_DEPTH, NULL);
+  if (!doc) return NULL;
+  buf out = BUF_INIT;
+  write_skeleton(&out, json_doc_root(doc), 2);
+  json_doc_free(doc);
+  return buf_detach(&out, NULL);
+}
+
+static size_t text_bytes(const char *s) { return s ? strlen(s) : 0; }
+
 job *job_create(server *srv, const char *method, const char *request_id, const char *caps, const char *info,
-                const protocol_version *version, int poll_interval_ms) {
+                const protocol_version *version, int poll_interval_ms, const char *client_key, size_t work_bytes,
+                char *why, size_t why_size) {
   job_store *st = store(srv);
   jobs_expire(srv);
-  if (srv->opts.max_tasks > 0 && st->running >= (size_t)srv->opts.max_tasks) return NULL;
+  if (srv->opts.max_tasks > 0 && st->running >= (size_t)srv->opts.max_tasks) {
+    snprintf(why, why_size, "%d tasks run already (--max-tasks)", srv->opts.max_tasks);
+    return NULL;
+  }
+  int client_cap = jobs_client_cap(srv);
+  size_t *running_for_client = client_count(st, client_key);
+  if (client_cap > 0 && running_for_client && *running_for_client >= (size_t)client_cap) {
+    snprintf(why, why_size, "this client (%s) runs %d tasks already (--max-tasks-per-client)", client_key, client_cap);
+    return NULL;
+  }
+  char *kept_caps = keep_client_field(caps), *kept_info = keep_client_field(info);
+  size_t held = JOB_BASE_BYTES + text_bytes(method) + text_bytes(request_id) + text_bytes(kept_caps) +
+                text_bytes(kept_info) + text_bytes(client_key) + work_bytes;
+  /* Room for it: the oldest finished jobs make way; running ones cannot. */
+  while (st->kept_bytes + held > JOB_KEPT_BYTES && st->done_first) remove_job(st, st->done_first);
+  if (st->kept_bytes + held > JOB_KEPT_BYTES) {
+    snprintf(why, why_size, "the running tasks hold %zu bytes of their requests, and this one needs %zu more "
+             "(the tasks' budget is %u bytes)", st->kept_bytes, held, JOB_KEPT_BYTES);
+    free(kept_caps);
+    free(kept_info);
+    return NULL;
+  }
   unsigned char raw[16];
-  if (RAND_bytes(raw, sizeof raw) != 1) return NULL;
+  if (RAND_bytes(raw, sizeof raw) != 1) {
+    snprintf(why, why_size, "no random bytes for a task id");
+    free(kept_caps);
+    free(kept_info);
+    return NULL;
+  }
   job *j = calloc(1, sizeof *j);
   for (size_t i = 0; i < sizeof raw; i++) snprintf(j->id + 2 * i, 3, "%02x", raw[i]);
   j->status = JOB_WORKING;
@@ -125,8 +240,9 @@ job *job_create(server *srv, const char *method, const char *request_id, const c
   j->poll_interval_ms = poll_interval_ms > 0 ? poll_interval_ms : JOB_POLL_INTERVAL_MS;
   j->method = strdup(method);
   j->request_id = dup_or_null(request_id);
-  j->client_capabilities_json = dup_or_null(caps);
-  j->client_info_json = dup_or_null(info);
+  j->client_capabilities_json = kept_caps;
+  j->client_info_json = kept_info;
+  j->client_key = strdup(client_key);
   j->version = version;
   j->prev = st->last;
   if (st->last) st->last->next = j;
@@ -134,6 +250,9 @@ job *job_create(server *srv, const char *method, const char *request_id, const c
   st->last = j;
   st->running++;
   strmap_set(&st->by_id, j->id, j);
+  count_client(st, client_key);
+  j->held = held;
+  charge(st, j, held);
   return j;
 }
 
@@ -169,6 +288,17 @@ static void end_job(server *srv, job *j, job_status status) {
   j->finished_ns = monotonic_ns();
   touch(j);
   st->running--;
+  uncount_client(st, j->client_key);
+  /* What the request said was for the work: it has ended (a cancelled
+   * job's work is being stopped), so only the job's record stays charged,
+   * with its outcome (job_finish). */
+  uncharge(st, j, j->held - JOB_BASE_BYTES);
+  j->held = 0;
+  free(j->request_id);
+  free(j->client_capabilities_json);
+  free(j->client_info_json);
+  free(j->client_key);
+  j->request_id = j->client_capabilities_json = j->client_info_json = j->client_key = NULL;
   j->done_prev = st->done_last;
   if (st->done_last) st->done_last->done_next = j;
   else st->done_first = j;
@@ -180,8 +310,7 @@ static void end_job(server *srv, job *j, job_status status) {
     free(in->request_json);
     free(in->response_json);
     in->request_json = in->response_json = NULL;
-    j->bytes -= n;
-    st->kept_bytes -= n;
+    uncharge(st, j, n);
   }
 }
 
@@ -197,7 +326,8 @@ void job_finish(server *srv, job *j, bool completed, const char *json, size_t le
   }
   j->outcome_json = strndup(json, len);
   charge(store(srv), j, len);
-  set_message(j, status_message, status_message ? strlen(status_message) : 0);
+  size_t message_len = status_message ? strlen(status_message) : 0;
+  set_message(j, status_message, message_len < JOB_STATUS_MESSAGE_BYTES ? message_len : JOB_STATUS_MESSAGE_BYTES);
   end_job(srv, j, completed ? JOB_COMPLETED : JOB_FAILED);
   jobs_expire(srv);
 }

@@ -10,9 +10,12 @@
  * tasks/cancel itself; the app runs the work and reports its end (job_finish)
  * and what it asks the client (job_ask). Nothing here needs Lua or libuv.
  *
- * Limits (luamcp_limits.h): at most srv->opts.max_tasks jobs run at once;
- * a finished job is kept JOB_KEEP_MS, and all kept outcomes together at most
- * JOB_KEPT_BYTES (the oldest finished jobs go first when that is exceeded).
+ * Limits (luamcp_limits.h): at most srv->opts.max_tasks jobs run at once,
+ * and at most jobs_client_cap() of them for one client (the app says who);
+ * a finished job is kept JOB_KEEP_MS. Everything the jobs keep (a running
+ * job: what its work holds of its request; a finished or cancelled one: its
+ * outcome) counts against JOB_KEPT_BYTES: past it the oldest finished jobs
+ * go first, and a new job is refused while running ones hold it all.
  */
 #ifndef LUAMCP_JOBS_H
 #define LUAMCP_JOBS_H
@@ -63,12 +66,16 @@ typedef struct job {
   int poll_interval_ms;
   char *outcome_json;     /* completed: the result object; failed: the error object */
   job_input *inputs;
-  size_t bytes;           /* what its outcome and inputs cost against JOB_KEPT_BYTES */
-  /* What the request that created it said, for the work's ctx. */
+  size_t bytes;           /* what it keeps (see held), its outcome and inputs cost against JOB_KEPT_BYTES */
+  /* What the request that created it said, for the work's ctx, while it
+   * runs (freed when it ends). Capabilities and clientInfo are kept whole
+   * up to JOB_CLIENT_FIELD_BYTES, else as a skeleton (jobs.c). */
   char *method;
   char *request_id;       /* the creating request's id (JSON text) */
   char *client_capabilities_json;
   char *client_info_json;
+  char *client_key;       /* who asked (the app's key for the client), counted in job_store.by_client while it runs */
+  size_t held;            /* while it runs: bytes charged for its request (these strings, what its work holds) */
   const protocol_version *version;
   void *app_data;
   struct job *prev, *next;       /* store: in creation order */
@@ -82,6 +89,7 @@ typedef struct job_store {
   job *done_first, *done_last;
   size_t running;         /* jobs not yet terminal */
   size_t kept_bytes;
+  strmap by_client;       /* client key -> its running jobs (a size_t the store allocates) */
 } job_store;
 
 /* Free the server's store (made on first use) and every job in it. */
@@ -90,10 +98,20 @@ void jobs_release(server *srv);
 /* Does this client capabilities object (JSON text) declare the extension? */
 bool jobs_declared(const char *client_capabilities_json);
 
-/* A new working job, or NULL when srv->opts.max_tasks run already. The
- * strings are copied. */
+/* How many jobs one client may run at once (0: no cap of its own):
+ * --max-tasks-per-client, else a JOBS_CLIENT_SHARE-th of --max-tasks (at
+ * least 1), so that one client cannot take every place; a server with one
+ * client (stdio) has only the server's cap. */
+int jobs_client_cap(const server *srv);
+
+/* A new working job, or NULL with why it was refused in why (the server
+ * runs --max-tasks, this client its share, or the running jobs hold the
+ * whole JOB_KEPT_BYTES). The strings are copied (the client's fields cut
+ * down to JOB_CLIENT_FIELD_BYTES); work_bytes is what the work keeps of
+ * the request besides them, charged while it runs. */
 job *job_create(server *srv, const char *method, const char *request_id, const char *client_capabilities_json,
-                const char *client_info_json, const protocol_version *version, int poll_interval_ms);
+                const char *client_info_json, const protocol_version *version, int poll_interval_ms,
+                const char *client_key, size_t work_bytes, char *why, size_t why_size);
 job *job_find(server *srv, const char *id, size_t len);
 static inline bool job_terminal(const job *j) { return j->status >= JOB_COMPLETED; }
 

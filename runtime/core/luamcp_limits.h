@@ -84,6 +84,20 @@
 #define JOB_POLL_INTERVAL_MS 500
 /* A task's statusMessage (from ctx:progress and ctx:log) is cut here. */
 #define JOB_STATUS_MESSAGE_BYTES 1024
+/* One client runs at most a JOBS_CLIENT_SHARE-th of --max-tasks (at least
+ * one) unless --max-tasks-per-client says otherwise, so that one client
+ * filling its quota leaves places for others. */
+#define JOBS_CLIENT_SHARE 4
+/* A running task keeps the client's capabilities and clientInfo for its
+ * ctx: whole up to this many bytes each, else only their skeleton (keys,
+ * short values, strings cut to JOB_CLIENT_STRING_BYTES). A client key
+ * (clientInfo name/version) is cut to JOB_CLIENT_KEY_BYTES. */
+#define JOB_CLIENT_FIELD_BYTES 4096
+#define JOB_CLIENT_STRING_BYTES 256
+#define JOB_CLIENT_KEY_BYTES 200
+/* What a task costs against JOB_KEPT_BYTES besides what it holds: its
+ * record, its coroutine, its status. */
+#define JOB_BASE_BYTES 2048
 
 /* A subscriptions/listen call follows at most this many resource URIs
  * (and this many task ids), and a legacy session subscribes

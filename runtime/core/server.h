@@ -60,6 +60,8 @@ typedef struct server_options {
   int load_timeout_ms;     /* how long loading the scripts may take (0: no limit) */
   size_t memory_limit;     /* bytes a generation's Lua state may hold (0: no cap) */
   int max_tasks;           /* MCP tasks running at once (0: no cap) */
+  int max_tasks_per_client; /* ... for one client (0: jobs_client_cap decides) */
+  bool one_client;         /* the transport has one client (stdio): no per-client cap of its own */
   /* The command line's --allow-* permissions, as a JSON object (lua/mcp/
    * permissions.lua reads it), or NULL. Owner: the caller, for the life
    * of the server. */
