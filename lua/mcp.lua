@@ -518,6 +518,20 @@ local function extensions_json()
   return any and core.json_encode(core.object(all)) or nil
 end
 
+-- The Mcp-Param-* headers of every tool (enabled or not: a browser keeps a
+-- preflight's answer for minutes), for a CORS preflight to allow; nil when
+-- no tool declares one.
+local function param_headers()
+  local names, seen = {}, {}
+  for _, tool in ipairs(registry.tools.entries) do
+    for header in pairs(tool.header_params or {}) do
+      if not seen[header] then names[#names + 1], seen[header] = "Mcp-Param-" .. header, true end
+    end
+  end
+  table.sort(names)
+  return #names > 0 and table.concat(names, ", ") or nil
+end
+
 function M._describe()
   local s = registry.server
   local info = server_info()
@@ -536,6 +550,7 @@ function M._describe()
     completions = completions,
     extensions = extensions_json(),
     cache = ('"ttlMs":%d,"cacheScope":"%s"'):format(dispatch.cache_hints()),
+    param_headers = param_headers(),
   }
 end
 

@@ -171,6 +171,233 @@ describe("the connection cap (issue 13.8)", function()
   end)
 end)
 
+describe("idle keep-alive connections at the cap (issue 27.6)", function()
+  local server
+  after_each(function()
+    if server then server:stop_cleanly() end
+    server = nil
+  end)
+
+  -- A 2026-07-28 tools/call: no session, so no connection but the caller's.
+  local function modern_call(name, id, arguments)
+    return { method = "POST", timeout_ms = 30000,
+      headers = http.modern_headers("tools/call", name, { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }),
+      body = { jsonrpc = "2.0", id = id, method = "tools/call",
+               params = { name = name, arguments = arguments, _meta = http.modern_meta() } } }
+  end
+
+  local function add(conn, id)
+    local r = conn:request(modern_call("add", id, { a = id, b = 1 }))
+    return r and r.json and r.json.result and r.json.result.content[1].text
+  end
+
+  it("closes the least recently used idle one for a new client, never a busy one", function()
+    server = http.start { FIXTURE, "--max-connections", "50" }
+    -- 50 keep-alive connections, each with one finished request, left idle.
+    local conns = {}
+    for i = 1, 50 do
+      conns[i] = server:connect()
+      assert.are.equal(tostring(i + 1), add(conns[i], i))
+    end
+    -- The third is busy: a call in flight (stopped with the server).
+    assert.is_true(conns[3]:send_request(modern_call("sleep", 3, { ms = 600000 })))
+    -- The first is used again: the second is now the least recently used.
+    -- (By its answer the server has read the third's request too.)
+    assert.are.equal("2", add(conns[1], 1))
+    -- A new client is served, and the least recently used idle connection
+    -- closed to make room; then the next one, the busy one skipped.
+    local new = server:connect()
+    assert.are.equal("52", add(new, 51))
+    assert.is_true(conns[2]:wait_eof(10000), "the least recently used idle connection stayed open")
+    local newer = server:connect()
+    assert.are.equal("53", add(newer, 52))
+    -- The next: the fourth, as the third is busy (had it been closed, the
+    -- fourth would still be open: one is closed per new connection).
+    assert.is_true(conns[4]:wait_eof(10000), "the next idle connection stayed open")
+    for i, conn in ipairs(conns) do
+      if i ~= 2 and i ~= 4 then assert.is_false(conn.eof, "connection " .. i .. " was closed") end
+    end
+    assert.are.equal("2", add(conns[1], 1))
+    assert.are.equal("54", add(new, 53))
+  end)
+end)
+
+describe("a request that meets SIGTERM (issue 27.11)", function()
+  local server
+  after_each(function()
+    if server then server:stop() end
+    server = nil
+  end)
+
+  local function requests_read() return select(2, server:stderr():gsub("POST /mcp %(", "")) end
+
+  it("answers one whose bytes are on their way on a keep-alive connection, with no call in flight", function()
+    server = http.start({ FIXTURE }, { drain_time = 60 })
+    local session = server:initialize()
+    local conn = server:connect()
+    assert.are.equal(200, conn:request { method = "POST", headers = on(session), body = call(1, "add", { a = 1, b = 1 }), timeout_ms = 30000 }.status)
+    -- The next request, its first line sent; a round trip on another
+    -- connection after it shows the server has read that line.
+    local bytes = http.format_request(server.port, { method = "POST", headers = on(session), body = call(42, "add", { a = 2, b = 2 }) })
+    local cut = bytes:find("\r\n", 1, true) + 1
+    assert.is_true(conn:write(bytes:sub(1, cut)))
+    conn.methods = { "POST" }
+    local other = server:connect()
+    assert.are.equal(200, other:request { method = "POST", headers = on(session), body = call(2, "add", { a = 1, b = 2 }), timeout_ms = 30000 }.status)
+    other:close()
+    server.proc:kill("sigterm")
+    assert.is_true(http.wait_until(function()
+      return server:stderr():find("received signal 15; stopping: draining 0 calls", 1, true) ~= nil
+    end, 30000), server:stderr())
+    -- The rest of the request: a 503 that echoes its id, Connection: close,
+    -- then the connection closes and the process exits 0.
+    conn:write(bytes:sub(cut + 1))
+    local r = conn:read_response(10000)
+    assert.is_table(r, "the request was dropped with the connection:\n" .. server:stderr())
+    http.assert_error(r, 503, -32000, "shutting down", 42)
+    assert.are.equal("close", r.headers.connection)
+    assert.is_true(conn:wait_eof(10000))
+    local code, signal = server.proc:wait_exit(20000)
+    assert.are.equal(0, code, server:stderr())
+    assert.are.equal(0, signal)
+  end)
+
+  it("answers requests sent behind calls in flight, JSON and SSE, with 503 and Connection: close", function()
+    server = http.start({ FIXTURE, "--log-level", "debug" }, { drain_time = 60 })
+    local session = server:initialize() -- two requests read
+    -- A call answered in JSON, with a request pipelined behind it.
+    local json = server:connect()
+    local first = http.format_request(server.port, { method = "POST", headers = on(session), body = call(1, "sleep", { ms = 8000 }) })
+    local second = http.format_request(server.port, { method = "POST", headers = on(session), body = call(2, "add", { a = 1, b = 1 }) })
+    json.methods = { "POST", "POST" }
+    assert.is_true(json:write(first .. second))
+    -- A call answered on SSE (its head is out), with a request sent after.
+    local sse = server:connect()
+    assert.is_true(sse:send_request { method = "POST", headers = on(session), body = call(3, "sse_sleep", { ms = 8000 }) })
+    local head = sse:read_head(30000)
+    assert.are.equal("text/event-stream", head and head.headers["content-type"])
+    assert.is_nil(head.headers.connection)
+    assert.is_true(sse:send_request { method = "POST", headers = on(session), body = call(4, "add", { a = 2, b = 2 }) })
+    assert.is_true(http.wait_until(function() return requests_read() >= 4 end, 30000), server:stderr())
+
+    server.proc:kill("sigterm")
+    assert.is_true(http.wait_until(function()
+      return server:stderr():find("draining 2 calls", 1, true) ~= nil
+    end, 30000), server:stderr())
+    -- Each call is answered in full, then the request behind it gets a 503
+    -- echoing its id, with Connection: close, and the connection closes.
+    local r = json:read_response(30000)
+    assert.are.equal("slept 8000", r and r.json and r.json.result.content[1].text, server:stderr())
+    r = json:read_response(10000)
+    assert.is_table(r, "the pipelined request was dropped:\n" .. server:stderr())
+    http.assert_error(r, 503, -32000, "shutting down", 2)
+    assert.are.equal("close", r.headers.connection)
+    assert.is_true(json:wait_eof(10000))
+    local events, ended = sse:read_events(30000)
+    assert.is_true(ended)
+    assert.are.equal("slept 8000", events[#events].json.result.content[1].text)
+    r = sse:read_response(10000)
+    assert.is_table(r, "the request sent behind the SSE answer was dropped:\n" .. server:stderr())
+    http.assert_error(r, 503, -32000, "shutting down", 4)
+    assert.are.equal("close", r.headers.connection)
+    assert.is_true(sse:wait_eof(10000))
+    local code, signal = server.proc:wait_exit(20000)
+    assert.are.equal(0, code, server:stderr())
+    assert.are.equal(0, signal)
+    assert.is_nil(server:stderr():find("cancelling", 1, true), server:stderr())
+  end)
+end)
+
+describe("CORS preflights and status lines (issue 27.14)", function()
+  local server
+  after_each(function()
+    if server then server:stop_cleanly() end
+    server = nil
+  end)
+
+  it("answers a preflight 204 No Content with no body length, allowing the tools' Mcp-Param-* and trace headers", function()
+    server = http.start { FIXTURE, "--allow-origin", "https://app.example" }
+    local conn = server:connect()
+    assert.is_true(conn:send_request { method = "OPTIONS", headers = { Origin = "https://app.example",
+      ["Access-Control-Request-Method"] = "POST",
+      ["Access-Control-Request-Headers"] = "content-type, mcp-method, mcp-name, mcp-param-region, traceparent, tracestate" } })
+    assert.truthy(http.wait_until(function() return conn.raw:find("\r\n\r\n", 1, true) end, 30000))
+    assert.are.equal("HTTP/1.1 204 No Content\r\n", conn.raw:match("^[^\n]*\n"))
+    local head = conn:read_head(30000)
+    assert.is_nil(head.headers["content-length"])
+    assert.is_nil(head.headers["transfer-encoding"])
+    assert.are.equal("https://app.example", head.headers["access-control-allow-origin"])
+    local allowed = {}
+    for name in head.headers["access-control-allow-headers"]:gmatch("[^,%s]+") do allowed[name:lower()] = true end
+    for _, name in ipairs { "content-type", "accept", "authorization", "mcp-session-id", "mcp-protocol-version",
+                            "mcp-method", "mcp-name", "last-event-id", "mcp-param-region", "traceparent", "tracestate" } do
+      assert.is_true(allowed[name], name .. " is not allowed: " .. head.headers["access-control-allow-headers"])
+    end
+    -- Nothing followed the head, and the connection carries the real request.
+    assert.are.equal("", conn.raw)
+    conn.head = nil
+    local r = conn:request { method = "POST", timeout_ms = 30000, headers = http.modern_headers("tools/call", "route", {
+        Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json", Origin = "https://app.example",
+        ["Mcp-Param-Region"] = "eu-west", traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" }),
+      body = { jsonrpc = "2.0", id = 1, method = "tools/call",
+               params = { name = "route", arguments = { region = "eu-west" }, _meta = http.modern_meta() } } }
+    assert.are.equal(200, r.status, r.body)
+    assert.are.equal("eu-west", http.rpc(r).result.content[1].text)
+    assert.are.equal("https://app.example", r.headers["access-control-allow-origin"])
+  end)
+
+  it("gives every status the server sends its reason phrase (RFC 9110, 15)", function()
+    local REASONS = {
+      [102] = "Processing", [200] = "OK", [202] = "Accepted", [204] = "No Content", [400] = "Bad Request",
+      [401] = "Unauthorized", [403] = "Forbidden", [404] = "Not Found", [405] = "Method Not Allowed",
+      [406] = "Not Acceptable", [408] = "Request Timeout", [409] = "Conflict", [413] = "Content Too Large",
+      [415] = "Unsupported Media Type", [431] = "Request Header Fields Too Large", [503] = "Service Unavailable",
+    }
+    local function read(path)
+      local f = assert(io.open(path))
+      local text = f:read("a")
+      f:close()
+      return text
+    end
+    -- The table status lines take their reason from.
+    local conn_c = read("runtime/transport/http_conn.c")
+    local table_text = assert(conn_c:match("static const char %*status_text%(int status%) {(.-)\n}"))
+    local listed = {}
+    for code, reason in table_text:gmatch('case (%d+): return "([^"]*)";') do listed[tonumber(code)] = reason end
+    for code, reason in pairs(listed) do assert.are.equal(REASONS[code], reason, "the reason for " .. code) end
+    -- Every status the transport and the core send.
+    local used = {}
+    local function use(code, where) used[tonumber(code)] = used[tonumber(code)] or where end
+    for _, file in ipairs { "http_conn.c", "http_streamable.c", "http_sse.c", "http_worker.c" } do
+      local text = read("runtime/transport/" .. file)
+      for _, pattern in ipairs { "conn_send_error%([^,]+,%s*(%d%d%d)", "conn_send_response%([^,]+,%s*(%d%d%d)",
+                                 "reject%([^,]+,%s*(%d%d%d)", "conn_write_status_line%([^,]+,[^,]+,%s*(%d%d%d)" } do
+        for code in text:gmatch(pattern) do use(code, file) end
+      end
+      for status in text:gmatch("int status = ([^;]+);") do
+        for code in status:gmatch("%f[%d](%d%d%d)%f[%D]") do use(code, file) end
+      end
+      -- Status lines written whole (the interim 102).
+      for code, reason in text:gmatch('"HTTP/1%.1 (%d%d%d) ([^"\\]*)\\r') do
+        assert.are.equal(REASONS[tonumber(code)], reason, file)
+        used[tonumber(code)] = nil
+      end
+    end
+    local session_c = read("runtime/core/session.c")
+    for call in session_c:gmatch("reply_error_status(%b())") do
+      local code = call:match("(%d%d%d)%)$")
+      if code then use(code, "session.c") end
+    end
+    for code in session_c:gmatch("status = (%d%d%d);") do use(code, "session.c") end
+    for _, code in ipairs { 200, 202, 204, 400, 401, 403, 404, 408, 413, 431, 503 } do
+      assert.truthy(used[code], "the scan missed " .. code)
+    end
+    for code, where in pairs(used) do
+      assert.are.equal(REASONS[code], listed[code], ("%d (sent by %s) has no reason phrase"):format(code, where))
+    end
+  end)
+end)
+
 describe("repeated security headers (issue 13.9)", function()
   local server, session
   setup(function()

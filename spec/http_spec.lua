@@ -1057,18 +1057,26 @@ describe("--max-connections", function()
   setup(function() server = http.start { KITCHEN, "--max-connections", "2" } end)
   teardown(function() server:stop_cleanly() end)
 
-  it("answers 503 and closes beyond it, and accepts again once one closes", function()
+  it("answers 503 and closes beyond it while every connection is busy, and accepts again once one closes", function()
     local c1, c2 = server:connect(), server:connect()
     local ping = { method = "POST", headers = post_headers(), body = '{"jsonrpc":"2.0","id":1,"method":"ping"}' }
-    -- Both are served (and so counted) before the third arrives.
+    -- Both are served (and so counted) before the third arrives, and both
+    -- are busy then: each has begun its next request (an idle one would be
+    -- closed to make room, see spec/http_hardening_spec.lua).
     assert.are.equal(400, exchange(c1, ping).status)
     assert.are.equal(400, exchange(c2, ping).status)
+    local ping_bytes = http.format_request(server.port, ping)
+    local half = ping_bytes:find("\r\n", 1, true) + 1
+    assert.is_true(c1:write(ping_bytes:sub(1, half)))
+    assert.is_true(c2:write(ping_bytes:sub(1, half)))
+    -- (On loopback their bytes are readable before the next connection is
+    -- even made, and the server handles readiness in the order it came.)
     local c3 = server:connect()
-    local r = c3:read_response(1000) -- answered without a request
+    local r = c3:read_response(5000) -- answered without a request
     assert_error(r, 503, -32000, "too many connections")
     assert.are.equal("1", r.headers["retry-after"])
     assert.are.equal("close", r.headers["connection"])
-    assert.is_true(c3:wait_eof(1000))
+    assert.is_true(c3:wait_eof(5000))
     c1:close()
     local status
     assert.is_true(http.wait_until(function()
@@ -1077,9 +1085,10 @@ describe("--max-connections", function()
       c:close()
       status = answer and answer.status
       return status ~= 503
-    end, 2000))
+    end, 10000))
     assert.are.equal(400, status)
-    assert.are.equal(400, exchange(c2, ping).status)
+    assert.is_true(c2:write(ping_bytes:sub(half + 1)))
+    assert.are.equal(400, c2:read_response().status)
   end)
 end)
 

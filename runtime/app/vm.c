@@ -672,6 +672,7 @@ void vm_free(vm *v) {
   free(v->instructions);
   free(v->extensions_json);
   free(v->cache_json);
+  free(v->param_headers);
   for (size_t i = 0; i < v->file_count; i++) free(v->files[i]);
   free(v->files);
   free(v);
@@ -739,6 +740,7 @@ static void app_describe(void *app, app_description *out) {
   free(v->instructions);
   free(v->extensions_json);
   free(v->cache_json);
+  free(v->param_headers);
   lua_getfield(L, idx, "server_info");
   buf info = BUF_INIT;
   char why[160];
@@ -748,6 +750,8 @@ static void app_describe(void *app, app_description *out) {
   v->instructions = string_field(L, idx, "instructions");
   v->extensions_json = string_field(L, idx, "extensions");
   v->cache_json = string_field(L, idx, "cache");
+  v->param_headers = string_field(L, idx, "param_headers");
+  out->param_headers = v->param_headers;
   out->server_info_json = v->server_info_json;
   out->instructions = v->instructions;
   out->extensions_json = v->extensions_json;

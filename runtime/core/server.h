@@ -25,6 +25,10 @@ typedef struct app_description {
   const char *instructions;     /* NULL when none */
   const char *extensions_json;  /* capabilities.extensions (an object), or NULL */
   const char *cache_json;       /* server/discover's cache hints: `"ttlMs":N,"cacheScope":"..."`, or NULL */
+  /* The Mcp-Param-* headers tools mirror arguments in ("x-mcp-header"), as
+   * a list "Mcp-Param-a, Mcp-Param-b", or NULL: a CORS preflight allows
+   * them. */
+  const char *param_headers;
   bool tools, resources, prompts, completions;
 } app_description;
 

@@ -23,6 +23,11 @@
 
 typedef struct http_conn http_conn;
 typedef struct http_session http_session;
+/* A list of connections, least recently used first, linked through the
+ * connections themselves (http_conn.lru_older, lru_newer). */
+typedef struct conn_lru {
+  http_conn *oldest, *newest;
+} conn_lru;
 typedef struct http_stream http_stream;
 
 /* One SSE event kept for Last-Event-ID replay. Owner: the session's ring. */
@@ -134,7 +139,15 @@ struct http_conn {
   bool handover_declined;  /* handed back (its owner is gone): answer the first request here */
   size_t linger_bytes;
   uv_shutdown_t shutdown_req;
-  unsigned requests_done; /* complete requests read; 0: evictable at the connection cap */
+  unsigned requests_done; /* complete requests read */
+  /* The server's list of connections the cap may close that this one is
+   * on (http_server.lingering_lru or idle_lru), or NULL. */
+  conn_lru *lru;
+  http_conn *lru_older, *lru_newer;
+  /* Draining, the connection has a request the client sent (read, or
+   * waiting in the socket): the stop waits for its answer (http_drained). */
+  bool drain_owed;
+  bool close_announced; /* the response in progress said Connection: close */
   http_stream *stream; /* the response stream using this connection */
   size_t pending_write_bytes;
   bool closing;
@@ -157,6 +170,12 @@ struct http_server {
   int conn_count;
   int conns_closing;     /* counted in conn_count until their close callback */
   http_conn *conns;
+  /* The connections --max-connections may close to make room for a new
+   * one (conn_accept), least recently used first: those done (a lingering
+   * close), then those with no request in flight and no stream (one that
+   * never sent a whole request, or a keep-alive one between requests).
+   * Intrusive lists, so that the choice is O(1) however many are open. */
+  conn_lru lingering_lru, idle_lru;
   /* The buffer budget (opts.buffer_bytes): replay events + pending writes +
    * held input (unparsed bytes and request bodies) + what sessions keep
    * from their clients (session_bytes: transport_ops.keep). */

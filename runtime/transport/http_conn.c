@@ -155,6 +155,7 @@ static const char *status_text(int status) {
   switch (status) {
     case 200: return "OK";
     case 202: return "Accepted";
+    case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -167,14 +168,38 @@ static const char *status_text(int status) {
     case 415: return "Unsupported Media Type";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
-    default: return "Error";
+    /* The reason phrase is optional (RFC 9112, 4): none beats a wrong one.
+     * spec/http_hardening_spec.lua checks that every status sent is listed. */
+    default: return "";
   }
+}
+
+/* Has the client sent bytes we have not read yet? */
+static bool bytes_waiting(http_conn *c) {
+  uv_os_fd_t fd;
+  char byte;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return false;
+  return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+/* Draining, every response says Connection: close, except the answer to a
+ * call with a request already sent behind it on its connection (pipelined,
+ * or sent while the call ran): that request is answered next (a 503, see
+ * drain_admits), and its response closes, rather than dropped unanswered.
+ * Only for a request read whole (a refused one's body was not) over
+ * HTTP/1.1, answered outside the pump (which answers at once, as before
+ * the drain). */
+static bool drain_answers_next(http_conn *c) {
+  return c->server->draining && c->keep_alive && c->request_ready && !c->reject_status && !c->pumping &&
+         c->parser.http_major == 1 && c->parser.http_minor >= 1 && (c->input.len || bytes_waiting(c));
 }
 
 void conn_write_status_line(http_conn *c, buf *out, int status) {
   buf_printf(out, "HTTP/1.1 %d %s\r\n", status, status_text(status));
-  if (c->close_after_response || !c->keep_alive) buf_puts(out, "Connection: close\r\n");
-  else if (c->parser.http_minor == 0) buf_puts(out, "Connection: keep-alive\r\n");
+  if ((c->close_after_response || !c->keep_alive) && !drain_answers_next(c)) {
+    buf_puts(out, "Connection: close\r\n");
+    c->close_announced = true;
+  } else if (c->parser.http_minor == 0) buf_puts(out, "Connection: keep-alive\r\n");
   if (c->origin && c->origin_allowed) {
     /* CORS for an allowed browser origin: it may read the response, and
      * the session id in it (origins not allowed got a 403 already). */
@@ -189,7 +214,8 @@ void conn_send_response(http_conn *c, int status, const char *extra_headers, con
   buf out = BUF_INIT;
   conn_write_status_line(c, &out, status);
   if (content_type) buf_printf(&out, "Content-Type: %s\r\n", content_type);
-  buf_printf(&out, "Content-Length: %zu\r\n", len);
+  /* A 204 has no content, so no Content-Length either (RFC 9110, 8.6). */
+  if (status != 204) buf_printf(&out, "Content-Length: %zu\r\n", len);
   if (extra_headers) buf_append_str(&out, extra_headers);
   buf_puts(&out, "\r\n");
   /* A response to HEAD has no body (RFC 9110, 9.3.2): bytes sent anyway
@@ -223,6 +249,57 @@ void conn_send_error(http_conn *c, int status, int code, const char *message, co
   conn_send_response(c, status, extra_headers, "application/json", body.data, body.len);
   buf_free(&body);
   conn_response_done(c);
+}
+
+/* ---- The connections the cap may close -------------------------------- */
+
+static void lru_remove(http_conn *c) {
+  conn_lru *l = c->lru;
+  if (!l) return;
+  if (c->lru_older) c->lru_older->lru_newer = c->lru_newer;
+  else l->oldest = c->lru_newer;
+  if (c->lru_newer) c->lru_newer->lru_older = c->lru_older;
+  else l->newest = c->lru_older;
+  c->lru = NULL;
+  c->lru_older = c->lru_newer = NULL;
+}
+
+/* Make c the most recently used of l (taking it off any other list). */
+static void lru_push(http_conn *c, conn_lru *l) {
+  lru_remove(c);
+  c->lru = l;
+  c->lru_older = l->newest;
+  if (l->newest) l->newest->lru_newer = c;
+  else l->oldest = c;
+  l->newest = c;
+}
+
+/* May the cap close it? Done with (lingering), or with no request in
+ * flight and no stream: never sent a whole request (idle or trickling), or
+ * between requests with nothing read of the next. The lists follow the
+ * transitions; this also catches a way out they do not watch (a hand-over,
+ * bytes of the next request). */
+static bool evictable(const http_conn *c) {
+  if (c->closing || c->handing_over || c->stream || c->drain_owed) return false;
+  if (c->lingering) return true;
+  if (c->state == CONN_RESPONDING) return false;
+  return c->state == CONN_IDLE ? c->input.len == 0 : c->requests_done == 0;
+}
+
+/* The connection to close to make room for a new one: the oldest
+ * lingering, else the least recently used idle one; NULL when all are busy.
+ * O(1) amortized: one found busy leaves its list until its next
+ * transition puts it back. */
+static http_conn *lru_victim(http_server *h) {
+  conn_lru *lists[] = {&h->lingering_lru, &h->idle_lru};
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+    while (lists[i]->oldest) {
+      http_conn *c = lists[i]->oldest;
+      if (evictable(c)) return c;
+      lru_remove(c);
+    }
+  }
+  return NULL;
 }
 
 /* ---- Requests -------------------------------------------------------- */
@@ -352,6 +429,7 @@ static void store_header(http_conn *c) {
 
 static int on_message_begin(http_parser *p) {
   http_conn *c = p->data;
+  if (c->requests_done) lru_remove(c); /* a keep-alive connection's next request: busy */
   reset_request(c);
   c->state = CONN_HEADERS;
   c->deadline_ms = now_ms(c->server) + HTTP_HEADER_TIMEOUT_MS;
@@ -483,6 +561,7 @@ static int on_message_complete(http_parser *p) {
   http_conn *c = p->data;
   c->request_ready = true;
   c->requests_done++;
+  lru_remove(c); /* a request in flight */
   c->deadline_ms = 0;
   http_parser_pause(p, 1);
   return 0;
@@ -518,6 +597,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 static void conn_end(http_conn *c) {
   if (c->lingering || c->closing || c->close_pending) return;
   c->lingering = true;
+  lru_push(c, &c->server->lingering_lru);
   if (!c->pumping) input_consume(c, c->input.len);
   c->deadline_ms = now_ms(c->server) + HTTP_LINGER_MS;
   c->shutdown_req.data = c;
@@ -542,10 +622,21 @@ void conn_response_done(http_conn *c) {
    * failure in http_parser that aborts the whole process. */
   if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED) http_parser_pause(&c->parser, 0);
   c->deadline_ms = now_ms(c->server) + HTTP_KEEPALIVE_IDLE_MS;
+  bool close_announced = c->close_announced;
+  c->close_announced = false;
   if (c->close_after_response || !c->keep_alive) {
+    /* Draining, a request the client sent behind a response that did not
+     * say Connection: close (see drain_answers_next, or its head went out
+     * before the drain) is answered next, not dropped with the connection. */
+    if (c->server->draining && c->keep_alive && !close_announced && (c->input.len || bytes_waiting(c))) {
+      c->drain_owed = true;
+      if (!c->pumping) conn_defer(c);
+      return;
+    }
     conn_end(c);
     return;
   }
+  lru_push(c, &c->server->idle_lru);
   if (c->pumping) return;
   if (c->input.len || c->reading_stopped || c->peer_eof) conn_defer(c);
 }
@@ -777,6 +868,7 @@ static void on_conn_closed(uv_handle_t *h) {
   if (c->prev) c->prev->next = c->next;
   else srv->conns = c->next;
   if (c->next) c->next->prev = c->prev;
+  lru_remove(c);
   srv->conn_count--;
   srv->conns_closing--;
   reset_request(c);
@@ -816,6 +908,7 @@ static void conn_detach_stream(http_conn *c) {
 void conn_close_now(http_conn *c) {
   if (c->closing || c->handover_sent) return; /* a socket being handed over: its write callback closes it */
   conn_detach_stream(c);
+  lru_remove(c);
   c->closing = true;
   c->server->conns_closing++;
   probe_stop(c);
@@ -864,16 +957,11 @@ static http_conn *conn_accept(http_server *h, uv_stream_t *from) {
   h->conns = c;
   h->conn_count++;
   if (h->conn_count - h->conns_closing > h->opts.max_connections && !h->stopping) {
-    /* Full: make room by closing the oldest connection that is done (a
-     * lingering close), else the oldest that never sent a whole request
-     * (idle or trickling), so that idle sockets cannot lock clients out. */
-    http_conn *lingering = NULL, *idle = NULL;
-    for (http_conn *x = c->next; x; x = x->next) { /* newest first: the last match is the oldest */
-      if (x->closing) continue;
-      if (x->lingering) lingering = x;
-      else if (x->requests_done == 0 && x->state != CONN_RESPONDING) idle = x;
-    }
-    http_conn *victim = lingering ? lingering : idle;
+    /* Full: make room by closing the connection done with longest ago (a
+     * lingering close), else the least recently used one with no request
+     * in flight (see evictable), so that idle sockets, keep-alive ones
+     * included, cannot lock clients out. A busy one is never closed. */
+    http_conn *victim = lru_victim(h);
     if (victim) {
       log_write(LOG_DEBUG, "http#%u: closed to make room for http#%u (--max-connections %d)", victim->id, c->id,
                 h->opts.max_connections);
@@ -889,6 +977,7 @@ static http_conn *conn_accept(http_server *h, uv_stream_t *from) {
     conn_send_error(c, 503, -32000, "Service Unavailable: too many connections", "Retry-After: 1\r\n");
     return c;
   }
+  lru_push(c, &h->idle_lru);
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
   return c;
 }
@@ -1123,10 +1212,14 @@ int http_drain(http_server *h) {
   /* Idle keep-alive connections would only bring new work: shut them down
    * (after any bytes still being written). A connection with a request on
    * its way, or queued behind one in flight, is answered by
-   * streamable_handle_request. */
-  for (http_conn *c = h->conns; c; c = c->next)
-    if (!c->closing && c->state == CONN_IDLE && !c->lingering && !c->input.len && !c->deferred && !c->handing_over)
-      conn_end(c);
+   * streamable_handle_request, and the stop waits for that answer; so is
+   * one whose request is still in the socket (it crossed the signal):
+   * shutting that one down would drop the request unanswered. */
+  for (http_conn *c = h->conns; c; c = c->next) {
+    if (c->closing || c->lingering || c->handing_over || c->state == CONN_RESPONDING) continue;
+    if (c->state != CONN_IDLE || c->input.len || c->deferred || bytes_waiting(c)) c->drain_owed = true;
+    else conn_end(c);
+  }
   return http_calls_in_flight(h);
 }
 
@@ -1135,6 +1228,6 @@ bool http_drained(const http_server *h) {
   /* Answered is not enough: the bytes must be out before the loop stops
    * and the connections close. */
   for (const http_conn *c = h->conns; c; c = c->next)
-    if (!c->closing && c->pending_write_bytes) return false;
+    if (!c->closing && (c->pending_write_bytes || (c->drain_owed && !c->lingering))) return false;
   return true;
 }

@@ -346,6 +346,27 @@ static bool drain_admits(http_conn *c) {
   }
 }
 
+/* A CORS preflight (its Origin was allowed, or it would be a 403): what a
+ * page's real request may use. Every header a client of ours sends, the
+ * W3C trace context, and the Mcp-Param-* headers the tools declare (asked
+ * of the app now: a reload may have changed them). */
+static void answer_preflight(http_conn *c) {
+  server *srv = c->server->srv;
+  app_description d;
+  memset(&d, 0, sizeof d);
+  if (srv->app && srv->app->describe) srv->app->describe(srv->app_data, &d);
+  buf headers = BUF_INIT;
+  buf_puts(&headers, "Allow: GET, POST, DELETE, OPTIONS\r\n"
+                     "Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n"
+                     "Access-Control-Allow-Headers: Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                     "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, traceparent, tracestate");
+  if (d.param_headers && *d.param_headers) buf_printf(&headers, ", %s", d.param_headers);
+  buf_puts(&headers, "\r\nAccess-Control-Max-Age: 600\r\n");
+  conn_send_response(c, 204, headers.data, NULL, NULL, 0);
+  buf_free(&headers);
+  conn_response_done(c);
+}
+
 void streamable_handle_request(http_conn *c) {
   c->state = CONN_RESPONDING;
   if (hold_request(c)) return;
@@ -370,17 +391,7 @@ void streamable_handle_request(http_conn *c) {
     case HTTP_POST: handle_post(c); break;
     case HTTP_GET: handle_get(c); break;
     case HTTP_DELETE: handle_delete(c); break;
-    case HTTP_OPTIONS:
-      /* A CORS preflight (its Origin was allowed, or it would be a 403). */
-      conn_send_response(c, 204,
-                         "Allow: GET, POST, DELETE, OPTIONS\r\n"
-                         "Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n"
-                         "Access-Control-Allow-Headers: Content-Type, Accept, Authorization, Mcp-Session-Id, "
-                         "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID\r\n"
-                         "Access-Control-Max-Age: 600\r\n",
-                         NULL, NULL, 0);
-      conn_response_done(c);
-      break;
+    case HTTP_OPTIONS: answer_preflight(c); break;
     default:
       conn_send_error(c, 405, -32000, "Method Not Allowed: use POST, GET or DELETE",
                       "Allow: GET, POST, DELETE, OPTIONS\r\n");
