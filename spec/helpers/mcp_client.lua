@@ -253,7 +253,8 @@ end
 function Process:terminate(grace_ms)
   if not self.exited then
     self:kill("sigterm")
-    self:wait_exit(grace_ms or M.DEFAULT_TIMEOUT_MS)
+    -- Not wait_exit: the grace is what the caller says.
+    M.wait_until(function() return self.exited end, grace_ms or M.DEFAULT_TIMEOUT_MS)
   end
   if not self.exited then
     self.handle:kill("sigkill")
