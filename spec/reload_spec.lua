@@ -158,7 +158,7 @@ describe("the demo's notebook under luamcp run", function()
     server:initialize()
     server:call_tool("write_note", { name = "kept", text = "still here" })
     server:kill("sighup")
-    assert.is_true(client.wait_until(function() return server.stderr:find("reloaded (", 1, true) ~= nil end, 3000),
+    assert.is_true(client.wait_until(function() return server.stderr:find("reloaded (", 1, true) ~= nil end, 30000),
       server.stderr)
     local read = server:request("resources/read", { uri = "notes://kept" })
     assert.are.equal("still here", read.result.contents[1].text)
@@ -198,7 +198,7 @@ describe("luamcp dev over HTTP", function()
     end
     for v = 2, 21 do
       save(dir .. "/tools.lua", script(v))
-      assert.is_true(client.wait_until(function() return version() == v end, 3000), "no reload to v" .. v)
+      assert.is_true(client.wait_until(function() return version() == v end, 30000), "no reload to v" .. v)
     end
     server:stop_cleanly()
     client.remove_tree(dir)

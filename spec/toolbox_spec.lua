@@ -39,7 +39,7 @@ describe("scripts/toolbox", function()
     assert.are.equal("1", server:call_tool("visit", {}).content[1].text)
     assert.are.equal("2", server:call_tool("visit", {}).content[1].text)
     server:kill("sighup")
-    assert.is_true(client.wait_until(function() return server.stderr:find("reloaded (", 1, true) ~= nil end, 3000))
+    assert.is_true(client.wait_until(function() return server.stderr:find("reloaded (", 1, true) ~= nil end, 30000))
     assert.are.equal("3", server:call_tool("visit", {}).content[1].text)
   end)
 

@@ -52,10 +52,10 @@ describe("transcript", function()
         if step.op == ">" then
           server:send(step.text)
         elseif step.op == "<" then
-          local got = server:read_line(3000)
+          local got = server:read_line(30000)
           assert.are.equal(step.text, got, where)
         elseif step.op == "~" then
-          local got = server:read_line(3000)
+          local got = server:read_line(30000)
           assert(got, where .. ": no line arrived\n" .. server.stderr)
           local ok = deep_equal(cjson.decode(step.text), cjson.decode(got))
           assert(ok, ("%s: expected %s\n got %s"):format(where, step.text, got))

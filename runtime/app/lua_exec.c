@@ -7,7 +7,8 @@
  * The calling task waits (yields) while the child runs. The child is its
  * own process group; on timeout, on cancellation of the call, or when the
  * server exits, the whole group gets SIGTERM and, after a grace period,
- * SIGKILL. libuv reaps every child, so none is left a zombie. With
+ * SIGKILL; a server killed outright takes the child with it (os_proc.h).
+ * libuv reaps every child, so none is left a zombie. With
  * stream = function(chunk, which) the output is also delivered as it
  * arrives, in the task's own coroutine.
  */
@@ -22,6 +23,7 @@
 #include "app/confine.h"
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
+#include "app/os_proc.h"
 
 /* A chunk of output waiting to be handed to the stream function. */
 typedef struct exec_chunk {
@@ -367,11 +369,12 @@ int lua_exec(lua_State *L) {
       .args = argv,
       .env = env,
       .cwd = cwd,
-      .flags = UV_PROCESS_DETACHED, /* its own process group, killed as one */
       .stdio_count = 3,
       .stdio = stdio,
   };
-  int rc = uv_spawn(loop, &op->process, &options);
+  /* Its own process group, killed as one, and killed with the server
+   * whatever ends it (SIGKILL included): see os_proc.h. */
+  int rc = os_proc_spawn(loop, &op->process, &options);
   free(cwd);
   op->next = v->execs;
   if (op->next) op->next->prev = op;
@@ -380,6 +383,8 @@ int lua_exec(lua_State *L) {
     /* An expected failure (no such program, no permission): nil, message, code. */
     op->finished = true;
     op->task = NULL;
+    op->open_handles++; /* a failed spawn leaves the handle initialized: it must be closed too */
+    uv_close((uv_handle_t *)&op->process, on_handle_closed);
     uv_close((uv_handle_t *)&op->out, on_handle_closed);
     uv_close((uv_handle_t *)&op->err, on_handle_closed);
     uv_close((uv_handle_t *)&op->timer, on_handle_closed);

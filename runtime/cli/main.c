@@ -29,6 +29,7 @@
 #include "transport/worker_ipc.h"
 #include "cli/version.h"
 #include "app/confine.h"
+#include "app/os_proc.h"
 #include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
@@ -736,6 +737,7 @@ static int command_bundled(const bundle *b, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  os_proc_child_main(argc, argv); /* returns unless this is a child mcp.exec is starting */
   main_argc = argc;
   main_argv = argv;
   buf bundle_err = BUF_INIT;

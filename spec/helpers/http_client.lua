@@ -18,9 +18,10 @@ local M = {}
 
 local wait_until = mcp_client.wait_until
 M.wait_until = wait_until
+M.poll_until = mcp_client.poll_until
 M.sleep = mcp_client.sleep
 M.json = cjson
-M.DEFAULT_TIMEOUT_MS = 5000
+M.DEFAULT_TIMEOUT_MS = mcp_client.DEFAULT_TIMEOUT_MS -- see there
 
 -- The Accept header a Streamable HTTP client sends with every POST.
 M.ACCEPT_BOTH = "application/json, text/event-stream"
@@ -115,9 +116,10 @@ function Conn:close()
   uv.run("nowait")
 end
 
---- Wait until the server closed the connection; true if it did.
+--- Wait until the server closed the connection; true if it did. Waits at
+--- least DEFAULT_TIMEOUT_MS whatever timeout_ms says (a loaded machine).
 function Conn:wait_eof(timeout_ms)
-  return wait_until(function() return self.eof end, timeout_ms)
+  return wait_until(function() return self.eof end, math.max(timeout_ms or 0, M.DEFAULT_TIMEOUT_MS))
 end
 
 --- Raw bytes received and not consumed yet.
@@ -371,7 +373,7 @@ function M.start(args, opts)
   local ok = wait_until(function()
     self.port = tonumber(proc.stderr:match("serving MCP over HTTP at http://[^:]+:(%d+)/"))
     return self.port or proc.exited
-  end, 5000)
+  end, 60000)
   assert(ok and self.port, "luamcp did not start:\n" .. proc.stderr)
   self.url = "http://127.0.0.1:" .. self.port .. (opts.path or "/mcp")
   return self
@@ -430,7 +432,7 @@ end
 --- and the signal that ended the process (0 for none).
 function Server:stop()
   for _, c in ipairs(self.conns) do c:close() end
-  return self.proc:terminate(3000)
+  return self.proc:terminate(M.DEFAULT_TIMEOUT_MS)
 end
 
 --- stop(), asserting a clean exit: status 0 and no signal (a crash, or a

@@ -9,11 +9,16 @@
 
 local uv = require "luv"
 local cjson = require "cjson"
+local reaper = require "reaper"
 
 local M = {}
 
 M.LUAMCP = os.getenv("LUAMCP") or "build/luamcp"
-M.DEFAULT_TIMEOUT_MS = 5000
+-- How long a wait for something that should come (a response, a line, an
+-- exit) lasts by default: long enough for a loaded 2-core machine running
+-- the ASan build. A wait returns as soon as its event happens, so a
+-- generous bound costs nothing when all is well.
+M.DEFAULT_TIMEOUT_MS = 30000
 
 --- Run the event loop until pred() is true or timeout_ms passes.
 ---@return boolean true if pred() became true
@@ -35,6 +40,21 @@ function M.wait_until(pred, timeout_ms)
   timer:close()
   uv.run("nowait") -- let the close complete: a handle left closing crashes luv at exit
   return ok
+end
+
+--- Check pred() every interval_ms (default 50) until it is true or
+--- timeout_ms passes, for what no event announces (a process leaving
+--- /proc, a file appearing). The loop keeps running meanwhile.
+---@return boolean true if pred() became true
+function M.poll_until(pred, timeout_ms, interval_ms)
+  uv.update_time()
+  local deadline = uv.now() + (timeout_ms or M.DEFAULT_TIMEOUT_MS)
+  while true do
+    if pred() then return true end
+    uv.update_time()
+    if uv.now() >= deadline then return false end
+    M.wait_until(function() return false end, interval_ms or 50)
+  end
 end
 
 --- Pause for ms milliseconds while still running the loop (output keeps
@@ -77,6 +97,7 @@ function M.spawn(args, opts)
   end)
   assert(handle, pid_or_err)
   self.handle, self.pid = handle, pid_or_err
+  reaper.track(self) -- stopped when its test, block or file is over, if the spec did not
   if self.stdin_fd then uv.fs_close(self.stdin_fd) end
   self.stdout:read_start(function(err, data)
     assert(not err, err)
@@ -202,15 +223,17 @@ function Process:close_stdin()
   if self.stdin and not self.stdin:is_closing() then self.stdin:close() end
 end
 
+--- Waits for the exit at least DEFAULT_TIMEOUT_MS whatever timeout_ms says:
+--- an exit is always awaited, never a check that the process keeps running.
 function Process:wait_exit(timeout_ms)
-  M.wait_until(function() return self.exited end, timeout_ms)
+  M.wait_until(function() return self.exited end, math.max(timeout_ms or 0, M.DEFAULT_TIMEOUT_MS))
   return self.exit_code, self.exit_signal
 end
 
 --- End the process (EOF, then SIGKILL if it lingers) and free handles.
 function Process:close()
   self:close_stdin()
-  if not self:wait_exit(3000) and not self.exited then
+  if not self:wait_exit(M.DEFAULT_TIMEOUT_MS) and not self.exited then
     self.handle:kill("sigkill")
     self:wait_exit(1000)
   end
@@ -230,7 +253,8 @@ end
 function Process:terminate(grace_ms)
   if not self.exited then
     self:kill("sigterm")
-    self:wait_exit(grace_ms or 3000)
+    -- Not wait_exit: the grace is what the caller says.
+    M.wait_until(function() return self.exited end, grace_ms or M.DEFAULT_TIMEOUT_MS)
   end
   if not self.exited then
     self.handle:kill("sigkill")

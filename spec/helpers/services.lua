@@ -45,14 +45,14 @@ Service.__index = Service
 local function spawn(bin, args, port, name)
   local proc = mcp_client.spawn(args, { bin = bin })
   local self = setmetatable({ proc = proc, port = port, name = name }, Service)
-  local up = mcp_client.wait_until(function() return proc.exited or accepts(port) end, 10000)
+  local up = mcp_client.wait_until(function() return proc.exited or accepts(port) end, 60000)
   assert(up and not proc.exited, name .. " did not start:\n" .. proc.stderr .. table.concat(proc.lines, "\n"))
   return self
 end
 
---- SIGTERM, and wait for the exit (SIGKILL after 5 s).
+--- SIGTERM, and wait for the exit (SIGKILL after 30 s).
 function Service:stop()
-  self.proc:terminate(5000)
+  self.proc:terminate(30000)
 end
 
 --- redis-server on port (a free one by default): no persistence, no config

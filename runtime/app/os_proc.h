@@ -1,0 +1,26 @@
+/*
+ * os_proc.h - the platform seam for starting a child process that never
+ * outlives its owner: whatever ends this process (an exit, a crash,
+ * SIGKILL), the child is killed with it, and it leads a process group of
+ * its own, so that one signal to the group reaches its children too. One
+ * implementation file per OS: os_unix_proc.c (Linux's PR_SET_PDEATHSIG);
+ * a Windows port would put the child in a Job object instead.
+ */
+#ifndef LUAMCP_OS_PROC_H
+#define LUAMCP_OS_PROC_H
+
+#include <uv.h>
+
+/* uv_spawn with that guarantee. Same contract as uv_spawn: 0, or a
+ * negative libuv error code when the program could not be run (ENOENT,
+ * EACCES, ...), after which the handle is initialized all the same and
+ * must be closed. UV_PROCESS_DETACHED is ignored: the child stays in this
+ * process's session (so that whoever started us can still find it). */
+int os_proc_spawn(uv_loop_t *loop, uv_process_t *process, const uv_process_options_t *options);
+
+/* The child's side, called first thing in main(): when argv says this
+ * process is the go-between os_proc_spawn started, it never returns (it
+ * becomes the program, or exits 127). Returns at once otherwise. */
+void os_proc_child_main(int argc, char **argv);
+
+#endif
