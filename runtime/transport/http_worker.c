@@ -11,11 +11,13 @@
  * itself.
  *
  * New connections: every worker accepts from the one listening socket the
- * supervisor made (WORKER_LISTEN_FD), one connection per loop turn, and
- * none while a handler computes here (the loop turns such a handler lets
- * run, server.nested_poll). So a connection goes to a worker that is free
- * to serve it: where SO_REUSEPORT would hash it to one that may be busy, a
- * busy worker here simply does not take it, and an idle one does.
+ * supervisor made (WORKER_LISTEN_FD), one connection per loop turn, after
+ * the turn's reads (so the request of the connection taken last turn is
+ * handled first), and none while a handler computes here (the loop turns
+ * such a handler lets run, server.nested_poll). So a connection goes to a
+ * worker that is free to serve it: where SO_REUSEPORT would hash it to one
+ * that may be busy, a busy worker here simply does not take it, and an
+ * idle one does.
  *
  * The bus (app/bus.h) without Redis: a worker's message goes to the
  * supervisor, which writes it to every other worker. */
@@ -39,13 +41,15 @@ typedef struct http_worker {
   buf in;     /* frames read and not complete yet */
   bool lost;  /* the supervisor went away (hooks.lost was called) */
   /* Accepting from the shared socket: the poll watches it while we may
-   * take a connection; the timer starts it again after a pause. Both are
-   * closed (and the fd with them) at http_drain or http_stop. */
+   * take a connection, the check takes one after the turn's reads, the
+   * timer starts the poll again after a pause. All are closed (and the fd
+   * with them) at http_drain or http_stop. */
   int listen_fd;
   uv_poll_t accepting;
+  uv_check_t take;
   uv_timer_t resume;
   bool accept_closed;
-  int handles_open; /* of the three, once attached */
+  int handles_open; /* of the four, once attached */
 } http_worker;
 
 static void worker_handle_closed(http_worker *wk) {
@@ -148,6 +152,7 @@ static void on_resume(uv_timer_t *t);
 /* Take no connection for delay_ms (and then only once no handler computes). */
 static void pause_accepting(http_worker *wk, uint64_t delay_ms) {
   uv_poll_stop(&wk->accepting);
+  uv_check_stop(&wk->take);
   uv_timer_start(&wk->resume, on_resume, delay_ms, 0);
 }
 
@@ -162,6 +167,9 @@ static void on_resume(uv_timer_t *t) {
   else uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
 }
 
+static void on_take(uv_check_t *check);
+
+/* A connection waits: take it after this turn's reads (on_take). */
 static void on_listen_readable(uv_poll_t *p, int status, int events) {
   http_worker *wk = p->data;
   (void)events;
@@ -171,6 +179,14 @@ static void on_listen_readable(uv_poll_t *p, int status, int events) {
     pause_accepting(wk, WORKER_ACCEPT_RETRY_MS);
     return;
   }
+  uv_poll_stop(&wk->accepting);
+  uv_check_start(&wk->take, on_take);
+}
+
+static void on_take(uv_check_t *check) {
+  http_worker *wk = check->data;
+  uv_check_stop(check);
+  if (wk->accept_closed) return;
   /* Busy: whoever is free takes it. */
   if (wk->server->srv->nested_poll > 0) {
     pause_accepting(wk, 1);
@@ -179,12 +195,13 @@ static void on_listen_readable(uv_poll_t *p, int status, int events) {
   /* One per turn: the connection's first request is read (and perhaps
    * keeps us busy) before we take another. */
   int fd = accept4(wk->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd >= 0) {
-    conn_accept_socket(wk->server, fd);
+  if (fd >= 0) conn_accept_socket(wk->server, fd);
+  /* Else another worker took it, or the client went before we did, or
+   * (below) we cannot take any now. */
+  if (fd >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
+    if (!wk->accept_closed) uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
     return;
   }
-  /* Another worker took it, or the client went before we did. */
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return;
   log_write(LOG_WARNING, "cannot accept a connection: %s; trying again in %d ms", strerror(errno),
             WORKER_ACCEPT_RETRY_MS);
   pause_accepting(wk, WORKER_ACCEPT_RETRY_MS);
@@ -201,8 +218,9 @@ static void on_accept_handle_closed(uv_handle_t *handle) {
 static void accept_close(http_worker *wk) {
   if (wk->accept_closed) return;
   wk->accept_closed = true;
-  wk->server->handles_closing += 2;
+  wk->server->handles_closing += 3;
   uv_close((uv_handle_t *)&wk->accepting, on_accept_handle_closed);
+  uv_close((uv_handle_t *)&wk->take, on_accept_handle_closed);
   uv_close((uv_handle_t *)&wk->resume, on_accept_handle_closed);
 }
 
@@ -279,8 +297,9 @@ int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_
     return rc;
   }
   uv_timer_init(h->loop, &wk->resume);
-  wk->accepting.data = wk->resume.data = wk;
-  wk->handles_open = 3;
+  uv_check_init(h->loop, &wk->take);
+  wk->accepting.data = wk->resume.data = wk->take.data = wk;
+  wk->handles_open = 4;
   uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
   h->worker = wk;
   uv_read_start((uv_stream_t *)&wk->pipe, on_alloc, on_read);
