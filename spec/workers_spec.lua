@@ -484,6 +484,30 @@ describe("--workers 2 without Redis: one server", function()
   end)
 end)
 
+describe("--workers 2 accepting new connections", function()
+  local server
+  after_each(function() if server then stop_cleanly(server) end server = nil end)
+
+  it("gives none to a worker whose handler computes: the other worker takes every one", function()
+    server = http.start({ FIXTURE, "--workers", "2" })
+    worker_pids(server, 2) -- both serve
+    local conn = server:connect()
+    local h = http.modern_headers("tools/call", "spin")
+    h.Accept, h["Content-Type"] = http.ACCEPT_BOTH, "application/json"
+    conn:send_request { method = "POST", headers = h, body = { jsonrpc = "2.0", id = 1, method = "tools/call",
+      params = { name = "spin", arguments = { ms = 120000 }, _meta = http.modern_meta(nil, { progressToken = "spin" }) } } }
+    assert.are.equal(200, conn:read_head(30000).status)
+    local e = conn:read_event(30000)
+    assert(e and e.json and e.json.method == "notifications/progress", "no progress from spin")
+    local busy = who(e.json.params.message)
+    -- It computes now: every new connection goes to the other worker.
+    for _ = 1, 8 do assert.are_not.equal(busy, (who(modern_call(server, "whoami")))) end
+    -- Still computing (no answer yet); closing its stream cancels it.
+    assert.is_nil(conn:read_event(0))
+    conn:close()
+  end)
+end)
+
 describe("--workers and --node", function()
   it("puts the node's name before the worker in session ids", function()
     local server = http.start({ FIXTURE, "--workers", "2", "--node", "east-1" })
