@@ -32,8 +32,8 @@
 #include "transport/http_util.h"
 #include "transport/worker_ipc.h"
 
-/* Owner: its http_server (h->worker); freed once its pipe, poll and timer
- * have closed, after http_stop. */
+/* Owner: its http_server (h->worker); freed once its four handles (the
+ * pipe and the three that accept) have closed, after http_stop. */
 typedef struct http_worker {
   uv_pipe_t pipe;
   http_server *server;
@@ -214,7 +214,7 @@ static void on_accept_handle_closed(uv_handle_t *handle) {
   worker_handle_closed(wk);
 }
 
-/* Close the poll and the timer (and the fd once the poll is closed). */
+/* Close the three handles that accept (and the fd once the poll is closed). */
 static void accept_close(http_worker *wk) {
   if (wk->accept_closed) return;
   wk->accept_closed = true;
