@@ -22,8 +22,10 @@
 #                       (QUICK=1: about two minutes).
 #   make bench-scale    only the scale-out figures (bench/scale.sh): a 1 ms
 #                       CPU-bound tool, 1 vs 2 workers, nginx in front of
-#                       luamcp and of the TypeScript SDK v2 (QUICK=1: about
-#                       a minute). The Redis bus's price is make bench-redis.
+#                       luamcp and of the TypeScript SDK v2; and 6 calls of
+#                       300 ms of CPU at once on 6 new connections, 1 vs 2
+#                       workers (QUICK=1: about a minute). The Redis bus's
+#                       price is make bench-redis.
 #
 # Only BENCH_* names are defined here (plus LUAMCP ?=), so nothing leaks into
 # the project's own build; the bench never uses the project's CFLAGS.

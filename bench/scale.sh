@@ -16,6 +16,14 @@
 #
 # (What --redis adds to a request is bench/redis.lua's to measure.)
 #
+# And a few long calls: SCALE_BURST_CONNS (6) calls at once, each burning
+# SCALE_BURST_CPU_MS (300) ms of CPU, each on a new connection (curl), the
+# wall time until the last answer, SCALE_BURSTS (3) bursts per round, on
+# --workers 1 and --workers 2. With 6 x 300 ms, 2 workers should take half
+# the time of one: this shows whether a free worker takes each connection
+# (a worker busy computing takes none) or connections are hashed to a busy
+# one.
+#
 # The load client checks every answer. Medians over the rounds; ratios are
 # what to read: this machine is shared and noisy. QUICK=1: one short round.
 set -u
@@ -29,6 +37,10 @@ if [[ -n ${QUICK:-} ]]; then : "${ROUNDS:=1}" "${SCALE_SECONDS:=1}"; fi
 ROUNDS=${ROUNDS:-3}
 SCALE_SECONDS=${SCALE_SECONDS:-5}
 SCALE_CONNS=${SCALE_CONNS:-16}
+SCALE_BURST_CONNS=${SCALE_BURST_CONNS:-6}
+SCALE_BURST_CPU_MS=${SCALE_BURST_CPU_MS:-300}
+if [[ -n ${QUICK:-} ]]; then : "${SCALE_BURSTS:=2}"; fi
+SCALE_BURSTS=${SCALE_BURSTS:-3}
 WORK=$(mktemp -d)
 RAW=$WORK/raw.tsv
 PIDS=()
@@ -122,6 +134,45 @@ luamcp_cell() { # CELL WORKERS [EXTRA ARGS...]
   cleanup
 }
 
+# burst URL: SCALE_BURST_CONNS concurrent calls of `add`, each on a new
+# connection; prints the seconds until the last answer, or fails when an
+# answer is wrong.
+burst() {
+  local url=$1 i t0 t1 ok=0 pids=()
+  local body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},'
+  body+='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},'
+  body+='"io.modelcontextprotocol/clientInfo":{"name":"bench-scale","version":"1"}}}}'
+  t0=$(date +%s%N)
+  for i in $(seq "$SCALE_BURST_CONNS"); do
+    curl -s -m 120 -o "$WORK/burst.$i" -H 'Content-Type: application/json' \
+      -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+      -H 'Mcp-Method: tools/call' -H 'Mcp-Name: add' --data "$body" "$url" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  t1=$(date +%s%N)
+  for i in $(seq "$SCALE_BURST_CONNS"); do grep -q '"text":"5"' "$WORK/burst.$i" && ok=$((ok + 1)); done
+  ((ok == SCALE_BURST_CONNS)) || return 1
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'
+}
+
+burst_cell() { # CELL WORKERS
+  local cell=$1 workers=$2 port s i
+  port=$("$LC" --free-port)
+  start "$cell" "$port" env CPU_MS="$SCALE_BURST_CPU_MS" "$LUAMCP" run --http "127.0.0.1:$port" --workers "$workers" \
+    bench/servers/cpu || return 1
+  for i in $(seq "$SCALE_BURSTS"); do
+    if ! s=$(burst "http://127.0.0.1:$port/mcp"); then
+      say "  FAILED: $cell (a wrong or missing answer)"
+      printf '%s\tfail\t1\n' "$cell" >>"$RAW"
+      break
+    fi
+    printf '%s\tsec\t%s\n' "$cell" "$s" >>"$RAW"
+    say "  $cell: $SCALE_BURST_CONNS calls in $s s"
+  done
+  cleanup
+}
+
 nginx_luamcp_cell() {
   local port nport
   port=$("$LC" --free-port)
@@ -146,11 +197,16 @@ nginx_ts2_cell() {
 
 [[ -x $LC ]] || { say "scale: $LC is not built (make bench-build)"; exit 1; }
 [[ -x $LUAMCP ]] || { say "scale: $LUAMCP is not built"; exit 1; }
+CURL=$(command -v curl || true)
 say "== scale-out: 1 ms of CPU per call, $SCALE_CONNS connections, ${SCALE_SECONDS}s cells, $ROUNDS rounds"
 for round in $(seq "$ROUNDS"); do
   say "-- round $round"
   luamcp_cell w1 1
   luamcp_cell w2 2
+  if [[ -n $CURL ]]; then
+    burst_cell b1 1
+    burst_cell b2 2
+  fi
   if [[ -n $NGINX ]]; then
     nginx_luamcp_cell
     [[ -x $NODE ]] && nginx_ts2_cell
@@ -166,6 +222,8 @@ ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f�
 fmt() { [[ -n $1 ]] && printf '%.0f' "$1" || echo "–"; }
 
 w1=$(median w1 cps) w2=$(median w2 cps) nl=$(median nginx+luamcp cps) nt=$(median nginx+ts2 cps)
+b1=$(median b1 sec) b2=$(median b2 sec)
+sec() { [[ -n $1 ]] && printf '%.2f s' "$1" || echo "– (no curl)"; }
 report=$(cat <<EOF
 
 ## Scale-out (bench/scale.sh)
@@ -181,6 +239,15 @@ A tool that burns 1 ms of CPU per call, 2026-07-28 requests over HTTP, $SCALE_CO
 
 - 2 workers / 1 worker: **$(ratio "$w2" "$w1")**
 - behind nginx, luamcp / TS SDK v2: **$(ratio "$nl" "$nt")**
+
+$SCALE_BURST_CONNS calls at once, each burning $SCALE_BURST_CPU_MS ms of CPU, each on a new connection: the time until the last answer (median of $((ROUNDS * SCALE_BURSTS)) bursts).
+
+| set-up | seconds |
+|---|---|
+| luamcp --workers 1 | $(sec "$b1") |
+| luamcp --workers 2 | $(sec "$b2") |
+
+- 2 workers / 1 worker: **$(ratio "$b1" "$b2")** faster
 
 EOF
 )

@@ -190,6 +190,14 @@ describe("--redis", function()
     for _, t in ipairs(r.result.tools) do assert.are_not.equal("more", t.name) end
   end)
 
+  it("tells the other process's clients that a list changed at run time", function()
+    local stream = listen(b, { toolsListChanged = true })
+    local legacy = legacy_session(b)
+    assert.are.equal("ok", text(call(a, "toggle")))
+    assert.is_table(next_message(stream, "notifications/tools/list_changed"), "no list_changed on B's listen stream")
+    assert.is_table(next_message(legacy, "notifications/tools/list_changed"), "no list_changed on B's session")
+  end)
+
   it("accepts an input_required retry on the other process (the requestState key is shared)", function()
     local caps = { elicitation = EMPTY }
     local r1 = call(a, "greet", nil, caps)
@@ -281,6 +289,80 @@ describe("--redis", function()
       local e = stream:read_event(500)
       return e and e.json and e.json.method == "notifications/resources/updated"
     end, 20000))
+  end)
+end)
+
+describe("--redis-env", function()
+  if not services.which("redis-server") then return end
+  local PASSWORD = "pw-" .. tostring(uv.hrtime())
+
+  -- The command line of pid, its arguments joined by spaces.
+  local function cmdline(pid)
+    local f = io.open("/proc/" .. pid .. "/cmdline")
+    if not f then return "" end
+    local text = f:read("a"):gsub("%z", " ")
+    f:close()
+    return text
+  end
+
+  -- The pids whose parent is pid.
+  local function children(pid)
+    local found = {}
+    for dir in io.popen("ls /proc"):lines() do
+      local f = dir:match("^%d+$") and io.open("/proc/" .. dir .. "/stat")
+      if f then
+        local ppid = tonumber((f:read("a") or ""):match("^%d+ %b() %a (%d+)"))
+        f:close()
+        if ppid == pid then found[#found + 1] = tonumber(dir) end
+      end
+    end
+    return found
+  end
+
+  local redis, server
+  after_each(function()
+    if server then server:stop_cleanly() end
+    if redis then redis:stop() end
+    server, redis = nil, nil
+  end)
+
+  it("reads the URL, password and all, from the environment: no command line shows it, the workers' neither", function()
+    local port = services.free_port()
+    redis = services.redis(port, { password = PASSWORD })
+    local env = { "LUAMCP_TEST_REDIS=redis://:" .. PASSWORD .. "@127.0.0.1:" .. port .. "/5",
+                  "PATH=" .. (os.getenv("PATH") or "/usr/bin:/bin"), "ASAN_OPTIONS=" .. (os.getenv("ASAN_OPTIONS") or "") }
+    server = http.start({ FIXTURE, "--workers", "2", "--redis-env", "LUAMCP_TEST_REDIS" }, { env = env })
+    -- Authenticated: the store works, from whichever worker.
+    for i = 1, 4 do assert.are.equal(i, store(server, { op = "incr", key = "env-hits" })) end
+    local workers = children(server.proc.pid)
+    assert.are.equal(2, #workers)
+    for _, pid in ipairs { server.proc.pid, table.unpack(workers) } do
+      local line = cmdline(pid)
+      assert.truthy(line:find("--redis-env LUAMCP_TEST_REDIS", 1, true), line)
+      assert.falsy(line:find(PASSWORD, 1, true), line)
+    end
+    assert.falsy(server:stderr():find(PASSWORD, 1, true), server:stderr())
+    assert.falsy(server:stderr():find("--redis-env NAME", 1, true), server:stderr())
+  end)
+
+  it("warns when --redis has the password on the command line, and refuses a variable that is unset, or both options", function()
+    local port = services.free_port()
+    redis = services.redis(port, { password = PASSWORD })
+    server = http.start({ FIXTURE, "--redis", "redis://:" .. PASSWORD .. "@127.0.0.1:" .. port })
+    assert.are.equal(1, store(server, { op = "incr", key = "argv-hits" }))
+    assert.truthy(server:stderr():find("give the URL in an environment variable with --redis-env NAME", 1, true),
+      server:stderr())
+    for _, args in ipairs {
+      { "run", "--redis-env", "LUAMCP_TEST_UNSET_VARIABLE", FIXTURE },
+      { "run", "--redis-env", "PATH", "--redis", "redis://127.0.0.1", FIXTURE },
+    } do
+      local proc = client.spawn(args)
+      proc:wait_exit(5000)
+      assert.are.equal(2, proc.exit_code, proc.stderr)
+      assert.truthy(proc.stderr:find("LUAMCP_TEST_UNSET_VARIABLE is empty or unset", 1, true)
+        or proc.stderr:find("give --redis or --redis-env, not both", 1, true), proc.stderr)
+      proc:close()
+    end
   end)
 end)
 

@@ -373,6 +373,141 @@ describe("--workers 2 and signals", function()
   end)
 end)
 
+describe("--workers 2 without Redis: one server", function()
+  local TASKS = "io.modelcontextprotocol/tasks"
+  local CAPS = { extensions = { [TASKS] = EMPTY }, elicitation = EMPTY }
+  local server
+  setup(function() server = http.start({ FIXTURE, "--workers", "2" }) end)
+  teardown(function() if server then stop_cleanly(server) end end)
+
+  -- A 2026-07-28 request on a fresh connection: the JSON-RPC message.
+  local function request(method, params, name)
+    params._meta = http.modern_meta(CAPS)
+    return http.rpc(server:post({ jsonrpc = "2.0", id = 9, method = method, params = params },
+      http.modern_headers(method, name)))
+  end
+
+  -- A subscriptions/listen stream on its own connection (whichever worker
+  -- accepts it), read up to its acknowledgement.
+  local function listen(filter)
+    local conn = server:connect()
+    local h = http.modern_headers("subscriptions/listen")
+    h.Accept, h["Content-Type"] = http.ACCEPT_BOTH, "application/json"
+    conn:send_request { method = "POST", headers = h, body = { jsonrpc = "2.0", id = "listen-1",
+      method = "subscriptions/listen", params = { notifications = filter, _meta = http.modern_meta(CAPS) } } }
+    assert.are.equal(200, conn:read_head().status)
+    assert.are.equal("notifications/subscriptions/acknowledged", conn:read_event().json.method)
+    return conn
+  end
+
+  -- The next message named method on a stream, or nil after a long wait.
+  local function next_message(conn, method)
+    while true do
+      local e = conn:read_event(15000)
+      if not e then return nil end
+      if e.json and e.json.method == method then return e.json end
+    end
+  end
+
+  -- Call a tool on fresh connections until each worker ran it once;
+  -- returns how many calls that took.
+  local function on_both_workers(name)
+    local seen, calls = {}, 0
+    for _ = 1, 200 do
+      calls = calls + 1
+      seen[who(modern_call(server, name))] = true
+      if seen[1] and seen[2] then return calls end
+    end
+    error(name .. " never ran on both workers")
+  end
+
+  it("serves tasks/get and tasks/update on every worker for a task either runs, and tells every worker's listeners", function()
+    local created = request("tools/call", { name = "approve", arguments = EMPTY }, "approve").result
+    assert.are.equal("task", created.resultType, cjson.encode(created))
+    local id = created.taskId
+    local streams = {}
+    for i = 1, 6 do streams[i] = listen({ taskIds = { id } }) end
+    -- Fresh connections land on both workers: each is answered by the owner.
+    local state
+    for _ = 1, 12 do
+      local m = request("tasks/get", { taskId = id }, id)
+      assert.is_table(m.result, cjson.encode(m))
+      state = m.result
+      assert.are.equal(id, state.taskId)
+    end
+    assert.are.equal("input_required", state.status, cjson.encode(state))
+    local key = next(state.inputRequests)
+    local r = request("tasks/update", { taskId = id, inputResponses = {
+      [key] = { action = "accept", content = { ok = true } } } }, id)
+    assert.is_table(r.result, cjson.encode(r))
+    for i, stream in ipairs(streams) do
+      local m
+      repeat m = next_message(stream, "notifications/tasks") until not m or m.params.status == "completed"
+      assert.is_table(m, "no notifications/tasks for completed on listen stream " .. i)
+      stream:close()
+    end
+    for _ = 1, 6 do
+      local done = request("tasks/get", { taskId = id }, id).result
+      assert.are.equal("completed", done.status)
+      assert.truthy(done.result.content[1].text:match("^approved: true by [12] %d+$"), done.result.content[1].text)
+    end
+    -- A task nobody holds: the answer one process gives.
+    assert.are.equal(-32602, request("tasks/get", { taskId = ("0"):rep(32) }, ("0"):rep(32)).error.code)
+  end)
+
+  it("carries a resource update raised on either worker to the listeners of both", function()
+    local streams = {}
+    for i = 1, 6 do streams[i] = listen({ resourceSubscriptions = { "test://doc" } }) end
+    local touches = on_both_workers("touch")
+    for i, stream in ipairs(streams) do
+      for n = 1, touches do
+        local m = next_message(stream, "notifications/resources/updated")
+        assert.is_table(m, ("listen stream %d heard %d of %d updates"):format(i, n - 1, touches))
+        assert.are.equal("test://doc", m.params.uri)
+      end
+      stream:close()
+    end
+  end)
+
+  it("tells the clients of both workers that a list changed at run time on either", function()
+    local streams = {}
+    for i = 1, 6 do streams[i] = listen({ toolsListChanged = true }) end
+    -- Each toggle disables and enables a tool: two changes.
+    local changes = 2 * on_both_workers("toggle")
+    for i, stream in ipairs(streams) do
+      for n = 1, changes do
+        assert.is_table(next_message(stream, "notifications/tools/list_changed"),
+          ("listen stream %d heard %d of %d list changes"):format(i, n - 1, changes))
+      end
+      stream:close()
+    end
+  end)
+end)
+
+describe("--workers 2 accepting new connections", function()
+  local server
+  after_each(function() if server then stop_cleanly(server) end server = nil end)
+
+  it("gives none to a worker whose handler computes: the other worker takes every one", function()
+    server = http.start({ FIXTURE, "--workers", "2" })
+    worker_pids(server, 2) -- both serve
+    local conn = server:connect()
+    local h = http.modern_headers("tools/call", "spin")
+    h.Accept, h["Content-Type"] = http.ACCEPT_BOTH, "application/json"
+    conn:send_request { method = "POST", headers = h, body = { jsonrpc = "2.0", id = 1, method = "tools/call",
+      params = { name = "spin", arguments = { ms = 120000 }, _meta = http.modern_meta(nil, { progressToken = "spin" }) } } }
+    assert.are.equal(200, conn:read_head(30000).status)
+    local e = conn:read_event(30000)
+    assert(e and e.json and e.json.method == "notifications/progress", "no progress from spin")
+    local busy = who(e.json.params.message)
+    -- It computes now: every new connection goes to the other worker.
+    for _ = 1, 8 do assert.are_not.equal(busy, (who(modern_call(server, "whoami")))) end
+    -- Still computing (no answer yet); closing its stream cancels it.
+    assert.is_nil(conn:read_event(0))
+    conn:close()
+  end)
+end)
+
 describe("--workers and --node", function()
   it("puts the node's name before the worker in session ids", function()
     local server = http.start({ FIXTURE, "--workers", "2", "--node", "east-1" })

@@ -180,6 +180,9 @@ typedef struct lua_app {
   /* --redis: the link (main's, set after app_start; redis.h); NULL: the
    * store is in the process and there is no bus. */
   struct redis_link *redis;
+  /* The bus to the other processes (main's, set after app_start; bus.h):
+   * over Redis, or the workers' IPC; never NULL while serving. */
+  struct bus *bus;
   /* mcp.store without Redis: made on first use, freed by app_stop, so it
    * outlives every generation (lua_store.c). */
   struct store_mem *store;

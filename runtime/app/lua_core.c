@@ -28,7 +28,7 @@
 #include "app/lua_state.h"
 #include "app/lua_store.h"
 #include "app/lua_task.h"
-#include "app/redis.h"
+#include "app/bus.h"
 
 static vm *core_vm(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -69,24 +69,27 @@ static int core_is_rpc_error(lua_State *L) {
   return 1;
 }
 
-/* broadcast(method [, params]): a notification to every initialized session. */
+/* broadcast(method [, params]): a notification to every initialized session,
+ * and a list_changed to the other processes' too (the bus), as a reload's. */
 static int core_broadcast(lua_State *L) {
   const char *method = luaL_checkstring(L, 1);
   buf params = BUF_INIT;
   if (!lua_isnoneornil(L, 2)) encode_arg(L, 2, &params, "broadcast");
-  server_broadcast(core_vm(L)->srv, method, params.data, params.len);
+  vm *v = core_vm(L);
+  server_broadcast(v->srv, method, params.data, params.len);
+  if (v->app) bus_list_changed(v->app->bus, method);
   buf_free(&params);
   return 0;
 }
 
-/* resource_updated(uri): this process's subscribers, and with --redis the
- * other processes' (the bus). */
+/* resource_updated(uri): this process's subscribers, and the other
+ * processes' (the bus: --redis, or the other workers). */
 static int core_resource_updated(lua_State *L) {
   size_t n;
   const char *uri = luaL_checklstring(L, 1, &n);
   vm *v = core_vm(L);
   server_resource_updated(v->srv, uri, n);
-  if (v->app) redis_bus_resource_updated(v->app->redis, uri, n);
+  if (v->app) bus_resource_updated(v->app->bus, uri, n);
   return 0;
 }
 

@@ -13,9 +13,7 @@
 
 #include "app/redis.h"
 #include "core/buf.h"
-#include "core/jobs.h"
 #include "core/json.h"
-#include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 #include "core/session.h"
@@ -52,28 +50,14 @@ struct redis_link {
   int db;
   char where[300];        /* host:port/db or the socket, for the log (never the password) */
   char channel[64];       /* luamcp:bus:DB */
-  char node[33];          /* this process: 128 random bits in hex */
+  bus *bus;               /* what the bus connection hears goes there */
   bool share_state_key;
   bool state_key_agreed;
   char *state_secret;     /* the secret adopted from Redis */
   redis_conn cmd, sub;
-  struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
-  long long next_seq;
   bool closing;
   int open_handles;
 };
-
-/* A tasks/ request for a job another process may hold, waiting for the
- * owner's reply on the bus. Owner: the link's list; unlinked when the reply
- * comes, the wait times out, or the call is cancelled, and freed when its
- * timer has closed. */
-typedef struct job_forward {
-  redis_link *link;
-  call *call;             /* NULL once answered or cancelled */
-  long long seq;
-  uv_timer_t timer;
-  struct job_forward *next;
-} job_forward;
 
 /* A command in flight: whom to tell. Owner: hiredis's callback list, freed
  * by on_reply, which hiredis calls exactly once (with NULL when the
@@ -199,7 +183,7 @@ static void conn_up(redis_conn *c) {
   c->state = CONN_UP;
   c->backoff_ms = REDIS_BACKOFF_MIN_MS;
   if (c->loss_logged) log_write(LOG_NOTICE, "redis: %s connection to %s is back", c->name, l->where);
-  else if (!c->ever_up) log_write(LOG_INFO, "redis: %s connection to %s up (node %.8s)", c->name, l->where, l->node);
+  else if (!c->ever_up) log_write(LOG_INFO, "redis: %s connection to %s up", c->name, l->where);
   c->loss_logged = false;
   c->ever_up = true;
 }
@@ -240,195 +224,6 @@ static void on_state_key(redisAsyncContext *ac, void *r, void *privdata) {
   (void)ac;
 }
 
-static void publish(redis_link *l, const buf *message);
-static void start_message(redis_link *l, buf *b, const char *kind);
-static bool text_is(const json_value *v, const char *text) {
-  return v && v->type == JSON_STRING && v->len == strlen(text) && memcmp(v->u.string, text, v->len) == 0;
-}
-
-/* ---- Tasks held by another process ------------------------------------- */
-
-static void on_forward_closed(uv_handle_t *h) { free(h->data); }
-
-static void forward_end(job_forward *f) {
-  redis_link *l = f->link;
-  for (job_forward **p = &l->forwards; *p; p = &(*p)->next)
-    if (*p == f) {
-      *p = f->next;
-      break;
-    }
-  f->call = NULL;
-  uv_close((uv_handle_t *)&f->timer, on_forward_closed);
-}
-
-/* Nobody answered: no process holds the job. The same answer as when
- * this process alone is asked (jobs_handle). */
-static void on_forward_timeout(uv_timer_t *t) {
-  job_forward *f = t->data;
-  call *c = f->call;
-  forward_end(f);
-  if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
-}
-
-void redis_forward_job(redis_link *l, call *c, const json_value *params) {
-  const char *why = NULL;
-  if (!l || !redis_ready(l, &why)) {
-    char message[240];
-    snprintf(message, sizeof message, "redis unavailable: %s (the task may belong to another process)",
-             why ? why : "no --redis");
-    call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
-    return;
-  }
-  job_forward *f = calloc(1, sizeof *f);
-  f->link = l;
-  f->call = c;
-  f->seq = ++l->next_seq;
-  uv_timer_init(l->loop, &f->timer);
-  f->timer.data = f;
-  uv_timer_start(&f->timer, on_forward_timeout, REDIS_FORWARD_TIMEOUT_MS, 0);
-  f->next = l->forwards;
-  l->forwards = f;
-  buf b = BUF_INIT;
-  start_message(l, &b, "task_request");
-  buf_printf(&b, ",\"seq\":%lld,\"method\":", f->seq);
-  json_write_string(&b, c->method, strlen(c->method));
-  buf_puts(&b, ",\"params\":");
-  json_write_value(&b, params);
-  buf_putc(&b, '}');
-  publish(l, &b);
-  buf_free(&b);
-}
-
-bool redis_forward_cancel(redis_link *l, call *c) {
-  if (!l) return false;
-  for (job_forward *f = l->forwards; f; f = f->next)
-    if (f->call == c) {
-      forward_end(f);
-      return true;
-    }
-  return false;
-}
-
-/* Another process asks about a job: answer if it is ours. */
-static void answer_task_request(redis_link *l, const json_value *root, const json_value *sender) {
-  const json_value *method = json_object_get(root, "method");
-  const json_value *params = json_object_get(root, "params");
-  const json_value *seq = json_object_get(root, "seq");
-  const json_value *id = json_object_get(params, "taskId");
-  if (!(text_is(method, "tasks/get") || text_is(method, "tasks/update") || text_is(method, "tasks/cancel")) ||
-      !seq || seq->type != JSON_INTEGER || !id || id->type != JSON_STRING || !job_find(l->srv, id->u.string, id->len))
-    return;
-  char name[16];
-  snprintf(name, sizeof name, "%.*s", (int)method->len, method->u.string);
-  buf out = BUF_INIT;
-  job *changed = NULL;
-  const char *message = NULL;
-  int code = jobs_handle(l->srv, name, params, &out, &changed, &message);
-  buf b = BUF_INIT;
-  start_message(l, &b, "task_reply");
-  buf_puts(&b, ",\"to\":");
-  json_write_string(&b, sender->u.string, sender->len);
-  buf_printf(&b, ",\"seq\":%lld,", (long long)seq->u.integer);
-  if (code) {
-    buf_printf(&b, "\"error\":{\"code\":%d,\"message\":", code);
-    json_write_string(&b, message, strlen(message));
-    buf_puts(&b, "}}");
-  } else {
-    buf_puts(&b, "\"result\":");
-    buf_append(&b, out.data, out.len);
-    buf_putc(&b, '}');
-  }
-  publish(l, &b);
-  buf_free(&b);
-  buf_free(&out);
-  if (changed) server_job_changed(l->srv, changed);
-}
-
-/* The owner answered one of our forwarded requests. */
-static void take_task_reply(redis_link *l, const json_value *root) {
-  const json_value *to = json_object_get(root, "to");
-  const json_value *seq = json_object_get(root, "seq");
-  if (!text_is(to, l->node) || !seq || seq->type != JSON_INTEGER) return;
-  job_forward *f = l->forwards;
-  while (f && f->seq != seq->u.integer) f = f->next;
-  if (!f || !f->call) return;
-  call *c = f->call;
-  forward_end(f);
-  const json_value *result = json_object_get(root, "result");
-  const json_value *error = json_object_get(root, "error");
-  if (result && result->type == JSON_OBJECT) {
-    buf text = BUF_INIT;
-    json_write_value(&text, result);
-    call_respond(c, text.data, text.len);
-    buf_free(&text);
-    return;
-  }
-  const json_value *code = json_object_get(error, "code");
-  const json_value *message = json_object_get(error, "message");
-  char text[400];
-  snprintf(text, sizeof text, "%.*s", message && message->type == JSON_STRING ? (int)message->len : 5,
-           message && message->type == JSON_STRING ? message->u.string : "error");
-  call_fail(c, code && code->type == JSON_INTEGER ? (int)code->u.integer : JSONRPC_INTERNAL_ERROR, text, NULL, 0);
-}
-
-/* srv->job_changed: tell the others of a change to one of our jobs. */
-static void publish_job_changed(void *data, const char *id, const char *params_json, size_t len) {
-  redis_link *l = data;
-  buf b = BUF_INIT;
-  start_message(l, &b, "job_changed");
-  buf_puts(&b, ",\"id\":");
-  json_write_string(&b, id, strlen(id));
-  buf_puts(&b, ",\"params\":");
-  buf_append(&b, params_json, len);
-  buf_putc(&b, '}');
-  publish(l, &b);
-  buf_free(&b);
-}
-
-static void handle_bus_message(redis_link *l, const char *text, size_t len) {
-  json_error err;
-  json_doc *doc = json_parse(text, len, MAX_JSON_DEPTH, &err);
-  if (!doc) {
-    log_write(LOG_WARNING, "redis: a bus message that is not JSON was ignored: %s", err.message);
-    return;
-  }
-  const json_value *root = json_doc_root(doc);
-  const json_value *node = json_object_get(root, "node");
-  const json_value *kind = json_object_get(root, "kind");
-  if (!node || node->type != JSON_STRING || !kind || kind->type != JSON_STRING) goto done;
-  if (node->len == strlen(l->node) && memcmp(node->u.string, l->node, node->len) == 0) goto done; /* our own */
-  const json_value *uri = json_object_get(root, "uri");
-  const json_value *method = json_object_get(root, "method");
-  if (kind->len == 16 && memcmp(kind->u.string, "resource_updated", 16) == 0 && uri && uri->type == JSON_STRING) {
-    server_resource_updated(l->srv, uri->u.string, uri->len);
-  } else if (kind->len == 9 && memcmp(kind->u.string, "broadcast", 9) == 0 && method && method->type == JSON_STRING) {
-    /* Only the list_changed kinds: the bus is no way to make every client
-     * receive anything at all. */
-    static const char *const allowed[] = {"notifications/tools/list_changed", "notifications/resources/list_changed",
-                                          "notifications/prompts/list_changed"};
-    for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
-      if (method->len == strlen(allowed[i]) && memcmp(method->u.string, allowed[i], method->len) == 0)
-        server_broadcast(l->srv, allowed[i], NULL, 0);
-  } else if (text_is(kind, "task_request")) {
-    answer_task_request(l, root, node);
-  } else if (text_is(kind, "task_reply")) {
-    take_task_reply(l, root);
-  } else if (text_is(kind, "job_changed")) {
-    const json_value *id = json_object_get(root, "id");
-    const json_value *params = json_object_get(root, "params");
-    if (id && id->type == JSON_STRING && params && params->type == JSON_OBJECT) {
-      char *key = strndup(id->u.string, id->len);
-      buf p = BUF_INIT;
-      json_write_value(&p, params);
-      server_job_notify(l->srv, key, p.data, p.len);
-      buf_free(&p);
-      free(key);
-    }
-  }
-done:
-  json_doc_free(doc);
-}
-
 /* The bus connection's SUBSCRIBE: called for its confirmation, then for
  * every message, and with NULL when the connection goes. */
 static void on_bus(redisAsyncContext *ac, void *r, void *privdata) {
@@ -441,7 +236,7 @@ static void on_bus(redisAsyncContext *ac, void *r, void *privdata) {
   if (strcmp(type->str, "subscribe") == 0) {
     conn_up(c);
   } else if (strcmp(type->str, "message") == 0 && reply->element[2]->type == REDIS_REPLY_STRING) {
-    handle_bus_message(c->link, reply->element[2]->str, reply->element[2]->len);
+    bus_receive(c->link->bus, reply->element[2]->str, reply->element[2]->len);
   }
 }
 
@@ -552,11 +347,23 @@ static void conn_init(redis_link *l, redis_conn *c, const char *name, bool subsc
   uv_unref((uv_handle_t *)&c->connect_timeout);
 }
 
-redis_link *redis_link_new(uv_loop_t *loop, server *srv, const char *url, bool share_state_key, char *err,
+/* The bus's transport: PUBLISH on the command connection. */
+static bool bus_send(void *arg, const char *message, size_t len, const char **why) {
+  redis_link *l = arg;
+  if (!redis_ready(l, why)) return false;
+  const char *argv[3] = {"PUBLISH", l->channel, message};
+  size_t lens[3] = {7, strlen(l->channel), len};
+  if (redisAsyncCommandArgv(l->cmd.ac, NULL, NULL, 3, argv, lens) == REDIS_OK) return true;
+  *why = "the connection is closing";
+  return false;
+}
+
+redis_link *redis_link_new(uv_loop_t *loop, server *srv, bus *bus, const char *url, bool share_state_key, char *err,
                            size_t errlen) {
   redis_link *l = calloc(1, sizeof *l);
   l->loop = loop;
   l->srv = srv;
+  l->bus = bus;
   l->share_state_key = share_state_key;
   if (!parse_url(l, url, err, errlen)) {
     free(l->host);
@@ -567,12 +374,9 @@ redis_link *redis_link_new(uv_loop_t *loop, server *srv, const char *url, bool s
     return NULL;
   }
   snprintf(l->channel, sizeof l->channel, REDIS_PREFIX "bus:%d", l->db);
-  random_hex(l->node, 16);
   conn_init(l, &l->cmd, "command", false);
   conn_init(l, &l->sub, "bus", true);
-  srv->jobs_elsewhere = true;
-  srv->job_changed = publish_job_changed;
-  srv->job_changed_data = l;
+  bus_set_transport(bus, &(bus_transport){.send = bus_send, .arg = l, .name = "redis"});
   return l;
 }
 
@@ -613,15 +417,7 @@ static void on_link_handle_closed(uv_handle_t *h) {
 void redis_link_close(redis_link *l) {
   if (!l || l->closing) return;
   l->closing = true;
-  l->srv->jobs_elsewhere = false;
-  l->srv->job_changed = NULL;
-  while (l->forwards) {
-    /* Their calls were cancelled with their sessions; any left go now. */
-    job_forward *f = l->forwards;
-    call *c = f->call;
-    forward_end(f);
-    if (c) call_fail(c, JSONRPC_INTERNAL_ERROR, "the server is stopping", NULL, 0);
-  }
+  bus_set_transport(l->bus, NULL);
   redis_conn *conns[2] = {&l->cmd, &l->sub};
   for (int i = 0; i < 2; i++) {
     redis_conn *c = conns[i];
@@ -671,40 +467,3 @@ bool redis_command(redis_link *l, redis_reply_fn fn, void *data, int argc, const
   return true;
 }
 
-/* ---- The bus -------------------------------------------------------------- */
-
-static void publish(redis_link *l, const buf *message) {
-  if (!l || !redis_ready(l, NULL)) {
-    if (l) log_write(LOG_DEBUG, "redis: bus message not sent (Redis unavailable): %.*s", (int)message->len, message->data);
-    return;
-  }
-  const char *argv[3] = {"PUBLISH", l->channel, message->data};
-  size_t lens[3] = {7, strlen(l->channel), message->len};
-  redisAsyncCommandArgv(l->cmd.ac, NULL, NULL, 3, argv, lens);
-}
-
-static void start_message(redis_link *l, buf *b, const char *kind) {
-  buf_printf(b, "{\"node\":\"%s\",\"kind\":\"%s\"", l->node, kind);
-}
-
-void redis_bus_resource_updated(redis_link *l, const char *uri, size_t len) {
-  if (!l) return;
-  buf b = BUF_INIT;
-  start_message(l, &b, "resource_updated");
-  buf_puts(&b, ",\"uri\":");
-  json_write_string(&b, uri, len);
-  buf_putc(&b, '}');
-  publish(l, &b);
-  buf_free(&b);
-}
-
-void redis_bus_broadcast(redis_link *l, const char *method) {
-  if (!l) return;
-  buf b = BUF_INIT;
-  start_message(l, &b, "broadcast");
-  buf_puts(&b, ",\"method\":");
-  json_write_string(&b, method, strlen(method));
-  buf_putc(&b, '}');
-  publish(l, &b);
-  buf_free(&b);
-}

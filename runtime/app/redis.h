@@ -17,9 +17,8 @@
  * ignores the database number, so the channel carries it: two deployments
  * on one Redis keep apart by using different databases).
  *
- * The bus: every process subscribes to the channel; a message is a JSON
- * object {"node": SENDER, "kind": ..., ...} and a process ignores its own
- * (node is 128 random bits drawn at start).
+ * The bus (app/bus.h): every process subscribes to the channel, and a
+ * message PUBLISHed there reaches every other process's bus.
  */
 #ifndef LUAMCP_REDIS_H
 #define LUAMCP_REDIS_H
@@ -28,9 +27,8 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "core/json.h"
+#include "app/bus.h"
 #include "core/server.h"
-#include "core/session.h"
 
 #define REDIS_PREFIX "luamcp:"
 #define REDIS_BACKOFF_MIN_MS 100
@@ -38,8 +36,6 @@
 /* A connection attempt that has not completed by then is abandoned and
  * retried (hiredis 0.14's async connect has no timeout of its own). */
 #define REDIS_CONNECT_TIMEOUT_MS 3000
-/* How long a tasks/ request waits for the process that holds its job. */
-#define REDIS_FORWARD_TIMEOUT_MS 2000
 /* How long `run` waits for Redis before it serves anyway. */
 #define REDIS_STARTUP_WAIT_MS 2000
 
@@ -54,9 +50,10 @@ typedef void (*redis_reply_fn)(void *data, const struct redisReply *reply, const
 /* Parse URL (redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N])
  * and make the link (not connected yet). NULL with the reason in err. When
  * share_state_key, the link agrees on the requestState key with every
- * other process through Redis (state_key_set). Owner: the caller, who ends
- * it with redis_link_close. */
-redis_link *redis_link_new(uv_loop_t *loop, server *srv, const char *url, bool share_state_key, char *err,
+ * other process through Redis (state_key_set). The link carries bus's
+ * messages (bus_set_transport) until it is closed. Owner: the caller, who
+ * ends it with redis_link_close. */
+redis_link *redis_link_new(uv_loop_t *loop, server *srv, bus *bus, const char *url, bool share_state_key, char *err,
                            size_t errlen);
 /* Start connecting, then run the loop until both connections are up (and
  * the key agreed) or wait_ms passed. Returns whether they are up; if not,
@@ -72,23 +69,5 @@ bool redis_ready(const redis_link *l, const char **why);
  * then never called. */
 bool redis_command(redis_link *l, redis_reply_fn fn, void *data, int argc, const char **argv, const size_t *lens,
                    const char **why);
-
-/* The bus. Events raised here go to the other processes (this one has
- * delivered them already); while the link is down they are dropped. */
-void redis_bus_resource_updated(redis_link *l, const char *uri, size_t len);
-void redis_bus_broadcast(redis_link *l, const char *method);
-
-/* Tasks. A job lives in the process that runs it. tasks/get, tasks/update
- * and tasks/cancel for a job this process does not hold (the core makes
- * them calls: server.jobs_elsewhere) are published as a request on the bus;
- * the process that holds the job answers it (jobs_handle) with a reply
- * addressed to the asker, which answers the call with it. No reply within
- * REDIS_FORWARD_TIMEOUT_MS: no process holds it (the same -32602 as one
- * process gives). Every notifications/tasks a process sends for its jobs
- * goes on the bus too, to the listeners of every process. */
-void redis_forward_job(redis_link *l, call *c, const json_value *params);
-/* The call is cancelled: if it was a forwarded one, forget it (its reply,
- * if one comes, is dropped) and return true. */
-bool redis_forward_cancel(redis_link *l, call *c);
 
 #endif

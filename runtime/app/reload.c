@@ -23,8 +23,8 @@
 #include "app/lua_json.h"
 #include "app/lua_state.h"
 #include "app/lua_store.h"
+#include "app/bus.h"
 #include "app/lua_task.h"
-#include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
 
@@ -126,7 +126,7 @@ bool app_reload(lua_app *app, const char *why) {
       server_broadcast(app->srv, notifications[i], NULL, 0);
       /* Every process's clients see one server: tell theirs too (they
        * emit the notification; their scripts did not change). */
-      redis_bus_broadcast(app->redis, notifications[i]);
+      bus_list_changed(app->bus, notifications[i]);
       buf_printf(&changed, "%s%s", changed.len ? ", " : "", lists[i]);
     }
     if (compared) {

@@ -23,7 +23,7 @@
 #include "app/lua_pattern.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
-#include "app/redis.h"
+#include "app/bus.h"
 #include "app/watchdog.h"
 
 int luaopen_cjson(lua_State *L);
@@ -688,7 +688,7 @@ bool app_can_load_shared_libraries(void) { return _DYNAMIC != NULL; }
 static void app_call_start(void *app, call *c, const json_value *params, const char *src) {
   (void)src;
   if (c->job_elsewhere) {
-    redis_forward_job(((lua_app *)app)->redis, c, params);
+    bus_forward_job(((lua_app *)app)->bus, c, params);
     return;
   }
   vm *v = ((lua_app *)app)->current;
@@ -696,7 +696,7 @@ static void app_call_start(void *app, call *c, const json_value *params, const c
 }
 
 static void app_call_cancel(void *app, call *c) {
-  if (redis_forward_cancel(((lua_app *)app)->redis, c)) return;
+  if (bus_forward_cancel(((lua_app *)app)->bus, c)) return;
   task *t = c->app_data;
   if (t) task_cancel(t);
 }

@@ -49,6 +49,7 @@ typedef struct runtime {
   stdio_transport stdio;
   http_server *http; /* NULL when serving stdio */
   redis_link *redis; /* --redis, or NULL */
+  bus *bus;          /* to the other processes: over Redis, or the other workers (app/bus.h) */
   uv_signal_t sigint, sigterm;
   uv_timer_t shutdown_timer;
   /* SIGTERM over HTTP: the drain (see on_signal). The timer ends it at
@@ -156,8 +157,10 @@ static void usage_options(FILE *to, bool bundled) {
           "                              (shared by every process that serves the same clients;\n"
           "                              default: agreed through --redis, else random per process)\n"
           "  --redis URL                 redis://[[user]:password@]host[:port][/db] or unix:///path:\n"
-          "                              mcp.store in Redis, and a bus that carries resource updates\n"
-          "                              and list changes to every process on the same Redis\n"
+          "                              mcp.store in Redis, and a bus that carries resource updates,\n"
+          "                              list changes and tasks to every process on the same Redis\n"
+          "  --redis-env NAME            the same, the URL read from $NAME: a password in it stays\n"
+          "                              out of the command line (/proc/PID/cmdline), workers' too\n"
           "\n"
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
@@ -176,7 +179,9 @@ static void usage_options(FILE *to, bool bundled) {
           "                              in flight this long to finish (default %d; 0: cancel them at\n"
           "                              once; a second signal cancels them too)\n"
           "  --workers N                 serve from N processes sharing the port, each with its own\n"
-          "                              Lua state; a supervisor restarts them and passes SIGHUP on\n"
+          "                              Lua state; a free worker takes each new connection; they\n"
+          "                              share tasks, resource updates and list changes (Redis not\n"
+          "                              needed); a supervisor restarts them and passes SIGHUP on\n"
           "                              (mcp.info().worker tells which one runs a call)\n"
           "  --node NAME                 begin session ids with NAME. (NAME.wK-HEX), for a proxy\n"
           "                              to route legacy sessions by\n"
@@ -244,7 +249,8 @@ typedef struct run_options {
   bool help;
   const char *path;
   const char *trace;
-  const char *redis_url;  /* --redis */
+  const char *redis_url;  /* --redis, or the value of --redis-env's variable */
+  const char *redis_env;  /* --redis-env NAME */
   bool state_key_env;     /* --state-key-env was given: every process has that key already */
   server_options server;
   bool http;
@@ -373,7 +379,19 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--redis") == 0) {
       if (!value) fail_usage("%s needs a URL (redis://host:port/db or unix:///path)", a);
+      if (o->redis_env) fail_usage("%s", "give --redis or --redis-env, not both");
       o->redis_url = value;
+      i++;
+    } else if (strcmp(a, "--redis-env") == 0) {
+      /* The URL from the environment: a password in it stays out of
+       * /proc/PID/cmdline, ours and the workers' (they get this option,
+       * not the URL, and read the variable themselves). */
+      if (!value) fail_usage("%s needs the name of an environment variable", a);
+      if (o->redis_url) fail_usage("%s", "give --redis or --redis-env, not both");
+      const char *url = getenv(value);
+      if (!url || !*url) fail_usage("--redis-env: the environment variable %s is empty or unset", value);
+      o->redis_url = url;
+      o->redis_env = value;
       i++;
     } else if (strcmp(a, "--bearer-token-env") == 0) {
       if (!value) fail_usage("%s needs the name of an environment variable", a);
@@ -429,6 +447,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
 /* ---- Shutdown -------------------------------------------------------- */
 
 static void stop_loop(runtime *rt) {
+  /* The server (and the workers' pipe) goes: the bus has no way out now. */
+  if (rt->http && !rt->redis) bus_set_transport(rt->bus, NULL);
   if (rt->http) http_stop(rt->http);
   else stdio_close_handles(&rt->stdio);
   uv_stop(rt->loop);
@@ -539,6 +559,14 @@ static void on_worker_announce(void *arg) {
 
 static void on_supervisor_lost(void *arg) { on_signal(&((runtime *)arg)->sigterm, SIGTERM); }
 
+static void on_worker_bus(void *arg, const char *message, size_t len) { bus_receive(((runtime *)arg)->bus, message, len); }
+
+/* The bus's transport without Redis (bus_transport.send). */
+static bool worker_bus_send(void *arg, const char *message, size_t len, const char **why) {
+  runtime *rt = arg;
+  return rt->http && http_worker_publish(rt->http, message, len, why);
+}
+
 static void close_any(uv_handle_t *h, void *arg) {
   (void)arg;
   if (!uv_is_closing(h)) uv_close(h, NULL);
@@ -587,6 +615,8 @@ static int serve(int argc, char **argv, bool watch) {
       return 1;
     }
     if (!o.state_key_env) state_key_set(key, (size_t)key_len);
+    /* The shared listening socket, like the pipe: not for our children. */
+    fcntl(WORKER_LISTEN_FD, F_SETFD, FD_CLOEXEC);
     o.http_opts.worker_index = o.worker_index;
     o.http_opts.worker_count = o.workers;
     o.http_opts.port = o.worker_port;
@@ -623,10 +653,18 @@ static int serve(int argc, char **argv, bool watch) {
     return 1;
   }
   buf_free(&err);
+  rt->bus = bus_new(rt->loop, &rt->srv);
+  rt->app.bus = rt->bus;
   if (o.redis_url) {
     char why[400];
-    rt->redis = redis_link_new(rt->loop, &rt->srv, o.redis_url, !o.state_key_env, why, sizeof why);
+    if (!o.redis_env && strncmp(o.redis_url, "redis://", 8) == 0 && strchr(o.redis_url, '@') && !o.worker_index)
+      log_write(LOG_WARNING, "--redis: a password on the command line can be read by anyone on this machine "
+                             "(/proc/PID/cmdline); give the URL in an environment variable with --redis-env NAME");
+    rt->redis = redis_link_new(rt->loop, &rt->srv, rt->bus, o.redis_url, !o.state_key_env, why, sizeof why);
     if (!rt->redis) fail_usage("%s", why);
+    /* The link has its copy: the scripts' children and os.getenv need not
+     * see the secret (the supervisor keeps it for the workers it starts). */
+    if (o.redis_env) unsetenv(o.redis_env);
     rt->app.redis = rt->redis;
     /* Before serving, so that the first requestState is sealed with the
      * shared key; bounded, so that a Redis that is down delays nothing
@@ -668,12 +706,16 @@ static int serve(int argc, char **argv, bool watch) {
     if (o.worker_index) {
       /* Worker 1 says where we serve once every worker listens (the
        * supervisor tells it): one line, as from a single process. */
-      http_worker_hooks hooks = {.announce = on_worker_announce, .lost = on_supervisor_lost, .arg = rt};
-      int rc = http_worker_attach(rt->http, WORKER_IPC_FD, &hooks);
+      http_worker_hooks hooks = {
+          .announce = on_worker_announce, .lost = on_supervisor_lost, .bus = on_worker_bus, .arg = rt};
+      int rc = http_worker_attach(rt->http, WORKER_IPC_FD, WORKER_LISTEN_FD, &hooks);
       if (rc != 0) {
         fprintf(stderr, "luamcp: --worker: no pipe to the supervisor on fd %d: %s\n", WORKER_IPC_FD, uv_strerror(rc));
         return 1;
       }
+      /* Without Redis the other workers are reached through the supervisor. */
+      if (!rt->redis)
+        bus_set_transport(rt->bus, &(bus_transport){.send = worker_bus_send, .arg = rt, .name = "the supervisor"});
     } else {
       start_line_write(rt->app.current, rt->where, true);
     }
@@ -687,6 +729,7 @@ static int serve(int argc, char **argv, bool watch) {
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
   redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
+  bus_free(rt->bus);
   jobs_release(&rt->srv);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);

@@ -1,14 +1,18 @@
 /* supervisor.c - `--workers N`: see supervisor.h.
  *
- * The supervisor binds the address once (so "address in use" is said once
- * and port 0 becomes one real port), keeps that socket bound but not
- * listening, and starts each worker as this same program with "--worker K
- * --worker-port PORT" added to its arguments (a program made by `luamcp
- * build` included). Each worker listens on its own socket with
- * SO_REUSEPORT, so the kernel spreads connections over them; fd 3 of each
- * is an IPC pipe to us (worker_ipc.h). Worker 1 starts first, alone, so a
+ * The supervisor listens on the address once (so "address in use" is said
+ * once and port 0 becomes one real port) and starts each worker as this
+ * same program with "--worker K --worker-port PORT" added to its arguments
+ * (a program made by `luamcp build` included). fd 3 of each worker is an
+ * IPC pipe to us (worker_ipc.h), fd 4 the listening socket: every worker
+ * accepts from it when it is free to serve (http_worker.c), so a new
+ * connection goes to an idle worker, never queues behind a busy one; the
+ * supervisor itself never accepts. Worker 1 starts first, alone, so a
  * script that does not load is reported once; the others follow once it
- * listens, and worker 1 writes the start line once all of them do. */
+ * serves, and worker 1 writes the start line once all of them do.
+ *
+ * Without --redis, the workers' bus (app/bus.h) runs through us: a
+ * WORKER_BUS frame from one worker is written to every other one. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +50,7 @@ typedef struct worker_slot {
 struct supervisor {
   uv_loop_t *loop;
   const supervisor_options *opts;
-  int reserved_fd;
+  int listen_fd; /* the shared listening socket; closed when stopping */
   char **argv; /* the workers' command line: ours, then "--worker" K "--worker-port" PORT */
   char index_arg[16], port_arg[16];
   const char *exe;
@@ -120,6 +124,36 @@ static void relay_connection(worker_slot *from, const worker_frame *head, const 
   }
 }
 
+/* A bus frame on its way to one worker. Owner: itself; freed in its write
+ * callback. */
+typedef struct bus_write {
+  uv_write_t req;
+  buf frame;
+} bus_write;
+
+static void on_bus_written(uv_write_t *req, int status) {
+  (void)status; /* a worker gone meanwhile: it misses the message, as a restarting one does */
+  bus_write *bw = (bus_write *)req;
+  buf_free(&bw->frame);
+  free(bw);
+}
+
+/* A bus message from `from`: to every other worker that serves. */
+static void relay_bus(worker_slot *from, const char *payload, size_t len) {
+  supervisor *s = from->sup;
+  for (int i = 0; i < s->opts->workers; i++) {
+    worker_slot *to = &s->workers[i];
+    if (to == from || !to->ready) continue;
+    bus_write *bw = calloc(1, sizeof *bw);
+    worker_frame_write(&bw->frame, WORKER_BUS, 0, from->index, payload, len);
+    uv_buf_t b = uv_buf_init(bw->frame.data, (unsigned)bw->frame.len);
+    if (uv_write(&bw->req, (uv_stream_t *)&to->pipe, &b, 1, on_bus_written) < 0) {
+      buf_free(&bw->frame);
+      free(bw);
+    }
+  }
+}
+
 /* A frame with no payload, owned by its write request. */
 typedef struct small_write {
   uv_write_t req;
@@ -188,6 +222,7 @@ static void on_pipe_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   while (worker_frame_next(&w->in, &off, &head, &payload, &bad)) {
     if (head.type == WORKER_READY) on_ready(w);
     else if (head.type == WORKER_HANDOVER) relay_connection(w, &head, payload);
+    else if (head.type == WORKER_BUS) relay_bus(w, payload, head.len);
   }
   if (bad) {
     log_write(LOG_ERROR, "worker %d sent a frame that is not one of ours; stopping it", w->index);
@@ -253,15 +288,20 @@ static void spawn_worker(worker_slot *w) {
   uv_pipe_init(s->loop, &w->pipe, 1);
   w->pipe.data = w;
   w->process.data = w;
-  uv_stdio_container_t stdio[WORKER_IPC_FD + 1] = {
+  uv_stdio_container_t stdio[WORKER_LISTEN_FD + 1] = {
       {.flags = UV_IGNORE},
       {.flags = UV_INHERIT_FD, .data.fd = 1},
       {.flags = UV_INHERIT_FD, .data.fd = 2},
   };
   stdio[WORKER_IPC_FD].flags = UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
   stdio[WORKER_IPC_FD].data.stream = (uv_stream_t *)&w->pipe;
-  uv_process_options_t po = {
-      .exit_cb = on_worker_exit, .file = s->exe, .args = s->argv, .stdio_count = WORKER_IPC_FD + 1, .stdio = stdio};
+  stdio[WORKER_LISTEN_FD].flags = UV_INHERIT_FD;
+  stdio[WORKER_LISTEN_FD].data.fd = s->listen_fd;
+  uv_process_options_t po = {.exit_cb = on_worker_exit,
+                             .file = s->exe,
+                             .args = s->argv,
+                             .stdio_count = WORKER_LISTEN_FD + 1,
+                             .stdio = stdio};
   w->handles_open = 2;
   w->started_ms = uv_now(s->loop);
   int rc = uv_spawn(s->loop, &w->process, &po);
@@ -320,8 +360,8 @@ static void supervisor_stop(supervisor *s) {
     return;
   }
   s->stopping = true;
-  if (s->reserved_fd >= 0) close(s->reserved_fd);
-  s->reserved_fd = -1;
+  if (s->listen_fd >= 0) close(s->listen_fd);
+  s->listen_fd = -1;
   for (int i = 0; i < s->opts->workers; i++) {
     worker_slot *w = &s->workers[i];
     uv_timer_stop(&w->restart);
@@ -354,8 +394,8 @@ int supervisor_run(const supervisor_options *o) {
   s->loop = uv_default_loop();
   int port = 0;
   char err[400];
-  s->reserved_fd = http_reserve_port(o->http, &port, err, sizeof err);
-  if (s->reserved_fd < 0) {
+  s->listen_fd = http_listen_shared(o->http, &port, err, sizeof err);
+  if (s->listen_fd < 0) {
     fprintf(stderr, "luamcp: %s\n", err);
     free(s);
     return 1;
@@ -363,7 +403,7 @@ int supervisor_run(const supervisor_options *o) {
   snprintf(s->port_arg, sizeof s->port_arg, "%d", port);
   if (uv_random(NULL, NULL, s->state_key, sizeof s->state_key, 0, NULL) != 0) {
     fprintf(stderr, "luamcp: no randomness for the workers' state key\n");
-    close(s->reserved_fd);
+    close(s->listen_fd);
     free(s);
     return 1;
   }
@@ -396,7 +436,7 @@ int supervisor_run(const supervisor_options *o) {
   uv_run(s->loop, UV_RUN_DEFAULT);
   uv_loop_close(s->loop);
   for (int i = 0; i < o->workers; i++) buf_free(&s->workers[i].in);
-  if (s->reserved_fd >= 0) close(s->reserved_fd);
+  if (s->listen_fd >= 0) close(s->listen_fd);
   int code = s->exit_code;
   free(s->argv);
   free(s);

@@ -232,6 +232,11 @@
 
 /* At most this many worker processes behind one supervisor. */
 #define MAX_WORKERS 64
+/* The listen() backlog: connections the kernel queues until one is taken. */
+#define HTTP_LISTEN_BACKLOG 511
+/* A worker that cannot accept (out of file descriptors) tries again after
+ * this long, leaving the queue to the other workers meanwhile. */
+#define WORKER_ACCEPT_RETRY_MS 100
 /* --node NAME: at most this many characters, from [A-Za-z0-9_-]. */
 #define MAX_NODE_NAME 32
 /* A legacy session id: [NODE "."] ["w" K "-"] 32 hex digits, and its NUL. */
@@ -252,5 +257,9 @@
  * input after it (the connection's share of the buffer budget bounds it
  * well below). */
 #define WORKER_FRAME_MAX_BYTES (256u * 1024u * 1024u)
+/* How long a tasks/ request for a job this process does not hold waits for
+ * the process that holds it to answer on the bus (app/bus.h: the workers'
+ * IPC, or Redis); then no process holds it. */
+#define BUS_FORWARD_TIMEOUT_MS 2000
 
 #endif

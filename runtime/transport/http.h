@@ -226,6 +226,9 @@ void http_budget_changed(http_server *h);
  * them had not answered yet. declined: answer its first request here even
  * if it names another worker (its owner is gone). */
 void conn_adopt(http_server *h, uv_stream_t *from, const char *bytes, size_t len, bool declined);
+/* A connection a worker accepted itself from the shared listening socket
+ * (fd: the accepted socket, ours from now on). */
+void conn_accept_socket(http_server *h, int fd);
 /* One of the server's own handles closed (after http_stop). */
 void http_server_handle_closed(http_server *h);
 
@@ -238,7 +241,10 @@ int worker_owner(const http_conn *c);
  * (input[request_start..]), to c->handover_to through the supervisor; the
  * connection is closed here once the socket is on its way. */
 void worker_hand_over(http_conn *c);
-/* http_stop: close the pipe (counted in handles_closing). */
+/* http_drain: accept no more connections (the shared socket stays with
+ * the other workers). */
+void worker_stop_accepting(http_server *h);
+/* http_stop: close the pipe and stop accepting (counted in handles_closing). */
 void worker_detach(http_server *h);
 
 /* ---- http_sse.c ----------------------------------------------------- */

@@ -937,13 +937,14 @@ void conn_close(http_conn *c) {
 /* A connection accepted from `from` (the listener, or the IPC pipe a
  * handed-over socket arrives on), in the list, reading unless refused;
  * NULL when the accept failed. */
-static http_conn *conn_accept(http_server *h, uv_stream_t *from) {
+static http_conn *conn_accept(http_server *h, uv_stream_t *from, int fd) {
   http_conn *c = calloc(1, sizeof *c);
   c->server = h;
   c->id = ++h->next_conn_id;
   uv_tcp_init(h->loop, &c->tcp);
   c->tcp.data = c;
-  if (uv_accept(from, (uv_stream_t *)&c->tcp) != 0) {
+  if ((from ? uv_accept(from, (uv_stream_t *)&c->tcp) : uv_tcp_open(&c->tcp, fd)) != 0) {
+    if (!from) close(fd);
     uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
     return NULL;
   }
@@ -984,11 +985,13 @@ static http_conn *conn_accept(http_server *h, uv_stream_t *from) {
 
 static void on_connection(uv_stream_t *listener, int status) {
   if (status < 0) return;
-  conn_accept(listener->data, listener);
+  conn_accept(listener->data, listener, -1);
 }
 
+void conn_accept_socket(http_server *h, int fd) { conn_accept(h, NULL, fd); }
+
 void conn_adopt(http_server *h, uv_stream_t *from, const char *bytes, size_t len, bool declined) {
-  http_conn *c = conn_accept(h, from);
+  http_conn *c = conn_accept(h, from, -1);
   if (!c || c->state == CONN_RESPONDING) return; /* refused (503): the bytes are not read */
   log_write(LOG_DEBUG, "http#%u: handed over by another worker (%zu bytes)", c->id, len);
   c->handover_declined = declined;
@@ -1072,16 +1075,15 @@ static int port_of(const struct sockaddr_storage *a) {
                                         : ((const struct sockaddr_in *)a)->sin_port);
 }
 
-/* A socket bound to addr, SO_REUSEADDR as libuv sets it, and SO_REUSEPORT
- * when asked (libuv 1.44 has no flag for it); -errno on failure. */
-static int bound_socket(const struct sockaddr_storage *addr, bool reuseport) {
+/* A socket listening on addr, SO_REUSEADDR as libuv sets it; -errno on
+ * failure. */
+static int listening_socket(const struct sockaddr_storage *addr) {
   int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   int on = 1;
   socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-      (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
-      bind(fd, (const struct sockaddr *)addr, len) != 0) {
+      bind(fd, (const struct sockaddr *)addr, len) != 0 || listen(fd, HTTP_LISTEN_BACKLOG) != 0) {
     int e = -errno;
     close(fd);
     return e;
@@ -1089,25 +1091,18 @@ static int bound_socket(const struct sockaddr_storage *addr, bool reuseport) {
   return fd;
 }
 
-int http_reserve_port(const http_options *opts, int *port, char *err, size_t err_len) {
+int http_listen_shared(const http_options *opts, int *port, char *err, size_t err_len) {
   struct sockaddr_storage addr;
   if (!listen_address(opts, opts->port, &addr, err, err_len)) return -1;
-  /* First without SO_REUSEPORT: a port another process listens on, even
-   * one that shares it (another luamcp --workers), is in use for us. */
-  int fd = bound_socket(&addr, false);
-  if (fd >= 0) {
-    struct sockaddr_storage bound;
-    socklen_t len = sizeof bound;
-    getsockname(fd, (struct sockaddr *)&bound, &len);
-    close(fd);
-    *port = port_of(&bound);
-    listen_address(opts, *port, &addr, err, err_len);
-    fd = bound_socket(&addr, true);
-  }
+  int fd = listening_socket(&addr);
   if (fd < 0) {
     snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(fd));
     return -1;
   }
+  struct sockaddr_storage bound;
+  socklen_t len = sizeof bound;
+  getsockname(fd, (struct sockaddr *)&bound, &len);
+  *port = port_of(&bound);
   return fd;
 }
 
@@ -1121,17 +1116,10 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   strmap_init(&h->sessions_by_id);
   h->stateless = streamable_stateless_new(h);
   int rc = uv_tcp_init(loop, &h->listener);
-  if (rc == 0 && opts->worker_index) {
-    /* One listening socket per worker on the same port: the kernel spreads
-     * new connections over them (SO_REUSEPORT), where a socket shared by
-     * all would wake them all and let the busiest take most. */
-    int fd = bound_socket(&addr, true);
-    rc = fd < 0 ? fd : uv_tcp_open(&h->listener, fd);
-    if (rc < 0 && fd >= 0) close(fd);
-  } else if (rc == 0) {
-    rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
-  }
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&h->listener, 511, on_connection);
+  /* A worker accepts from the supervisor's socket (http_worker_attach):
+   * its own listener is never opened. */
+  if (rc == 0 && !opts->worker_index) rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
+  if (rc == 0 && !opts->worker_index) rc = uv_listen((uv_stream_t *)&h->listener, HTTP_LISTEN_BACKLOG, on_connection);
   if (rc != 0) {
     snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(rc));
     if (uv_is_active((uv_handle_t *)&h->listener) || h->listener.loop) uv_close((uv_handle_t *)&h->listener, NULL);
@@ -1141,8 +1129,8 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   h->listener.data = h;
   struct sockaddr_storage bound;
   int len = sizeof bound;
-  uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound, &len);
-  h->port = port_of(&bound);
+  if (opts->worker_index) h->port = opts->port;
+  else if (uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound, &len) == 0) h->port = port_of(&bound);
   uv_timer_init(loop, &h->sweep);
   h->sweep.data = h;
   uv_check_init(loop, &h->later);
@@ -1191,12 +1179,14 @@ int http_calls_in_flight(const http_server *h) { return server_calls_in_flight(h
 int http_drain(http_server *h) {
   if (h->draining || h->stopping) return http_calls_in_flight(h);
   h->draining = true;
-  /* Without our socket in the port's SO_REUSEPORT group the kernel gives
-   * new connections to the other workers (or refuses them when none is
-   * left), and a load balancer's health check sees us gone. Connections
-   * still in its backlog, never accepted, are reset with it. */
+  /* Without our listening socket, new connections are refused and a load
+   * balancer's health check sees us gone; connections still in its
+   * backlog, never accepted, are reset with it. A worker closes its copy of
+   * the shared one: the other workers take what comes while they serve,
+   * and once every copy is closed it is refused too. */
   h->handles_closing++;
   uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+  worker_stop_accepting(h);
   /* Every response from now on says Connection: close, and its connection
    * ends once it is written: first, so that the streams ended below close
    * their connections too, after their last byte. */

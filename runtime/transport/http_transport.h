@@ -35,9 +35,9 @@ typedef struct http_options {
   int session_timeout_ms;
   size_t buffer_bytes;        /* the budget for replay events, pending writes and held input */
   /* --workers: this process is worker worker_index (1..worker_count) of a
-   * supervisor; 0 for a process on its own. A worker listens with
-   * SO_REUSEPORT, and its legacy session ids name it (see session ids in
-   * http_streamable.c). */
+   * supervisor; 0 for a process on its own. A worker does not listen: it
+   * accepts from the supervisor's socket (http_worker_attach), and its
+   * legacy session ids name it (see session ids in http_streamable.c). */
   int worker_index;
   int worker_count;
   char node[48];              /* --node NAME: the first part of session ids; "" for none */
@@ -68,24 +68,30 @@ int http_calls_in_flight(const http_server *h);
 
 /* ---- --workers --------------------------------------------------------- */
 
-/* Check that the address can be listened on (once, for all workers) and
- * keep it: returns a socket bound, not listening, with SO_REUSEPORT, to the
- * address (port 0 resolved to a free port, in *port), so that workers bind
- * to the same port; or -1 with a message in err. */
-int http_reserve_port(const http_options *opts, int *port, char *err, size_t err_len);
+/* Listen on the address once, for all workers: returns the listening
+ * socket (port 0 resolved to a free port, in *port), which every worker
+ * inherits and accepts from; or -1 with a message in err. */
+int http_listen_shared(const http_options *opts, int *port, char *err, size_t err_len);
 
 /* What a worker's IPC pipe to its supervisor tells the command that runs
  * the worker. */
 typedef struct http_worker_hooks {
   void (*announce)(void *arg); /* every worker listens: say where we serve */
   void (*lost)(void *arg);     /* the supervisor is gone: shut down */
+  /* A bus message (app/bus.h) another worker sent. */
+  void (*bus)(void *arg, const char *message, size_t len);
   void *arg;
 } http_worker_hooks;
 
 /* Talk to the supervisor over the IPC pipe on fd (inherited): hand
  * connections whose requests name another worker's session over, take the
- * ones handed to us, and tell the supervisor we listen. Returns 0 or a
- * libuv error. */
-int http_worker_attach(http_server *h, int fd, const http_worker_hooks *hooks);
+ * ones handed to us, pass bus messages both ways, and tell the supervisor
+ * we serve. Accept new connections from listen_fd (the supervisor's
+ * listening socket, inherited) whenever no handler computes here. Returns
+ * 0 or a libuv error. */
+int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_hooks *hooks);
+/* Send a bus message to every other worker (through the supervisor).
+ * false (with *why) when it cannot leave. */
+bool http_worker_publish(http_server *h, const char *message, size_t len, const char **why);
 
 #endif

@@ -8,24 +8,53 @@
  * connection is still being answered), the socket goes to the supervisor
  * with the bytes of that request and everything read after it, and the
  * supervisor passes both to the owner, which goes on as if it had read them
- * itself. */
+ * itself.
+ *
+ * New connections: every worker accepts from the one listening socket the
+ * supervisor made (WORKER_LISTEN_FD), one connection per loop turn, after
+ * the turn's reads (so the request of the connection taken last turn is
+ * handled first), and none while a handler computes here (the loop turns
+ * such a handler lets run, server.nested_poll). So a connection goes to a
+ * worker that is free to serve it: where SO_REUSEPORT would hash it to one
+ * that may be busy, a busy worker here simply does not take it, and an
+ * idle one does.
+ *
+ * The bus (app/bus.h) without Redis: a worker's message goes to the
+ * supervisor, which writes it to every other worker. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "transport/http.h"
 #include "transport/http_util.h"
 #include "transport/worker_ipc.h"
 
-/* Owner: its http_server (h->worker); freed in the pipe's close callback,
- * after http_stop. */
+/* Owner: its http_server (h->worker); freed once its four handles (the
+ * pipe and the three that accept) have closed, after http_stop. */
 typedef struct http_worker {
   uv_pipe_t pipe;
   http_server *server;
   http_worker_hooks hooks;
   buf in;     /* frames read and not complete yet */
   bool lost;  /* the supervisor went away (hooks.lost was called) */
+  /* Accepting from the shared socket: the poll watches it while we may
+   * take a connection, the check takes one after the turn's reads, the
+   * timer starts the poll again after a pause. All are closed (and the fd
+   * with them) at http_drain or http_stop. */
+  int listen_fd;
+  uv_poll_t accepting;
+  uv_check_t take;
+  uv_timer_t resume;
+  bool accept_closed;
+  int handles_open; /* of the four, once attached */
 } http_worker;
+
+static void worker_handle_closed(http_worker *wk) {
+  if (--wk->handles_open == 0) free(wk);
+}
 
 /* One frame on its way to the supervisor, and the connection it carries
  * (NULL for a frame without one). Owner: itself; freed in its write
@@ -99,6 +128,106 @@ void worker_hand_over(http_conn *c) {
   c->handover_sent = true;
 }
 
+bool http_worker_publish(http_server *h, const char *message, size_t len, const char **why) {
+  http_worker *wk = h->worker;
+  if (!wk || wk->lost) {
+    *why = "it is gone";
+    return false;
+  }
+  if (len > WORKER_FRAME_MAX_BYTES) {
+    *why = "the message is too large";
+    return false;
+  }
+  if (!send_frame(wk, WORKER_BUS, h->opts.worker_index, message, len, NULL)) {
+    *why = "cannot write to it";
+    return false;
+  }
+  return true;
+}
+
+/* ---- Accepting ---------------------------------------------------------- */
+
+static void on_resume(uv_timer_t *t);
+
+/* Take no connection for delay_ms (and then only once no handler computes). */
+static void pause_accepting(http_worker *wk, uint64_t delay_ms) {
+  uv_poll_stop(&wk->accepting);
+  uv_check_stop(&wk->take);
+  uv_timer_start(&wk->resume, on_resume, delay_ms, 0);
+}
+
+static void on_listen_readable(uv_poll_t *p, int status, int events);
+
+static void on_resume(uv_timer_t *t) {
+  http_worker *wk = t->data;
+  if (wk->accept_closed) return;
+  /* Still inside a computing handler: look again on a later turn (1 ms:
+   * a timer of 0 re-armed from its own callback would run again at once). */
+  if (wk->server->srv->nested_poll > 0) uv_timer_start(&wk->resume, on_resume, 1, 0);
+  else uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
+}
+
+static void on_take(uv_check_t *check);
+
+/* A connection waits: take it after this turn's reads (on_take). */
+static void on_listen_readable(uv_poll_t *p, int status, int events) {
+  http_worker *wk = p->data;
+  (void)events;
+  if (wk->accept_closed) return;
+  if (status < 0) {
+    log_write(LOG_WARNING, "the listening socket: %s; trying again", uv_strerror(status));
+    pause_accepting(wk, WORKER_ACCEPT_RETRY_MS);
+    return;
+  }
+  uv_poll_stop(&wk->accepting);
+  uv_check_start(&wk->take, on_take);
+}
+
+static void on_take(uv_check_t *check) {
+  http_worker *wk = check->data;
+  uv_check_stop(check);
+  if (wk->accept_closed) return;
+  /* Busy: whoever is free takes it. */
+  if (wk->server->srv->nested_poll > 0) {
+    pause_accepting(wk, 1);
+    return;
+  }
+  /* One per turn: the connection's first request is read (and perhaps
+   * keeps us busy) before we take another. */
+  int fd = accept4(wk->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) conn_accept_socket(wk->server, fd);
+  /* Else another worker took it, or the client went before we did, or
+   * (below) we cannot take any now. */
+  if (fd >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
+    if (!wk->accept_closed) uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
+    return;
+  }
+  log_write(LOG_WARNING, "cannot accept a connection: %s; trying again in %d ms", strerror(errno),
+            WORKER_ACCEPT_RETRY_MS);
+  pause_accepting(wk, WORKER_ACCEPT_RETRY_MS);
+}
+
+static void on_accept_handle_closed(uv_handle_t *handle) {
+  http_worker *wk = handle->data;
+  if (handle == (uv_handle_t *)&wk->accepting) close(wk->listen_fd);
+  http_server_handle_closed(wk->server);
+  worker_handle_closed(wk);
+}
+
+/* Close the three handles that accept (and the fd once the poll is closed). */
+static void accept_close(http_worker *wk) {
+  if (wk->accept_closed) return;
+  wk->accept_closed = true;
+  wk->server->handles_closing += 3;
+  uv_close((uv_handle_t *)&wk->accepting, on_accept_handle_closed);
+  uv_close((uv_handle_t *)&wk->take, on_accept_handle_closed);
+  uv_close((uv_handle_t *)&wk->resume, on_accept_handle_closed);
+}
+
+void worker_stop_accepting(http_server *h) {
+  if (h->worker) accept_close(h->worker);
+}
+
 /* ---- From the supervisor --------------------------------------------- */
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
@@ -137,6 +266,8 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
         continue;
       }
       conn_adopt(wk->server, stream, payload, head.len, head.flags & WORKER_FLAG_DECLINED);
+    } else if (head.type == WORKER_BUS) {
+      if (wk->hooks.bus) wk->hooks.bus(wk->hooks.arg, payload, head.len);
     }
   }
   if (bad) {
@@ -148,7 +279,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
 
 static void on_unopened_closed(uv_handle_t *handle) { free(handle->data); }
 
-int http_worker_attach(http_server *h, int fd, const http_worker_hooks *hooks) {
+int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_hooks *hooks) {
   http_worker *wk = calloc(1, sizeof *wk);
   wk->server = h;
   wk->hooks = *hooks;
@@ -159,6 +290,17 @@ int http_worker_attach(http_server *h, int fd, const http_worker_hooks *hooks) {
     uv_close((uv_handle_t *)&wk->pipe, on_unopened_closed);
     return rc;
   }
+  wk->listen_fd = listen_fd;
+  rc = uv_poll_init_socket(h->loop, &wk->accepting, listen_fd);
+  if (rc != 0) {
+    uv_close((uv_handle_t *)&wk->pipe, on_unopened_closed);
+    return rc;
+  }
+  uv_timer_init(h->loop, &wk->resume);
+  uv_check_init(h->loop, &wk->take);
+  wk->accepting.data = wk->resume.data = wk->take.data = wk;
+  wk->handles_open = 4;
+  uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
   h->worker = wk;
   uv_read_start((uv_stream_t *)&wk->pipe, on_alloc, on_read);
   /* The pipe alone must not keep the loop running once everything else
@@ -170,15 +312,15 @@ int http_worker_attach(http_server *h, int fd, const http_worker_hooks *hooks) {
 
 static void on_pipe_closed(uv_handle_t *handle) {
   http_worker *wk = handle->data;
-  http_server *h = wk->server;
   buf_free(&wk->in);
-  free(wk);
-  http_server_handle_closed(h);
+  http_server_handle_closed(wk->server);
+  worker_handle_closed(wk);
 }
 
 void worker_detach(http_server *h) {
   http_worker *wk = h->worker;
   if (!wk) return;
+  accept_close(wk);
   h->worker = NULL;
   h->handles_closing++;
   uv_close((uv_handle_t *)&wk->pipe, on_pipe_closed);

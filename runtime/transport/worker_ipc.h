@@ -17,6 +17,8 @@
 
 /* The worker's end of the pipe: fd 3 of every worker. */
 #define WORKER_IPC_FD 3
+/* The listening socket the supervisor made, shared by every worker: fd 4. */
+#define WORKER_LISTEN_FD 4
 
 typedef enum worker_frame_type {
   WORKER_READY = 1,    /* worker -> supervisor: it listens */
@@ -25,6 +27,8 @@ typedef enum worker_frame_type {
                           the owner it must reach; from it, the worker that read the request */
   WORKER_STATE_KEY = 4, /* supervisor -> worker, the first frame: the secret that seals 2026-07-28
                            requestState, the same in every worker (unless --state-key-env gives one) */
+  WORKER_BUS = 5,       /* a bus message (app/bus.h): to the supervisor, for every other worker; from it,
+                           one of them sent it (`worker` says which) */
 } worker_frame_type;
 
 /* On a HANDOVER frame from the supervisor: the owner is not running (it is

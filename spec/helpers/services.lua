@@ -56,13 +56,19 @@ function Service:stop()
 end
 
 --- redis-server on port (a free one by default): no persistence, no config
---- file. Returns the service, or nil and why not.
-function M.redis(port)
+--- file. opts: password (requirepass). Returns the service, or nil and why
+--- not.
+function M.redis(port, opts)
   local bin = M.which("redis-server")
   if not bin then return nil, "redis-server is not installed (Debian package redis-server)" end
   port = port or M.free_port()
-  local self = spawn(bin, { "--port", tostring(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-    "--protected-mode", "no" }, port, "redis-server")
+  local args = { "--port", tostring(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    "--protected-mode", "no" }
+  if opts and opts.password then
+    args[#args + 1] = "--requirepass"
+    args[#args + 1] = opts.password
+  end
+  local self = spawn(bin, args, port, "redis-server")
   self.url = "redis://127.0.0.1:" .. port
   return self
 end

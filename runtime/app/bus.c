@@ -1,0 +1,315 @@
+/*
+ * bus.c - the bus between the processes that serve as one server: the
+ * messages, the tasks/ requests waiting for their job's process, and what
+ * a message from another process does here. bus.h says what travels; the
+ * transports are redis.c (pub/sub) and the workers' IPC pipe (wired by
+ * cli/main.c).
+ */
+#include "app/bus.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/jobs.h"
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "core/luamcp_limits.h"
+
+/* Owner: main (bus_new .. bus_free). */
+struct bus {
+  uv_loop_t *loop;
+  server *srv;
+  char node[33];                /* this process: 128 random bits in hex */
+  bool has_transport;
+  bus_transport transport;
+  struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
+  long long next_seq;
+};
+
+/* A tasks/ request for a job another process may hold, waiting for the
+ * owner's reply. Owner: the bus's list; unlinked when the reply comes, the
+ * wait times out, or the call is cancelled, and freed when its timer has
+ * closed (which needs nothing of the bus). */
+typedef struct job_forward {
+  bus *bus;
+  call *call; /* NULL once answered or cancelled */
+  long long seq;
+  uv_timer_t timer;
+  struct job_forward *next;
+} job_forward;
+
+/* The notifications the bus carries: a message is no way to make every
+ * client of every process receive anything at all. */
+static const char *const LIST_CHANGED[] = {"notifications/tools/list_changed", "notifications/resources/list_changed",
+                                           "notifications/prompts/list_changed"};
+
+static bool text_is(const json_value *v, const char *text) {
+  return v && v->type == JSON_STRING && v->len == strlen(text) && memcmp(v->u.string, text, v->len) == 0;
+}
+
+static void random_hex(char *out, size_t bytes) {
+  unsigned char raw[64];
+  if (bytes > sizeof raw) bytes = sizeof raw;
+  /* uv_random without a loop runs synchronously (getrandom). */
+  if (uv_random(NULL, NULL, raw, bytes, 0, NULL) != 0) {
+    uint64_t seed = uv_hrtime() ^ (uint64_t)(uintptr_t)out;
+    for (size_t i = 0; i < bytes; i++) raw[i] = (unsigned char)((seed = seed * 6364136223846793005u + 1) >> 56);
+  }
+  for (size_t i = 0; i < bytes; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+static void start_message(bus *b, buf *m, const char *kind) {
+  buf_printf(m, "{\"node\":\"%s\",\"kind\":\"%s\"", b->node, kind);
+}
+
+/* Send m (a whole message); false with *why when it cannot leave now. */
+static bool publish(bus *b, const buf *m, const char **why) {
+  const char *reason = "nothing carries it";
+  if (b && b->has_transport && b->transport.send(b->transport.arg, m->data, m->len, &reason)) return true;
+  if (b && b->has_transport)
+    log_write(LOG_DEBUG, "bus: message not sent (%s: %s): %.*s", b->transport.name, reason, (int)m->len, m->data);
+  if (why) *why = reason;
+  return false;
+}
+
+/* ---- Tasks held by another process ------------------------------------- */
+
+static void on_forward_closed(uv_handle_t *h) { free(h->data); }
+
+static void forward_end(job_forward *f) {
+  bus *b = f->bus;
+  for (job_forward **p = &b->forwards; *p; p = &(*p)->next)
+    if (*p == f) {
+      *p = f->next;
+      break;
+    }
+  f->call = NULL;
+  uv_close((uv_handle_t *)&f->timer, on_forward_closed);
+}
+
+/* Nobody answered: no process holds the job. The same answer as when
+ * this process alone is asked (jobs_handle). */
+static void on_forward_timeout(uv_timer_t *t) {
+  job_forward *f = t->data;
+  call *c = f->call;
+  forward_end(f);
+  if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
+}
+
+void bus_forward_job(bus *b, call *c, const json_value *params) {
+  if (!b || !b->has_transport) {
+    call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
+    return;
+  }
+  long long seq = ++b->next_seq;
+  buf m = BUF_INIT;
+  start_message(b, &m, "task_request");
+  buf_printf(&m, ",\"seq\":%lld,\"method\":", seq);
+  json_write_string(&m, c->method, strlen(c->method));
+  buf_puts(&m, ",\"params\":");
+  json_write_value(&m, params);
+  buf_putc(&m, '}');
+  const char *why = NULL;
+  bool sent = publish(b, &m, &why);
+  buf_free(&m);
+  if (!sent) {
+    char message[240];
+    snprintf(message, sizeof message, "%s unavailable: %s (the task may belong to another process)",
+             b->transport.name, why);
+    call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
+    return;
+  }
+  job_forward *f = calloc(1, sizeof *f);
+  f->bus = b;
+  f->call = c;
+  f->seq = seq;
+  uv_timer_init(b->loop, &f->timer);
+  f->timer.data = f;
+  uv_timer_start(&f->timer, on_forward_timeout, BUS_FORWARD_TIMEOUT_MS, 0);
+  f->next = b->forwards;
+  b->forwards = f;
+}
+
+bool bus_forward_cancel(bus *b, call *c) {
+  if (!b) return false;
+  for (job_forward *f = b->forwards; f; f = f->next)
+    if (f->call == c) {
+      forward_end(f);
+      return true;
+    }
+  return false;
+}
+
+/* Another process asks about a job: answer if it is ours. */
+static void answer_task_request(bus *b, const json_value *root, const json_value *sender) {
+  const json_value *method = json_object_get(root, "method");
+  const json_value *params = json_object_get(root, "params");
+  const json_value *seq = json_object_get(root, "seq");
+  const json_value *id = json_object_get(params, "taskId");
+  if (!(text_is(method, "tasks/get") || text_is(method, "tasks/update") || text_is(method, "tasks/cancel")) ||
+      !seq || seq->type != JSON_INTEGER || !id || id->type != JSON_STRING || !job_find(b->srv, id->u.string, id->len))
+    return;
+  char name[16];
+  snprintf(name, sizeof name, "%.*s", (int)method->len, method->u.string);
+  buf out = BUF_INIT;
+  job *changed = NULL;
+  const char *message = NULL;
+  int code = jobs_handle(b->srv, name, params, &out, &changed, &message);
+  buf m = BUF_INIT;
+  start_message(b, &m, "task_reply");
+  buf_puts(&m, ",\"to\":");
+  json_write_string(&m, sender->u.string, sender->len);
+  buf_printf(&m, ",\"seq\":%lld,", (long long)seq->u.integer);
+  if (code) {
+    buf_printf(&m, "\"error\":{\"code\":%d,\"message\":", code);
+    json_write_string(&m, message, strlen(message));
+    buf_puts(&m, "}}");
+  } else {
+    buf_puts(&m, "\"result\":");
+    buf_append(&m, out.data, out.len);
+    buf_putc(&m, '}');
+  }
+  publish(b, &m, NULL);
+  buf_free(&m);
+  buf_free(&out);
+  if (changed) server_job_changed(b->srv, changed);
+}
+
+/* The owner answered one of our forwarded requests. */
+static void take_task_reply(bus *b, const json_value *root) {
+  const json_value *to = json_object_get(root, "to");
+  const json_value *seq = json_object_get(root, "seq");
+  if (!text_is(to, b->node) || !seq || seq->type != JSON_INTEGER) return;
+  job_forward *f = b->forwards;
+  while (f && f->seq != seq->u.integer) f = f->next;
+  if (!f || !f->call) return;
+  call *c = f->call;
+  forward_end(f);
+  const json_value *result = json_object_get(root, "result");
+  const json_value *error = json_object_get(root, "error");
+  if (result && result->type == JSON_OBJECT) {
+    buf text = BUF_INIT;
+    json_write_value(&text, result);
+    call_respond(c, text.data, text.len);
+    buf_free(&text);
+    return;
+  }
+  const json_value *code = json_object_get(error, "code");
+  const json_value *message = json_object_get(error, "message");
+  char text[400];
+  snprintf(text, sizeof text, "%.*s", message && message->type == JSON_STRING ? (int)message->len : 5,
+           message && message->type == JSON_STRING ? message->u.string : "error");
+  call_fail(c, code && code->type == JSON_INTEGER ? (int)code->u.integer : JSONRPC_INTERNAL_ERROR, text, NULL, 0);
+}
+
+/* srv->job_changed: tell the others of a change to one of our jobs. */
+static void publish_job_changed(void *data, const char *id, const char *params_json, size_t len) {
+  bus *b = data;
+  buf m = BUF_INIT;
+  start_message(b, &m, "job_changed");
+  buf_puts(&m, ",\"id\":");
+  json_write_string(&m, id, strlen(id));
+  buf_puts(&m, ",\"params\":");
+  buf_append(&m, params_json, len);
+  buf_putc(&m, '}');
+  publish(b, &m, NULL);
+  buf_free(&m);
+}
+
+/* ---- The bus ------------------------------------------------------------ */
+
+bus *bus_new(uv_loop_t *loop, server *srv) {
+  bus *b = calloc(1, sizeof *b);
+  b->loop = loop;
+  b->srv = srv;
+  random_hex(b->node, 16);
+  return b;
+}
+
+void bus_set_transport(bus *b, const bus_transport *t) {
+  b->has_transport = t != NULL;
+  if (t) b->transport = *t;
+  b->srv->jobs_elsewhere = t != NULL;
+  b->srv->job_changed = t ? publish_job_changed : NULL;
+  b->srv->job_changed_data = t ? b : NULL;
+}
+
+void bus_free(bus *b) {
+  if (!b) return;
+  bus_set_transport(b, NULL);
+  while (b->forwards) {
+    /* Their calls were cancelled with their sessions; any left go now. */
+    job_forward *f = b->forwards;
+    call *c = f->call;
+    forward_end(f);
+    if (c) call_fail(c, JSONRPC_INTERNAL_ERROR, "the server is stopping", NULL, 0);
+  }
+  free(b);
+}
+
+void bus_receive(bus *b, const char *text, size_t len) {
+  json_error err;
+  json_doc *doc = json_parse(text, len, MAX_JSON_DEPTH, &err);
+  if (!doc) {
+    log_write(LOG_WARNING, "bus: a message that is not JSON was ignored: %s", err.message);
+    return;
+  }
+  const json_value *root = json_doc_root(doc);
+  const json_value *node = json_object_get(root, "node");
+  const json_value *kind = json_object_get(root, "kind");
+  if (!node || node->type != JSON_STRING || !kind || kind->type != JSON_STRING) goto done;
+  if (text_is(node, b->node)) goto done; /* our own */
+  const json_value *uri = json_object_get(root, "uri");
+  const json_value *method = json_object_get(root, "method");
+  if (text_is(kind, "resource_updated") && uri && uri->type == JSON_STRING) {
+    server_resource_updated(b->srv, uri->u.string, uri->len);
+  } else if (text_is(kind, "broadcast")) {
+    for (size_t i = 0; i < sizeof LIST_CHANGED / sizeof *LIST_CHANGED; i++)
+      if (text_is(method, LIST_CHANGED[i])) server_broadcast(b->srv, LIST_CHANGED[i], NULL, 0);
+  } else if (text_is(kind, "task_request")) {
+    answer_task_request(b, root, node);
+  } else if (text_is(kind, "task_reply")) {
+    take_task_reply(b, root);
+  } else if (text_is(kind, "job_changed")) {
+    const json_value *id = json_object_get(root, "id");
+    const json_value *params = json_object_get(root, "params");
+    if (id && id->type == JSON_STRING && params && params->type == JSON_OBJECT) {
+      char *key = strndup(id->u.string, id->len);
+      buf p = BUF_INIT;
+      json_write_value(&p, params);
+      server_job_notify(b->srv, key, p.data, p.len);
+      buf_free(&p);
+      free(key);
+    }
+  }
+done:
+  json_doc_free(doc);
+}
+
+void bus_resource_updated(bus *b, const char *uri, size_t len) {
+  if (!b || !b->has_transport) return;
+  buf m = BUF_INIT;
+  start_message(b, &m, "resource_updated");
+  buf_puts(&m, ",\"uri\":");
+  json_write_string(&m, uri, len);
+  buf_putc(&m, '}');
+  publish(b, &m, NULL);
+  buf_free(&m);
+}
+
+void bus_list_changed(bus *b, const char *method) {
+  if (!b || !b->has_transport) return;
+  bool carried = false;
+  for (size_t i = 0; i < sizeof LIST_CHANGED / sizeof *LIST_CHANGED; i++)
+    if (strcmp(method, LIST_CHANGED[i]) == 0) carried = true;
+  if (!carried) return;
+  buf m = BUF_INIT;
+  start_message(b, &m, "broadcast");
+  buf_puts(&m, ",\"method\":");
+  json_write_string(&m, method, strlen(method));
+  buf_putc(&m, '}');
+  publish(b, &m, NULL);
+  buf_free(&m);
+}

@@ -1,0 +1,70 @@
+/*
+ * bus.h - the bus between the processes that serve as one server: every
+ * process on one Redis (--redis: pub/sub, redis.c), or, without Redis, the
+ * workers of one supervisor (--workers N: its IPC pipe, which passes a
+ * worker's message to every other worker). What travels on it:
+ *
+ * - resources/updated raised by a script, for the other processes'
+ *   subscribers and listeners;
+ * - list_changed, after a reload or a change at run time (a tool disabled,
+ *   a tool added by a tool), for the other processes' clients;
+ * - tasks: a job lives in the process that runs it. tasks/get, tasks/update
+ *   and tasks/cancel for a job this process does not hold (the core makes
+ *   them calls: server.jobs_elsewhere) are sent as a request; the process
+ *   that holds the job answers it (jobs_handle) with a reply addressed to
+ *   the asker, which answers the call with it. No reply within
+ *   BUS_FORWARD_TIMEOUT_MS: no process holds it (the same -32602 as one
+ *   process gives). Every notifications/tasks a process sends for its jobs
+ *   goes on the bus too, to the listeners of every process.
+ *
+ * A message is a JSON object {"node": SENDER, "kind": ..., ...}; a process
+ * ignores its own (node is 128 random bits drawn at start). A transport
+ * carries the text as it is, to every other process.
+ */
+#ifndef LUAMCP_BUS_H
+#define LUAMCP_BUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "core/json.h"
+#include "core/server.h"
+#include "core/session.h"
+
+typedef struct bus bus;
+
+/* What carries the messages. send: false (with *why) when the message
+ * cannot leave now (Redis is down, the supervisor is gone). name says
+ * which in error messages ("redis", "the supervisor"). */
+typedef struct bus_transport {
+  bool (*send)(void *arg, const char *message, size_t len, const char **why);
+  void *arg;
+  const char *name;
+} bus_transport;
+
+/* A bus for srv with no transport yet (events stay in the process).
+ * Owner: main; freed by bus_free. */
+bus *bus_new(uv_loop_t *loop, server *srv);
+/* Carry the messages with t (copied), or, with NULL, with nothing any
+ * more. A transport makes srv ask the others for jobs it does not hold. */
+void bus_set_transport(bus *b, const bus_transport *t);
+/* A message from another process, as its transport received it. */
+void bus_receive(bus *b, const char *text, size_t len);
+/* Fail what still waits for a reply, and free the bus (its timers close
+ * on their own). */
+void bus_free(bus *b);
+
+/* Events raised here (this process has delivered them already). Without a
+ * transport, or while it is down, they are dropped. */
+void bus_resource_updated(bus *b, const char *uri, size_t len);
+/* Only the three list_changed notifications travel. */
+void bus_list_changed(bus *b, const char *method);
+
+/* A tasks/ call for a job this process does not hold: ask the others. */
+void bus_forward_job(bus *b, call *c, const json_value *params);
+/* The call is cancelled: if it was a forwarded one, forget it (its reply,
+ * if one comes, is dropped) and return true. */
+bool bus_forward_cancel(bus *b, call *c);
+
+#endif
