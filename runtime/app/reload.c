@@ -4,9 +4,9 @@
  * A reload loads every script into a fresh Lua state, in slices between
  * loop turns (vm_load_step), so the current generation keeps serving while
  * the new one loads; a newer reload abandons a load still in progress. If
- * anything fails (--load-timeout included), the
- * current generation keeps serving untouched and the error goes to stderr
- * and, as notifications/message at level error, to every client. If it
+ * anything fails (--load-timeout included), the current generation keeps
+ * serving untouched and the error goes to stderr and, as
+ * notifications/message at level error, to every client. If it
  * succeeds, new requests go to the new generation at once; calls already
  * running finish on the old one, which is freed when its last task ends.
  * Sessions, their negotiated version, subscriptions and log level live in
