@@ -204,3 +204,147 @@ describe("luamcp dev over HTTP", function()
     client.remove_tree(dir)
   end)
 end)
+
+-- A reload loads the new scripts in slices between loop turns: the current
+-- generation answers meanwhile, even while a new top level loops.
+describe("a reload that takes long to load", function()
+  local dir, server, STOP, STARTED
+  before_each(function()
+    dir = client.temp_dir()
+    -- Beside the folder, not in it: luamcp dev watches it.
+    STOP = dir .. ".stop"
+    STARTED = dir .. ".started"
+  end)
+  after_each(function()
+    if server then server:terminate() end
+    server = nil
+    os.remove(STOP)
+    os.remove(STARTED)
+    client.remove_tree(dir)
+  end)
+
+  -- Version v, whose top level says it started, then loops until the spec
+  -- creates the file STOP: until then its load is known to be in progress.
+  local function loading_until_stopped(v)
+    return script(v) .. ('print("loading v%d")\nwhile not io.open(%q) do end\n'):format(v, STOP)
+  end
+
+  local function start(command, load_timeout_ms)
+    save(dir .. "/tools.lua", script(1))
+    server = client.spawn { command, dir, "--load-timeout", tostring(load_timeout_ms) }
+    server:initialize()
+  end
+
+  local function stderr_has(text)
+    return client.wait_until(function() return server.stderr:find(text, 1, true) ~= nil end, 30000)
+  end
+
+  -- Answered, and which version answered.
+  local function version_now()
+    local r = server:request("tools/call", { name = "version", arguments = {} }, 30000)
+    assert(r and r.result, "no answer to tools/call version\n" .. server.stderr)
+    return version_of(r.result)
+  end
+
+  local function wait_for_version(want)
+    local got
+    assert(client.wait_until(function()
+      got = version_now()
+      return got == want
+    end, 30000), ("still version %s, wanted %d\n%s"):format(tostring(got), want, server.stderr))
+  end
+
+  it("answers pings and tool calls from the current version while the new one loads", function()
+    start("dev", 600000)
+    save(dir .. "/tools.lua", loading_until_stopped(2))
+    assert.is_true(stderr_has("loading v2"), server.stderr)
+    -- The load cannot end before STOP exists (or in 10 minutes).
+    for _ = 1, 3 do
+      local pong = server:request("ping", {}, 30000)
+      assert(pong and pong.result, "no pong while the new version loads\n" .. server.stderr)
+      assert.are.equal(1, version_now())
+    end
+    assert.is_nil(server.stderr:find("reloaded (", 1, true))
+    client.write_file(STOP, "")
+    wait_for_version(2)
+    assert.truthy(server.stderr:find("reloaded (a script changed)", 1, true), server.stderr)
+  end)
+
+  it("stops a looping load at --load-timeout, serving until then and the old tools after", function()
+    start("dev", 8000)
+    save(dir .. "/tools.lua", script(2) .. 'print("loading v2")\nwhile true do end\n')
+    assert.is_true(stderr_has("loading v2"), server.stderr)
+    local pong = server:request("ping", {}, 30000)
+    assert(pong and pong.result, "no pong while the new version loads\n" .. server.stderr)
+    assert.are.equal(1, version_now())
+    -- Both answers came while the load was still running.
+    assert.is_nil(server.stderr:find("reload failed", 1, true), server.stderr)
+    assert.is_true(stderr_has("reload failed"), server.stderr)
+    assert.truthy(server.stderr:find("exceeded their time limit of 8000 ms", 1, true), server.stderr)
+    assert.truthy(server.stderr:find("tools.lua:", 1, true), server.stderr)
+    -- The client was told too (the ping collects what arrived before it).
+    assert.is_true(client.wait_until(function()
+      server:request("ping", {}, 30000)
+      for _, n in ipairs(server:notifications_named("notifications/message")) do
+        if tostring(n.params.data):find("reload failed", 1, true) then return true end
+      end
+      return false
+    end, 30000), "the client was not told\n" .. server.stderr)
+    assert.are.equal(1, version_now())
+    save(dir .. "/tools.lua", script(3))
+    wait_for_version(3)
+  end)
+
+  it("abandons a load still in progress when a newer save arrives", function()
+    start("dev", 600000)
+    save(dir .. "/tools.lua", loading_until_stopped(2))
+    assert.is_true(stderr_has("loading v2"), server.stderr)
+    save(dir .. "/tools.lua", script(3))
+    wait_for_version(3)
+    assert.truthy(server.stderr:find("abandoned", 1, true), server.stderr)
+    assert.is_nil(server.stderr:find("reload failed", 1, true), server.stderr)
+    local info
+    assert.is_true(client.wait_until(function()
+      info = server:call_tool("info", {}).structuredContent
+      return info.generations_open == 1
+    end, 30000), server.stderr)
+    assert.are.equal(2, info.generation)
+    assert.are.equal(1, info.reloads)
+  end)
+
+  it("loads in slices on SIGHUP under luamcp run too", function()
+    start("run", 600000)
+    save(dir .. "/tools.lua", loading_until_stopped(2))
+    server:kill("sighup")
+    assert.is_true(stderr_has("loading v2"), server.stderr)
+    local pong = server:request("ping", {}, 30000)
+    assert(pong and pong.result, "no pong while the new version loads\n" .. server.stderr)
+    assert.are.equal(1, version_now())
+    client.write_file(STOP, "")
+    wait_for_version(2)
+    assert.truthy(server.stderr:find("reloaded (SIGHUP)", 1, true), server.stderr)
+  end)
+
+  it("logs a SIGHUP that arrives while a handler computes as a SIGHUP, not a file change", function()
+    local started, stop = STARTED, STOP
+    save(dir .. "/tools.lua", script(1, nil, ([[
+mcp.tool { name = "compute", description = "Computes until told to stop", handler = function()
+  io.open(%q, "w"):close()
+  while not io.open(%q) do end
+  return "computed"
+end }
+]]):format(started, stop)))
+    server = client.spawn { "run", dir, "--timeout", "600000" }
+    server:initialize()
+    server:send({ jsonrpc = "2.0", id = "compute", method = "tools/call", params = { name = "compute", arguments = {} } })
+    assert.is_true(client.wait_until(function() return io.open(started) ~= nil end, 30000), server.stderr)
+    server:kill("sighup")
+    assert.is_true(stderr_has("SIGHUP while a handler computes"), server.stderr)
+    client.write_file(stop, "")
+    local done = server:await_response("compute", 30000)
+    assert(done and done.result, "no answer to compute\n" .. server.stderr)
+    assert.is_true(stderr_has("reloaded ("), server.stderr)
+    assert.truthy(server.stderr:find("reloaded (SIGHUP)", 1, true), server.stderr)
+    assert.is_nil(server.stderr:find("a script changed", 1, true), server.stderr)
+  end)
+end)

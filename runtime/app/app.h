@@ -73,6 +73,12 @@ struct vm {
   int default_timeout_ms;     /* a call's deadline unless its tool says otherwise (0: none) */
   uint64_t load_deadline_ns;  /* while the scripts load: when they must be done (0: none) */
   int load_timeout_ms;        /* that limit, for the message */
+  struct vm_load *load;       /* while the scripts load: where they are (vm.c) */
+  /* A reload's load runs in slices: task_hook yields this coroutine (the
+   * script's top level) when it has computed for TASK_POLL_INTERVAL_MS, and
+   * sets load_paused; NULL: the load runs to its end in one go. */
+  lua_State *load_thread;
+  bool load_paused;
   task *running;              /* the task inside lua_resume right now, innermost */
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
   bool draining;              /* drain_deferred's loop is running: nobody else drains */
@@ -177,6 +183,13 @@ typedef struct lua_app {
   uv_timer_t debounce;    /* one reload for a burst of file events */
   uv_signal_t sighup;     /* reload on SIGHUP, in run and dev */
   uv_check_t reaper;      /* frees drained generations outside any task */
+  /* A reload's generation still loading, in slices between loop turns, so
+   * the current one keeps serving; NULL: none. A newer reload abandons it. */
+  vm *loading;
+  const char *loading_why;
+  double loading_since_ms;  /* when it began (reload.c's clock, for the log) */
+  uv_idle_t load_slice;   /* runs the next slice of that load, once per loop turn */
+  unsigned reload_causes; /* why the reload the debounce timer will start happens (reload.c) */
   /* --redis: the link (main's, set after app_start; redis.h); NULL: the
    * store is in the process and there is no bus. */
   struct redis_link *redis;

@@ -715,6 +715,16 @@ static void task_hook(lua_State *L, lua_Debug *ar) {
     }
     lua_sethook(L, NULL, 0, 0);
     watchdog_rearm();
+    /* A reload's load gives the loop a turn here, as a computing handler
+     * does, but by yielding (reload.c resumes it), so the current
+     * generation keeps serving meanwhile. Only the script's own coroutine,
+     * where it can yield (not inside require or a coroutine the script
+     * made), and only from a hook: a C function's interrupt point (ar
+     * NULL) could not be resumed. */
+    if (ar && L == v->load_thread && lua_isyieldable(L)) {
+      v->load_paused = true;
+      lua_yield(L, 0); /* from a count hook: it returns, and Lua yields when the hook does */
+    }
     return;
   }
   task *root = t->root;

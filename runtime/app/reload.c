@@ -1,9 +1,12 @@
 /*
  * reload.c - generations of scripts, swapped in place (luamcp dev, SIGHUP).
  *
- * A reload loads every script into a fresh Lua state. If anything fails, the
- * current generation keeps serving untouched and the error goes to stderr
- * and, as notifications/message at level error, to every client. If it
+ * A reload loads every script into a fresh Lua state, in slices between
+ * loop turns (vm_load_step), so the current generation keeps serving while
+ * the new one loads; a newer reload abandons a load still in progress. If
+ * anything fails (--load-timeout included), the current generation keeps
+ * serving untouched and the error goes to stderr and, as
+ * notifications/message at level error, to every client. If it
  * succeeds, new requests go to the new generation at once; calls already
  * running finish on the old one, which is freed when its last task ends.
  * Sessions, their negotiated version, subscriptions and log level live in
@@ -82,26 +85,24 @@ static double now_ms(void) {
 static void watch_files(lua_app *app);
 static void on_watch_closed(uv_handle_t *h);
 
-bool app_reload(lua_app *app, const char *why) {
-  double t0 = now_ms();
-  buf err = BUF_INIT;
+/* The load failed: the current generation keeps serving; say why on
+ * stderr and to every client. */
+static void report_failure(lua_app *app, const char *why, const buf *err) {
+  app->failed_reloads++;
+  log_write(LOG_ERROR, "reload failed (%s); still serving generation %u: %s", why, app->current->generation,
+            err->data ? err->data : "?");
+  buf data = BUF_INIT;
+  buf message = BUF_INIT;
+  buf_printf(&message, "luamcp: reload failed, still serving the previous version: %s", err->data ? err->data : "?");
+  json_write_string(&data, message.data, message.len);
+  server_log(app->srv, LOG_ERROR, "luamcp", data.data, data.len);
+  buf_free(&data);
+  buf_free(&message);
+}
+
+/* The load of fresh succeeded: new requests go to it from now on. */
+static void swap_in(lua_app *app, vm *fresh, const char *why, double t0) {
   vm *old = app->current;
-  vm *fresh = vm_new(app->srv, app->loop, app->path, app->source, old, &err);
-  if (!fresh) {
-    app->failed_reloads++;
-    log_write(LOG_ERROR, "reload failed (%s); still serving generation %u: %s", why, old->generation,
-              err.data ? err.data : "?");
-    buf data = BUF_INIT;
-    buf message = BUF_INIT;
-    buf_printf(&message, "luamcp: reload failed, still serving the previous version: %s", err.data ? err.data : "?");
-    json_write_string(&data, message.data, message.len);
-    server_log(app->srv, LOG_ERROR, "luamcp", data.data, data.len);
-    buf_free(&data);
-    buf_free(&message);
-    buf_free(&err);
-    return false;
-  }
-  buf_free(&err);
   lua_state_carry(old, fresh);
   fresh->app = app;
   fresh->generation = ++app->generations;
@@ -150,10 +151,92 @@ bool app_reload(lua_app *app, const char *why) {
             fresh->generation, changed.len ? changed.data : "no list");
   buf_free(&changed);
   if (app->watch) watch_files(app);
-  return true;
+}
+
+/* A newer reload replaces the one still loading: nothing of it runs now
+ * (slices run from the loop, never inside one another), so it is freed at
+ * once; nothing else points at it. */
+static void abandon_load(lua_app *app, const char *why) {
+  vm *v = app->loading;
+  if (!v) return;
+  app->loading = NULL;
+  uv_idle_stop(&app->load_slice);
+  log_write(LOG_INFO, "reload (%s) abandoned before it finished loading: a newer one (%s) starts", app->loading_why,
+            why);
+  vm_free(v);
+}
+
+bool app_reload(lua_app *app, const char *why) {
+  double t0 = now_ms();
+  abandon_load(app, why);
+  buf err = BUF_INIT;
+  vm *fresh = vm_new(app->srv, app->loop, app->path, app->source, app->current, &err);
+  if (!fresh) report_failure(app, why, &err);
+  else swap_in(app, fresh, why, t0);
+  buf_free(&err);
+  return fresh != NULL;
+}
+
+/* One slice of the load in progress, once per loop turn until it ends.
+ * It re-reads app->loading each time: a newer reload may have replaced
+ * the load that armed it. */
+static void on_load_slice(uv_idle_t *h) {
+  lua_app *app = h->data;
+  if (app->srv->nested_poll > 0) return; /* under a computing handler: its Lua runs; next turn */
+  vm *fresh = app->loading;
+  if (!fresh) {
+    uv_idle_stop(h);
+    return;
+  }
+  buf err = BUF_INIT;
+  vm_load_status status = vm_load_step(fresh, &err);
+  if (status != VM_LOAD_PAUSED) {
+    uv_idle_stop(h);
+    app->loading = NULL;
+    double t0 = app->loading_since_ms;
+    if (status == VM_LOAD_DONE) {
+      swap_in(app, fresh, app->loading_why, t0);
+    } else {
+      vm_free(fresh);
+      report_failure(app, app->loading_why, &err);
+    }
+  }
+  buf_free(&err);
+}
+
+/* Start loading a new generation in slices (luamcp dev, SIGHUP): the
+ * current one keeps serving until it has loaded, and keeps serving if it
+ * fails. why is a string literal. */
+static void reload_start(lua_app *app, const char *why) {
+  abandon_load(app, why);
+  buf err = BUF_INIT;
+  double t0 = now_ms();
+  vm *fresh = vm_load_begin(app->srv, app->loop, app->path, app->source, app->current, &err);
+  if (!fresh) {
+    report_failure(app, why, &err);
+  } else {
+    log_write(LOG_DEBUG, "reloading (%s): loading the scripts while generation %u serves", why,
+              app->current->generation);
+    app->loading = fresh;
+    app->loading_why = why;
+    app->loading_since_ms = t0;
+    uv_idle_start(&app->load_slice, on_load_slice);
+  }
+  buf_free(&err);
 }
 
 /* ---- Watching (luamcp dev) ------------------------------------------- */
+
+/* What asked for a reload (app.reload_causes), for the log. */
+enum { RELOAD_SCRIPT_CHANGED = 1, RELOAD_SIGHUP = 2 };
+
+static const char *reload_cause(unsigned causes) {
+  switch (causes) {
+    case RELOAD_SIGHUP: return "SIGHUP";
+    case RELOAD_SIGHUP | RELOAD_SCRIPT_CHANGED: return "SIGHUP and a script changed";
+    default: return "a script changed";
+  }
+}
 
 static void on_debounced(uv_timer_t *t) {
   lua_app *app = t->data;
@@ -161,7 +244,9 @@ static void on_debounced(uv_timer_t *t) {
     uv_timer_start(&app->debounce, on_debounced, 10, 0);
     return;
   }
-  app_reload(app, "a script changed");
+  unsigned causes = app->reload_causes;
+  app->reload_causes = 0;
+  reload_start(app, reload_cause(causes));
 }
 
 static void on_file_event(uv_fs_event_t *h, const char *filename, int events, int status) {
@@ -175,6 +260,7 @@ static void on_file_event(uv_fs_event_t *h, const char *filename, int events, in
   bool data = w->any_file && n > 0 && filename[0] != '.' && filename[n - 1] != '~' &&
               !(n > 4 && strcmp(filename + n - 4, ".swp") == 0);
   if (!script && !data) return;
+  w->app->reload_causes |= RELOAD_SCRIPT_CHANGED;
   uv_timer_start(&w->app->debounce, on_debounced, RELOAD_DEBOUNCE_MS, 0);
 }
 
@@ -245,11 +331,13 @@ static void watch_files(lua_app *app) {
 static void on_sighup(uv_signal_t *h, int signum) {
   (void)signum;
   lua_app *app = h->data;
-  if (app->srv->nested_poll > 0) {
-    uv_timer_start(&app->debounce, on_debounced, 10, 0);
-    return;
-  }
-  app_reload(app, "SIGHUP");
+  app->reload_causes |= RELOAD_SIGHUP;
+  /* Under a computing handler the reload waits for it to stop, and says
+   * why it happens once it does. A script change waiting for its debounce
+   * is covered by this reload too. */
+  bool computing = app->srv->nested_poll > 0;
+  if (computing) log_write(LOG_INFO, "SIGHUP while a handler computes: reloading once it stops");
+  uv_timer_start(&app->debounce, on_debounced, computing ? 10 : 0, 0);
 }
 
 bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, const bundle *source, bool watch,
@@ -269,6 +357,8 @@ bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, con
   app->debounce.data = app;
   uv_check_init(loop, &app->reaper);
   app->reaper.data = app;
+  uv_idle_init(loop, &app->load_slice);
+  app->load_slice.data = app;
   uv_signal_init(loop, &app->sighup);
   app->sighup.data = app;
   uv_signal_start(&app->sighup, on_sighup, SIGHUP);
@@ -293,6 +383,9 @@ void app_stop(lua_app *app) {
   uv_close((uv_handle_t *)&app->debounce, NULL);
   uv_close((uv_handle_t *)&app->reaper, NULL);
   uv_close((uv_handle_t *)&app->sighup, NULL);
+  uv_close((uv_handle_t *)&app->load_slice, NULL);
+  vm_free(app->loading); /* a reload still loading */
+  app->loading = NULL;
   while (app->retired) {
     vm *v = app->retired;
     app->retired = v->next_retired;

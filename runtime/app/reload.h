@@ -9,8 +9,9 @@
 /* Load the first generation and start watching (watch) and SIGHUP. */
 bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, const bundle *source, bool watch,
                buf *err);
-/* Load a new generation and swap it in, or keep the current one and report
- * why not. */
+/* Load a new generation in one go and swap it in, or keep the current one
+ * and report why not (mcp.testing's reload, which waits for it). luamcp
+ * dev and SIGHUP load in slices instead, serving meanwhile (reload.c). */
 bool app_reload(lua_app *app, const char *why);
 /* Close the app's handles and free every generation. */
 void app_stop(lua_app *app);

@@ -446,11 +446,10 @@ static bool already_required(lua_State *L, const char *module) {
   return required;
 }
 
-/* Run the script chunk on the stack; its result (true for none) becomes
+/* What a script returned (on top of the stack; true for none) becomes
  * package.loaded[module], unless a module of that name (a standard
- * library) is loaded already. */
-static bool run_script(lua_State *L, const char *module, buf *err) {
-  if (!protected_call(L, 0, 1, err)) return false;
+ * library) is loaded already. Pops it. */
+static void keep_script_result(lua_State *L, const char *module) {
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushboolean(L, 1);
@@ -465,31 +464,6 @@ static bool run_script(lua_State *L, const char *module, buf *err) {
     lua_pop(L, 1);
   }
   lua_pop(L, 2);
-  return true;
-}
-
-/* A built program runs the *.lua files at the top of its bundle in name
- * order, as luamcp run does with a folder. */
-static bool load_bundled_scripts(vm *v, buf *err) {
-  lua_State *L = v->L;
-  int count = 0;
-  for (size_t i = 0; i < v->bundle->file_count; i++) {
-    const bundle_file *f = &v->bundle->files[i];
-    size_t len = strlen(f->name);
-    if (strchr(f->name, '/') || len < 5 || strcmp(f->name + len - 4, ".lua") != 0) continue;
-    count++;
-    char name[128];
-    const char *module = script_module(f->name, name, sizeof name);
-    if (already_required(L, module)) continue;
-    if (load_bundle_file(L, f) != LUA_OK) {
-      buf_append_str(err, lua_tostring(L, -1));
-      lua_pop(L, 1);
-      return false;
-    }
-    if (!run_script(L, module, err)) return false;
-  }
-  if (count == 0) buf_printf(err, "%s: no .lua files in this bundle", v->bundle->path);
-  return count > 0;
 }
 
 /* mcp.bundle is written in C (lua_bundle.c); it joins the library table
@@ -505,51 +479,149 @@ static bool attach_bundle_module(vm *v, buf *err) {
   return protected_call(v->L, 0, 0, err);
 }
 
-static bool load_scripts(vm *v, buf *err) {
-  lua_State *L = v->L;
-  if (!attach_bundle_module(v, err)) return false;
-  if (v->bundle) return load_bundled_scripts(v, err);
+/* Where the load of a generation is (vm.load). Owner: its vm; made when
+ * the load begins, freed when it ends (vm_load_step) or with the vm. Each
+ * script's top level runs on a coroutine of its own, so that a reload can
+ * pause it between loop turns (task_hook yields it) and the current
+ * generation keeps serving meanwhile. */
+typedef struct vm_load {
+  char **scripts;   /* the scripts to run, in order: paths, or names in the bundle */
+  int count, next;  /* next: the first one not started yet */
+  bool slices;      /* a reload's load: the hook may pause it */
+  lua_State *co;    /* the coroutine running a script's top level, or NULL */
+  int co_ref;       /* anchors it in the registry */
+  char module[128]; /* that script's module name (script_module) ... */
+  bool has_module;  /* ... if it has one */
+} vm_load;
+
+static void load_free(vm *v) {
+  vm_load *ld = v->load;
+  if (!ld) return;
+  if (ld->co) luaL_unref(v->L, LUA_REGISTRYINDEX, ld->co_ref);
+  for (int i = 0; i < ld->count; i++) free(ld->scripts[i]);
+  free(ld->scripts);
+  free(ld);
+  v->load = NULL;
+}
+
+/* The scripts a load runs: the *.lua files at the top of the bundle, in
+ * its order; or of the folder, sorted; or the one file. */
+static bool list_load(vm *v, vm_load *ld, buf *err) {
+  if (v->bundle) {
+    ld->scripts = calloc(v->bundle->file_count + 1, sizeof *ld->scripts);
+    for (size_t i = 0; i < v->bundle->file_count; i++) {
+      const char *name = v->bundle->files[i].name;
+      size_t len = strlen(name);
+      if (!strchr(name, '/') && len >= 5 && strcmp(name + len - 4, ".lua") == 0)
+        ld->scripts[ld->count++] = strdup(name);
+    }
+    if (ld->count == 0) buf_printf(err, "%s: no .lua files in this bundle", v->bundle->path);
+    return ld->count > 0;
+  }
   struct stat st;
   if (stat(v->path, &st) != 0) {
     buf_printf(err, "%s: no such file or folder", v->path);
     return false;
   }
-  char **files = NULL;
-  int count;
-  if (S_ISDIR(st.st_mode)) {
-    count = list_scripts(v->path, &files);
-    if (count < 0) {
-      buf_printf(err, "%s: cannot read the folder", v->path);
-      return false;
-    }
-    if (count == 0) {
-      buf_printf(err, "%s: no .lua files in this folder", v->path);
-      free(files);
-      return false;
-    }
+  if (!S_ISDIR(st.st_mode)) {
+    ld->scripts = malloc(sizeof *ld->scripts);
+    ld->scripts[0] = strdup(v->path);
+    ld->count = 1;
+    return true;
+  }
+  int count = list_scripts(v->path, &ld->scripts);
+  if (count < 0) {
+    ld->scripts = NULL;
+    buf_printf(err, "%s: cannot read the folder", v->path);
+    return false;
+  }
+  ld->count = count;
+  if (count == 0) buf_printf(err, "%s: no .lua files in this folder", v->path);
+  return count > 0;
+}
+
+/* lua_pcall'd (it allocates): a new coroutine holding the chunk given as
+ * argument 1, anchored in the registry; returns the reference. */
+static int new_script_thread(lua_State *L) {
+  lua_State *co = lua_newthread(L);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
+  return 1;
+}
+
+/* Start the next script: compile it and put its chunk on a new coroutine.
+ * A script an earlier one required as a module is not run again. */
+static bool start_script(vm *v, buf *err) {
+  vm_load *ld = v->load;
+  lua_State *L = v->L;
+  const char *script = ld->scripts[ld->next++];
+  if (!v->bundle) note_file(v, script);
+  const char *module = script_module(script, ld->module, sizeof ld->module);
+  ld->has_module = module != NULL;
+  if (already_required(L, module)) return true;
+  int status = v->bundle ? load_bundle_file(L, bundle_find(v->bundle, script)) : luaL_loadfilex(L, script, "bt");
+  if (status == LUA_OK) {
+    lua_pushcfunction(L, new_script_thread);
+    lua_insert(L, -2);
+    status = lua_pcall(L, 1, 1, 0);
+  }
+  if (status != LUA_OK) {
+    buf_append_str(err, lua_tostring(L, -1) ? lua_tostring(L, -1) : "(error object is not a string)");
+    lua_pop(L, 1);
+    return false;
+  }
+  ld->co_ref = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ld->co_ref);
+  ld->co = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  return true;
+}
+
+/* lua_pcall'd (it allocates): the traceback of the failed coroutine
+ * (argument 1) under its message (argument 2), both light userdata. */
+static int script_traceback(lua_State *L) {
+  luaL_traceback(L, lua_touserdata(L, 1), lua_touserdata(L, 2), 0);
+  return 1;
+}
+
+/* Run the current script's top level until it ends (VM_LOAD_DONE: the
+ * script, not the load), fails, or the hook pauses it. */
+static vm_load_status resume_script(vm *v, buf *err) {
+  vm_load *ld = v->load;
+  lua_State *L = v->L, *co = ld->co;
+  int nres = 0;
+  v->load_thread = ld->slices ? co : NULL;
+  v->load_paused = false;
+  lua_State *before = watchdog_switch(co);
+  int status = lua_resume(co, L, 0, &nres);
+  watchdog_switch(before);
+  v->load_thread = NULL;
+  if (status == LUA_YIELD && v->load_paused) return VM_LOAD_PAUSED;
+  bool ok = status == LUA_OK && lua_checkstack(L, 2);
+  if (ok) {
+    lua_settop(co, nres > 0 ? lua_gettop(co) - nres + 1 : 0); /* the first result, if any */
+    if (nres == 0) lua_pushnil(L);
+    else lua_xmove(co, L, 1);
+    keep_script_result(L, ld->has_module ? ld->module : NULL);
   } else {
-    files = malloc(sizeof *files);
-    files[0] = strdup(v->path);
-    count = 1;
+    /* A yield the hook did not ask for is the script's own, at its top
+     * level, where there is nothing to yield to. */
+    const char *msg = status == LUA_YIELD ? "attempt to yield from outside a coroutine"
+                      : status == LUA_OK  ? "stack overflow"
+                      : lua_tostring(co, -1);
+    if (!msg) msg = "(error object is not a string)";
+    lua_pushcfunction(L, script_traceback);
+    lua_pushlightuserdata(L, co);
+    lua_pushlightuserdata(L, (void *)msg);
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK) buf_append_str(err, lua_tostring(L, -1));
+    else buf_append_str(err, msg);
+    lua_pop(L, 1);
   }
-  bool ok = true;
-  for (int i = 0; i < count; i++) {
-    note_file(v, files[i]);
-    char name[128];
-    const char *module = script_module(files[i], name, sizeof name);
-    if (ok && !already_required(L, module)) {
-      if (luaL_loadfilex(L, files[i], "bt") != LUA_OK) {
-        buf_append_str(err, lua_tostring(L, -1));
-        lua_pop(L, 1);
-        ok = false;
-      } else {
-        ok = run_script(L, module, err);
-      }
-    }
-    free(files[i]);
-  }
-  free(files);
-  return ok;
+  luaL_unref(L, LUA_REGISTRYINDEX, ld->co_ref);
+  ld->co = NULL;
+  return ok ? VM_LOAD_DONE : VM_LOAD_FAILED;
 }
 
 /* After the scripts ran: fetch the library's entry points. */
@@ -597,7 +669,8 @@ bool vm_call_library(vm *v, const char *name, int nargs) {
   return lua_pcall(L, nargs, 1, 0) == LUA_OK;
 }
 
-vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {
+static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, bool slices,
+                      buf *err) {
   vm *v = calloc(1, sizeof *v);
   v->srv = srv;
   v->previous = previous;
@@ -641,17 +714,59 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
   block_global(L, "io", "popen");
   task_guard_coroutines(L);
   /* Loading runs the scripts' top level: it gets a deadline too, enforced
-   * by the watchdog and task_hook like a call's. */
+   * by the watchdog and task_hook like a call's, across every slice. */
   if (srv->opts.load_timeout_ms > 0) {
     v->load_timeout_ms = srv->opts.load_timeout_ms;
     v->load_deadline_ns = uv_hrtime() + (uint64_t)srv->opts.load_timeout_ms * 1000000u;
-    watchdog_enter(L, v->load_deadline_ns);
   }
-  bool ok = load_scripts(v, err) && bind_library(v, err);
-  if (v->load_deadline_ns) watchdog_leave();
-  v->load_deadline_ns = 0;
-  v->previous = NULL; /* mcp.state copies only while loading */
+  v->load = calloc(1, sizeof *v->load);
+  v->load->slices = slices;
+  v->load->co_ref = LUA_NOREF;
+  watchdog_enter(L, v->load_deadline_ns);
+  bool ok = attach_bundle_module(v, err) && list_load(v, v->load, err);
+  watchdog_leave();
   if (!ok) {
+    vm_free(v);
+    return NULL;
+  }
+  return v;
+}
+
+vm *vm_load_begin(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {
+  return load_begin(srv, loop, path, source, previous, true, err);
+}
+
+vm_load_status vm_load_step(vm *v, buf *err) {
+  vm_load *ld = v->load;
+  vm_load_status status;
+  watchdog_enter(v->L, v->load_deadline_ns);
+  for (;;) {
+    if (ld->co) {
+      status = resume_script(v, err);
+      if (status != VM_LOAD_DONE) break;
+    } else if (ld->next < ld->count) {
+      if (!start_script(v, err)) {
+        status = VM_LOAD_FAILED;
+        break;
+      }
+    } else {
+      status = bind_library(v, err) ? VM_LOAD_DONE : VM_LOAD_FAILED;
+      break;
+    }
+  }
+  watchdog_leave();
+  if (status != VM_LOAD_PAUSED) {
+    load_free(v);
+    v->load_deadline_ns = 0;
+    v->previous = NULL; /* mcp.state copies only while loading */
+  }
+  return status;
+}
+
+vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err) {
+  vm *v = load_begin(srv, loop, path, source, previous, false, err);
+  if (!v) return NULL;
+  if (vm_load_step(v, err) != VM_LOAD_DONE) { /* never paused: no slices */
     vm_free(v);
     return NULL;
   }
@@ -661,6 +776,7 @@ vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source,
 void vm_free(vm *v) {
   if (!v) return;
   task_stop_all(v); /* tasks still waiting at exit (an MCP task's question, a sleep): before their Lua state goes */
+  load_free(v);      /* a load abandoned or failed midway */
   lua_exec_kill_all(v);
   lua_http_abort_all(v);
   task_orphan_leases(v);

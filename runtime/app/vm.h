@@ -12,6 +12,17 @@
  * come from it instead, and path only names them (the default server name). */
 vm *vm_new(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err);
 void vm_free(vm *v);
+
+/* A reload's load, in slices, so the current generation keeps serving
+ * while the new one loads (reload.c). vm_load_begin sets the generation up
+ * (NULL and err if that fails); each vm_load_step then runs the scripts'
+ * top level until the load is done, fails (err; the caller frees the vm)
+ * or has computed for TASK_POLL_INTERVAL_MS (paused: call again after a
+ * loop turn). The --load-timeout deadline runs from vm_load_begin, across
+ * the slices. vm_new is the same load in one go. */
+typedef enum vm_load_status { VM_LOAD_DONE, VM_LOAD_PAUSED, VM_LOAD_FAILED } vm_load_status;
+vm *vm_load_begin(server *srv, uv_loop_t *loop, const char *path, const bundle *source, vm *previous, buf *err);
+vm_load_status vm_load_step(vm *v, buf *err);
 /* Warn on stderr about what the scripts declare they need from the
  * environment and do not get (mcp.server{config}, lua/mcp/config.lua).
  * Called once when a server starts serving, not by build or inspect, which
