@@ -6,6 +6,7 @@
  * them again.
  */
 #include "app/confine.h"
+#include "app/os_proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <lauxlib.h>
 #include <linux/landlock.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -127,6 +129,14 @@ static void allow_missing(int ruleset, const char *path, uint64_t write, uint64_
   char *slash;
   while ((slash = strrchr(parent, '/')) != NULL) {
     slash[slash == parent] = '\0'; /* "/a" -> "/" */
+    char real[PATH_MAX];
+    if (realpath(parent, real) && strcmp(real, "/") == 0) {
+      /* Rights under / would reach every file, /proc's included (the
+       * server's environment): the kernel leaves this entry out. */
+      buf_printf(notes, "%s%s does not exist yet and its nearest existing folder is /, so the kernel's rules do not "
+                        "cover it (create its folder before starting)", notes->len ? "; " : "", path);
+      return;
+    }
     if (allow_path(ruleset, parent, create, handled)) {
       buf_printf(notes, "%s%s does not exist yet, so the kernel lets the process create, write and read anything under "
                         "%s", notes->len ? "; " : "", path, parent);
@@ -263,6 +273,7 @@ void confine_process(vm *v) {
                         "so their tools can read, write, run and reach whatever you can");
   } else {
     C.policy = true;
+    os_proc_drop_loader_variables();
     int t = lua_gettop(L);
     lua_getfield(L, t, "summary");
     log_write(LOG_INFO, "permissions: %s", lua_tostring(L, -1));
@@ -277,21 +288,4 @@ void confine_process(vm *v) {
     buf_free(&notes);
   }
   lua_settop(L, top);
-}
-
-/* Variables the dynamic loader and the C library act on when any program
- * starts: glibc's unsecvars.h (what it drops for a setuid program), less
- * TMPDIR (a confined child writes only where the rules allow anyway), plus
- * every LD_ and MALLOC_ name. */
-static const char *const LOADER_VARIABLES[] = {
-    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-    "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
-};
-
-bool confine_drops_variable(const char *name) {
-  if (!C.policy) return false;
-  if (strncmp(name, "LD_", 3) == 0 || strncmp(name, "MALLOC_", 7) == 0) return true;
-  for (size_t i = 0; i < sizeof LOADER_VARIABLES / sizeof *LOADER_VARIABLES; i++)
-    if (strcmp(name, LOADER_VARIABLES[i]) == 0) return true;
-  return false;
 }

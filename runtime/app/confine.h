@@ -15,10 +15,4 @@
  * confined. Irreversible. */
 void confine_process(vm *v);
 
-/* Whether mcp.exec leaves the variable name out of the environment a
- * script gives a child: once the scripts are confined, the loader's
- * variables (LD_PRELOAD, LD_LIBRARY_PATH, GCONV_PATH, ...), through which
- * a caller would run its own code inside an allowed program. */
-bool confine_drops_variable(const char *name);
-
 #endif

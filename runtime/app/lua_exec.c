@@ -20,7 +20,6 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
-#include "app/confine.h"
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
 #include "app/os_proc.h"
@@ -282,7 +281,7 @@ static char **string_list(lua_State *L, int list_idx, const char *what, bool env
         luaL_error(L, "mcp.exec: %s must map names to strings", what);
       /* A confined server's child gets no loader variables: LD_PRELOAD
        * would run the caller's code inside an allowed program. */
-      if (confine_drops_variable(lua_tostring(L, -2))) {
+      if (os_proc_drops_variable(lua_tostring(L, -2))) {
         log_write(LOG_WARNING, "mcp.exec: %s left out of the child's environment: the server is confined",
                   lua_tostring(L, -2));
         lua_pop(L, 1);

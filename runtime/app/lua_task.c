@@ -1444,7 +1444,12 @@ void task_job_answered(job *j) {
 
 void task_job_cancel(void *work) {
   task *root = work;
-  if (root) task_cancel(root);
+  if (!root) return;
+  /* The job is cancelled already, and the cancel below may be put off (a
+   * handler computes): let go of it now, so that the store may drop it
+   * while the task still runs. */
+  root->job = NULL;
+  task_cancel(root);
 }
 
 /* ctx:_header(name): an Mcp-* header of the request (lower-case name), or
@@ -1515,7 +1520,7 @@ static int ctx_log(lua_State *L) {
   log_write(level, "%s: %s", answer_method(root), text);
   if (c) {
     session_log(c->session, c, level, logger, data.data, data.len);
-  } else if (level >= LOG_INFO) {
+  } else if (level >= LOG_INFO && root->job) {
     /* A task has no stream to log on: the line becomes its status. */
     job_set_message(root->vm->srv, root->job, text, strlen(text));
     server_job_changed(root->vm->srv, root->job);
@@ -1532,6 +1537,7 @@ static int ctx_progress(lua_State *L) {
   size_t n = 0;
   const char *message = luaL_optlstring(L, 4, NULL, &n);
   if (!c) {
+    if (!root->job) return 0; /* a task cancelled while it ran: nobody to tell */
     /* A task's progress is its status message: "3/10: copying". */
     buf text = BUF_INIT;
     if (isnan(total)) buf_printf(&text, "%.14g", (double)progress);

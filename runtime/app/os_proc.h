@@ -9,6 +9,7 @@
 #ifndef LUAMCP_OS_PROC_H
 #define LUAMCP_OS_PROC_H
 
+#include <stdbool.h>
 #include <uv.h>
 
 /* uv_spawn with that guarantee. Same contract as uv_spawn: 0, or a
@@ -22,5 +23,14 @@ int os_proc_spawn(uv_loop_t *loop, uv_process_t *process, const uv_process_optio
  * process is the go-between os_proc_spawn started, it never returns (it
  * becomes the program, or exits 127). Returns at once otherwise. */
 void os_proc_child_main(int argc, char **argv);
+
+/* From now on (the scripts are confined: confine.c), a child gets none of
+ * the variables through which the OS's loader would run a caller's code
+ * inside an allowed program (LD_PRELOAD, GCONV_PATH, ...). Irreversible. */
+void os_proc_drop_loader_variables(void);
+
+/* Whether mcp.exec leaves the variable name out of the environment a
+ * script gives a child: a loader variable, once they are dropped. */
+bool os_proc_drops_variable(const char *name);
 
 #endif

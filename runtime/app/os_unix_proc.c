@@ -116,3 +116,24 @@ int os_proc_spawn(uv_loop_t *loop, uv_process_t *process, const uv_process_optio
   close(pipe_fds[0]);
   return rc;
 }
+
+/* Variables the dynamic loader and the C library act on when any program
+ * starts: glibc's unsecvars.h (what it drops for a setuid program), less
+ * TMPDIR (a confined child writes only where the rules allow anyway), plus
+ * every LD_ and MALLOC_ name. */
+static const char *const LOADER_VARIABLES[] = {
+    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+    "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+};
+
+static bool drop_loader_variables;
+
+void os_proc_drop_loader_variables(void) { drop_loader_variables = true; }
+
+bool os_proc_drops_variable(const char *name) {
+  if (!drop_loader_variables) return false;
+  if (strncmp(name, "LD_", 3) == 0 || strncmp(name, "MALLOC_", 7) == 0) return true;
+  for (size_t i = 0; i < sizeof LOADER_VARIABLES / sizeof *LOADER_VARIABLES; i++)
+    if (strcmp(name, LOADER_VARIABLES[i]) == 0) return true;
+  return false;
+}

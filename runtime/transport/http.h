@@ -125,6 +125,7 @@ struct http_conn {
   buf input;
   bool reading_stopped;
   bool pumping;      /* conn_pump is on the stack: it carries on by itself */
+  bool handling;     /* on_later's streamable_handle_request is on the stack: never closed at once */
   bool peer_eof;     /* the client shut down its side: answer what it sent, then close */
   bool probing;      /* ... and we watch for a reset (a full close, not a half close) */
   bool lingering;    /* answered and shut down: discarding input until EOF (conn_end) */

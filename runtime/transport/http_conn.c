@@ -281,9 +281,19 @@ static void lru_push(http_conn *c, conn_lru *l) {
  * bytes of the next request). */
 static bool evictable(const http_conn *c) {
   if (c->closing || c->handing_over || c->stream || c->drain_owed) return false;
+  /* A handler further down the stack (a nested loop turn taken while it
+   * computes) may have answered it already: it looks idle, but its caller
+   * still uses it when the handler returns. */
+  if (c->pumping || c->handling) return false;
   if (c->lingering) return true;
   if (c->state == CONN_RESPONDING) return false;
   return c->state == CONN_IDLE ? c->input.len == 0 : c->requests_done == 0;
+}
+
+/* Back on its list after a stretch when it could not be closed (see
+ * evictable), if nothing else has put it there meanwhile. */
+static void lru_requeue(http_conn *c) {
+  if (!c->lru && evictable(c)) lru_push(c, c->lingering ? &c->server->lingering_lru : &c->server->idle_lru);
 }
 
 /* The connection to close to make room for a new one: the oldest
@@ -664,7 +674,10 @@ static void on_later(uv_check_t *t) {
       conn_close(c);
     } else if (c->request_held) {
       c->request_held = false;
+      c->handling = true;
       streamable_handle_request(c);
+      c->handling = false;
+      lru_requeue(c);
       if (c->state != CONN_RESPONDING) conn_pump(c);
     } else if (c->state == CONN_IDLE && !c->lingering) {
       conn_pump(c); /* the bytes a pipelining client sent during the response */
@@ -724,6 +737,7 @@ static void conn_pump(http_conn *c) {
    * http_conn.request_start); everything else parsed is done with. */
   bool keep = c->server->worker && c->state == CONN_HEADERS && !c->lingering;
   input_consume(c, c->lingering ? c->input.len : keep ? c->request_start : off);
+  lru_requeue(c);
   if (c->lingering || c->close_pending) return;
   if (c->state == CONN_RESPONDING) return;
   if (c->peer_eof) {
