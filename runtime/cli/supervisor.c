@@ -44,6 +44,7 @@ typedef struct worker_slot {
   uint64_t started_ms;
   int restart_delay_ms; /* the delay before the next start (the backoff) */
   buf in;               /* frames read and not complete yet */
+  bool bus_behind;      /* missing bus messages: its backlog passed WORKER_BUS_BACKLOG_BYTES */
 } worker_slot;
 
 /* Owner: supervisor_run's stack, for the life of the loop. */
@@ -144,6 +145,13 @@ static void relay_bus(worker_slot *from, const char *payload, size_t len) {
   for (int i = 0; i < s->opts->workers; i++) {
     worker_slot *to = &s->workers[i];
     if (to == from || !to->ready) continue;
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&to->pipe) + len > WORKER_BUS_BACKLOG_BYTES) {
+      if (!to->bus_behind)
+        log_write(LOG_WARNING, "worker %d is not reading its pipe: it misses bus messages until it catches up", to->index);
+      to->bus_behind = true;
+      continue;
+    }
+    to->bus_behind = false;
     bus_write *bw = calloc(1, sizeof *bw);
     worker_frame_write(&bw->frame, WORKER_BUS, 0, from->index, payload, len);
     uv_buf_t b = uv_buf_init(bw->frame.data, (unsigned)bw->frame.len);

@@ -261,5 +261,9 @@
  * the process that holds it to answer on the bus (app/bus.h: the workers'
  * IPC, or Redis); then no process holds it. */
 #define BUS_FORWARD_TIMEOUT_MS 2000
+/* What the supervisor may hold of bus messages not yet read by one worker
+ * (a worker that is stopped or stuck): past it, that worker misses them,
+ * as a worker that restarts does, instead of the supervisor growing. */
+#define WORKER_BUS_BACKLOG_BYTES (64u * 1024u * 1024u)
 
 #endif
