@@ -221,6 +221,24 @@ describe("permissions", function()
     server = nil
   end)
 
+  it("never widen a write entry that does not exist yet to /, where the rights would reach /proc", function()
+    local missing = "/luamcp-no-such-folder-" .. uv.os_getpid() .. "/out.txt"
+    local server
+    finally(function() if server then server:close() end end)
+    server = start { PERM_WRITE = missing, PERM_EXEC = "cat", PERM_SECRET = "hush-27-10" }
+    if not server.stderr:match("Landlock ABI %d+ also confines the process") then
+      pending("this kernel has no Landlock: " .. server.stderr)
+      return
+    end
+    local r = try(server, "exec", { argv = { "cat", "/proc/" .. server.pid .. "/environ" } })
+    assert.is_true(r.ok, cjson.encode(r))
+    assert.is_nil(r.value:find("hush-27-10", 1, true), r.value)
+    server:close()
+    assert.truthy(server.stderr:find(missing .. " does not exist yet and its nearest existing folder is /, so the "
+      .. "kernel's rules do not cover it", 1, true), server.stderr)
+    server = nil
+  end)
+
   it("keep the server's environment from the programs it runs: /proc/<server pid>/environ is out of reach", function()
     local server
     finally(function() if server then server:close() end end)
