@@ -191,20 +191,18 @@ else
   # skips them, by their name).
   run_tap "luamcp test (in process)" "$LUAMCP" test -o TAP --pattern=_test spec/inprocess
   # The specs that exercise tasks, exec, reload and HTTP again under the
-  # ASan/UBSan build, so that a use-after-free or undefined behaviour fails
-  # the run (the core-safety specs also check the server's stderr for
-  # sanitizer reports), then the soak (spec/soak_spec.lua, tag #soak: left
+  # ASan/UBSan build, LeakSanitizer included, so that a use-after-free, a
+  # leak at exit or undefined behaviour fails the run (the specs check the
+  # servers' exit status or stderr for sanitizer reports), then the soak (spec/soak_spec.lua, tag #soak: left
   # out of the release run above): SOAK_SECONDS (default 60) of exec, sleeps,
   # computations, cancellations, reloads and pipelined HTTP at once.
   release_luamcp=$LUAMCP
-  export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+  export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
   run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concurrency_spec.lua \
     spec/limits_spec.lua spec/reload_spec.lua spec/load_limits_spec.lua spec/http_hardening_spec.lua spec/modern_spec.lua \
     spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua spec/workers_spec.lua spec/redis_spec.lua \
     spec/scaleout_spec.lua spec/exec_owner_spec.lua spec/session_limits_spec.lua
   run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
-  # The soak also checks for leaks (issue 27: tasks still waiting at exit).
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
   export LUAMCP=$release_luamcp
   unset ASAN_OPTIONS UBSAN_OPTIONS

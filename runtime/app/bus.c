@@ -49,7 +49,7 @@ static bool text_is(const json_value *v, const char *text) {
   return v && v->type == JSON_STRING && v->len == strlen(text) && memcmp(v->u.string, text, v->len) == 0;
 }
 
-static void random_hex(char *out, size_t bytes) {
+void bus_random_hex(char *out, size_t bytes) {
   unsigned char raw[64];
   if (bytes > sizeof raw) bytes = sizeof raw;
   /* uv_random without a loop runs synchronously (getrandom). */
@@ -224,7 +224,7 @@ bus *bus_new(uv_loop_t *loop, server *srv) {
   bus *b = calloc(1, sizeof *b);
   b->loop = loop;
   b->srv = srv;
-  random_hex(b->node, 16);
+  bus_random_hex(b->node, 16);
   return b;
 }
 

@@ -67,4 +67,8 @@ void bus_forward_job(bus *b, call *c, const json_value *params);
  * if one comes, is dropped) and return true. */
 bool bus_forward_cancel(bus *b, call *c);
 
+/* 2 * bytes hex digits of the OS's randomness (and a NUL) into out: node
+ * names, and the requestState key agreed through Redis. */
+void bus_random_hex(char *out, size_t bytes);
+
 #endif

@@ -149,17 +149,6 @@ bad:
 
 /* ---- Connections ---------------------------------------------------------- */
 
-static void random_hex(char *out, size_t bytes) {
-  unsigned char raw[64];
-  if (bytes > sizeof raw) bytes = sizeof raw;
-  /* uv_random without a loop runs synchronously (getrandom). */
-  if (uv_random(NULL, NULL, raw, bytes, 0, NULL) != 0) {
-    uint64_t seed = uv_hrtime() ^ (uint64_t)(uintptr_t)out;
-    for (size_t i = 0; i < bytes; i++) raw[i] = (unsigned char)((seed = seed * 6364136223846793005u + 1) >> 56);
-  }
-  for (size_t i = 0; i < bytes; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
 /* Down: say so once per outage, and try again after the backoff. */
 static void conn_lost(redis_conn *c, const char *why) {
   redis_link *l = c->link;
@@ -264,7 +253,7 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     /* The first process to get here sets the key; every one adopts
      * what is there. */
     char secret[65];
-    random_hex(secret, 32);
+    bus_random_hex(secret, 32);
     redisAsyncCommand(ac, NULL, NULL, "SET " REDIS_PREFIX "state-key %s NX", secret);
     redisAsyncCommand(ac, on_state_key, l, "GET " REDIS_PREFIX "state-key");
   }
