@@ -34,14 +34,25 @@ end
 -- status seen, in order (repeats folded).
 local function poll(server, id, timeout_ms)
   local seen, state = {}, nil
-  client.wait_until(function()
+  client.poll_until(function()
     local r = get(server, id)
     assert(r and r.result, "tasks/get: " .. cjson.encode(r or {}) .. "\n" .. server.stderr)
     state = r.result
     if seen[#seen] ~= state.status then seen[#seen + 1] = state.status end
     return state.status == "completed" or state.status == "failed" or state.status == "cancelled"
-  end, timeout_ms or 10000)
+  end, timeout_ms or 60000)
   return state, seen
+end
+
+-- Wait (generously: a loaded machine is slow) until the task asks the
+-- client; returns its state then.
+local function wait_input_required(server, id)
+  local state
+  assert.is_true(client.poll_until(function()
+    state = get(server, id).result
+    return state.status == "input_required"
+  end, 60000), "the task never asked: " .. cjson.encode(state or {}))
+  return state
 end
 
 local function alive(pid)
@@ -95,18 +106,18 @@ describe("MCP tasks", function()
     local pidfile = dir .. "/pid"
     local created = call(server, "sleeper", { pidfile = pidfile }).result
     local pid
-    assert.is_true(client.wait_until(function()
+    assert.is_true(client.poll_until(function() -- a file appearing: no event says so
       local f = io.open(pidfile)
       pid = f and f:read("l")
       if f then f:close() end
       return pid ~= nil and pid ~= ""
-    end, 5000))
+    end, 60000))
     assert.is_true(alive(pid))
     assert.are.equal("working", get(server, created.taskId).result.status)
     local ack = server:request("tasks/cancel", with_meta({ taskId = created.taskId }))
     assert.are.same({ resultType = "complete" }, ack.result)
     assert.are.equal("cancelled", get(server, created.taskId).result.status)
-    assert.is_true(client.wait_until(function() return not alive(pid) end, 5000), "the child outlived its task")
+    assert.is_true(client.poll_until(function() return not alive(pid) end, 60000), "the child outlived its task")
     -- Cancelling again, or a finished task, is the same acknowledgement.
     assert.are.same({ resultType = "complete" }, server:request("tasks/cancel", with_meta({ taskId = created.taskId })).result)
     client.remove_tree(dir)
@@ -114,11 +125,7 @@ describe("MCP tasks", function()
 
   it("asks through the task: input_required with inputRequests, answered by tasks/update", function()
     local created = call(server, "approve").result
-    local state
-    assert.is_true(client.wait_until(function()
-      state = get(server, created.taskId).result
-      return state.status == "input_required"
-    end, 5000))
+    local state = wait_input_required(server, created.taskId)
     local key, request = next(state.inputRequests)
     assert.are.equal("elicitation/create", request.method)
     assert.are.equal("Approve?", request.params.message)
@@ -198,9 +205,9 @@ mcp.tool { name = "version", handler = function() return "%s" end }
     local created = call(server, "slow").result
     assert.are.equal("task", created.resultType)
     client.write_file(dir .. "/tools.lua", script("v2"))
-    assert.is_true(client.wait_until(function()
+    assert.is_true(client.poll_until(function()
       return call(server, "version").result.content[1].text == "v2"
-    end, 5000))
+    end, 60000))
     local final = poll(server, created.taskId)
     assert.are.equal("completed", final.status)
     assert.are.equal("slow v1", final.result.content[1].text)
@@ -352,9 +359,7 @@ describe("MCP tasks and what they hold", function()
       local r = call(server, "must_approve")
       assert.is_table(r.result, cjson.encode(r))
       ids[g] = r.result.taskId
-      assert.is_true(client.wait_until(function()
-        return get(server, ids[g]).result.status == "input_required"
-      end, 10000))
+      wait_input_required(server, ids[g])
       server:kill("sighup")
       assert.is_true(client.wait_until(function() return info().generation == g + 1 end, 20000), server.stderr)
     end
@@ -374,11 +379,7 @@ describe("MCP tasks and what they hold", function()
     local server = client.spawn { "run", FIXTURE }
     finally(function() server:close() end)
     local created = call(server, "must_approve").result
-    local state
-    assert.is_true(client.wait_until(function()
-      state = get(server, created.taskId).result
-      return state.status == "input_required"
-    end, 10000))
+    local state = wait_input_required(server, created.taskId)
     local key = next(state.inputRequests)
     server:request("tasks/update", with_meta({ taskId = created.taskId, inputResponses = { [key] = { action = "bogus" } } }))
     local final = poll(server, created.taskId)
@@ -409,9 +410,7 @@ describe("MCP tasks and what they hold", function()
     for _ = 1, 3 do start("must_approve") end
     start("wait", { ms = 600000 })
     local created = start("must_approve")
-    assert.is_true(client.wait_until(function()
-      return get(server, created.taskId).result.status == "input_required"
-    end, 10000))
+    wait_input_required(server, created.taskId)
     server:close_stdin()
     server:wait_exit(60000)
     assert.is_true(server.exited, "still running after its input ended")
