@@ -32,15 +32,23 @@ EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=
 
 # The layers, one folder each (README "Architecture"); a file includes only
 # its own folder and the folders below it (runtime/tools/check-layers.sh):
+#   os/         the platform seams (runtime/os/README): one file per OS      -> os
 #   core/       JSON, JSON-RPC, versions, sessions, schema, regex, limits, bundles, ZIP: no Lua, no libuv
 #   transport/  stdio and HTTP over libuv                                          -> core
 #   app/        generations, tasks, the watchdog, one file per Lua binding          -> core
 #   cli/        the commands: run, dev, build, inspect, install                      -> everything
+# os/ holds the platform seams (runtime/os/README): one interface, one file
+# per OS; a native build compiles the files whose suffix is in OS_SUFFIXES.
+OS_SUFFIXES   := posix linux
+OS_SRC        := $(sort $(foreach s,$(OS_SUFFIXES),$(wildcard runtime/os/*_$(s).c)))
+# The seams the core itself calls (randomness, hashes, the executable's
+# path): the unit tests and the fuzzers link the core with these alone.
+OS_CORE_SRC   := $(filter runtime/os/crypto_% runtime/os/self_%,$(OS_SRC))
 CORE_SRC      := $(sort $(wildcard runtime/core/*.c))
 TRANSPORT_SRC := $(sort $(wildcard runtime/transport/*.c))
 APP_SRC       := $(sort $(wildcard runtime/app/*.c))
 CLI_SRC       := $(sort $(wildcard runtime/cli/*.c))
-RUNTIME_SRC   := $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
+RUNTIME_SRC   := $(OS_SRC) $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
 # The library embedded into the binary: every lua/**/*.lua except lua/meta/,
 # the LuaLS definitions (---@meta) for editors. Those declare the API with
 # empty bodies; embedded, `require "meta.mcp"` would load a fake library.
@@ -57,6 +65,9 @@ OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_l
 
 # make bench, make bench-smoke (the load client, the peers, the floor).
 include bench/bench.mk
+# make windows (build/windows/luamcp.exe), make linux-arm64: cross builds.
+include runtime/tools/cross/windows.mk
+include runtime/tools/cross/arm64.mk
 
 .PHONY: all deps run test test-deps fuzz clean install uninstall
 all: build/luamcp
@@ -89,7 +100,7 @@ build/embed: runtime/tools/embed.c | build/obj
 	$(CC) -O1 -o $@ $<
 
 build/obj:
-	@mkdir -p $(addprefix build/obj/,core transport app cli) build/tests
+	@mkdir -p $(addprefix build/obj/,os core transport app cli) build/tests
 
 run: build/luamcp
 	build/luamcp run scripts/demo
@@ -122,7 +133,7 @@ test-deps:
 
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle
 
-build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(CORE_GUARD) | deps build/obj
+build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
 
 test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient

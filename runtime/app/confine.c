@@ -6,7 +6,7 @@
  * them again.
  */
 #include "app/confine.h"
-#include "app/os_proc.h"
+#include "os/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -226,7 +226,7 @@ static bool landlock(lua_State *L, int t, buf *report, buf *notes) {
   for (size_t i = 0; i < sizeof SYSTEM_EXEC / sizeof *SYSTEM_EXEC; i++)
     allow_path(ruleset, SYSTEM_EXEC[i], LANDLOCK_ACCESS_FS_EXECUTE, handled);
   /* mcp.exec starts each program through this program itself, which ties
-   * the child to the server's life (os_proc.h); it runs as confined. */
+   * the child to the server's life (os/proc.h); it runs as confined. */
   allow_path(ruleset, "/proc/self/exe", LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE, handled);
   lua_getfield(L, t, "script_dir");
   if (lua_type(L, -1) == LUA_TSTRING) allow_path(ruleset, lua_tostring(L, -1), FS_READ, handled); /* reloads */

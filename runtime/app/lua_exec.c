@@ -7,7 +7,7 @@
  * The calling task waits (yields) while the child runs. The child is its
  * own process group; on timeout, on cancellation of the call, or when the
  * server exits, the whole group gets SIGTERM and, after a grace period,
- * SIGKILL; a server killed outright takes the child with it (os_proc.h).
+ * SIGKILL; a server killed outright takes the child with it (os/proc.h).
  * libuv reaps every child, so none is left a zombie. With
  * stream = function(chunk, which) the output is also delivered as it
  * arrives, in the task's own coroutine.
@@ -22,7 +22,7 @@
 #include "app/app.h"
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
-#include "app/os_proc.h"
+#include "os/proc.h"
 
 /* A chunk of output waiting to be handed to the stream function. */
 typedef struct exec_chunk {
@@ -372,7 +372,7 @@ int lua_exec(lua_State *L) {
       .stdio = stdio,
   };
   /* Its own process group, killed as one, and killed with the server
-   * whatever ends it (SIGKILL included): see os_proc.h. */
+   * whatever ends it (SIGKILL included): see os/proc.h. */
   int rc = os_proc_spawn(loop, &op->process, &options);
   free(cwd);
   op->next = v->execs;

@@ -29,7 +29,7 @@
 #include "transport/worker_ipc.h"
 #include "cli/version.h"
 #include "app/confine.h"
-#include "app/os_proc.h"
+#include "os/proc.h"
 #include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"

@@ -3,9 +3,10 @@
 # every file under runtime/ includes only what its layer may, and that the
 # includes between modules (x.c and x.h count as one) have no cycle.
 #
-#   core/       may include core/ only, and never Lua, libuv or http_parser
-#   transport/  core/ and transport/
-#   app/        core/ and app/
+#   os/         os/ only: the platform seams (runtime/os/README)
+#   core/       core/ and os/, and never Lua, libuv or http_parser
+#   transport/  os/, core/ and transport/
+#   app/        os/, core/ and app/
 #   cli/        everything
 #
 # Prints one line per file that breaks a rule and ends with
@@ -17,7 +18,7 @@ cd "$root" || exit 2
 
 allowed() { # allowed FROM_LAYER TO_LAYER
   case "$1:$2" in
-    core:core | transport:core | transport:transport | app:core | app:app | cli:*) return 0 ;;
+    os:os | core:os | core:core | transport:os | transport:core | transport:transport | app:os | app:core | app:app | cli:*) return 0 ;;
     *) return 1 ;;
   esac
 }
@@ -44,7 +45,7 @@ while IFS= read -r file; do
       echo "$file: #include \"$inc\": no such file under runtime/"; ok=0; continue
     fi
     if ! allowed "$layer" "$to"; then
-      echo "$file: $layer/ may not include $inc (layers: core <- transport, app <- cli)"; ok=0
+      echo "$file: $layer/ may not include $inc (layers: os <- core <- transport, app <- cli)"; ok=0
     fi
     target=${inc%.*}
     [ "$target" != "$module" ] && echo "$module $target" >>"$edges"
@@ -55,8 +56,14 @@ while IFS= read -r file; do
       echo "$file: the core may not use Lua, libuv or http_parser: $bad"; ok=0
     fi
   fi
+  if [ "$layer" = os ]; then
+    bad=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(lua|lauxlib|lualib|luaconf)\.h>' "$file")
+    if [ -n "$bad" ]; then
+      echo "$file: the platform seams may not use Lua: $bad"; ok=0
+    fi
+  fi
   if [ "$ok" = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-done < <(find core transport app cli -name '*.[ch]' | LC_ALL=C sort)
+done < <(find os core transport app cli -name '*.[ch]' | LC_ALL=C sort)
 
 # tsort reports a cycle as "input contains a loop" followed by its members.
 if cycle=$(tsort "$edges" 2>&1 >/dev/null) && [ -z "$cycle" ]; then

@@ -1,10 +1,10 @@
 /*
- * os_proc.h - the platform seam for starting a child process that never
+ * proc.h - the platform seam for starting a child process that never
  * outlives its owner: whatever ends this process (an exit, a crash,
  * SIGKILL), the child is killed with it, and it leads a process group of
  * its own, so that one signal to the group reaches its children too. One
- * implementation file per OS: os_unix_proc.c (Linux's PR_SET_PDEATHSIG);
- * a Windows port would put the child in a Job object instead.
+ * implementation file per OS: proc_linux.c (Linux's PR_SET_PDEATHSIG);
+ * proc_windows.c puts the child in a Job object instead.
  */
 #ifndef LUAMCP_OS_PROC_H
 #define LUAMCP_OS_PROC_H

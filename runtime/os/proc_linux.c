@@ -1,5 +1,5 @@
 /*
- * os_unix_proc.c - os_proc.h on Linux. A child is tied to its parent by
+ * proc_linux.c - os/proc.h on Linux. A child is tied to its parent by
  * prctl(PR_SET_PDEATHSIG, SIGKILL), which only the child can ask for,
  * between fork and exec; uv_spawn runs no code of ours there. So the
  * child libuv starts is this same program again, as a go-between
@@ -17,7 +17,7 @@
  * in luamcp is the main thread (the only other one, the watchdog, never
  * starts a process), so it fires exactly when the process dies.
  */
-#include "app/os_proc.h"
+#include "os/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

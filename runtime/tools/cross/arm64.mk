@@ -1,0 +1,1 @@
+# make linux-arm64: see issue #28 (filled in by the arm64 build)

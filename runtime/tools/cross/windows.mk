@@ -1,0 +1,1 @@
+# make windows: see issue #28 (filled in by the Windows port)
