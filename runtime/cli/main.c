@@ -30,6 +30,7 @@
 #include "cli/version.h"
 #include "app/confine.h"
 #include "os/proc.h"
+#include "os/self.h"
 #include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
@@ -69,10 +70,7 @@ typedef struct runtime {
 } runtime;
 
 static const char *self_path(char *out, size_t n) {
-  ssize_t len = readlink("/proc/self/exe", out, n - 1);
-  if (len <= 0) return "luamcp";
-  out[len] = '\0';
-  return out;
+  return os_self_exe(NULL, out, n) ? out : "luamcp";
 }
 
 /* The commands of luamcp itself (a built program has none of its own). */

@@ -19,10 +19,12 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iruntime -fsanitize=fuzzer,address,undefi
 c=runtime/core
 t=runtime/transport
 # The whole core, as the Makefile's unit tests link it (a hand-kept list
-# fell behind when the core grew jobs.c): with the Makefile's CORE_LIBS,
-# libcrypto for the sealed requestState and task ids and zlib for ZIP.
+# fell behind when the core grew jobs.c), with the platform seams it calls
+# (the Makefile's OS_CORE_SRC: randomness and hashes, the executable's
+# path) and the Makefile's CORE_LIBS: libcrypto under those seams for the
+# sealed requestState and task ids, zlib for ZIP.
 libdir=/usr/lib/$(gcc -print-multiarch)
-core="$(ls $c/*.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
+core="$(ls $c/*.c runtime/os/crypto_posix.c runtime/os/self_linux.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
 declare -A sources=(
   [json]="$core"
   [fast_paths]="$c/buf.c $c/json.c $c/base64.c"
