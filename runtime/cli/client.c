@@ -32,6 +32,7 @@
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 #include "os/self.h"
+#include "os/signals.h"
 
 /* ---- The connection base --------------------------------------------- */
 
@@ -396,7 +397,7 @@ int client_command(int argc, char **argv) {
   /* A server that exits while we write to it (a child's stdin, a child
    * process of an in-process tool) is an error to report, not a signal
    * that ends the command. */
-  signal(SIGPIPE, SIG_IGN);
+  os_signals_ignore_broken_pipe();
   lua_State *L = luaL_newstate();
   luaL_openlibs(L);
   ljson_init(L);
