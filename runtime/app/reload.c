@@ -15,7 +15,6 @@
  * what they subscribed to.
  */
 #include <lauxlib.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -328,9 +327,9 @@ static void watch_files(lua_app *app) {
   free(dirs);
 }
 
-static void on_sighup(uv_signal_t *h, int signum) {
-  (void)signum;
-  lua_app *app = h->data;
+static void on_sighup(void *arg, os_signal_kind kind, const char *name) {
+  (void)kind, (void)name;
+  lua_app *app = arg;
   app->reload_causes |= RELOAD_SIGHUP;
   /* Under a computing handler the reload waits for it to stop, and says
    * why it happens once it does. A script change waiting for its debounce
@@ -359,10 +358,8 @@ bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, con
   app->reaper.data = app;
   uv_idle_init(loop, &app->load_slice);
   app->load_slice.data = app;
-  uv_signal_init(loop, &app->sighup);
-  app->sighup.data = app;
-  uv_signal_start(&app->sighup, on_sighup, SIGHUP);
-  uv_unref((uv_handle_t *)&app->sighup);
+  /* Windows has no reload signal: dev's file watch is its reload. */
+  if (os_signals_start(&app->signals, loop, OS_SIGNAL_RELOAD, on_sighup, app) == 0) os_signals_unref(app->signals);
   if (app->watch) watch_files(app);
   return true;
 }
@@ -382,7 +379,8 @@ void app_stop(lua_app *app) {
   }
   uv_close((uv_handle_t *)&app->debounce, NULL);
   uv_close((uv_handle_t *)&app->reaper, NULL);
-  uv_close((uv_handle_t *)&app->sighup, NULL);
+  os_signals_stop(app->signals);
+  app->signals = NULL;
   uv_close((uv_handle_t *)&app->load_slice, NULL);
   vm_free(app->loading); /* a reload still loading */
   app->loading = NULL;

@@ -25,6 +25,7 @@
 #include "app/lua_task.h"
 #include "app/bus.h"
 #include "app/watchdog.h"
+#include "os/dynlib.h"
 
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
@@ -794,10 +795,7 @@ void vm_free(vm *v) {
   free(v);
 }
 
-/* A program linked with -static has no dynamic section: its _DYNAMIC, a
- * weak reference here, stays NULL. */
-extern char _DYNAMIC[] __attribute__((weak));
-bool app_can_load_shared_libraries(void) { return _DYNAMIC != NULL; }
+bool app_can_load_shared_libraries(void) { return os_dynlib_available(); }
 
 /* ---- app_ops --------------------------------------------------------- */
 

@@ -32,6 +32,7 @@
 #include "cli/version.h"
 #include "app/vm.h"
 #include "core/zip.h"
+#include "os/self.h"
 
 /* The MCPB manifest version written: github.com/modelcontextprotocol/mcpb,
  * MANIFEST.md. */
@@ -171,8 +172,8 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
       o->strip = true;
     } else if (strcmp(a, "--static") == 0) {
       static char static_path[PATH_MAX];
-      ssize_t n = readlink("/proc/self/exe", static_path, sizeof static_path - 1);
-      char *slash = n > 0 ? memrchr(static_path, '/', (size_t)n) : NULL;
+      bool found = os_self_exe(NULL, static_path, sizeof static_path);
+      char *slash = found ? strrchr(static_path, '/') : NULL;
       if (!slash) usage_error("%s: cannot tell where this program is", a);
       snprintf(slash + 1, sizeof static_path - (size_t)(slash + 1 - static_path), "luamcp-static");
       o->runtime = static_path;
@@ -758,8 +759,7 @@ int build_command(int argc, char **argv) {
   bundle_input *inputs = NULL;
   int code = 1;
   char self[PATH_MAX];
-  ssize_t self_len = readlink("/proc/self/exe", self, sizeof self - 1);
-  self[self_len > 0 ? self_len : 0] = '\0';
+  if (!os_self_exe(NULL, self, sizeof self)) self[0] = '\0';
   const char *runtime = o.runtime ? o.runtime : self;
 
   if (!load_like_run(o.path, &facts, &err)) goto done;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/zip.h"
+#include "os/self.h"
 
 #define REBUILD_HINT "; build it again with luamcp build"
 
@@ -220,15 +221,7 @@ done:
 
 int bundle_open_self(const char *argv0, buf *err) {
   char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    self[n] = '\0';
-  } else if (argv0 && strchr(argv0, '/')) {
-    /* No /proc (some chroots and containers): argv[0] is a path we can open. */
-    snprintf(self, sizeof self, "%s", argv0);
-  } else {
-    return 0;
-  }
+  if (!os_self_exe(argv0, self, sizeof self)) return 0;
   return bundle_open(self, &self_bundle, err);
 }
 

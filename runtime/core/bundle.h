@@ -94,8 +94,8 @@ typedef struct bundle {
  * *out set, 0 when the file carries no payload, or -1 with the reason in
  * err when the payload is damaged, truncated or cannot be read. */
 int bundle_open(const char *path, bundle **out, buf *err);
-/* The same for this process's own executable (/proc/self/exe, else argv0
- * when it names a path); what it found is kept for bundle_self. */
+/* The same for this process's own executable (os/self.h: argv0 is its
+ * fallback); what it found is kept for bundle_self. */
 int bundle_open_self(const char *argv0, buf *err);
 /* The bundle this process carries, or NULL for a plain luamcp. */
 const bundle *bundle_self(void);

@@ -20,10 +20,12 @@ c=runtime/core
 t=runtime/transport
 o=runtime/os
 # The whole core, as the Makefile's unit tests link it (a hand-kept list
-# fell behind when the core grew jobs.c): with the Makefile's CORE_LIBS,
-# libcrypto for the sealed requestState and task ids and zlib for ZIP.
+# fell behind when the core grew jobs.c), with the platform seams it calls
+# (the Makefile's OS_CORE_SRC: randomness and hashes, the executable's
+# path, the log's stderr) and the Makefile's CORE_LIBS: libcrypto under those seams for the
+# sealed requestState and task ids, zlib for ZIP.
 libdir=/usr/lib/$(gcc -print-multiarch)
-core="$(ls $c/*.c | tr '\n' ' ') $o/stderr_posix.c $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
+core="$(ls $c/*.c $o/crypto_posix.c $o/self_linux.c $o/stderr_posix.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
 declare -A sources=(
   [json]="$core"
   [fast_paths]="$c/buf.c $c/json.c $c/base64.c"
