@@ -101,7 +101,8 @@ static void timestamp(char *out, size_t n) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   struct tm tm;
-  gmtime_r(&tv.tv_sec, &tm);
+  time_t seconds = tv.tv_sec; /* a long in Windows' timeval */
+  gmtime_r(&seconds, &tm);
   size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(out + k, n - k, ".%03dZ", (int)(tv.tv_usec / 1000));
 }

@@ -24,13 +24,18 @@ WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) \
 WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/embedded_lua.o
 
 # gnu11, not c11: mingw's headers hide their POSIX names (fileno, strdup)
-# under strict ISO C. Windows 8 is the oldest target (libuv 1.44's).
-# __USE_MINGW_ANSI_STDIO: C99 printf formats (%zu, %lld) everywhere.
-# The static libraries' headers would otherwise declare their functions
-# as DLL imports.
-WIN_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP -Iruntime -Ibuild \
+# under strict ISO C; _GNU_SOURCE as on Linux (vasprintf). Windows 8 is
+# the oldest target (libuv 1.44's). __USE_MINGW_ANSI_STDIO: C99 printf
+# formats (%zu, %lld) everywhere; -Wno-format because gcc checks
+# format(printf) against msvcrt's printf all the same (the Linux build
+# checks the formats). _POSIX_THREAD_SAFE_FUNCTIONS: gmtime_r,
+# localtime_r. os/libc_windows.h: the POSIX functions mingw lacks.
+# CURL_STATICLIB, YAML_DECLARE_STATIC: the static libraries' headers would
+# otherwise declare their functions as DLL imports.
+WIN_CFLAGS := -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-format -MMD -MP \
+              -include runtime/os/libc_windows.h -Iruntime -Ibuild \
               -I$(WIN_DEPS)/include -I$(WIN_DEPS)/include/lua5.4 \
-              -D_WIN32_WINNT=0x0602 -DWIN32_LEAN_AND_MEAN -D__USE_MINGW_ANSI_STDIO=1 \
+              -D_WIN32_WINNT=0x0602 -DWIN32_LEAN_AND_MEAN -D__USE_MINGW_ANSI_STDIO=1 -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L \
               -DCURL_STATICLIB -DYAML_DECLARE_STATIC -DLUAMCP_CURL_STATIC
 WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a libuv_a.a libhttp_parser.a libyaml.a) \
             -lz -lbcrypt -lcrypt32 -lsecur32 -lws2_32 -liphlpapi -luserenv -lpsapi -ldbghelp -lole32 \

@@ -1,0 +1,39 @@
+/*
+ * libc_windows.h - the few POSIX functions of the C library the layers use
+ * that mingw-w64's C runtime lacks. The Windows build includes this before
+ * every file (windows.mk: -include), so no file above os/ needs to know.
+ */
+#ifndef LUAMCP_OS_LIBC_WINDOWS_H
+#define LUAMCP_OS_LIBC_WINDOWS_H
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline char *luamcp_strndup(const char *s, size_t n) {
+  size_t len = strnlen(s, n);
+  char *copy = malloc(len + 1);
+  if (!copy) return NULL;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  return copy;
+}
+#define strndup luamcp_strndup
+
+static inline void *luamcp_memmem(const void *hay, size_t hay_len, const void *needle, size_t needle_len) {
+  if (needle_len == 0) return (void *)hay;
+  const char *h = hay, *end = h + hay_len;
+  while ((size_t)(end - h) >= needle_len) {
+    const char *p = memchr(h, *(const char *)needle, (size_t)(end - h) - needle_len + 1);
+    if (!p) return NULL;
+    if (memcmp(p, needle, needle_len) == 0) return (void *)p;
+    h = p + 1;
+  }
+  return NULL;
+}
+#define memmem luamcp_memmem
+
+/* Setting a variable to "" removes it from the environment on Windows. */
+static inline int luamcp_unsetenv(const char *name) { return _putenv_s(name, "") == 0 ? 0 : -1; }
+#define unsetenv luamcp_unsetenv
+
+#endif
