@@ -25,6 +25,7 @@
 #include "app/lua_task.h"
 #include "app/bus.h"
 #include "app/watchdog.h"
+#include "os/path.h"
 
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
@@ -202,7 +203,7 @@ static void drop_relative_entries(lua_State *L, const char *field) {
   while (path && *path) {
     const char *end = strchr(path, ';');
     size_t len = end ? (size_t)(end - path) : strlen(path);
-    if (len > 0 && path[0] == '/') {
+    if (len > 0 && os_path_is_absolute(path)) {
       if (!first) luaL_addchar(&b, ';');
       luaL_addlstring(&b, path, len);
       first = false;
@@ -681,8 +682,7 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   if (!source && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     v->module_dir = strdup(path);
   } else {
-    const char *slash = strrchr(path, '/');
-    v->module_dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
+    v->module_dir = os_path_dir(path);
   }
   v->dispatch_ref = v->describe_ref = LUA_NOREF;
   strmap_init(&v->tool_inputs);
