@@ -420,8 +420,9 @@ out_of_memory:
  * returns is what a later require gets. The module name of a file path,
  * or NULL when no require could name it (dots, dashes...). */
 static const char *script_module(const char *path, char *name, size_t size) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
+  const char *base = path;
+  for (const char *c = path; *c; c++)
+    if (os_path_is_separator(*c)) base = c + 1;
   size_t len = strlen(base) - 4; /* without ".lua" */
   if (len == 0 || len >= size) return NULL;
   for (size_t i = 0; i < len; i++) {
