@@ -5,10 +5,7 @@
  */
 #include <errno.h>
 #include <lauxlib.h>
-#include <limits.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -216,48 +213,15 @@ static int core_realpath(lua_State *L) {
   return 1;
 }
 
-/* which(name) -> the absolute path execvp would run for name (a name with a
- * slash is taken as a path), symlinks resolved | nil. */
+/* which(name) -> the absolute path of the program name runs, as the
+ * platform finds it (os/path.h: PATH on POSIX, a name with a separator
+ * taken as a path), symlinks resolved | nil. */
 static int core_which(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  luaL_Buffer b;
-  bool has_separator = false;
-  for (const char *c = name; *c; c++) has_separator |= os_path_is_separator(*c);
-  if (has_separator) {
-    char *real = os_path_real(name);
-    if (!real || access(real, X_OK) != 0) {
-      free(real);
-      return 0;
-    }
-    lua_pushstring(L, real);
-    free(real);
-    return 1;
-  }
-  const char *path = getenv("PATH");
-  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-  while (*path) {
-    const char *end = strchr(path, ':');
-    size_t len = end ? (size_t)(end - path) : strlen(path);
-    luaL_buffinit(L, &b);
-    luaL_addlstring(&b, len ? path : ".", len ? len : 1);
-    luaL_addchar(&b, '/');
-    luaL_addstring(&b, name);
-    luaL_pushresult(&b);
-    char *real = os_path_real(lua_tostring(L, -1));
-    lua_pop(L, 1);
-    if (real && access(real, X_OK) == 0) {
-      struct stat st;
-      if (stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
-        lua_pushstring(L, real);
-        free(real);
-        return 1;
-      }
-    }
-    free(real);
-    if (!end) break;
-    path = end + 1;
-  }
-  return 0;
+  char *real = os_path_which(luaL_checkstring(L, 1));
+  if (!real) return 0;
+  lua_pushstring(L, real);
+  free(real);
+  return 1;
 }
 
 /* The real getenv, for the permission checks themselves (os.getenv is a

@@ -29,6 +29,15 @@ char *os_path_real(const char *path);
  * path is no link. */
 char *os_path_readlink(const char *path);
 
+/* The program name runs, resolved (os_path_real), malloc'd; NULL when
+ * there is none. POSIX: as execvp finds it: a name with a '/' is a path,
+ * otherwise the first executable regular file of that name along $PATH.
+ * Windows: a name with a separator is a path, otherwise the folders of
+ * %PATH% (not the current folder: Win32's old habit of looking there
+ * first runs whatever a folder holds); a name without an extension gets
+ * ".exe" then ".com", as CreateProcess would. */
+char *os_path_which(const char *name);
+
 /* Does c separate names? '/' on POSIX; '/' and '\' on Windows. */
 bool os_path_is_separator(char c);
 

@@ -7,6 +7,7 @@
  * compared folding ASCII letters only (see lua/mcp/path.lua).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
@@ -172,6 +173,57 @@ char *os_path_readlink(const char *path) {
 }
 
 bool os_path_is_separator(char c) { return c == '/' || c == '\\'; }
+
+/* A regular file (not a folder) at path? */
+static bool is_file(const char *path) {
+  wchar_t *w = wide_of(path);
+  DWORD attributes = w ? GetFileAttributesW(w) : INVALID_FILE_ATTRIBUTES;
+  free(w);
+  return attributes != INVALID_FILE_ATTRIBUTES && !(attributes & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+/* The real path of dir\name with the first extension that names a file
+ * ("" when name has one of its own), or NULL. */
+static char *find_program(const char *dir, size_t dir_len, const char *name) {
+  static const char *const with_own[] = {""}, *const without[] = {".exe", ".com"};
+  const char *base = name;
+  for (const char *c = name; *c; c++)
+    if (os_path_is_separator(*c)) base = c + 1;
+  bool has_extension = strchr(base, '.') != NULL;
+  const char *const *extensions = has_extension ? with_own : without;
+  size_t count = has_extension ? 1 : 2;
+  size_t size = dir_len + strlen(name) + 6;
+  char *candidate = malloc(size);
+  char *real = NULL;
+  for (size_t i = 0; candidate && !real && i < count; i++) {
+    snprintf(candidate, size, "%.*s%s%s%s", (int)dir_len, dir, dir_len ? "\\" : "", name, extensions[i]);
+    if (is_file(candidate)) real = os_path_real(candidate);
+  }
+  free(candidate);
+  return real;
+}
+
+char *os_path_which(const char *name) {
+  bool has_separator = false;
+  for (const char *c = name; *c; c++) has_separator |= os_path_is_separator(*c) || *c == ':';
+  if (has_separator) return find_program("", 0, name);
+  /* %PATH% in UTF-8. */
+  DWORD n = GetEnvironmentVariableW(L"PATH", NULL, 0);
+  wchar_t *wide = n ? malloc((size_t)n * sizeof *wide) : NULL;
+  char *path = wide && GetEnvironmentVariableW(L"PATH", wide, n) < n ? utf8_of(wide, -1) : NULL;
+  free(wide);
+  char *real = NULL;
+  for (const char *p = path; p && *p && !real;) {
+    const char *end = strchr(p, ';');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *dir = p;
+    if (len >= 2 && dir[0] == '"' && dir[len - 1] == '"') dir++, len -= 2; /* "C:\Program Files\x" */
+    if (len > 0) real = find_program(dir, len, name); /* an empty entry is no folder */
+    p = end ? end + 1 : p + len;
+  }
+  free(path);
+  return real;
+}
 
 /* mingw's C library has no strndup. */
 static char *copy_of(const char *s, size_t len) {

@@ -149,11 +149,41 @@ static void test_real(void) {
 #endif
 }
 
+static bool same_ascii_case(const char *a, const char *b) {
+  for (; *a && *b; a++, b++)
+    if ((*a | 0x20) != (*b | 0x20)) return false;
+  return *a == *b;
+}
+
+/* Programs, found as the platform finds them. */
+static void test_which(void) {
+#ifdef _WIN32
+  const char *names[] = {"cmd", "cmd.exe", "CMD", "C:\\windows\\system32\\cmd", "c:/windows/system32/cmd.exe"};
+  const char *want = "cmd.exe";
+#else
+  const char *names[] = {"sh", "/bin/sh"};
+  const char *want = NULL;
+#endif
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char *found = os_path_which(names[i]);
+    CHECK(found && os_path_is_absolute(found), "which %s: %s", names[i], found ? found : "(null)");
+    if (found && want) {
+      const char *tail = found + strlen(found) - strlen(want);
+      CHECK(tail > found && same_ascii_case(tail, want), "which %s: %s", names[i], found);
+    }
+    free(found);
+  }
+  char *none = os_path_which("no-such-program-luamcp");
+  CHECK(!none, "no such program");
+  free(none);
+}
+
 int main(void) {
   const char *platform = os_path_platform();
   if (strcmp(platform, "windows") == 0) test_windows();
   else test_posix();
   test_real();
+  test_which();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
