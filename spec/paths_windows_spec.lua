@@ -213,10 +213,12 @@ describe("paths on Windows (lua/mcp/path.lua, forced)", function()
 
   it("names devices, which mcp.fs refuses confined or not", function()
     for _, p in ipairs { "NUL", "nul", "C:\\x\\CON", "con.txt", "aux .log", "COM9", "LPT1", "\\\\.\\PhysicalDrive0",
-      "//./pipe/x", "\\\\?\\C:\\x\\nul", "C:\\x\\prn:stream" } do
+      "//./pipe/x", "\\\\?\\C:\\x\\nul", "C:\\x\\prn:stream", "\\\\?\\pipe\\x", "\\\\?\\GLOBALROOT\\Device\\Null",
+      "\\\\server\\PIPE\\x", "//server/mailslot/x", "\\\\?\\UNC\\server\\pipe\\x" } do
       assert.is_true(rules.is_device(p), p)
     end
-    for _, p in ipairs { "C:\\x\\null", "console.txt", "C:\\x\\COM10", "C:\\nullable\\a", "lpt", "\\\\server\\share" } do
+    for _, p in ipairs { "C:\\x\\null", "console.txt", "C:\\x\\COM10", "C:\\nullable\\a", "lpt", "\\\\server\\share",
+      "\\\\?\\C:\\x", "\\\\?\\UNC\\server\\share\\pipes", "C:\\pipe\\x" } do
       assert.is_false(rules.is_device(p), p)
     end
   end)

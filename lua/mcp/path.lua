@@ -99,6 +99,16 @@ end
 -- Windows
 ---------------------------------------------------------------------------
 
+-- Windows compares names folding ASCII letters only. string.lower and
+-- upper, and the %a class, would follow the C locale, which a script can
+-- change (os.setlocale): these do not.
+local LOWER, UPPER = {}, {}
+for c = ("A"):byte(), ("Z"):byte() do
+  LOWER[string.char(c)], UPPER[string.char(c + 32)] = string.char(c + 32), string.char(c)
+end
+local function fold(s) return (s:gsub("[A-Z]", LOWER)) end
+local function upper(s) return (s:gsub("[a-z]", UPPER)) end
+
 -- DOS device names, which Win32 opens as devices in any folder and with
 -- any extension ("C:\data\nul.txt" is NUL). The superscript digits are
 -- UTF-8 (COM¹ is a device too).
@@ -109,7 +119,7 @@ end
 
 local function is_device_name(name)
   local stem = name:match("^[^.]*"):gsub("[ ]+$", "")
-  return DEVICES[stem:lower()] == true
+  return DEVICES[fold(stem)] == true
 end
 
 local function windows(sys)
@@ -118,7 +128,7 @@ local function windows(sys)
   local function is_sep(c) return c == "/" or c == "\\" end
 
   function P.is_absolute(path)
-    return path:match("^%a:[/\\]") ~= nil or (is_sep(path:sub(1, 1)) and is_sep(path:sub(2, 2)))
+    return path:match("^[A-Za-z]:[/\\]") ~= nil or (is_sep(path:sub(1, 1)) and is_sep(path:sub(2, 2)))
   end
   function P.has_separator(name) return name:find("[/\\]") ~= nil end
 
@@ -136,7 +146,10 @@ local function windows(sys)
       if part:find(":", 1, true) then return nil, "an alternate data stream" end
       if part == "." then -- nothing
       elseif part == ".." then
-        out[#out] = nil -- never above the root
+        -- Never above the root. In a \\?\ path Win32 would hand ".." on as
+        -- a name, which NTFS refuses: judging the lexical result can only
+        -- refuse what would have failed anyway.
+        out[#out] = nil
       else
         if not verbatim then
           if last then
@@ -160,16 +173,16 @@ local function windows(sys)
     if head == "\\\\?\\" or head == "\\??\\" then
       verbatim = true
       p = p:sub(5)
-      if p:sub(1, 4):upper() == "UNC\\" then
+      if upper(p:sub(1, 4)) == "UNC\\" then
         p = "\\\\" .. p:sub(5)
-      elseif not p:match("^%a:$") and not p:match("^%a:\\") then
+      elseif not p:match("^[A-Za-z]:$") and not p:match("^[A-Za-z]:\\") then
         return nil, "a path in the object manager's namespace" -- GLOBALROOT, Volume{...}
       end
     elseif head == "\\\\.\\" then
       return nil, "a device"
     end
-    local drive, rest = p:match("^(%a):(.*)$")
-    if drive then return drive:upper() .. ":\\", rest, verbatim end
+    local drive, rest = p:match("^([A-Za-z]):(.*)$")
+    if drive then return upper(drive) .. ":\\", rest, verbatim end
     local server, share, tail = p:match("^\\\\([^\\]+)\\([^\\]+)(.*)$")
     if server and server ~= "." and server ~= ".." and share ~= "." and share ~= ".."
         and not (server .. share):find(":", 1, true) then
@@ -193,17 +206,19 @@ local function windows(sys)
     if type(path) ~= "string" or path == "" then return nil, "not a path" end
     if path:find("\0", 1, true) then return nil, "a NUL byte" end -- the C side would stop there
     local p = path:gsub("/", "\\")
-    if not (p:match("^%a:\\") or p:sub(1, 2) == "\\\\" or p:sub(1, 4) == "\\??\\") then
+    if not (p:match("^[A-Za-z]:\\") or p:sub(1, 2) == "\\\\" or p:sub(1, 4) == "\\??\\") then
       local here = base and P.absolute(base) or cwd()
       if not here then return nil, "no current folder" end
-      local drive, rest = p:match("^(%a):(.*)$")
+      local drive, rest = p:match("^([A-Za-z]):(.*)$")
       if drive then
         -- "C:x" is relative to C:'s own current folder: known only when
         -- C: is the current drive.
-        if here:sub(1, 1):upper() ~= drive:upper() then return nil, "relative to another drive's folder" end
+        if upper(here:sub(1, 1)) ~= upper(drive) then
+          return nil, "relative to another drive's folder"
+        end
         p = here .. "\\" .. rest
       elseif p:sub(1, 1) == "\\" then
-        p = (here:match("^%a:\\") and here:sub(1, 2) or here:match("^\\\\[^\\]+\\[^\\]+")) .. p
+        p = (here:match("^[A-Za-z]:\\") and here:sub(1, 2) or here:match("^\\\\[^\\]+\\[^\\]+")) .. p
       else
         p = here .. "\\" .. p
       end
@@ -216,12 +231,23 @@ local function windows(sys)
     return (root:sub(-1) == "\\" and root or root .. "\\") .. table.concat(names, "\\")
   end
 
-  --- Is path a device (\\.\..., or a DOS device name such as NUL)?
+  --- Is path a device: \\.\..., a \\?\ path that is neither a drive's nor
+  --- a share's (\\?\pipe\x, \\?\GLOBALROOT\...), a server's pipes or
+  --- mailslots (\\server\pipe\x), or a DOS device name such as NUL?
   function P.is_device(path)
     if type(path) ~= "string" then return false end
     local p = path:gsub("/", "\\")
     if p:sub(1, 4) == "\\\\.\\" then return true end
-    if p:sub(1, 4) == "\\\\?\\" or p:sub(1, 4) == "\\??\\" then p = p:sub(5) end
+    if p:sub(1, 4) == "\\\\?\\" or p:sub(1, 4) == "\\??\\" then
+      p = p:sub(5)
+      if upper(p:sub(1, 4)) == "UNC\\" then
+        p = "\\\\" .. p:sub(5)
+      elseif not p:match("^[A-Za-z]:") then
+        return true
+      end
+    end
+    local share = fold(p:match("^\\\\[^\\]+\\([^\\]+)") or "")
+    if share == "pipe" or share == "mailslot" then return true end
     for part in p:gmatch("[^\\:]+") do
       if is_device_name(part) then return true end
     end
@@ -231,13 +257,13 @@ local function windows(sys)
   -- What comparisons use: the absolute form, ASCII letters folded.
   function P.key(path)
     local a = P.absolute(path)
-    return a and a:lower()
+    return a and fold(a)
   end
 
   local function parent_of(abs)
     local parent, name = abs:match("^(.*)\\([^\\]+)$")
     if not parent then return nil end
-    if parent:match("^%a:$") then parent = parent .. "\\" end
+    if parent:match("^[A-Za-z]:$") then parent = parent .. "\\" end
     if parent == "\\" or parent:match("^\\\\[^\\]*$") then return nil end -- "\\server\share" is a root
     return parent, name
   end
@@ -263,7 +289,7 @@ local function windows(sys)
 
   -- Both resolved (P.resolve): compared case-insensitively.
   function P.within(path, dir)
-    local p, d = path:lower(), dir:lower()
+    local p, d = fold(path), fold(dir)
     if p == d then return true end
     if d:sub(-1) ~= "\\" then d = d .. "\\" end
     return p:sub(1, #d) == d
@@ -274,8 +300,8 @@ local function windows(sys)
     local host, p = (type(uri) == "string" and uri or ""):match("^file://([^/]*)(/.*)$")
     if not p then return nil end
     p = p:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
-    if host ~= "" and host:lower() ~= "localhost" then return "\\\\" .. host .. p end
-    return (p:gsub("^/(%a:)", "%1"))
+    if host ~= "" and fold(host) ~= "localhost" then return "\\\\" .. host .. p end
+    return (p:gsub("^/([A-Za-z]:)", "%1"))
   end
 
   function P.tmp_dir(getenv)
