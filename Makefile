@@ -131,10 +131,16 @@ uninstall:
 test-deps:
 	@runtime/tools/deps.sh test
 
-UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle
+UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle \
+              build/tests/test_path
 
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
+
+# The path seam, with the platform's own file (the Windows build runs the
+# same test under wine: runtime/os/tests/test_path.c says how).
+build/tests/test_path: runtime/os/tests/test_path.c $(filter runtime/os/path_%,$(OS_SRC)) | build/obj
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(BASE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^)
 
 test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh

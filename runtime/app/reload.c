@@ -29,6 +29,7 @@
 #include "app/lua_task.h"
 #include "app/reload.h"
 #include "app/vm.h"
+#include "os/path.h"
 
 /* ---- Generations ----------------------------------------------------- */
 
@@ -263,19 +264,12 @@ static void on_file_event(uv_fs_event_t *h, const char *filename, int events, in
   uv_timer_start(&w->app->debounce, on_debounced, RELOAD_DEBOUNCE_MS, 0);
 }
 
-static char *dir_of(const char *path) {
-  const char *slash = strrchr(path, '/');
-  if (!slash) return strdup(".");
-  if (slash == path) return strdup("/");
-  return strndup(path, (size_t)(slash - path));
-}
-
 /* Did the generation read a file other than a script in dir (skills)? */
 static bool holds_data(const vm *v, const char *dir) {
   for (size_t i = 0; i < v->file_count; i++) {
     size_t n = strlen(v->files[i]);
     if (n >= 4 && strcmp(v->files[i] + n - 4, ".lua") == 0) continue;
-    char *d = dir_of(v->files[i]);
+    char *d = os_path_dir(v->files[i]);
     bool same = strcmp(d, dir) == 0;
     free(d);
     if (same) return true;
@@ -291,8 +285,8 @@ static void watch_files(lua_app *app) {
   char **dirs = calloc(n, sizeof *dirs);
   size_t count = 0;
   char **candidates = calloc(n, sizeof *candidates);
-  candidates[0] = v->module_dir ? strdup(v->module_dir) : dir_of(app->path);
-  for (size_t i = 0; i < v->file_count; i++) candidates[i + 1] = dir_of(v->files[i]);
+  candidates[0] = v->module_dir ? strdup(v->module_dir) : os_path_dir(app->path);
+  for (size_t i = 0; i < v->file_count; i++) candidates[i + 1] = os_path_dir(v->files[i]);
   for (size_t i = 0; i < n; i++) {
     bool seen = false;
     for (size_t j = 0; j < count && !seen; j++) seen = strcmp(dirs[j], candidates[i]) == 0;
