@@ -1,13 +1,15 @@
 /*
  * libc_windows.h - the few POSIX functions of the C library the layers use
  * that mingw-w64's C runtime lacks. The Windows build includes this before
- * every file (windows.mk: -include), so no file above os/ needs to know.
+ * every file (windows.mk: -include), so no file above os/ needs to know;
+ * what is more than a line is in libc_windows.c.
  */
 #ifndef LUAMCP_OS_LIBC_WINDOWS_H
 #define LUAMCP_OS_LIBC_WINDOWS_H
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h> /* declares clock_gettime (winpthread's): before the #define below */
 
 static inline char *luamcp_strndup(const char *s, size_t n) {
   size_t len = strnlen(s, n);
@@ -35,5 +37,10 @@ static inline void *luamcp_memmem(const void *hay, size_t hay_len, const void *n
 /* Setting a variable to "" removes it from the environment on Windows. */
 static inline int luamcp_unsetenv(const char *name) { return _putenv_s(name, "") == 0 ? 0 : -1; }
 #define unsetenv luamcp_unsetenv
+
+/* clock_gettime without winpthread (the build uses the -win32 compiler,
+ * which links none): libc_windows.c. */
+int luamcp_clock_gettime(clockid_t clock, struct timespec *ts);
+#define clock_gettime luamcp_clock_gettime
 
 #endif

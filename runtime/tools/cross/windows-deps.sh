@@ -13,7 +13,8 @@
 # Lua, lua-cjson, libuv, http-parser and libyaml are a handful of C files
 # each: compiled here file by file (no configure step, nothing to guess).
 # libcurl goes through its own configure, with Schannel (the OS's TLS) and
-# every optional library off, so the .exe needs only Windows system DLLs.
+# every optional library off, so the .exe needs only Windows system DLLs,
+# and Windows' own threads for its resolver (no winpthread to link).
 set -eu
 
 out=${1:-build/windows}
@@ -164,7 +165,7 @@ if ! stamp curl; then
   d_abs=$(cd "$d" && pwd)
   [ -x "$d_abs/configure" ] || (cd "$d_abs" && autoreconf -fi >/dev/null)
   (cd "$b" && "$d_abs/configure" -q --host=$host CC="$cc" --prefix="$deps_abs" \
-     --disable-shared --enable-static --with-schannel --with-zlib=/usr/$host \
+     --disable-shared --enable-static --disable-pthreads --with-schannel --with-zlib=/usr/$host \
      --without-libpsl --without-brotli --without-zstd --without-nghttp2 --without-nghttp3 --without-ngtcp2 \
      --without-libidn2 --without-librtmp --without-libssh2 --without-libssh --without-libgsasl \
      --without-winidn --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet \

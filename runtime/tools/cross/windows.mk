@@ -17,7 +17,7 @@ WIN_CC   := $(WIN_HOST)-gcc-win32
 WIN_DEPS := $(WIN_DIR)/deps
 WIN_DEPS_STAMP := $(WIN_DEPS)/stamp-all
 
-WIN_LEFT_OUT := runtime/transport/http_worker.c runtime/transport/worker_ipc.c runtime/cli/supervisor.c runtime/app/redis.c
+WIN_LEFT_OUT := runtime/transport/http_worker.c runtime/cli/supervisor.c runtime/app/redis.c
 WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) \
            $(filter-out $(WIN_LEFT_OUT),$(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)) \
            $(sort $(wildcard runtime/*/absent/*.c))

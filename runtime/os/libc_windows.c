@@ -1,0 +1,24 @@
+/* libc_windows.c - the longer parts of os/libc_windows.h. */
+#include "os/libc_windows.h"
+
+#include <windows.h>
+
+/* CLOCK_REALTIME from the system time (100 ns since 1601); anything else
+ * (CLOCK_MONOTONIC) from the performance counter. */
+int luamcp_clock_gettime(clockid_t clock, struct timespec *ts) {
+  if (clock == CLOCK_REALTIME) {
+    FILETIME ft;
+    GetSystemTimePreciseAsFileTime(&ft);
+    unsigned long long t = ((unsigned long long)ft.dwHighDateTime << 32 | ft.dwLowDateTime) - 116444736000000000ull;
+    ts->tv_sec = (time_t)(t / 10000000u);
+    ts->tv_nsec = (long)(t % 10000000u) * 100;
+    return 0;
+  }
+  static LARGE_INTEGER freq;
+  LARGE_INTEGER now;
+  if (!freq.QuadPart) QueryPerformanceFrequency(&freq);
+  QueryPerformanceCounter(&now);
+  ts->tv_sec = (time_t)(now.QuadPart / freq.QuadPart);
+  ts->tv_nsec = (long)((now.QuadPart % freq.QuadPart) * 1000000000 / freq.QuadPart);
+  return 0;
+}
