@@ -5,7 +5,7 @@
  * it starts cannot corrupt the protocol. POSIX (stdfds_posix.c): fcntl
  * F_DUPFD_CLOEXEC and /dev/null. Windows (stdfds_windows.c): the C
  * runtime's _dup, not inherited, in binary mode (no \r added to a line),
- * and NUL.
+ * and NUL. Either way stdout (now stderr) is flushed at least by line.
  */
 #ifndef LUAMCP_OS_STDFDS_H
 #define LUAMCP_OS_STDFDS_H

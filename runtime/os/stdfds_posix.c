@@ -2,6 +2,7 @@
 #include "os/stdfds.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 bool os_stdfds_claim(int *in_fd, int *out_fd) {
@@ -11,6 +12,8 @@ bool os_stdfds_claim(int *in_fd, int *out_fd) {
   if (*in_fd < 0 || *out_fd < 0 || devnull < 0) return false;
   if (dup2(devnull, 0) < 0 || dup2(2, 1) < 0) return false;
   close(devnull);
+  /* stdout is now a log stream: flush it by line, like stderr's readers expect. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   return true;
 }
 

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <io.h>
+#include <stdio.h>
 #include <windows.h>
 
 /* A copy of fd that a child does not inherit (_dup's handle would be). */
@@ -27,6 +28,9 @@ bool os_stdfds_claim(int *in_fd, int *out_fd) {
   /* The handles a child started with inherited standard handles gets. */
   SetStdHandle(STD_INPUT_HANDLE, (HANDLE)_get_osfhandle(0));
   SetStdHandle(STD_OUTPUT_HANDLE, (HANDLE)_get_osfhandle(2));
+  /* stdout is now a log stream, flushed as written: the C runtime's
+   * _IOLBF is full buffering. */
+  setvbuf(stdout, NULL, _IONBF, 0);
   return true;
 }
 

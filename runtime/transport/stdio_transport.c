@@ -16,8 +16,6 @@ enum { FILE_READ_BYTES = 64 * 1024, READ_BYTES = 64 * 1024, KEEP_LINE_CAPACITY =
 bool stdio_claim_fds(stdio_transport *t) {
   /* From here on, fd 0 reads nothing and fd 1 is stderr. */
   if (!os_stdfds_claim(&t->in_fd, &t->out_fd)) return false;
-  /* stdout is now a log stream: flush it by line, like stderr's readers expect. */
-  setvbuf(stdout, NULL, _IOLBF, 0);
   return true;
 }
 
