@@ -21,7 +21,8 @@ WIN_LEFT_OUT := runtime/transport/http_worker.c runtime/cli/supervisor.c runtime
 WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) \
            $(filter-out $(WIN_LEFT_OUT),$(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)) \
            $(sort $(wildcard runtime/*/absent/*.c))
-WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/embedded_lua.o
+WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/embedded_lua.o \
+           $(WIN_DIR)/obj/resources.o
 
 # gnu11, not c11: mingw's headers hide their POSIX names (fileno, strdup)
 # under strict ISO C; _GNU_SOURCE as on Linux (vasprintf). Windows 8 is
@@ -58,6 +59,12 @@ $(WIN_DIR)/obj/%.o: runtime/%.c | $(WIN_DEPS_STAMP)
 $(WIN_DIR)/obj/embedded_lua.o: build/embedded_lua.c | $(WIN_DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
+
+# The application manifest (UTF-8 as the program's code page: see
+# luamcp.manifest).
+$(WIN_DIR)/obj/resources.o: runtime/tools/cross/windows.rc runtime/tools/cross/luamcp.manifest
+	@mkdir -p $(@D)
+	$(WIN_HOST)-windres -O coff -i $< -o $@
 
 # The tests' LUAMCP: the .exe under Debian's wine, quietly, in a prefix of
 # its own (made once: wineboot takes a while).
