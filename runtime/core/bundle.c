@@ -1,7 +1,6 @@
 /* bundle.c - see bundle.h for the format. */
 #include "core/bundle.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/exe.h"
 #include "core/zip.h"
 
 #define REBUILD_HINT "; build it again with luamcp build"
@@ -31,53 +31,16 @@ static bool read_at(int fd, void *into, size_t len, uint64_t offset) {
   return true;
 }
 
-static void extend(uint64_t *end, uint64_t offset, uint64_t size) {
-  if (offset + size > *end) *end = offset + size;
+/* read_at for exe_inspect, whose file is a pointer to the descriptor. */
+static bool read_fd(void *file, void *into, size_t len, uint64_t offset) {
+  return read_at(*(int *)file, into, len, offset);
 }
 
-/* The ELF headers are read as 64-bit or 32-bit, in this machine's byte
- * order: the file is this runtime, or another build of it for the same
- * machine. */
-#define ELF_EXTENT(Ehdr, Phdr, Shdr)                                                                  \
-  do {                                                                                                \
-    Ehdr eh;                                                                                          \
-    if (!read_at(fd, &eh, sizeof eh, 0)) goto not_elf;                                                \
-    uint64_t end = eh.e_ehsize;                                                                       \
-    extend(&end, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize);                                  \
-    for (unsigned i = 0; i < eh.e_phnum && eh.e_phentsize == sizeof(Phdr); i++) {                     \
-      Phdr ph;                                                                                        \
-      if (!read_at(fd, &ph, sizeof ph, eh.e_phoff + (uint64_t)i * sizeof ph)) goto not_elf;          \
-      extend(&end, ph.p_offset, ph.p_filesz);                                                         \
-    }                                                                                                 \
-    uint64_t sections = eh.e_shnum;                                                                   \
-    if (eh.e_shoff && eh.e_shentsize == sizeof(Shdr)) {                                               \
-      Shdr sh;                                                                                        \
-      /* More than SHN_LORESERVE sections: the count is in section 0's size. */                      \
-      if (!sections && read_at(fd, &sh, sizeof sh, eh.e_shoff)) sections = sh.sh_size;                \
-      extend(&end, eh.e_shoff, sections * sizeof sh);                                                 \
-      for (uint64_t i = 0; i < sections; i++) {                                                       \
-        if (!read_at(fd, &sh, sizeof sh, eh.e_shoff + i * sizeof sh)) goto not_elf;                   \
-        if (sh.sh_type != SHT_NOBITS) extend(&end, sh.sh_offset, sh.sh_size);                         \
-      }                                                                                               \
-    }                                                                                                 \
-    *size = end;                                                                                      \
-  } while (0)
-
 bool bundle_runtime_size(int fd, uint64_t *size, buf *err) {
-  unsigned char ident[EI_NIDENT];
-  if (!read_at(fd, ident, sizeof ident, 0) || memcmp(ident, ELFMAG, SELFMAG) != 0) goto not_elf;
-  const union {
-    uint16_t word;
-    unsigned char first;
-  } probe = {1};
-  if (ident[EI_DATA] != (probe.first ? ELFDATA2LSB : ELFDATA2MSB)) goto not_elf;
-  if (ident[EI_CLASS] == ELFCLASS64) ELF_EXTENT(Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr);
-  else if (ident[EI_CLASS] == ELFCLASS32) ELF_EXTENT(Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr);
-  else goto not_elf;
+  exe_info info;
+  if (!exe_inspect(read_fd, &fd, &info, err)) return false;
+  *size = info.image_size;
   return true;
-not_elf:
-  buf_puts(err, "not an ELF executable for this machine");
-  return false;
 }
 
 /* ---- Reading a payload ------------------------------------------------ */
@@ -200,7 +163,7 @@ int bundle_open(const char *path, bundle **out, buf *err) {
     goto done;
   }
   if ((uint64_t)st.st_size < b->runtime_size || (uint64_t)st.st_size - b->runtime_size > SIZE_MAX / 2) {
-    buf_printf(err, "%s: the file is shorter than its own ELF headers say: it was cut short", path);
+    buf_printf(err, "%s: the file is shorter than its own headers say: it was cut short", path);
     goto done;
   }
   b->payload_size = (size_t)((uint64_t)st.st_size - b->runtime_size);
