@@ -129,7 +129,7 @@ static void usage_error(const char *fmt, const char *arg) {
 void build_usage(FILE *to) {
   fprintf(to,
           "Usage: luamcp build PATH -o OUT [options]\n"
-          "       luamcp build PATH --target TARGET[,TARGET...] [-o OUT] [--mcpb FILE] [options]\n"
+          "       luamcp build PATH --target TARGET[,...] [-o OUT] [--mcpb FILE] [options]\n"
           "\n"
           "Write OUT: one executable holding this runtime and the script folder PATH (every\n"
           "file in it, subfolders included; hidden files left out). OUT serves the scripts\n"
@@ -175,9 +175,9 @@ void build_usage(FILE *to) {
           "register, and mcp.server{} config as user_config: Claude Desktop asks the user\n"
           "for each setting and passes it in an environment variable named by the key in\n"
           "upper case (api_key: API_KEY, read with os.getenv(\"API_KEY\")). With several\n"
-          "targets, the .mcpb holds server/TARGET/OUT for each, declares every platform, and\n"
-          "starts the right one on each (platform_overrides); two Linux architectures share\n"
-          "server/OUT, a sh script that picks one by `uname -m`.\n");
+          "targets, the .mcpb holds server/TARGET/OUT for each, declares every platform,\n"
+          "and starts the right one on each (platform_overrides); two Linux architectures\n"
+          "share server/OUT, a sh script that picks one by `uname -m`.\n");
 }
 
 /* --target LIST: names separated by commas, each once. */
@@ -723,7 +723,7 @@ static void write_launcher(buf *b, const mcpb_platform *platform) {
   buf_printf(b, "# Starts the build of this MCP server for this machine's architecture. An MCP\n"
                 "# Bundle chooses a program per OS, not per CPU: luamcp build put one program\n"
                 "# per architecture in server/%s-*/ and this script picks one.\n", platform->name);
-  buf_puts(b, "here=${0%/*}\ncase \"$(uname -m)\" in\n");
+  buf_puts(b, "case $0 in */*) here=${0%/*} ;; *) here=. ;; esac\ncase \"$(uname -m)\" in\n");
   for (size_t i = 0; i < platform->program_count; i++) {
     const build_target *t = platform->programs[i]->target;
     buf_printf(b, "  %s) exec \"$here\"/", t->uname_m);
