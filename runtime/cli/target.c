@@ -1,12 +1,11 @@
 /* target.c - see target.h. */
 #include "cli/target.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
+
+#include "cli/files.h"
 
 /* Where `make install` puts the runtimes, from the installed bin/luamcp. */
 #define INSTALLED_RUNTIMES "/../share/luamcp/runtimes/"
@@ -31,33 +30,35 @@ const build_target *target_find(const char *name) {
   return NULL;
 }
 
-static bool read_fd(void *file, void *into, size_t len, uint64_t offset) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(*(int *)file, (char *)into + done, len - done, (off_t)(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += (size_t)n;
-  }
+/* exe_reader over a file read whole: a runtime is read whole anyway, and
+ * this needs nothing but the C library (no pread on Windows). */
+static bool read_from_buf(void *file, void *into, size_t len, uint64_t offset) {
+  const buf *b = file;
+  if (offset > b->len || len > b->len - offset) return false;
+  memcpy(into, b->data + offset, len);
   return true;
 }
 
-/* The executable at path: its headers in info, its open descriptor
- * returned (-1 with the reason in err). */
-static int open_executable(const char *path, exe_info *info, buf *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    buf_printf(err, "%s: %s", path, strerror(errno));
-    return -1;
-  }
+/* The executable at path, read whole into bytes, its headers in info;
+ * false with the reason in err. */
+static bool read_executable(const char *path, buf *bytes, exe_info *info, buf *err) {
+  if (!files_read(path, bytes, err)) return false;
   buf why = BUF_INIT;
-  if (!exe_inspect(read_fd, &fd, info, &why)) {
-    buf_printf(err, "%s: %s", path, why.data);
-    close(fd);
-    fd = -1;
-  }
+  bool ok = exe_inspect(read_from_buf, bytes, info, &why);
+  if (!ok) buf_printf(err, "%s: %s", path, why.data);
   buf_free(&why);
-  return fd;
+  return ok;
+}
+
+/* Whether text occurs in b (memmem is not in every C library). */
+static bool contains(const buf *b, const char *text) {
+  size_t n = strlen(text);
+  for (const char *p = b->data, *end = b->data + b->len; end - p >= (ptrdiff_t)n; p++) {
+    p = memchr(p, text[0], (size_t)(end - p));
+    if (!p || end - p < (ptrdiff_t)n) return false;
+    if (memcmp(p, text, n) == 0) return true;
+  }
+  return false;
 }
 
 static bool matches(const build_target *t, const exe_info *info) {
@@ -66,12 +67,11 @@ static bool matches(const build_target *t, const exe_info *info) {
 
 const build_target *target_of_file(const char *path) {
   exe_info info;
-  buf ignored = BUF_INIT;
-  int fd = open_executable(path, &info, &ignored);
+  buf bytes = BUF_INIT, ignored = BUF_INIT;
+  bool ok = read_executable(path, &bytes, &info, &ignored);
+  buf_free(&bytes);
   buf_free(&ignored);
-  if (fd < 0) return NULL;
-  close(fd);
-  for (size_t i = 0; i < TARGET_COUNT; i++)
+  for (size_t i = 0; ok && i < TARGET_COUNT; i++)
     if (matches(&TARGETS[i], &info)) return &TARGETS[i];
   return NULL;
 }
@@ -104,30 +104,23 @@ char *target_find_runtime(const build_target *t, const char *self, buf *err) {
 
 bool target_read_runtime(const char *path, const build_target *t, buf *into, buf *err) {
   exe_info info;
-  int fd = open_executable(path, &info, err);
-  if (fd < 0) return false;
+  if (!read_executable(path, into, &info, err)) return false;
   bool ok = false;
   buf what = BUF_INIT, wanted = BUF_INIT;
   exe_describe(&info, &what);
   if (t) exe_describe(&(exe_info){.format = t->format, .machine = t->machine}, &wanted);
-  struct stat st;
   if (t && !matches(t, &info)) {
     buf_printf(err, "%s: %s, not a runtime for %s (%s)", path, what.data, t->name, wanted.data);
-  } else if (fstat(fd, &st) != 0 || info.image_size > (uint64_t)st.st_size) {
+  } else if (info.image_size > into->len) {
     buf_printf(err, "%s: shorter than its own headers say (%s): it was cut short", path, what.data);
   } else {
-    buf_reserve(into, (size_t)info.image_size);
-    ok = read_fd(&fd, into->data, (size_t)info.image_size, 0);
-    if (!ok) buf_printf(err, "%s: cannot read the runtime: %s", path, strerror(errno));
-    else into->len = (size_t)info.image_size;
-    if (ok && !memmem(into->data, into->len, RUNTIME_MARK, strlen(RUNTIME_MARK))) {
+    into->len = (size_t)info.image_size; /* a built program given as the runtime loses its bundle */
+    ok = contains(into, RUNTIME_MARK);
+    if (!ok)
       buf_printf(err, "%s: %s, but not a luamcp runtime (a luamcp executable holds the bundle format's text, \"%s\")",
                  path, what.data, RUNTIME_MARK);
-      ok = false;
-    }
   }
   buf_free(&what);
   buf_free(&wanted);
-  close(fd);
   return ok;
 }
