@@ -2,14 +2,12 @@
 #include "core/bundle.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <unistd.h> /* readlink, for bundle_open_self */
 
 #include "core/exe.h"
 #include "core/zip.h"
@@ -20,25 +18,18 @@ static bundle *self_bundle;
 
 /* ---- Where the runtime ends ------------------------------------------ */
 
-static bool read_at(int fd, void *into, size_t len, uint64_t offset) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, (char *)into + done, len - done, (off_t)(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += (size_t)n;
-  }
-  return true;
+/* Plain C stdio, so that the core reads a bundle the same way on every OS
+ * (a long offset: an executable is far below 2 GiB). */
+static bool read_at(FILE *f, void *into, size_t len, uint64_t offset) {
+  return offset <= LONG_MAX && fseek(f, (long)offset, SEEK_SET) == 0 && fread(into, 1, len, f) == len;
 }
 
-/* read_at for exe_inspect, whose file is a pointer to the descriptor. */
-static bool read_fd(void *file, void *into, size_t len, uint64_t offset) {
-  return read_at(*(int *)file, into, len, offset);
-}
+/* read_at for exe_inspect. */
+static bool read_file(void *file, void *into, size_t len, uint64_t offset) { return read_at(file, into, len, offset); }
 
-bool bundle_runtime_size(int fd, uint64_t *size, buf *err) {
+bool bundle_runtime_size(FILE *f, uint64_t *size, buf *err) {
   exe_info info;
-  if (!exe_inspect(read_fd, &fd, &info, err)) return false;
+  if (!exe_inspect(read_file, f, &info, err)) return false;
   *size = info.image_size;
   return true;
 }
@@ -144,38 +135,40 @@ static bool check_payload(bundle *b, buf *err) {
 
 int bundle_open(const char *path, bundle **out, buf *err) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  /* Closed before returning: nothing started meanwhile inherits it. */
+  FILE *f = fopen(path, "rb");
+  if (!f) {
     buf_printf(err, "%s: %s", path, strerror(errno));
     return -1;
   }
   bundle *b = calloc(1, sizeof *b);
   b->path = strdup(path);
   int result = -1;
-  struct stat st;
+  long end = -1;
   buf why = BUF_INIT;
-  if (fstat(fd, &st) != 0 || !bundle_runtime_size(fd, &b->runtime_size, &why)) {
+  if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || !bundle_runtime_size(f, &b->runtime_size, &why)) {
     buf_printf(err, "%s: %s", path, why.data ? why.data : strerror(errno));
     goto done;
   }
-  if ((uint64_t)st.st_size == b->runtime_size) {
+  uint64_t file_size = (uint64_t)end;
+  if (file_size == b->runtime_size) {
     result = 0;
     goto done;
   }
-  if ((uint64_t)st.st_size < b->runtime_size || (uint64_t)st.st_size - b->runtime_size > SIZE_MAX / 2) {
+  if (file_size < b->runtime_size || file_size - b->runtime_size > SIZE_MAX / 2) {
     buf_printf(err, "%s: the file is shorter than its own headers say: it was cut short", path);
     goto done;
   }
-  b->payload_size = (size_t)((uint64_t)st.st_size - b->runtime_size);
+  b->payload_size = (size_t)(file_size - b->runtime_size);
   b->payload = malloc(b->payload_size);
-  if (!b->payload || !read_at(fd, b->payload, b->payload_size, b->runtime_size)) {
+  if (!b->payload || !read_at(f, b->payload, b->payload_size, b->runtime_size)) {
     buf_printf(err, "%s: cannot read the bundle: %s", path, strerror(errno));
     goto done;
   }
   if (check_payload(b, err)) result = 1;
 done:
   buf_free(&why);
-  close(fd);
+  fclose(f);
   if (result == 1) *out = b;
   else bundle_free(b);
   return result;

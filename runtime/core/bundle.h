@@ -59,6 +59,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/buf.h"
 
@@ -109,10 +110,10 @@ void bundle_free(bundle *b);
 /* The file called name ("tools.lua", "lib/util.lua"), or NULL. */
 const bundle_file *bundle_find(const bundle *b, const char *name);
 
-/* How many leading bytes of the open file fd are the executable itself
- * (see above). Returns false with the reason in err when fd is neither ELF
+/* How many leading bytes of the open file f are the executable itself
+ * (see above). Returns false with the reason in err when f is neither ELF
  * nor PE. */
-bool bundle_runtime_size(int fd, uint64_t *size, buf *err);
+bool bundle_runtime_size(FILE *f, uint64_t *size, buf *err);
 
 /* One file to put in a payload; the caller owns the bytes. */
 typedef struct bundle_input {

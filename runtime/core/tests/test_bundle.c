@@ -156,12 +156,12 @@ static void test_payload(void) {
   self[n] = '\0';
   buf runtime = read_all(self);
 
-  int fd = open(self, O_RDONLY);
+  FILE *f = fopen(self, "rb");
   uint64_t size = 0;
   buf err = BUF_INIT;
-  CHECK(bundle_runtime_size(fd, &size, &err) && size == runtime.len,
+  CHECK(f && bundle_runtime_size(f, &size, &err) && size == runtime.len,
         "a plain executable is all runtime: %llu of %zu bytes", (unsigned long long)size, runtime.len);
-  close(fd);
+  if (f) fclose(f);
 
   char path[] = "/tmp/test_bundle_XXXXXX";
   int tmp = mkstemp(path);
