@@ -5,7 +5,8 @@
 #   make test     every test suite; ends with "N passed, N failed"
 #   make bench    benchmarks against the official TypeScript SDK
 #   make fuzz     every fuzz target under libFuzzer (FUZZ_SECONDS each, default 60)
-#   make install  bin/luamcp, its man page and the LuaLS definitions under PREFIX
+#   make install  bin/luamcp, its man page, the LuaLS definitions and the runtimes
+#                 for `luamcp build --target` that are built, under PREFIX
 #                 (default /usr/local; DESTDIR for staging); make uninstall
 
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
@@ -115,15 +116,32 @@ MAN1DIR := $(PREFIX)/share/man/man1
 METADIR    := $(PREFIX)/share/luamcp/meta
 META_FILES := $(wildcard lua/meta/*.lua)
 
+# The runtimes `luamcp build --target TARGET` appends a bundle to, as
+# TARGET:FILE (runtime/cli/target.c looks for RUNTIMESDIR/TARGET/luamcp, or
+# luamcp.exe for Windows, from bin/luamcp). linux-x64 is the fully static
+# build, which runs on any Linux x86-64. install copies those that are built
+# (make build/luamcp-static, make linux-arm64, make windows) and builds none.
+RUNTIMESDIR := $(PREFIX)/share/luamcp/runtimes
+RUNTIMES    := linux-x64:build/luamcp-static linux-arm64:build/linux-arm64/luamcp windows-x64:build/windows/luamcp.exe
+runtime_target = $(word 1,$(subst :, ,$(1)))
+runtime_file   = $(word 2,$(subst :, ,$(1)))
+runtime_dest   = $(DESTDIR)$(RUNTIMESDIR)/$(call runtime_target,$(1))/luamcp$(suffix $(call runtime_file,$(1)))
+
 install: build/luamcp
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
 	install -m 755 build/luamcp $(DESTDIR)$(BINDIR)/luamcp
 	install -m 644 runtime/cli/man/luamcp.1 $(DESTDIR)$(MAN1DIR)/luamcp.1
 	install -d $(DESTDIR)$(METADIR)
 	install -m 644 $(META_FILES) $(DESTDIR)$(METADIR)/
+	@$(foreach r,$(RUNTIMES),if [ -f $(call runtime_file,$(r)) ]; then \
+	  echo "install $(call runtime_file,$(r)) as the $(call runtime_target,$(r)) runtime"; \
+	  install -d $(dir $(call runtime_dest,$(r))) && \
+	  install -m 755 $(call runtime_file,$(r)) $(call runtime_dest,$(r)) || exit 1; fi;)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/luamcp $(DESTDIR)$(MAN1DIR)/luamcp.1 $(addprefix $(DESTDIR)$(METADIR)/,$(notdir $(META_FILES)))
+	rm -f $(foreach r,$(RUNTIMES),$(call runtime_dest,$(r)))
+	rmdir $(foreach r,$(RUNTIMES),$(dir $(call runtime_dest,$(r)))) $(DESTDIR)$(RUNTIMESDIR) 2>/dev/null || true
 	rmdir $(DESTDIR)$(METADIR) $(DESTDIR)$(PREFIX)/share/luamcp 2>/dev/null || true
 
 # ---- Tests ---------------------------------------------------------------
