@@ -7,9 +7,15 @@
 #ifndef LUAMCP_OS_LIBC_WINDOWS_H
 #define LUAMCP_OS_LIBC_WINDOWS_H
 
+/* Every header whose names are redefined below, first: a later include
+ * would meet the macros. */
+#include <direct.h>
+#include <fcntl.h>
+#include <io.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h> /* declares clock_gettime (winpthread's): before the #define below */
+#include <sys/stat.h>
+#include <time.h> /* declares clock_gettime (winpthread's) */
 
 static inline char *luamcp_strndup(const char *s, size_t n) {
   size_t len = strnlen(s, n);
@@ -42,5 +48,24 @@ static inline int luamcp_unsetenv(const char *name) { return _putenv_s(name, "")
  * which links none): libc_windows.c. */
 int luamcp_clock_gettime(clockid_t clock, struct timespec *ts);
 #define clock_gettime luamcp_clock_gettime
+
+/* mkdir(path, mode): Windows has no mode bits; the path is UTF-8. */
+int luamcp_mkdir(const char *path, int mode);
+#undef mkdir
+#define mkdir(path, mode) luamcp_mkdir(path, mode)
+
+/* realpath through os/path.h's os_path_real ("C:\a\b"): into resolved
+ * (PATH_MAX bytes) when given, else malloc'd; NULL with errno. */
+char *luamcp_realpath(const char *path, char *resolved);
+#define realpath luamcp_realpath
+
+/* fcntl(fd, F_SETFD, FD_CLOEXEC) only: the descriptor's handle is no
+ * longer inherited by children. Any other use fails with EINVAL. */
+#define F_SETFD 2
+#define FD_CLOEXEC 1
+int luamcp_fcntl(int fd, int cmd, int arg);
+#define fcntl luamcp_fcntl
+/* Not inherited, for open(): the same thing from the start. */
+#define O_CLOEXEC _O_NOINHERIT
 
 #endif

@@ -68,11 +68,15 @@ $(WIN_DIR)/obj/resources.o: runtime/tools/cross/windows.rc runtime/tools/cross/l
 
 # The tests' LUAMCP: the .exe under Debian's wine, quietly, in a prefix of
 # its own (made once: wineboot takes a while).
-$(WIN_DIR)/luamcp-wine: runtime/tools/cross/luamcp-wine $(WIN_DIR)/wineprefix/system.reg
+$(WIN_DIR)/luamcp-wine: runtime/tools/cross/luamcp-wine | $(WIN_DIR)/wineprefix.stamp
 	cp $< $@
 
-$(WIN_DIR)/wineprefix/system.reg: | $(WIN_DEPS_STAMP)
+# wineboot -i makes the prefix (about 25 s, and wineserver lingers a few
+# seconds after); the stamp, not the prefix's files (wine rewrites them on
+# every run), says it is done. mscoree, mshtml: no Mono or Gecko installer.
+$(WIN_DIR)/wineprefix.stamp: | $(WIN_DEPS_STAMP)
 	WINEPREFIX=$(abspath $(WIN_DIR))/wineprefix WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" wineboot -i
 	WINEPREFIX=$(abspath $(WIN_DIR))/wineprefix wineserver -w
+	touch $@
 
 -include $(WIN_OBJ:.o=.d)
