@@ -5,7 +5,8 @@
 #   make test     every test suite; ends with "N passed, N failed"
 #   make bench    benchmarks against the official TypeScript SDK
 #   make fuzz     every fuzz target under libFuzzer (FUZZ_SECONDS each, default 60)
-#   make install  bin/luamcp, its man page and the LuaLS definitions under PREFIX
+#   make install  bin/luamcp, its man page, the LuaLS definitions and the runtimes
+#                 for `luamcp build --target` that are built, under PREFIX
 #                 (default /usr/local; DESTDIR for staging); make uninstall
 
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
@@ -42,8 +43,8 @@ EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=
 OS_SUFFIXES   := posix linux
 OS_SRC        := $(sort $(foreach s,$(OS_SUFFIXES),$(wildcard runtime/os/*_$(s).c)))
 # The seams the core itself calls (randomness, hashes, the executable's
-# path): the unit tests and the fuzzers link the core with these alone.
-OS_CORE_SRC   := $(filter runtime/os/crypto_% runtime/os/self_%,$(OS_SRC))
+# path, the log's stderr): the unit tests and the fuzzers link the core with these alone.
+OS_CORE_SRC   := $(filter runtime/os/crypto_% runtime/os/self_% runtime/os/stderr_%,$(OS_SRC))
 CORE_SRC      := $(sort $(wildcard runtime/core/*.c))
 TRANSPORT_SRC := $(sort $(wildcard runtime/transport/*.c))
 APP_SRC       := $(sort $(wildcard runtime/app/*.c))
@@ -115,15 +116,32 @@ MAN1DIR := $(PREFIX)/share/man/man1
 METADIR    := $(PREFIX)/share/luamcp/meta
 META_FILES := $(wildcard lua/meta/*.lua)
 
+# The runtimes `luamcp build --target TARGET` appends a bundle to, as
+# TARGET:FILE (runtime/cli/target.c looks for RUNTIMESDIR/TARGET/luamcp, or
+# luamcp.exe for Windows, from bin/luamcp). linux-x64 is the fully static
+# build, which runs on any Linux x86-64. install copies those that are built
+# (make build/luamcp-static, make linux-arm64, make windows) and builds none.
+RUNTIMESDIR := $(PREFIX)/share/luamcp/runtimes
+RUNTIMES    := linux-x64:build/luamcp-static linux-arm64:build/linux-arm64/luamcp windows-x64:build/windows/luamcp.exe
+runtime_target = $(word 1,$(subst :, ,$(1)))
+runtime_file   = $(word 2,$(subst :, ,$(1)))
+runtime_dest   = $(DESTDIR)$(RUNTIMESDIR)/$(call runtime_target,$(1))/luamcp$(suffix $(call runtime_file,$(1)))
+
 install: build/luamcp
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
 	install -m 755 build/luamcp $(DESTDIR)$(BINDIR)/luamcp
 	install -m 644 runtime/cli/man/luamcp.1 $(DESTDIR)$(MAN1DIR)/luamcp.1
 	install -d $(DESTDIR)$(METADIR)
 	install -m 644 $(META_FILES) $(DESTDIR)$(METADIR)/
+	@$(foreach r,$(RUNTIMES),if [ -f $(call runtime_file,$(r)) ]; then \
+	  echo "install $(call runtime_file,$(r)) as the $(call runtime_target,$(r)) runtime"; \
+	  install -d $(dir $(call runtime_dest,$(r))) && \
+	  install -m 755 $(call runtime_file,$(r)) $(call runtime_dest,$(r)) || exit 1; fi;)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/luamcp $(DESTDIR)$(MAN1DIR)/luamcp.1 $(addprefix $(DESTDIR)$(METADIR)/,$(notdir $(META_FILES)))
+	rm -f $(foreach r,$(RUNTIMES),$(call runtime_dest,$(r)))
+	rmdir $(foreach r,$(RUNTIMES),$(dir $(call runtime_dest,$(r)))) $(DESTDIR)$(RUNTIMESDIR) 2>/dev/null || true
 	rmdir $(DESTDIR)$(METADIR) $(DESTDIR)$(PREFIX)/share/luamcp 2>/dev/null || true
 
 # ---- Tests ---------------------------------------------------------------
@@ -131,10 +149,16 @@ uninstall:
 test-deps:
 	@runtime/tools/deps.sh test
 
-UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle
+UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle \
+              build/tests/test_path
 
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
+
+# The path seam, with the platform's own file (the Windows build runs the
+# same test under wine: runtime/os/tests/test_path.c says how).
+build/tests/test_path: runtime/os/tests/test_path.c $(filter runtime/os/path_%,$(OS_SRC)) | build/obj
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(BASE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^)
 
 test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh

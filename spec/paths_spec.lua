@@ -15,6 +15,7 @@ mcp.tool { name = "read", handler = function(args)
   return data or ("nil: " .. err)
 end }
 mcp.tool { name = "bad_utf8", handler = function() return "a\255b" end }
+mcp.tool { name = "platform", handler = function() return require("mcp.core").platform end }
 ]]
 
 describe("paths", function()
@@ -50,6 +51,11 @@ describe("paths", function()
     assert.are.equal("inside", text("read", { name = "data.txt" }))
     assert.are.equal("inside", text("read", { name = "alias.txt" })) -- a link inside the folder is fine
     assert.are.equal("nil: link.txt: a symbolic link that leads out of the script folder", text("read", { name = "link.txt" }))
+  end)
+
+  it("the binary names the path rules it runs by (mcp.core.platform, from runtime/os/path_*.c)", function()
+    -- spec/paths_windows_spec.lua tests the Windows rules with this forced.
+    assert.are.equal("posix", text("platform", {}))
   end)
 
   it("sends invalid UTF-8 in a result as U+FFFD (documented)", function()

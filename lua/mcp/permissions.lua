@@ -51,41 +51,24 @@ local locked = false
 -- Paths
 ---------------------------------------------------------------------------
 
+-- How this platform reads a path (lua/mcp/path.lua): the one place for
+-- separators, drives, case and the forms Windows accepts. Kept here only,
+-- so a script cannot change the rules the checks use.
+local paths = require("mcp.path").new(core.platform, { realpath = core.realpath, readlink = core.readlink })
+
 local function tmp_dir()
-  local t = raw.getenv("TMPDIR")
-  return (t and t ~= "") and t or "/tmp"
+  return paths.tmp_dir(raw.getenv)
 end
 
--- The absolute path with symlinks and .. resolved; for a path that does
--- not exist (a file about to be written) its nearest existing folder is
--- resolved and the rest kept; a dangling symbolic link is followed to
--- where it points (writing through it would create the file there).
-local function resolve(path, base, depth)
-  depth = depth or 0
-  if depth > 40 then return nil end -- a loop of links
-  if path:sub(1, 1) ~= "/" then path = (base or core.realpath(".") or "/") .. "/" .. path end
-  local real = core.realpath(path)
-  if real then return real end
-  local parent, name = path:match("^(.*)/([^/]+)/*$")
-  if not parent or name == "." or name == ".." then return nil end
-  parent = parent == "" and "/" or parent
-  local target = core.readlink(path)
-  if target then return resolve(target, parent, depth + 1) end
-  local p = resolve(parent, nil, depth + 1)
-  return p and (p == "/" and ("/" .. name) or (p .. "/" .. name))
-end
+local resolve = paths.resolve
 M.resolve = resolve
 
-local function within(path, dir)
-  return path == dir or dir == "/" or path:sub(1, #dir + 1) == dir .. "/"
-end
+local within = paths.within
 
 -- A file:// root's path (percent-decoded), resolved.
 local function root_path(uri)
-  local p = type(uri) == "string" and uri:match("^file://[^/]*(/.*)$")
-  if not p then return nil end
-  p = p:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
-  return resolve(p)
+  local p = paths.from_file_uri(uri)
+  return p and resolve(p)
 end
 
 -- The roots of the client whose call is running, asked once per call
@@ -187,7 +170,7 @@ M.check_path = check_path
 local function check_exec(program)
   if not policy or type(program) ~= "string" then return program end
   local real = core.which(program)
-  if real and policy.exec[real] then return real end
+  if real and policy.exec[paths.key(real)] then return real end
   return deny("exec", program)
 end
 M.check_exec = check_exec
@@ -284,15 +267,16 @@ local function build(declared)
       if entry == "$ROOTS" then
         p["roots_" .. kind] = true
       else
-        local path = entry == "$TMP" and tmp_dir() or entry:gsub("^~/", (raw.getenv("HOME") or "") .. "/")
+        local path = entry == "$TMP" and tmp_dir() or paths.expand_home(entry, raw.getenv)
         local real = resolve(path, base)
         if real then p[kind][#p[kind] + 1] = real end
       end
     end
   end
   for _, entry in ipairs(p.declared.exec) do
-    local real = core.which(entry:find("/", 1, true) and resolve(entry, base) or entry)
-    if real then p.exec[real] = true end
+    local real = core.which(paths.has_separator(entry) and resolve(entry, base) or entry)
+    local key = real and paths.key(real)
+    if key then p.exec[key] = true end
   end
   for _, entry in ipairs(p.declared.net) do
     local host, port = entry:match("^%[(.+)%]:(%d+)$")
@@ -433,10 +417,13 @@ function os.rename(from, to)
 end
 
 function os.tmpname()
-  -- Lua makes the file with mkstemp in /tmp, whatever TMPDIR says.
-  local ok, message = check_path("write", "/tmp/lua_XXXXXX")
+  -- On POSIX Lua makes the file (mkstemp in /tmp, whatever TMPDIR says),
+  -- so the check comes first; on Windows it only names one.
+  local probe = paths.tmpname_probe
+  local name = not probe and raw.os_tmpname()
+  local ok, message = check_path("write", probe or name)
   if not ok then error(message, 2) end
-  return raw.os_tmpname()
+  return name or raw.os_tmpname()
 end
 
 function os.getenv(name)
@@ -530,6 +517,11 @@ do
   local read, write, list, stat = fs.read, fs.write, fs.list, fs.stat
   local function guard(kind, f)
     return function(path, ...)
+      -- A device (NUL, CON, \\.\...) is not a file, confined or not:
+      -- reading CON would wait on the console. Never one on POSIX.
+      if paths.is_device(path) then
+        return nil, ("%s: a device, not a file"):format(path), "EINVAL"
+      end
       local ok, message, code = check_path(kind, path)
       if not ok then return nil, message, code end
       return f(path, ...)

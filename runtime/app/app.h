@@ -24,6 +24,7 @@
 #include "core/session.h"
 #include "core/luamcp_limits.h"
 #include "core/strmap.h"
+#include "os/signals.h"
 
 typedef struct vm vm;
 typedef struct task task;
@@ -181,7 +182,7 @@ typedef struct lua_app {
   bool watch;             /* luamcp dev: reload when a script changes */
   app_watch *watches;
   uv_timer_t debounce;    /* one reload for a burst of file events */
-  uv_signal_t sighup;     /* reload on SIGHUP, in run and dev */
+  os_signals *signals;    /* reload on SIGHUP, in run and dev (os/signals.h) */
   uv_check_t reaper;      /* frees drained generations outside any task */
   /* A reload's generation still loading, in slices between loop turns, so
    * the current one keeps serving; NULL: none. A newer reload abandons it. */

@@ -16,6 +16,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
+#include "os/crypto.h"
 
 /* Owner: main (bus_new .. bus_free). */
 struct bus {
@@ -52,8 +53,7 @@ static bool text_is(const json_value *v, const char *text) {
 void bus_random_hex(char *out, size_t bytes) {
   unsigned char raw[64];
   if (bytes > sizeof raw) bytes = sizeof raw;
-  /* uv_random without a loop runs synchronously (getrandom). */
-  if (uv_random(NULL, NULL, raw, bytes, 0, NULL) != 0) {
+  if (!os_random_bytes(raw, bytes)) {
     uint64_t seed = uv_hrtime() ^ (uint64_t)(uintptr_t)out;
     for (size_t i = 0; i < bytes; i++) raw[i] = (unsigned char)((seed = seed * 6364136223846793005u + 1) >> 56);
   }

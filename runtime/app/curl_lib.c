@@ -1,11 +1,11 @@
 /* curl_lib.c - see curl_lib.h. */
 #include "app/curl_lib.h"
 
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "app/app.h"
+#include "os/dynlib.h"
 
 /* Owner: this file, for the life of the process. */
 static struct {
@@ -14,9 +14,47 @@ static struct {
   curl_api api;
 } C;
 
-#define CURL_FN(field, name) {(void **)&C.api.field, name}
+/* Every function of curl_api: its field, and libcurl's name for it. */
+#define CURL_FUNCTIONS(X)                                                                                          \
+  X(global_init, curl_global_init)                                                                                 \
+  X(multi_init, curl_multi_init)                                                                                   \
+  X(multi_setopt, curl_multi_setopt)                                                                               \
+  X(multi_socket_action, curl_multi_socket_action)                                                                 \
+  X(multi_perform, curl_multi_perform)                                                                             \
+  X(multi_poll, curl_multi_poll)                                                                                   \
+  X(multi_info_read, curl_multi_info_read)                                                                         \
+  X(multi_add_handle, curl_multi_add_handle)                                                                       \
+  X(multi_remove_handle, curl_multi_remove_handle)                                                                 \
+  X(multi_assign, curl_multi_assign)                                                                               \
+  X(multi_cleanup, curl_multi_cleanup)                                                                             \
+  X(easy_init, curl_easy_init)                                                                                     \
+  X(easy_setopt, curl_easy_setopt)                                                                                 \
+  X(easy_getinfo, curl_easy_getinfo)                                                                               \
+  X(easy_cleanup, curl_easy_cleanup)                                                                               \
+  X(easy_strerror, curl_easy_strerror)                                                                             \
+  X(slist_append, curl_slist_append)                                                                               \
+  X(slist_free_all, curl_slist_free_all)                                                                           \
+  X(url, curl_url)                                                                                                 \
+  X(url_cleanup, curl_url_cleanup)                                                                                 \
+  X(url_set, curl_url_set)                                                                                         \
+  X(url_get, curl_url_get)                                                                                         \
+  X(free, curl_free)
 
-static bool load(void) {
+#ifdef LUAMCP_CURL_STATIC
+
+/* libcurl is linked into the program (the Windows .exe): the table is its
+ * functions' addresses, and nothing can be missing. */
+static bool bind_functions(void) {
+#define CURL_LINKED(field, name) C.api.field = name;
+  CURL_FUNCTIONS(CURL_LINKED)
+#undef CURL_LINKED
+  return true;
+}
+
+#else
+
+/* libcurl is a shared library, loaded now (os/dynlib.h). */
+static bool bind_functions(void) {
   if (!app_can_load_shared_libraries()) {
     snprintf(C.failure, sizeof C.failure,
              "is not available in a fully static luamcp (luamcp build --static): libcurl is a shared library and a "
@@ -24,48 +62,35 @@ static bool load(void) {
     return false;
   }
   static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
-  void *lib = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  char why[150]; /* leaves room in C.failure for what comes before it */
+  os_dynlib *lib = os_dynlib_open(names, sizeof names / sizeof *names, why, sizeof why);
   if (!lib) {
-    snprintf(C.failure, sizeof C.failure, "needs libcurl (Debian: apt install libcurl4): %s", dlerror());
+    snprintf(C.failure, sizeof C.failure, "needs libcurl (Debian: apt install libcurl4): %s", why);
     return false;
   }
   struct {
     void **slot;
     const char *name;
   } fns[] = {
-      CURL_FN(global_init, "curl_global_init"),
-      CURL_FN(multi_init, "curl_multi_init"),
-      CURL_FN(multi_setopt, "curl_multi_setopt"),
-      CURL_FN(multi_socket_action, "curl_multi_socket_action"),
-      CURL_FN(multi_perform, "curl_multi_perform"),
-      CURL_FN(multi_poll, "curl_multi_poll"),
-      CURL_FN(multi_info_read, "curl_multi_info_read"),
-      CURL_FN(multi_add_handle, "curl_multi_add_handle"),
-      CURL_FN(multi_remove_handle, "curl_multi_remove_handle"),
-      CURL_FN(multi_assign, "curl_multi_assign"),
-      CURL_FN(multi_cleanup, "curl_multi_cleanup"),
-      CURL_FN(easy_init, "curl_easy_init"),
-      CURL_FN(easy_setopt, "curl_easy_setopt"),
-      CURL_FN(easy_getinfo, "curl_easy_getinfo"),
-      CURL_FN(easy_cleanup, "curl_easy_cleanup"),
-      CURL_FN(easy_strerror, "curl_easy_strerror"),
-      CURL_FN(slist_append, "curl_slist_append"),
-      CURL_FN(slist_free_all, "curl_slist_free_all"),
-      CURL_FN(url, "curl_url"),
-      CURL_FN(url_cleanup, "curl_url_cleanup"),
-      CURL_FN(url_set, "curl_url_set"),
-      CURL_FN(url_get, "curl_url_get"),
-      CURL_FN(free, "curl_free"),
+#define CURL_LOOKUP(field, name) {(void **)&C.api.field, #name},
+      CURL_FUNCTIONS(CURL_LOOKUP)
+#undef CURL_LOOKUP
   };
   for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-    *fns[i].slot = dlsym(lib, fns[i].name);
+    *fns[i].slot = os_dynlib_symbol(lib, fns[i].name);
     if (!*fns[i].slot) {
       snprintf(C.failure, sizeof C.failure, "cannot use the libcurl found: it has no %s (too old?)", fns[i].name);
-      dlclose(lib);
+      os_dynlib_close(lib);
       return false;
     }
   }
+  return true;
+}
+
+#endif
+
+static bool load(void) {
+  if (!bind_functions()) return false;
   if (C.api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     snprintf(C.failure, sizeof C.failure, "cannot use libcurl: it failed to initialize");
     return false;

@@ -1,12 +1,19 @@
 /*
- * curl_lib.h - libcurl, loaded with dlopen on first use and never linked:
+ * curl_lib.h - libcurl, loaded on first use (os/dynlib.h) and never linked:
  * a luamcp that never makes an HTTP request starts as fast as before and
  * runs on a machine without libcurl. Used by mcp.http (lua_http.c) and by
  * the client side's Streamable HTTP connection (cli/client_http.c).
+ *
+ * A build that defines LUAMCP_CURL_STATIC links libcurl in instead (the
+ * Windows .exe, with Schannel: no libcurl DLL to ship or find), and the
+ * table holds the linked functions.
  */
 #ifndef LUAMCP_CURL_LIB_H
 #define LUAMCP_CURL_LIB_H
 
+#if defined LUAMCP_CURL_STATIC && !defined CURL_STATICLIB
+#define CURL_STATICLIB /* curl.h: no __declspec(dllimport) on Windows */
+#endif
 #include <curl/curl.h>
 
 /* The libcurl functions luamcp calls. */

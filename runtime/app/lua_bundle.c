@@ -15,6 +15,7 @@
 
 #include "app/app.h"
 #include "app/lua_bundle.h"
+#include "os/path.h"
 
 void bundle_note_file(vm *v, const char *path) {
   for (size_t i = 0; i < v->file_count; i++)
@@ -26,13 +27,14 @@ void bundle_note_file(vm *v, const char *path) {
 /* The rule for names, the same with and without a bundle: a relative path
  * inside the folder, '/' between parts, and no part that is empty, "..",
  * or hidden (starts with '.'), since `luamcp build` leaves hidden files
- * out. */
+ * out, nor one the OS would read as another name or a device (on Windows:
+ * "data." is "data", "a\b" two names, NUL a device; os/path.h). */
 static bool valid_name(const char *name) {
   if (!*name) return false;
   for (const char *part = name;;) {
     const char *slash = strchr(part, '/');
     size_t len = slash ? (size_t)(slash - part) : strlen(part);
-    if (len == 0 || part[0] == '.') return false;
+    if (len == 0 || part[0] == '.' || !os_path_name_ok(part, len)) return false;
     if (!slash) return true;
     part = slash + 1;
   }
@@ -42,10 +44,11 @@ static bool valid_name(const char *name) {
  * in the script folder must not hand out files from elsewhere: a built
  * program (which stores the files themselves) could not either. */
 static bool inside_folder(const char *dir, const char *path) {
-  char real_dir[PATH_MAX], real_path[PATH_MAX];
-  if (!realpath(dir, real_dir) || !realpath(path, real_path)) return true; /* fopen reports what is wrong */
-  size_t n = strlen(real_dir);
-  return strncmp(real_path, real_dir, n) == 0 && (real_path[n] == '/' || (n == 1 && real_dir[0] == '/'));
+  char *real_dir = os_path_real(dir), *real_path = os_path_real(path);
+  bool inside = !real_dir || !real_path || os_path_inside(real_dir, real_path); /* if not found, fopen says so */
+  free(real_dir);
+  free(real_path);
+  return inside;
 }
 
 static int read_from_disk(lua_State *L, const char *dir, const char *name) {

@@ -5,10 +5,7 @@
  */
 #include <errno.h>
 #include <lauxlib.h>
-#include <limits.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,6 +14,7 @@
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 #include "core/state_token.h"
+#include "os/path.h"
 #include "app/lua_json.h"
 #include "app/app.h"
 #include "app/lua_core.h"
@@ -198,13 +196,11 @@ static int core_state_digest(lua_State *L) {
   return 1;
 }
 
-/* The name a server gets when mcp.server{} gives none: the script folder's
- * (or file's) base name. */
 /* realpath(path) -> the absolute path, symlinks and .. resolved | nil,
  * message, code (ENOENT, ...). */
 static int core_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  char *real = realpath(path, NULL);
+  char *real = os_path_real(path);
   if (!real) {
     int e = errno;
     lua_pushnil(L);
@@ -217,46 +213,15 @@ static int core_realpath(lua_State *L) {
   return 1;
 }
 
-/* which(name) -> the absolute path execvp would run for name (a name with a
- * slash is taken as a path), symlinks resolved | nil. */
+/* which(name) -> the absolute path of the program name runs, as the
+ * platform finds it (os/path.h: PATH on POSIX, a name with a separator
+ * taken as a path), symlinks resolved | nil. */
 static int core_which(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  luaL_Buffer b;
-  if (strchr(name, '/')) {
-    char *real = realpath(name, NULL);
-    if (!real || access(real, X_OK) != 0) {
-      free(real);
-      return 0;
-    }
-    lua_pushstring(L, real);
-    free(real);
-    return 1;
-  }
-  const char *path = getenv("PATH");
-  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-  while (*path) {
-    const char *end = strchr(path, ':');
-    size_t len = end ? (size_t)(end - path) : strlen(path);
-    luaL_buffinit(L, &b);
-    luaL_addlstring(&b, len ? path : ".", len ? len : 1);
-    luaL_addchar(&b, '/');
-    luaL_addstring(&b, name);
-    luaL_pushresult(&b);
-    char *real = realpath(lua_tostring(L, -1), NULL);
-    lua_pop(L, 1);
-    if (real && access(real, X_OK) == 0) {
-      struct stat st;
-      if (stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
-        lua_pushstring(L, real);
-        free(real);
-        return 1;
-      }
-    }
-    free(real);
-    if (!end) break;
-    path = end + 1;
-  }
-  return 0;
+  char *real = os_path_which(luaL_checkstring(L, 1));
+  if (!real) return 0;
+  lua_pushstring(L, real);
+  free(real);
+  return 1;
 }
 
 /* The real getenv, for the permission checks themselves (os.getenv is a
@@ -272,10 +237,10 @@ static int core_current_ctx(lua_State *L) { return task_push_current_ctx(L, core
 
 /* readlink(path) -> what the symbolic link at path points to | nil. */
 static int core_readlink(lua_State *L) {
-  char target[PATH_MAX];
-  ssize_t n = readlink(luaL_checkstring(L, 1), target, sizeof target);
-  if (n < 0 || n == (ssize_t)sizeof target) return 0;
-  lua_pushlstring(L, target, (size_t)n);
+  char *target = os_path_readlink(luaL_checkstring(L, 1));
+  if (!target) return 0;
+  lua_pushstring(L, target);
+  free(target);
   return 1;
 }
 
@@ -293,12 +258,14 @@ static int core_script_dir(lua_State *L) {
   return 1;
 }
 
+/* The name a server gets when mcp.server{} gives none: the script folder's
+ * (or file's) base name. */
 static int core_default_name(lua_State *L) {
   const char *path = core_vm(L)->path;
   size_t n = strlen(path);
-  while (n > 1 && path[n - 1] == '/') n--;
+  while (n > 1 && os_path_is_separator(path[n - 1])) n--;
   size_t start = n;
-  while (start > 0 && path[start - 1] != '/') start--;
+  while (start > 0 && !os_path_is_separator(path[start - 1])) start--;
   size_t len = n - start;
   if (len > 4 && memcmp(path + start + len - 4, ".lua", 4) == 0) len -= 4;
   if (len == 0 || (len == 1 && path[start] == '.')) lua_pushliteral(L, "luamcp");
@@ -349,6 +316,9 @@ int luaopen_mcp_core(lua_State *L) {
   luaL_setfuncs(L, functions, 1);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
+  /* Whose path rules lua/mcp/path.lua applies: "posix" or "windows". */
+  lua_pushstring(L, os_path_platform());
+  lua_setfield(L, -2, "platform");
   /* The error codes and limits Lua needs, from their one place in C. */
   static const struct { const char *name; lua_Integer value; } constants[] = {
       {"INVALID_PARAMS", JSONRPC_INVALID_PARAMS},

@@ -102,6 +102,7 @@ static void maybe_finish(exec_op *op) {
   if (op->finished || !op->exited || !op->out_eof || !op->err_eof) return;
   op->finished = true;
   uv_timer_stop(&op->timer);
+  os_proc_release(&op->process);
   close_handle(op, (uv_handle_t *)&op->process);
   close_handle(op, (uv_handle_t *)&op->timer);
   close_handle(op, (uv_handle_t *)&op->out);
@@ -116,7 +117,7 @@ static void signal_group(exec_op *op, int signum) {
    * own process group: never. */
   if (op->exited || op->finished || op->process.pid <= 0) return;
   /* The child leads its own process group: take its children along. */
-  if (uv_kill(-op->process.pid, signum) != 0) uv_process_kill(&op->process, signum);
+  os_proc_kill(&op->process, signum);
 }
 
 static void on_kill_grace(uv_timer_t *timer) {

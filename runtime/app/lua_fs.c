@@ -9,21 +9,22 @@
  *
  * Expected failures (no such file, no permission, ...) return nil, a
  * message naming the path, and an error code such as "ENOENT"; misuse
- * raises. Each call runs as one work item with plain blocking system calls;
- * the calling task waits meanwhile.
+ * raises. Each call runs as one work item with libuv's file calls made
+ * synchronously (no callback), which take UTF-8 paths on every OS; the
+ * calling task waits meanwhile.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <lauxlib.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "app/app.h"
 #include "app/lua_fs.h"
 #include "app/lua_task.h"
+#include "os/errors.h"
 
 typedef enum fs_kind { FS_READ, FS_WRITE, FS_LIST, FS_STAT } fs_kind;
 
@@ -44,9 +45,9 @@ typedef struct fs_op {
   char *data; /* read: what was read; write: what to write */
   size_t len;
   size_t max_len; /* read: what the Lua state may still allocate */
-  int error;      /* errno of the failure, 0 on success */
+  int error;      /* the failure's libuv error code (UV_ENOENT, ...), 0 on success */
   bool done;      /* the work has finished and its result waits for the task */
-  struct stat st;
+  uv_stat_t st;
   fs_entry *entries;
   size_t entry_count;
 } fs_op;
@@ -61,110 +62,158 @@ static void cancel_op(task_op *base) {
   else op->task = NULL;
 }
 
-static const char *type_name(mode_t mode) {
-  if (S_ISREG(mode)) return "file";
-  if (S_ISDIR(mode)) return "directory";
-  if (S_ISLNK(mode)) return "link";
-  return "other";
+static const char *type_name(uint64_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return "file";
+    case S_IFDIR: return "directory";
+    case S_IFLNK: return "link";
+    default: return "other";
+  }
+}
+
+static const char *dirent_type_name(uv_dirent_type_t type) {
+  switch (type) {
+    case UV_DIRENT_FILE: return "file";
+    case UV_DIRENT_DIR: return "directory";
+    case UV_DIRENT_LINK: return "link";
+    default: return "other";
+  }
 }
 
 static int compare_entries(const void *a, const void *b) {
   return strcmp(((const fs_entry *)a)->name, ((const fs_entry *)b)->name);
 }
 
+/* The file's status (stat, or lstat when link is true) in op->st: 0 or a
+ * libuv error code. */
+static int stat_path(fs_op *op, const char *path, bool link) {
+  uv_fs_t req;
+  int rc = link ? uv_fs_lstat(NULL, &req, path, NULL) : uv_fs_stat(NULL, &req, path, NULL);
+  if (rc == 0) op->st = req.statbuf;
+  uv_fs_req_cleanup(&req);
+  return rc;
+}
+
+static void do_read(fs_op *op) {
+  uv_fs_t req;
+  uv_file fd = uv_fs_open(NULL, &req, op->path, UV_FS_O_RDONLY, 0, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd < 0) {
+    op->error = fd;
+    return;
+  }
+  int rc = uv_fs_fstat(NULL, &req, fd, NULL);
+  if (rc == 0) op->st = req.statbuf;
+  uv_fs_req_cleanup(&req);
+  if (rc == 0 && (op->st.st_mode & S_IFMT) == S_IFDIR) rc = UV_EISDIR;
+  if (rc != 0) {
+    op->error = rc;
+    uv_fs_close(NULL, &req, fd, NULL);
+    uv_fs_req_cleanup(&req);
+    return;
+  }
+  size_t cap = (op->st.st_mode & S_IFMT) == S_IFREG ? (size_t)op->st.st_size + 1 : 65536;
+  if (cap > op->max_len + 1) cap = op->max_len + 1;
+  op->data = malloc(cap);
+  for (;;) {
+    if (op->len == cap) {
+      if (cap > op->max_len) {
+        op->error = UV_EFBIG; /* more than the memory limit leaves room for */
+        break;
+      }
+      cap *= 2;
+      char *bigger = realloc(op->data, cap);
+      if (!bigger) {
+        op->error = UV_ENOMEM;
+        break;
+      }
+      op->data = bigger;
+    }
+    uv_buf_t b = uv_buf_init(op->data + op->len, (unsigned)(cap - op->len > INT32_MAX ? INT32_MAX : cap - op->len));
+    int n = uv_fs_read(NULL, &req, fd, &b, 1, -1, NULL);
+    uv_fs_req_cleanup(&req);
+    if (n == UV_EINTR) continue;
+    if (n < 0) op->error = n;
+    if (n <= 0) break;
+    op->len += (size_t)n;
+    if (op->len > op->max_len) {
+      op->error = UV_EFBIG;
+      break;
+    }
+  }
+  uv_fs_close(NULL, &req, fd, NULL);
+  uv_fs_req_cleanup(&req);
+}
+
+static void do_write(fs_op *op) {
+  uv_fs_t req;
+  uv_file fd = uv_fs_open(NULL, &req, op->path, UV_FS_O_WRONLY | UV_FS_O_CREAT | UV_FS_O_TRUNC, 0644, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd < 0) {
+    op->error = fd;
+    return;
+  }
+  size_t off = 0;
+  while (off < op->len) {
+    size_t left = op->len - off;
+    uv_buf_t b = uv_buf_init(op->data + off, (unsigned)(left > INT32_MAX ? INT32_MAX : left));
+    int n = uv_fs_write(NULL, &req, fd, &b, 1, -1, NULL);
+    uv_fs_req_cleanup(&req);
+    if (n == UV_EINTR) continue;
+    if (n < 0) {
+      op->error = n;
+      break;
+    }
+    off += (size_t)n;
+  }
+  int rc = uv_fs_close(NULL, &req, fd, NULL);
+  uv_fs_req_cleanup(&req);
+  if (rc != 0 && !op->error) op->error = rc;
+}
+
+static void do_list(fs_op *op) {
+  uv_fs_t req;
+  int rc = uv_fs_scandir(NULL, &req, op->path, 0, NULL);
+  if (rc < 0) {
+    op->error = rc;
+    uv_fs_req_cleanup(&req);
+    return;
+  }
+  size_t cap = 0;
+  uv_dirent_t e;
+  while (uv_fs_scandir_next(&req, &e) == 0) {
+    if (strcmp(e.name, ".") == 0 || strcmp(e.name, "..") == 0) continue;
+    if (op->entry_count == cap) {
+      cap = cap ? cap * 2 : 32;
+      op->entries = realloc(op->entries, cap * sizeof *op->entries);
+    }
+    /* The folder says what each entry is where it can; where it cannot
+     * (UV_DIRENT_UNKNOWN: some file systems), ask the entry itself, not
+     * following a link. */
+    const char *type = dirent_type_name(e.type);
+    if (e.type == UV_DIRENT_UNKNOWN) {
+      size_t n = strlen(op->path) + strlen(e.name) + 2;
+      char *full = malloc(n);
+      snprintf(full, n, "%s/%s", op->path, e.name);
+      if (stat_path(op, full, true) == 0) type = type_name(op->st.st_mode);
+      free(full);
+    }
+    op->entries[op->entry_count].name = strdup(e.name);
+    op->entries[op->entry_count].type = type;
+    op->entry_count++;
+  }
+  uv_fs_req_cleanup(&req);
+  qsort(op->entries, op->entry_count, sizeof *op->entries, compare_entries);
+}
+
 /* On a thread-pool thread: no Lua here. */
 static void do_work(uv_work_t *w) {
   fs_op *op = w->data;
   switch (op->kind) {
-    case FS_READ: {
-      int fd = open(op->path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || fstat(fd, &op->st) != 0) {
-        op->error = errno;
-        if (fd >= 0) close(fd);
-        return;
-      }
-      if (S_ISDIR(op->st.st_mode)) {
-        op->error = EISDIR;
-        close(fd);
-        return;
-      }
-      size_t cap = S_ISREG(op->st.st_mode) ? (size_t)op->st.st_size + 1 : 65536;
-      if (cap > op->max_len + 1) cap = op->max_len + 1;
-      op->data = malloc(cap);
-      for (;;) {
-        if (op->len == cap) {
-          if (cap > op->max_len) {
-            op->error = EFBIG; /* more than the memory limit leaves room for */
-            break;
-          }
-          cap *= 2;
-          char *bigger = realloc(op->data, cap);
-          if (!bigger) {
-            op->error = ENOMEM;
-            break;
-          }
-          op->data = bigger;
-        }
-        ssize_t n = read(fd, op->data + op->len, cap - op->len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) op->error = errno;
-        if (n <= 0) break;
-        op->len += (size_t)n;
-        if (op->len > op->max_len) {
-          op->error = EFBIG;
-          break;
-        }
-      }
-      close(fd);
-      return;
-    }
-    case FS_WRITE: {
-      int fd = open(op->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) {
-        op->error = errno;
-        return;
-      }
-      size_t off = 0;
-      while (off < op->len) {
-        ssize_t n = write(fd, op->data + off, op->len - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-          op->error = errno;
-          break;
-        }
-        off += (size_t)n;
-      }
-      if (close(fd) != 0 && !op->error) op->error = errno;
-      return;
-    }
-    case FS_LIST: {
-      DIR *d = opendir(op->path);
-      if (!d) {
-        op->error = errno;
-        return;
-      }
-      size_t cap = 0;
-      struct dirent *e;
-      while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (op->entry_count == cap) {
-          cap = cap ? cap * 2 : 32;
-          op->entries = realloc(op->entries, cap * sizeof *op->entries);
-        }
-        struct stat st;
-        const char *type = "other";
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) type = type_name(st.st_mode);
-        op->entries[op->entry_count].name = strdup(e->d_name);
-        op->entries[op->entry_count].type = type;
-        op->entry_count++;
-      }
-      closedir(d);
-      qsort(op->entries, op->entry_count, sizeof *op->entries, compare_entries);
-      return;
-    }
-    case FS_STAT:
-      if (stat(op->path, &op->st) != 0) op->error = errno;
-      return;
+    case FS_READ: do_read(op); return;
+    case FS_WRITE: do_write(op); return;
+    case FS_LIST: do_list(op); return;
+    case FS_STAT: op->error = stat_path(op, op->path, false); return;
   }
 }
 
@@ -179,7 +228,7 @@ static void op_free(fs_op *op) {
 /* Back on the loop: resume the task, unless it went away. */
 static void after_work(uv_work_t *w, int status) {
   fs_op *op = w->data;
-  if (status == UV_ECANCELED) op->error = ECANCELED;
+  if (status == UV_ECANCELED) op->error = UV_ECANCELED;
   op->done = true;
   task *t = op->task;
   if (!t || t->wait != TASK_WAIT_OP || t->wait_op != &op->op) {
@@ -189,7 +238,7 @@ static void after_work(uv_work_t *w, int status) {
   task_resume(t, 0); /* fs_continue reads the op and frees it */
 }
 
-static void push_stat(lua_State *L, const struct stat *st) {
+static void push_stat(lua_State *L, const uv_stat_t *st) {
   lua_createtable(L, 0, 4);
   lua_pushstring(L, type_name(st->st_mode));
   lua_setfield(L, -2, "type");
@@ -208,8 +257,8 @@ static int fs_continue(lua_State *L, int status, lua_KContext k) {
   if (op->error) {
     lua_pushnil(L);
     lua_pushfstring(L, "%s: %s", op->path,
-                    op->error == EFBIG ? "too large for the server's memory limit" : strerror(op->error));
-    lua_pushstring(L, uv_err_name(uv_translate_sys_error(op->error)));
+                    op->error == UV_EFBIG ? "too large for the server's memory limit" : os_error_text(op->error));
+    lua_pushstring(L, uv_err_name(op->error));
     op_free(op);
     return 3;
   }

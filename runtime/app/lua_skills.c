@@ -2,7 +2,7 @@
  * lua_skills.c - what serving Agent Skills (lua/mcp/skills.lua) needs from
  * C: a SKILL.md's YAML front matter as a Lua value (libyaml, never a
  * hand-written parser) and the SHA-256 digests of the files served
- * (OpenSSL's libcrypto, as for requestState).
+ * (the platform's crypto, os/crypto.h, as for requestState).
  *
  * YAML is read with the 1.2 core schema, as the JSON-minded YAML parsers
  * clients use (the suite's `yaml` package) read it: a plain scalar is null,
@@ -13,7 +13,6 @@
  */
 #include <lauxlib.h>
 #include <math.h>
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -21,6 +20,7 @@
 #include "core/luamcp_limits.h"
 #include "app/lua_json.h"
 #include "app/lua_skills.h"
+#include "os/crypto.h"
 
 /* A plain scalar, resolved by the core schema; pushes its value. */
 static void push_plain(lua_State *L, const char *s, size_t n) {
@@ -188,11 +188,11 @@ static int skills_yaml_decode(lua_State *L) {
 static int skills_sha256(lua_State *L) {
   size_t n;
   const char *data = luaL_checklstring(L, 1, &n);
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256((const unsigned char *)data, n, md);
-  char hex[2 * SHA256_DIGEST_LENGTH + 1];
-  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
-  lua_pushlstring(L, hex, 2 * SHA256_DIGEST_LENGTH);
+  uint8_t md[OS_SHA256_BYTES];
+  os_sha256(data, n, md);
+  char hex[2 * OS_SHA256_BYTES + 1];
+  for (int i = 0; i < OS_SHA256_BYTES; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  lua_pushlstring(L, hex, 2 * OS_SHA256_BYTES);
   return 1;
 }
 

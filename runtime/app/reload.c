@@ -15,7 +15,6 @@
  * what they subscribed to.
  */
 #include <lauxlib.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -30,6 +29,7 @@
 #include "app/lua_task.h"
 #include "app/reload.h"
 #include "app/vm.h"
+#include "os/path.h"
 
 /* ---- Generations ----------------------------------------------------- */
 
@@ -264,19 +264,12 @@ static void on_file_event(uv_fs_event_t *h, const char *filename, int events, in
   uv_timer_start(&w->app->debounce, on_debounced, RELOAD_DEBOUNCE_MS, 0);
 }
 
-static char *dir_of(const char *path) {
-  const char *slash = strrchr(path, '/');
-  if (!slash) return strdup(".");
-  if (slash == path) return strdup("/");
-  return strndup(path, (size_t)(slash - path));
-}
-
 /* Did the generation read a file other than a script in dir (skills)? */
 static bool holds_data(const vm *v, const char *dir) {
   for (size_t i = 0; i < v->file_count; i++) {
     size_t n = strlen(v->files[i]);
     if (n >= 4 && strcmp(v->files[i] + n - 4, ".lua") == 0) continue;
-    char *d = dir_of(v->files[i]);
+    char *d = os_path_dir(v->files[i]);
     bool same = strcmp(d, dir) == 0;
     free(d);
     if (same) return true;
@@ -292,8 +285,8 @@ static void watch_files(lua_app *app) {
   char **dirs = calloc(n, sizeof *dirs);
   size_t count = 0;
   char **candidates = calloc(n, sizeof *candidates);
-  candidates[0] = v->module_dir ? strdup(v->module_dir) : dir_of(app->path);
-  for (size_t i = 0; i < v->file_count; i++) candidates[i + 1] = dir_of(v->files[i]);
+  candidates[0] = v->module_dir ? strdup(v->module_dir) : os_path_dir(app->path);
+  for (size_t i = 0; i < v->file_count; i++) candidates[i + 1] = os_path_dir(v->files[i]);
   for (size_t i = 0; i < n; i++) {
     bool seen = false;
     for (size_t j = 0; j < count && !seen; j++) seen = strcmp(dirs[j], candidates[i]) == 0;
@@ -328,9 +321,9 @@ static void watch_files(lua_app *app) {
   free(dirs);
 }
 
-static void on_sighup(uv_signal_t *h, int signum) {
-  (void)signum;
-  lua_app *app = h->data;
+static void on_sighup(void *arg, os_signal_kind kind, const char *name) {
+  (void)kind, (void)name;
+  lua_app *app = arg;
   app->reload_causes |= RELOAD_SIGHUP;
   /* Under a computing handler the reload waits for it to stop, and says
    * why it happens once it does. A script change waiting for its debounce
@@ -359,10 +352,8 @@ bool app_start(lua_app *app, server *srv, uv_loop_t *loop, const char *path, con
   app->reaper.data = app;
   uv_idle_init(loop, &app->load_slice);
   app->load_slice.data = app;
-  uv_signal_init(loop, &app->sighup);
-  app->sighup.data = app;
-  uv_signal_start(&app->sighup, on_sighup, SIGHUP);
-  uv_unref((uv_handle_t *)&app->sighup);
+  /* Windows has no reload signal: dev's file watch is its reload. */
+  if (os_signals_start(&app->signals, loop, OS_SIGNAL_RELOAD, on_sighup, app) == 0) os_signals_unref(app->signals);
   if (app->watch) watch_files(app);
   return true;
 }
@@ -382,7 +373,8 @@ void app_stop(lua_app *app) {
   }
   uv_close((uv_handle_t *)&app->debounce, NULL);
   uv_close((uv_handle_t *)&app->reaper, NULL);
-  uv_close((uv_handle_t *)&app->sighup, NULL);
+  os_signals_stop(app->signals);
+  app->signals = NULL;
   uv_close((uv_handle_t *)&app->load_slice, NULL);
   vm_free(app->loading); /* a reload still loading */
   app->loading = NULL;

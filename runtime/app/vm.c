@@ -25,6 +25,8 @@
 #include "app/lua_task.h"
 #include "app/bus.h"
 #include "app/watchdog.h"
+#include "os/dynlib.h"
+#include "os/path.h"
 
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
@@ -202,7 +204,7 @@ static void drop_relative_entries(lua_State *L, const char *field) {
   while (path && *path) {
     const char *end = strchr(path, ';');
     size_t len = end ? (size_t)(end - path) : strlen(path);
-    if (len > 0 && path[0] == '/') {
+    if (len > 0 && os_path_is_absolute(path)) {
       if (!first) luaL_addchar(&b, ';');
       luaL_addlstring(&b, path, len);
       first = false;
@@ -419,8 +421,9 @@ out_of_memory:
  * returns is what a later require gets. The module name of a file path,
  * or NULL when no require could name it (dots, dashes...). */
 static const char *script_module(const char *path, char *name, size_t size) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
+  const char *base = path;
+  for (const char *c = path; *c; c++)
+    if (os_path_is_separator(*c)) base = c + 1;
   size_t len = strlen(base) - 4; /* without ".lua" */
   if (len == 0 || len >= size) return NULL;
   for (size_t i = 0; i < len; i++) {
@@ -681,8 +684,7 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   if (!source && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     v->module_dir = strdup(path);
   } else {
-    const char *slash = strrchr(path, '/');
-    v->module_dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
+    v->module_dir = os_path_dir(path);
   }
   v->dispatch_ref = v->describe_ref = LUA_NOREF;
   strmap_init(&v->tool_inputs);
@@ -794,10 +796,7 @@ void vm_free(vm *v) {
   free(v);
 }
 
-/* A program linked with -static has no dynamic section: its _DYNAMIC, a
- * weak reference here, stays NULL. */
-extern char _DYNAMIC[] __attribute__((weak));
-bool app_can_load_shared_libraries(void) { return _DYNAMIC != NULL; }
+bool app_can_load_shared_libraries(void) { return os_dynlib_available(); }
 
 /* ---- app_ops --------------------------------------------------------- */
 

@@ -6,10 +6,11 @@
  * instruction, which doubles the cost of CPU-bound code. So no hook is set
  * while handlers behave. A watchdog thread watches how long the current
  * resume has run; once it passes its call's deadline, or runs for longer
- * than TASK_POLL_INTERVAL_MS, the watchdog sends the main thread a signal
- * (SIGURG, as Go's runtime does), whose handler sets a count hook on the
- * Lua thread that is executing (lua_sethook is made to be called from a
- * signal handler, as lua.c does for Ctrl-C). The hook then runs in the main
+ * than TASK_POLL_INTERVAL_MS, the watchdog interrupts the main thread
+ * (os/interrupt.h: a signal, SIGURG as Go's runtime does, on POSIX; the
+ * main thread suspended on Windows) to set a count hook on the Lua thread
+ * that is executing (lua_sethook is made to be called from a signal
+ * handler, as lua.c does for Ctrl-C). The hook then runs in the main
  * thread at the next instruction, does its checks, and removes itself.
  */
 #ifndef LUAMCP_WATCHDOG_H
@@ -20,7 +21,7 @@
 #include <stdint.h>
 
 /* Start the watchdog for hook (once per process; later calls do nothing).
- * Returns false if the thread or the signal handler cannot be set up (then
+ * Returns false if the thread or the interruption cannot be set up (then
  * nothing stops runaway code, and the caller says so). */
 bool watchdog_start(lua_Hook hook);
 void watchdog_stop(void);

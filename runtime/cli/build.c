@@ -32,6 +32,8 @@
 #include "cli/version.h"
 #include "app/vm.h"
 #include "core/zip.h"
+#include "cli/target.h"
+#include "os/self.h"
 
 /* The MCPB manifest version written: github.com/modelcontextprotocol/mcpb,
  * MANIFEST.md. */
@@ -44,14 +46,22 @@
 #define MCPB_PLACEHOLDER_PREFIX "${user_config."
 /* Every PNG file starts with these 8 bytes (PNG spec, 5.2). */
 #define PNG_SIGNATURE "\x89PNG\r\n\x1a\n"
+/* A .mcpb holding several Linux architectures starts this POSIX sh script,
+ * server/NAME, which picks server/linux-ARCH/NAME by `uname -m`: MCPB's
+ * platform_overrides are keyed by OS (win32, darwin, linux), never by CPU. */
+#define LAUNCHER_SHELL "/bin/sh"
 /* Subfolders followed below the script folder (symbolic links can loop). */
 #define MAX_FOLDER_DEPTH 32
 
 typedef struct build_options {
   const char *path;
-  const char *out;
+  const char *out;           /* NULL: a default name, allowed with --target */
   const char *mcpb;          /* NULL: no .mcpb */
-  const char *runtime;       /* NULL: this program */
+  const char *runtime;       /* NULL: this program, or the --target's runtime */
+  /* --target, in the order given; none: this machine's program, as always */
+  const build_target *targets[TARGET_COUNT];
+  size_t target_count;
+  const char *target_runtime[TARGET_COUNT]; /* --runtime TARGET=FILE, by TARGETS index */
   bool bytecode, strip;
   bool static_runtime;       /* --static: runtime is luamcp-static next to this program */
   /* manifest.json fields that override mcp.server{} */
@@ -114,6 +124,7 @@ static void usage_error(const char *fmt, const char *arg) {
 void build_usage(FILE *to) {
   fprintf(to,
           "Usage: luamcp build PATH -o OUT [options]\n"
+          "       luamcp build PATH --target TARGET[,...] [-o OUT] [--mcpb FILE] [options]\n"
           "\n"
           "Write OUT: one executable holding this runtime and the script folder PATH (every\n"
           "file in it, subfolders included; hidden files left out). OUT serves the scripts\n"
@@ -121,7 +132,19 @@ void build_usage(FILE *to) {
           "(--http, --trace, ...). 'OUT --bundle-info' lists what it carries.\n"
           "\n"
           "Options:\n"
-          "  -o, --output OUT       the executable to write\n"
+          "  -o, --output OUT       the executable to write (with --target, optional: by\n"
+          "                         default NAME-TARGET, NAME the folder's; with several\n"
+          "                         targets, OUT-TARGET each; windows-x64 adds .exe)\n"
+          "  --target TARGET        make the program for linux-x64, linux-arm64 or\n"
+          "                         windows-x64, from any platform: that platform's runtime\n"
+          "                         with the scripts appended. Repeat it, or separate\n"
+          "                         targets with commas, for several (--mcpb: one bundle\n"
+          "                         for all). The runtime is --runtime, else the installed\n"
+          "                         PREFIX/share/luamcp/runtimes/TARGET/luamcp[.exe] (make\n"
+          "                         install), else the one a source tree builds beside\n"
+          "                         build/luamcp (make windows, make linux-arm64,\n"
+          "                         make build/luamcp-static), else this program when it\n"
+          "                         is for TARGET\n"
           "  --bytecode             store scripts as Lua bytecode instead of source\n"
           "  --strip                with --bytecode: leave out debug information\n"
           "                         (smaller; errors lose file names and line numbers)\n"
@@ -137,14 +160,55 @@ void build_usage(FILE *to) {
           "  --icon FILE            a PNG, packed as icon.png (default: mcp.server{} icon: a\n"
           "                         PNG in the script folder, or an https:// URL)\n"
           "  --runtime FILE         use FILE (another luamcp executable, e.g. a static build)\n"
-          "                         as the runtime instead of this one\n"
+          "                         as the runtime instead of this one; its header must be\n"
+          "                         for the target (ELF x86-64 or aarch64, PE x86-64).\n"
+          "                         TARGET=FILE names the runtime of one of several targets\n"
           "  --static               the same as --runtime with luamcp-static next to this\n"
           "                         program (make build/luamcp-static)\n"
           "\n"
           "The .mcpb is deflated. Its manifest.json lists the tools and prompts the scripts\n"
           "register, and mcp.server{} config as user_config: Claude Desktop asks the user\n"
           "for each setting and passes it in an environment variable named by the key in\n"
-          "upper case (api_key: API_KEY, read with os.getenv(\"API_KEY\")).\n");
+          "upper case (api_key: API_KEY, read with os.getenv(\"API_KEY\")). With several\n"
+          "targets, the .mcpb holds server/TARGET/OUT for each, declares every platform,\n"
+          "and starts the right one on each (platform_overrides); two Linux architectures\n"
+          "share server/OUT, a sh script that picks one by `uname -m`.\n");
+}
+
+/* --target LIST: names separated by commas, each once. */
+static void add_targets(build_options *o, const char *list) {
+  const char *p = list;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    char *name = strndup(p, len);
+    const build_target *t = target_find(name);
+    if (!t) {
+      buf why = BUF_INIT;
+      buf_printf(&why, "unknown target \"%s\" (targets:", name);
+      for (size_t i = 0; i < TARGET_COUNT; i++) buf_printf(&why, " %s", TARGETS[i].name);
+      buf_puts(&why, ")");
+      usage_error("%s", why.data);
+    }
+    for (size_t k = 0; k < o->target_count; k++)
+      if (o->targets[k] == t) usage_error("--target %s is given twice", t->name);
+    o->targets[o->target_count++] = t;
+    free(name);
+    if (!p[len]) break;
+    p += len + 1;
+  }
+}
+
+/* --runtime TARGET=FILE: true when value has that form (a known target's
+ * name before '='), which it records. */
+static bool runtime_for_target(build_options *o, const char *value) {
+  const char *eq = strchr(value, '=');
+  for (size_t i = 0; eq && i < TARGET_COUNT; i++) {
+    if ((size_t)(eq - value) == strlen(TARGETS[i].name) && strncmp(value, TARGETS[i].name, (size_t)(eq - value)) == 0) {
+      o->target_runtime[i] = eq + 1;
+      return true;
+    }
+  }
+  return false;
 }
 
 static void parse_build_options(int argc, char **argv, build_options *o) {
@@ -163,7 +227,11 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
     else if (strcmp(a, "--icon") == 0) text_option = &o->icon;
     if (text_option) {
       if (!value) usage_error("%s needs a value", a);
-      *text_option = value;
+      if (text_option != &o->runtime || !runtime_for_target(o, value)) *text_option = value;
+      i++;
+    } else if (strcmp(a, "--target") == 0) {
+      if (!value) usage_error("%s needs a value", a);
+      add_targets(o, value);
       i++;
     } else if (strcmp(a, "--bytecode") == 0) {
       o->bytecode = true;
@@ -171,8 +239,8 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
       o->strip = true;
     } else if (strcmp(a, "--static") == 0) {
       static char static_path[PATH_MAX];
-      ssize_t n = readlink("/proc/self/exe", static_path, sizeof static_path - 1);
-      char *slash = n > 0 ? memrchr(static_path, '/', (size_t)n) : NULL;
+      bool found = os_self_exe(NULL, static_path, sizeof static_path);
+      char *slash = found ? strrchr(static_path, '/') : NULL;
       if (!slash) usage_error("%s: cannot tell where this program is", a);
       snprintf(slash + 1, sizeof static_path - (size_t)(slash + 1 - static_path), "luamcp-static");
       o->runtime = static_path;
@@ -186,8 +254,16 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
     }
   }
   if (!o->path) usage_error("%s", "build needs a script file or folder");
-  if (!o->out) usage_error("%s", "build needs -o OUT, the executable to write");
+  if (!o->out && !o->target_count) usage_error("%s", "build needs -o OUT, the executable to write");
   if (o->strip && !o->bytecode) usage_error("%s", "--strip applies to --bytecode");
+  if (o->runtime && o->target_count > 1)
+    usage_error("--runtime %s: with several --target, say whose runtime it is: --runtime TARGET=FILE", o->runtime);
+  for (size_t i = 0; i < TARGET_COUNT; i++) {
+    bool asked = false;
+    for (size_t k = 0; k < o->target_count; k++) asked = asked || o->targets[k] == &TARGETS[i];
+    if (o->target_runtime[i] && !asked)
+      usage_error("--runtime %s=...: that target is not one of the --target given", TARGETS[i].name);
+  }
 }
 
 /* ---- The script folder ------------------------------------------------ */
@@ -214,7 +290,7 @@ static bool add_file(file_list *list, const char *name, const char *disk_path, b
 /* The files OUT and the .mcpb replace are never part of the bundle, so
  * building into the script folder twice does not pack the first result. */
 typedef struct skip_list {
-  struct stat files[2];
+  struct stat files[TARGET_COUNT + 1];
   int count;
 } skip_list;
 
@@ -510,33 +586,82 @@ static bool load_like_run(const char *path, server_facts *facts, buf *err) {
 
 /* ---- Writing ---------------------------------------------------------- */
 
-/* The bytes of the runtime: the ELF part of this program (or --runtime),
- * without any bundle it may carry itself. */
-static bool read_runtime(const char *path, buf *into, buf *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    buf_printf(err, "%s: %s", path, strerror(errno));
-    return false;
-  }
-  uint64_t size;
-  buf why = BUF_INIT;
-  bool ok = bundle_runtime_size(fd, &size, &why);
-  if (!ok) buf_printf(err, "%s: %s", path, why.data);
-  buf_free(&why);
-  if (ok) {
-    buf_reserve(into, (size_t)size);
-    ssize_t n = pread(fd, into->data, (size_t)size, 0);
-    ok = n >= 0 && (uint64_t)n == size;
-    if (ok) into->len = (size_t)size;
-    else buf_printf(err, "%s: cannot read the runtime", path);
-  }
-  close(fd);
-  return ok;
+/* One program build writes: a platform's runtime with the bundle appended.
+ * Owner: build_command, which frees it with program_free. */
+typedef struct program {
+  const build_target *target; /* NULL without --target: a program for this machine */
+  const char *platform;       /* the MCPB manifest's name for its OS */
+  char *runtime;              /* the runtime's path */
+  char *out;                  /* the file written */
+  char *entry;                /* its path inside the .mcpb */
+  buf bytes;
+} program;
+
+static void program_free(program *p) {
+  free(p->runtime);
+  free(p->out);
+  free(p->entry);
+  buf_free(&p->bytes);
 }
 
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+/* name, with suffix (".exe") unless it ends so already; malloc'ed. */
+static char *with_suffix(const char *name, const char *suffix) {
+  buf b = BUF_INIT;
+  buf_append_str(&b, name);
+  if (!ends_with(name, suffix)) buf_append_str(&b, suffix);
+  return buf_detach(&b, NULL);
+}
+
+/* Where each program's runtime comes from, where it is written, and where
+ * it sits in the .mcpb. Without --target: one program, OUT, from this
+ * program (or --runtime), at server/OUT, as luamcp build always made. With
+ * one target: OUT (default NAME-TARGET), .exe added for Windows, at
+ * server/OUT. With several: OUT-TARGET each (OUT defaults to NAME), at
+ * server/TARGET/OUT. */
+static bool plan_programs(const build_options *o, const server_facts *f, const char *self, program *programs,
+                          size_t *count, buf *err) {
+  if (!o->target_count) {
+    const build_target *host = target_of_file(self);
+    programs[0] = (program){.platform = host ? host->mcpb_platform : "linux",
+                            .runtime = strdup(o->runtime ? o->runtime : self), .out = strdup(o->out)};
+    programs[0].entry = malloc(strlen(MCPB_SERVER_DIR) + strlen(o->out) + 1);
+    sprintf(programs[0].entry, MCPB_SERVER_DIR "%s", base_name(o->out));
+    *count = 1;
+    return true;
+  }
+  const char *name = o->out ? o->out : f->default_name;
+  for (*count = 0; *count < o->target_count; (*count)++) {
+    const build_target *t = o->targets[*count];
+    program *p = &programs[*count];
+    *p = (program){.target = t, .platform = t->mcpb_platform};
+    const char *given = o->target_runtime[t - TARGETS] ? o->target_runtime[t - TARGETS] : o->runtime;
+    p->runtime = given ? strdup(given) : target_find_runtime(t, self, err);
+    buf out = BUF_INIT, entry = BUF_INIT;
+    if (o->target_count == 1 && o->out) buf_append_str(&out, o->out);
+    else buf_printf(&out, "%s-%s", name, t->name);
+    p->out = with_suffix(out.data, t->suffix);
+    char *file = with_suffix(base_name(o->target_count == 1 ? p->out : name), t->suffix);
+    if (o->target_count == 1) buf_printf(&entry, MCPB_SERVER_DIR "%s", file);
+    else buf_printf(&entry, MCPB_SERVER_DIR "%s/%s", t->name, file);
+    p->entry = buf_detach(&entry, NULL);
+    free(file);
+    buf_free(&out);
+    if (!p->runtime) {
+      (*count)++;
+      return false;
+    }
+  }
+  return true;
 }
 
 static void json_member_string(buf *b, const char *indent, const char *key, const char *value, bool more) {
@@ -545,21 +670,102 @@ static void json_member_string(buf *b, const char *indent, const char *key, cons
   buf_append_str(b, more ? ",\n" : "\n");
 }
 
+/* How a .mcpb starts the server on one OS: its one program there, or a
+ * launcher that picks one of several by architecture. */
+typedef struct mcpb_platform {
+  const char *name;       /* "linux", "win32" */
+  char *entry;            /* the path in the archive; owned */
+  const program *programs[TARGET_COUNT];
+  size_t program_count;
+} mcpb_platform;
+
+/* The OSes of the programs, in the order first given. */
+static size_t group_platforms(const program *programs, size_t count, mcpb_platform *platforms) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    size_t k = 0;
+    while (k < n && strcmp(platforms[k].name, programs[i].platform) != 0) k++;
+    if (k == n) platforms[n++] = (mcpb_platform){.name = programs[i].platform};
+    platforms[k].programs[platforms[k].program_count++] = &programs[i];
+  }
+  for (size_t k = 0; k < n; k++) {
+    const char *first = platforms[k].programs[0]->entry;
+    buf entry = BUF_INIT;
+    /* Several programs (linux-x64, linux-arm64): server/NAME, the launcher. */
+    if (platforms[k].program_count == 1) buf_append_str(&entry, first);
+    else buf_printf(&entry, MCPB_SERVER_DIR "%s", base_name(first));
+    platforms[k].entry = buf_detach(&entry, NULL);
+  }
+  return n;
+}
+
+/* text in single quotes for sh. */
+static void sh_quote(buf *b, const char *text) {
+  buf_putc(b, '\'');
+  for (const char *c = text; *c; c++) {
+    if (*c == '\'') buf_puts(b, "'\\''");
+    else buf_putc(b, *c);
+  }
+  buf_putc(b, '\'');
+}
+
+/* server/NAME for an OS with several architectures: exec the program for
+ * this machine's `uname -m`, from the folder the script is in (a parameter
+ * expansion of $0, not dirname, which an empty PATH would not find). */
+static void write_launcher(buf *b, const mcpb_platform *platform) {
+  const char *name = base_name(platform->entry);
+  buf_puts(b, "#!" LAUNCHER_SHELL "\n");
+  buf_printf(b, "# Starts the build of this MCP server for this machine's architecture. An MCP\n"
+                "# Bundle chooses a program per OS, not per CPU: luamcp build put one program\n"
+                "# per architecture in server/%s-*/ and this script picks one.\n", platform->name);
+  buf_puts(b, "case $0 in */*) here=${0%/*} ;; *) here=. ;; esac\ncase \"$(uname -m)\" in\n");
+  for (size_t i = 0; i < platform->program_count; i++) {
+    const build_target *t = platform->programs[i]->target;
+    buf_printf(b, "  %s) exec \"$here\"/", t->uname_m);
+    sh_quote(b, platform->programs[i]->entry + strlen(MCPB_SERVER_DIR));
+    buf_puts(b, " \"$@\" ;;\n");
+  }
+  buf_puts(b, "esac\necho ");
+  buf quoted = BUF_INIT;
+  buf_printf(&quoted, "%s: this bundle has no build for this machine (", name);
+  for (size_t i = 0; i < platform->program_count; i++)
+    buf_printf(&quoted, "%s%s", i ? ", " : "", platform->programs[i]->target->name);
+  buf_puts(&quoted, "): uname -m is");
+  sh_quote(b, quoted.data);
+  buf_puts(b, " \"$(uname -m)\" >&2\nexit 1\n");
+  buf_free(&quoted);
+}
+
 /* "mcp_config": how the host starts the program, with each setting in its
- * environment variable. */
-static void write_mcp_config(buf *b, const server_facts *f, const char *binary) {
+ * environment variable; with programs for several OSes, the command for
+ * each in platform_overrides (the host takes its own OS's, by Node's
+ * process.platform, and keeps args and env). */
+static void write_mcp_config(buf *b, const server_facts *f, const mcpb_platform *platforms, size_t platform_count) {
   buf command = BUF_INIT;
-  buf_printf(&command, "${__dirname}/" MCPB_SERVER_DIR "%s", binary);
+  buf_printf(&command, "${__dirname}/%s", platforms[0].entry);
   buf_puts(b, "    \"mcp_config\": {\n");
   json_member_string(b, "      ", "command", command.data, true);
-  buf_append_str(b, f->config_count ? "      \"args\": [],\n      \"env\": {\n" : "      \"args\": []\n");
+  bool overrides = platform_count > 1;
+  buf_append_str(b, f->config_count ? "      \"args\": [],\n      \"env\": {\n"
+                                    : overrides ? "      \"args\": [],\n" : "      \"args\": []\n");
   for (size_t i = 0; i < f->config_count; i++) {
     buf placeholder = BUF_INIT;
     buf_printf(&placeholder, MCPB_PLACEHOLDER_PREFIX "%s}", f->config[i].key);
     json_member_string(b, "        ", f->config[i].env, placeholder.data, i + 1 < f->config_count);
     buf_free(&placeholder);
   }
-  if (f->config_count) buf_puts(b, "      }\n");
+  if (f->config_count) buf_append_str(b, overrides ? "      },\n" : "      }\n");
+  if (overrides) {
+    buf_puts(b, "      \"platform_overrides\": {\n");
+    for (size_t k = 0; k < platform_count; k++) {
+      buf_clear(&command);
+      buf_printf(&command, "${__dirname}/%s", platforms[k].entry);
+      buf_printf(b, "        \"%s\": {\n", platforms[k].name);
+      json_member_string(b, "          ", "command", command.data, false);
+      buf_append_str(b, k + 1 < platform_count ? "        },\n" : "        }\n");
+    }
+    buf_puts(b, "      }\n");
+  }
   buf_puts(b, "    }\n");
   buf_free(&command);
 }
@@ -603,9 +809,9 @@ static void write_user_config(buf *b, const server_facts *f) {
  * (manifest_version, name, version, description, author.name, server
  * with type, entry_point and mcp_config), then what is known of icon,
  * tools, prompts, license, long_description (the permissions) and
- * user_config, and the platform. Every object in that schema is strict, so nothing else is
+ * user_config, and the platforms. Every object in that schema is strict, so nothing else is
  * written. f->icon is a path in the archive or an https:// URL. */
-static void write_manifest(buf *b, const server_facts *f, const char *binary) {
+static void write_manifest(buf *b, const server_facts *f, const mcpb_platform *platforms, size_t platform_count) {
   buf_puts(b, "{\n");
   json_member_string(b, "  ", "manifest_version", MCPB_MANIFEST_VERSION, true);
   json_member_string(b, "  ", "name", f->name, true);
@@ -620,11 +826,8 @@ static void write_manifest(buf *b, const server_facts *f, const char *binary) {
   if (f->icon) json_member_string(b, "  ", "icon", f->icon, true);
   buf_puts(b, "  \"server\": {\n");
   json_member_string(b, "    ", "type", "binary", true);
-  buf entry_point = BUF_INIT;
-  buf_printf(&entry_point, MCPB_SERVER_DIR "%s", binary);
-  json_member_string(b, "    ", "entry_point", entry_point.data, true);
-  buf_free(&entry_point);
-  write_mcp_config(b, f, binary);
+  json_member_string(b, "    ", "entry_point", platforms[0].entry, true);
+  write_mcp_config(b, f, platforms, platform_count);
   buf_puts(b, "  },\n");
   buf_puts(b, "  \"tools\": [");
   for (size_t i = 0; i < f->tool_count; i++) {
@@ -644,8 +847,11 @@ static void write_manifest(buf *b, const server_facts *f, const char *binary) {
   json_member_string(b, "  ", "long_description", about.data, true);
   buf_free(&about);
   if (f->config_count) write_user_config(b, f);
-  /* OUT is a Linux executable: other platforms could not run it. */
-  buf_puts(b, "  \"compatibility\": {\n    \"platforms\": [\"linux\"]\n  }\n}\n");
+  /* Only the OSes it has programs for: a host on another would install a
+   * server it cannot start. */
+  buf_puts(b, "  \"compatibility\": {\n    \"platforms\": [");
+  for (size_t k = 0; k < platform_count; k++) buf_printf(b, "%s\"%s\"", k ? ", " : "", platforms[k].name);
+  buf_puts(b, "]\n  }\n}\n");
 }
 
 /* Fill in what manifest.json needs from the flags, then mcp.server{},
@@ -713,19 +919,26 @@ static bool read_icon(const build_options *o, server_facts *f, buf *png, buf *er
   return ok;
 }
 
-static bool write_mcpb(const build_options *o, const server_facts *facts, const buf *program, const buf *icon,
-                       size_t *written, buf *err) {
-  const char *binary = base_name(o->out);
-  buf manifest = BUF_INIT, archive = BUF_INIT, entry = BUF_INIT;
-  write_manifest(&manifest, facts, binary);
-  buf_printf(&entry, MCPB_SERVER_DIR "%s", binary);
+static bool write_mcpb(const build_options *o, const server_facts *facts, const program *programs, size_t count,
+                       const buf *icon, size_t *written, buf *err) {
+  mcpb_platform platforms[TARGET_COUNT];
+  size_t platform_count = group_platforms(programs, count, platforms);
+  buf manifest = BUF_INIT, archive = BUF_INIT;
+  write_manifest(&manifest, facts, platforms, platform_count);
   zip_writer z;
   /* Deflated: the .mcpb is downloaded, and a built program shrinks by more
    * than half (a PNG is stored, deflate cannot shrink it). */
   zip_writer_init(&z, &archive, 0, ZIP_DEFLATED);
   zip_add(&z, "manifest.json", manifest.data, manifest.len, 0644);
   if (icon->len) zip_add(&z, MCPB_ICON_NAME, icon->data, icon->len, 0644);
-  zip_add(&z, entry.data, program->data, program->len, 0755);
+  for (size_t k = 0; k < platform_count; k++) {
+    if (platforms[k].program_count == 1) continue;
+    buf launcher = BUF_INIT;
+    write_launcher(&launcher, &platforms[k]);
+    zip_add(&z, platforms[k].entry, launcher.data, launcher.len, 0755);
+    buf_free(&launcher);
+  }
+  for (size_t i = 0; i < count; i++) zip_add(&z, programs[i].entry, programs[i].bytes.data, programs[i].bytes.len, 0755);
   bool ok = zip_finish(&z, 0);
   zip_writer_free(&z);
   if (!ok) buf_printf(err, "%s: too large for a ZIP without ZIP64", o->mcpb);
@@ -733,15 +946,41 @@ static bool write_mcpb(const build_options *o, const server_facts *facts, const 
   *written = archive.len;
   buf_free(&manifest);
   buf_free(&archive);
-  buf_free(&entry);
+  for (size_t k = 0; k < platform_count; k++) free(platforms[k].entry);
   return ok;
 }
 
-/* The files OUT and the .mcpb will replace, when they exist already. */
-static void note_outputs(const build_options *o, skip_list *skip) {
-  const char *outputs[] = {o->out, o->mcpb};
-  for (int i = 0; i < 2; i++)
-    if (outputs[i] && stat(outputs[i], &skip->files[skip->count]) == 0) skip->count++;
+/* The files the programs and the .mcpb will replace, when they exist already. */
+static void note_outputs(const build_options *o, const program *programs, size_t count, skip_list *skip) {
+  for (size_t i = 0; i <= count; i++) {
+    const char *path = i < count ? programs[i].out : o->mcpb;
+    if (path && stat(path, &skip->files[skip->count]) == 0) skip->count++;
+  }
+}
+
+/* Append the bundle to the program's runtime and write it. */
+static bool write_program(const build_options *o, const char *self, program *p, const bundle_input *inputs,
+                          size_t input_count, const char *metadata, buf *err) {
+  /* Without --target, a --runtime must be for this machine, as this program is. */
+  const build_target *must_be = p->target ? p->target : o->runtime ? target_of_file(self) : NULL;
+  if (!target_read_runtime(p->runtime, must_be, &p->bytes, err)) {
+    const build_target *is = p->target ? NULL : target_of_file(p->runtime);
+    if (o->static_runtime) buf_puts(err, " (make build/luamcp-static builds the static runtime)");
+    else if (is && is != must_be) buf_printf(err, "; to build for %s, add --target %s", is->name, is->name);
+    return false;
+  }
+  size_t runtime_size = p->bytes.len;
+  if (!bundle_write_payload(&p->bytes, inputs, input_count, metadata, err) ||
+      !files_replace(p->out, &p->bytes, 0755, err))
+    return false;
+  fprintf(stderr, "luamcp: wrote %s", p->out);
+  if (p->target) fprintf(stderr, " for %s", p->target->name);
+  fprintf(stderr, ": %zu file%s (scripts as %s), %zu bytes = runtime %zu + bundle %zu", input_count,
+          input_count == 1 ? "" : "s", o->bytecode ? (o->strip ? "stripped bytecode" : "bytecode") : "source",
+          p->bytes.len, runtime_size, p->bytes.len - runtime_size);
+  if (p->target) fprintf(stderr, " (runtime %s)", p->runtime);
+  fputc('\n', stderr);
+  return true;
 }
 
 int build_command(int argc, char **argv) {
@@ -752,22 +991,23 @@ int build_command(int argc, char **argv) {
   build_options o = {0};
   parse_build_options(argc, argv, &o);
 
-  buf err = BUF_INIT, program = BUF_INIT, icon = BUF_INIT;
+  buf err = BUF_INIT, icon = BUF_INIT;
   file_list list = {0};
   server_facts facts = {0};
   bundle_input *inputs = NULL;
+  program programs[TARGET_COUNT] = {0};
+  size_t program_count = 0;
   int code = 1;
   char self[PATH_MAX];
-  ssize_t self_len = readlink("/proc/self/exe", self, sizeof self - 1);
-  self[self_len > 0 ? self_len : 0] = '\0';
-  const char *runtime = o.runtime ? o.runtime : self;
+  if (!os_self_exe(NULL, self, sizeof self)) self[0] = '\0';
 
   if (!load_like_run(o.path, &facts, &err)) goto done;
   if (o.mcpb && !(complete_manifest_facts(&facts, &o, &err) && read_icon(&o, &facts, &icon, &err))) goto done;
+  if (!plan_programs(&o, &facts, self, programs, &program_count, &err)) goto done;
 
   struct stat st;
   skip_list skip = {0};
-  note_outputs(&o, &skip);
+  note_outputs(&o, programs, program_count, &skip);
   if (stat(o.path, &st) == 0 && S_ISDIR(st.st_mode)) {
     if (!collect_folder(&list, o.path, "", &skip, 0, &err)) goto done;
   } else {
@@ -779,32 +1019,31 @@ int build_command(int argc, char **argv) {
   qsort(list.files, list.count, sizeof *list.files, compare_source_files);
   if (!compile_scripts(&list, &o, &err)) goto done;
 
-  if (!read_runtime(runtime, &program, &err)) {
-    if (o.static_runtime) buf_puts(&err, " (make build/luamcp-static builds the static runtime)");
-    goto done;
-  }
-  size_t runtime_size = program.len;
   inputs = calloc(list.count ? list.count : 1, sizeof *inputs);
   for (size_t i = 0; i < list.count; i++)
     inputs[i] = (bundle_input){list.files[i].name, list.files[i].data.data ? list.files[i].data.data : "",
                                list.files[i].data.len};
+  /* The same bundle for every target: the scripts (Lua bytecode is the
+   * same on x86-64 and aarch64, Linux and Windows: 8-byte integers and
+   * doubles, little-endian) and what built them, nothing of this machine. */
   buf metadata = BUF_INIT;
   buf_printf(&metadata, "format %d\nruntime %s\nlua %s\nname %s\nscripts %s\n", BUNDLE_FORMAT, LUAMCP_VERSION,
              LUA_RELEASE_STRING, facts.default_name,
              o.bytecode ? (o.strip ? "bytecode-stripped" : "bytecode") : "source");
-  bool ok = bundle_write_payload(&program, inputs, list.count, metadata.data, &err);
+  bool ok = true;
+  for (size_t i = 0; ok && i < program_count; i++)
+    ok = write_program(&o, self, &programs[i], inputs, list.count, metadata.data, &err);
   buf_free(&metadata);
-  if (!ok || !files_replace(o.out, &program, 0755, &err)) goto done;
-  fprintf(stderr, "luamcp: wrote %s: %zu file%s (scripts as %s), %zu bytes = runtime %zu + bundle %zu\n", o.out,
-          list.count, list.count == 1 ? "" : "s", o.bytecode ? (o.strip ? "stripped bytecode" : "bytecode") : "source", program.len, runtime_size,
-          program.len - runtime_size);
+  if (!ok) goto done;
   if (o.mcpb) {
     size_t mcpb_size;
-    if (!write_mcpb(&o, &facts, &program, &icon, &mcpb_size, &err)) goto done;
-    fprintf(stderr, "luamcp: wrote %s: %zu bytes, deflated: manifest.json (MCPB %s, %zu tool%s, %zu prompt%s, %zu setting%s), %s%s%s\n",
+    if (!write_mcpb(&o, &facts, programs, program_count, &icon, &mcpb_size, &err)) goto done;
+    fprintf(stderr, "luamcp: wrote %s: %zu bytes, deflated: manifest.json (MCPB %s, %zu tool%s, %zu prompt%s, %zu setting%s), %s",
             o.mcpb, mcpb_size, MCPB_MANIFEST_VERSION, facts.tool_count, facts.tool_count == 1 ? "" : "s", facts.prompt_count,
             facts.prompt_count == 1 ? "" : "s", facts.config_count, facts.config_count == 1 ? "" : "s",
-            icon.len ? MCPB_ICON_NAME ", " : "", MCPB_SERVER_DIR, base_name(o.out));
+            icon.len ? MCPB_ICON_NAME ", " : "");
+    for (size_t i = 0; i < program_count; i++) fprintf(stderr, "%s%s", i ? ", " : "", programs[i].entry);
+    fputc('\n', stderr);
   }
   code = 0;
 done:
@@ -812,8 +1051,8 @@ done:
   free(inputs);
   file_list_free(&list);
   server_facts_free(&facts);
+  for (size_t i = 0; i < program_count; i++) program_free(&programs[i]);
   buf_free(&icon);
-  buf_free(&program);
   buf_free(&err);
   return code;
 }

@@ -31,6 +31,8 @@
 #include "cli/version.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
+#include "os/self.h"
+#include "os/signals.h"
 
 /* ---- The connection base --------------------------------------------- */
 
@@ -334,9 +336,8 @@ static int l_now_ms(lua_State *L) {
 /* The running luamcp's own file (for the paths init writes). */
 static int l_executable(lua_State *L) {
   char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return 0;
-  lua_pushlstring(L, path, (size_t)n);
+  if (!os_self_exe(NULL, path, sizeof path)) return 0;
+  lua_pushstring(L, path);
   return 1;
 }
 
@@ -396,7 +397,7 @@ int client_command(int argc, char **argv) {
   /* A server that exits while we write to it (a child's stdin, a child
    * process of an in-process tool) is an error to report, not a signal
    * that ends the command. */
-  signal(SIGPIPE, SIG_IGN);
+  os_signals_ignore_broken_pipe();
   lua_State *L = luaL_newstate();
   luaL_openlibs(L);
   ljson_init(L);

@@ -25,6 +25,7 @@
 #include "core/bundle.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
+#include "os/self.h"
 
 /* Where a client keeps its user-wide settings. */
 typedef enum config_base {
@@ -273,12 +274,10 @@ static bool learn_server(const install_request *r, server_start *s, buf *err) {
 
 /* The luamcp that runs the scripts: this very program, by its real path. */
 static bool this_program(char *out, size_t n, buf *err) {
-  ssize_t len = readlink("/proc/self/exe", out, n - 1);
-  if (len <= 0) {
+  if (!os_self_exe(NULL, out, n)) {
     buf_printf(err, "cannot tell where this luamcp is: %s", strerror(errno));
     return false;
   }
-  out[len] = '\0';
   return true;
 }
 

@@ -30,6 +30,8 @@
 #include "cli/version.h"
 #include "app/confine.h"
 #include "os/proc.h"
+#include "os/self.h"
+#include "os/signals.h"
 #include "app/redis.h"
 #include "app/reload.h"
 #include "app/vm.h"
@@ -50,7 +52,7 @@ typedef struct runtime {
   http_server *http; /* NULL when serving stdio */
   redis_link *redis; /* --redis, or NULL */
   bus *bus;          /* to the other processes: over Redis, or the other workers (app/bus.h) */
-  uv_signal_t sigint, sigterm;
+  os_signals *signals; /* SIGTERM and SIGINT, or the console's events (os/signals.h) */
   uv_timer_t shutdown_timer;
   /* SIGTERM over HTTP: the drain (see on_signal). The timer ends it at
    * --drain-time; the prepare handle, run before the loop would wait,
@@ -69,10 +71,7 @@ typedef struct runtime {
 } runtime;
 
 static const char *self_path(char *out, size_t n) {
-  ssize_t len = readlink("/proc/self/exe", out, n - 1);
-  if (len <= 0) return "luamcp";
-  out[len] = '\0';
-  return out;
+  return os_self_exe(NULL, out, n) ? out : "luamcp";
 }
 
 /* The commands of luamcp itself (a built program has none of its own). */
@@ -87,7 +86,7 @@ static void usage_commands(FILE *to) {
           "                              (sessions and calls in flight survive); run\n"
           "                              reloads on SIGHUP\n"
           "  luamcp build PATH -o OUT    one executable with the scripts in PATH inside\n"
-          "                              ('luamcp build --help')\n"
+          "                              (also --target PLATFORM; 'luamcp build --help')\n"
           "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
           "                              arguments, resources, templates, prompts\n"
           "  luamcp call PATH TOOL [key=value...]\n"
@@ -519,14 +518,15 @@ static void on_drain_timeout(uv_timer_t *h) {
   stop_now(rt);
 }
 
-/* SIGTERM or SIGINT. Over HTTP the first one drains: no new work, the
- * calls in flight get --drain-time to be answered, then the stop below;
- * a second signal (or --drain-time 0) stops at once, cancelling every
- * call. Over stdio the client owns the process: a signal stops at once
- * (stdin's end is how a client asks for an orderly stop). */
-static void on_signal(uv_signal_t *h, int signum) {
-  runtime *rt = h->data;
-  if (rt->worker && signum == SIGINT) {
+/* SIGTERM or SIGINT (Windows: a console event). Over HTTP the first one
+ * drains: no new work, the calls in flight get --drain-time to be
+ * answered, then the stop below; a second signal (or --drain-time 0)
+ * stops at once, cancelling every call. Over stdio the client owns the
+ * process: a signal stops at once (stdin's end is how a client asks for
+ * an orderly stop). */
+static void on_signal(void *arg, os_signal_kind kind, const char *name) {
+  runtime *rt = arg;
+  if (rt->worker && kind == OS_SIGNAL_INTERRUPT) {
     /* A terminal's ^C reaches the whole process group: the supervisor
      * passes it on as SIGTERM, which must count once, not twice. */
     log_write(LOG_DEBUG, "received SIGINT; waiting for the supervisor's SIGTERM");
@@ -534,18 +534,18 @@ static void on_signal(uv_signal_t *h, int signum) {
   }
   if (rt->draining) {
     int n = http_calls_in_flight(rt->http);
-    log_write(LOG_INFO, "received signal %d again; cancelling %d call%s", signum, n, n == 1 ? "" : "s");
+    log_write(LOG_INFO, "received %s again; cancelling %d call%s", name, n, n == 1 ? "" : "s");
     stop_now(rt);
     return;
   }
   if (!rt->http || rt->drain_time_s == 0 || rt->stopping) {
-    log_write(LOG_INFO, "received signal %d; stopping", signum);
+    log_write(LOG_INFO, "received %s; stopping", name);
     stop_now(rt);
     return;
   }
   rt->draining = true;
   int n = http_drain(rt->http);
-  log_write(LOG_INFO, "received signal %d; stopping: draining %d call%s for up to %d s", signum, n, n == 1 ? "" : "s",
+  log_write(LOG_INFO, "received %s; stopping: draining %d call%s for up to %d s", name, n, n == 1 ? "" : "s",
             rt->drain_time_s);
   uv_timer_start(&rt->drain_timer, on_drain_timeout, (uint64_t)rt->drain_time_s * 1000u, 0);
   uv_prepare_start(&rt->drain_prepare, on_drain_prepare);
@@ -557,7 +557,12 @@ static void on_worker_announce(void *arg) {
   start_line_write(rt->app.current, rt->where, true);
 }
 
-static void on_supervisor_lost(void *arg) { on_signal(&((runtime *)arg)->sigterm, SIGTERM); }
+/* The supervisor gone counts as its SIGTERM (workers are POSIX only). */
+static void on_supervisor_lost(void *arg) {
+  char name[16];
+  snprintf(name, sizeof name, "signal %d", SIGTERM);
+  on_signal(arg, OS_SIGNAL_STOP, name);
+}
 
 static void on_worker_bus(void *arg, const char *message, size_t len) { bus_receive(((runtime *)arg)->bus, message, len); }
 
@@ -630,7 +635,7 @@ static int serve(int argc, char **argv, bool watch) {
 
   runtime *rt = calloc(1, sizeof *rt);
   rt->loop = uv_default_loop();
-  signal(SIGPIPE, SIG_IGN);
+  os_signals_ignore_broken_pipe();
   if (!stdio_claim_fds(&rt->stdio)) {
     fprintf(stderr, "luamcp: cannot set up stdin/stdout\n");
     return 1;
@@ -683,13 +688,9 @@ static int serve(int argc, char **argv, bool watch) {
   rt->drain_timer.data = rt->drain_prepare.data = rt;
   rt->drain_time_s = o.drain_time_s;
   rt->worker = o.worker_index > 0;
-  uv_signal_init(rt->loop, &rt->sigint);
-  uv_signal_init(rt->loop, &rt->sigterm);
-  rt->sigint.data = rt->sigterm.data = rt;
-  uv_signal_start(&rt->sigint, on_signal, SIGINT);
-  uv_signal_start(&rt->sigterm, on_signal, SIGTERM);
-  uv_unref((uv_handle_t *)&rt->sigint);
-  uv_unref((uv_handle_t *)&rt->sigterm);
+  int signals_rc = os_signals_start(&rt->signals, rt->loop, OS_SIGNAL_STOP | OS_SIGNAL_INTERRUPT, on_signal, rt);
+  if (signals_rc == 0) os_signals_unref(rt->signals);
+  else log_write(LOG_WARNING, "cannot watch for stop signals: %s", uv_strerror(signals_rc));
 
   if (o.http) {
     char err_text[400];
@@ -731,6 +732,7 @@ static int serve(int argc, char **argv, bool watch) {
   redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
   bus_free(rt->bus);
   jobs_release(&rt->srv);
+  os_signals_stop(rt->signals);
   uv_walk(rt->loop, close_any, NULL);
   uv_run(rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(rt->loop);

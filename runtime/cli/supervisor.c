@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/luamcp_limits.h"
 #include "transport/worker_ipc.h"
+#include "os/signals.h"
 
 typedef struct supervisor supervisor;
 
@@ -59,7 +60,7 @@ struct supervisor {
    * retry of an input_required call land on any of them. */
   char state_key[32];
   worker_slot workers[MAX_WORKERS];
-  uv_signal_t sigint, sigterm, sighup;
+  os_signals *signals; /* SIGINT, SIGTERM, SIGHUP (os/signals.h) */
   uv_timer_t stop_timer;
   bool started;  /* every worker of the first start listened */
   bool stopping;
@@ -341,9 +342,8 @@ static void maybe_finish(supervisor *s) {
   s->closed = true;
   for (int i = 0; i < s->opts->workers; i++) uv_close((uv_handle_t *)&s->workers[i].restart, NULL);
   uv_close((uv_handle_t *)&s->stop_timer, NULL);
-  uv_close((uv_handle_t *)&s->sigint, NULL);
-  uv_close((uv_handle_t *)&s->sigterm, NULL);
-  uv_close((uv_handle_t *)&s->sighup, NULL);
+  os_signals_stop(s->signals);
+  s->signals = NULL;
 }
 
 static void on_stop_timeout(uv_timer_t *t) {
@@ -380,19 +380,19 @@ static void supervisor_stop(supervisor *s) {
   maybe_finish(s);
 }
 
-static void on_signal(uv_signal_t *h, int signum) {
-  supervisor *s = h->data;
-  if (signum == SIGHUP) {
+static void on_signal(void *arg, os_signal_kind kind, const char *name) {
+  supervisor *s = arg;
+  if (kind == OS_SIGNAL_RELOAD) {
     if (s->stopping) return;
-    log_write(LOG_INFO, "received SIGHUP; reloading every worker");
+    log_write(LOG_INFO, "received %s; reloading every worker", name);
     for (int i = 0; i < s->opts->workers; i++)
       if (s->workers[i].running) uv_process_kill(&s->workers[i].process, SIGHUP);
     return;
   }
   if (s->stopping)
-    log_write(LOG_INFO, "received signal %d again; the workers cancel their calls now", signum);
+    log_write(LOG_INFO, "received %s again; the workers cancel their calls now", name);
   else
-    log_write(LOG_INFO, "received signal %d; stopping %d workers", signum, s->opts->workers);
+    log_write(LOG_INFO, "received %s; stopping %d workers", name, s->opts->workers);
   supervisor_stop(s);
 }
 
@@ -423,7 +423,7 @@ int supervisor_run(const supervisor_options *o) {
   s->argv[o->argc + 3] = s->port_arg;
   /* This very program, even if its file was replaced since it started. */
   s->exe = access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe" : o->argv[0];
-  signal(SIGPIPE, SIG_IGN);
+  os_signals_ignore_broken_pipe();
   for (int i = 0; i < o->workers; i++) {
     worker_slot *w = &s->workers[i];
     w->sup = s;
@@ -433,13 +433,9 @@ int supervisor_run(const supervisor_options *o) {
   }
   uv_timer_init(s->loop, &s->stop_timer);
   s->stop_timer.data = s;
-  uv_signal_t *signals[] = {&s->sigint, &s->sigterm, &s->sighup};
-  int numbers[] = {SIGINT, SIGTERM, SIGHUP};
-  for (int i = 0; i < 3; i++) {
-    uv_signal_init(s->loop, signals[i]);
-    signals[i]->data = s;
-    uv_signal_start(signals[i], on_signal, numbers[i]);
-  }
+  int signals_rc = os_signals_start(&s->signals, s->loop, OS_SIGNAL_STOP | OS_SIGNAL_INTERRUPT | OS_SIGNAL_RELOAD,
+                                    on_signal, s);
+  if (signals_rc != 0) log_write(LOG_WARNING, "cannot watch for signals: %s", uv_strerror(signals_rc));
   spawn_worker(&s->workers[0]);
   uv_run(s->loop, UV_RUN_DEFAULT);
   uv_loop_close(s->loop);

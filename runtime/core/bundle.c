@@ -1,18 +1,17 @@
 /* bundle.c - see bundle.h for the format. */
 #include "core/bundle.h"
 
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <unistd.h> /* readlink, for bundle_open_self */
 
+#include "core/exe.h"
 #include "core/zip.h"
+#include "os/self.h"
 
 #define REBUILD_HINT "; build it again with luamcp build"
 
@@ -20,64 +19,20 @@ static bundle *self_bundle;
 
 /* ---- Where the runtime ends ------------------------------------------ */
 
-static bool read_at(int fd, void *into, size_t len, uint64_t offset) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, (char *)into + done, len - done, (off_t)(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += (size_t)n;
-  }
-  return true;
+/* Plain C stdio, so that the core reads a bundle the same way on every OS
+ * (a long offset: an executable is far below 2 GiB). */
+static bool read_at(FILE *f, void *into, size_t len, uint64_t offset) {
+  return offset <= LONG_MAX && fseek(f, (long)offset, SEEK_SET) == 0 && fread(into, 1, len, f) == len;
 }
 
-static void extend(uint64_t *end, uint64_t offset, uint64_t size) {
-  if (offset + size > *end) *end = offset + size;
-}
+/* read_at for exe_inspect. */
+static bool read_file(void *file, void *into, size_t len, uint64_t offset) { return read_at(file, into, len, offset); }
 
-/* The ELF headers are read as 64-bit or 32-bit, in this machine's byte
- * order: the file is this runtime, or another build of it for the same
- * machine. */
-#define ELF_EXTENT(Ehdr, Phdr, Shdr)                                                                  \
-  do {                                                                                                \
-    Ehdr eh;                                                                                          \
-    if (!read_at(fd, &eh, sizeof eh, 0)) goto not_elf;                                                \
-    uint64_t end = eh.e_ehsize;                                                                       \
-    extend(&end, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize);                                  \
-    for (unsigned i = 0; i < eh.e_phnum && eh.e_phentsize == sizeof(Phdr); i++) {                     \
-      Phdr ph;                                                                                        \
-      if (!read_at(fd, &ph, sizeof ph, eh.e_phoff + (uint64_t)i * sizeof ph)) goto not_elf;          \
-      extend(&end, ph.p_offset, ph.p_filesz);                                                         \
-    }                                                                                                 \
-    uint64_t sections = eh.e_shnum;                                                                   \
-    if (eh.e_shoff && eh.e_shentsize == sizeof(Shdr)) {                                               \
-      Shdr sh;                                                                                        \
-      /* More than SHN_LORESERVE sections: the count is in section 0's size. */                      \
-      if (!sections && read_at(fd, &sh, sizeof sh, eh.e_shoff)) sections = sh.sh_size;                \
-      extend(&end, eh.e_shoff, sections * sizeof sh);                                                 \
-      for (uint64_t i = 0; i < sections; i++) {                                                       \
-        if (!read_at(fd, &sh, sizeof sh, eh.e_shoff + i * sizeof sh)) goto not_elf;                   \
-        if (sh.sh_type != SHT_NOBITS) extend(&end, sh.sh_offset, sh.sh_size);                         \
-      }                                                                                               \
-    }                                                                                                 \
-    *size = end;                                                                                      \
-  } while (0)
-
-bool bundle_runtime_size(int fd, uint64_t *size, buf *err) {
-  unsigned char ident[EI_NIDENT];
-  if (!read_at(fd, ident, sizeof ident, 0) || memcmp(ident, ELFMAG, SELFMAG) != 0) goto not_elf;
-  const union {
-    uint16_t word;
-    unsigned char first;
-  } probe = {1};
-  if (ident[EI_DATA] != (probe.first ? ELFDATA2LSB : ELFDATA2MSB)) goto not_elf;
-  if (ident[EI_CLASS] == ELFCLASS64) ELF_EXTENT(Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr);
-  else if (ident[EI_CLASS] == ELFCLASS32) ELF_EXTENT(Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr);
-  else goto not_elf;
+bool bundle_runtime_size(FILE *f, uint64_t *size, buf *err) {
+  exe_info info;
+  if (!exe_inspect(read_file, f, &info, err)) return false;
+  *size = info.image_size;
   return true;
-not_elf:
-  buf_puts(err, "not an ELF executable for this machine");
-  return false;
 }
 
 /* ---- Reading a payload ------------------------------------------------ */
@@ -181,38 +136,40 @@ static bool check_payload(bundle *b, buf *err) {
 
 int bundle_open(const char *path, bundle **out, buf *err) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  /* Closed before returning: nothing started meanwhile inherits it. */
+  FILE *f = fopen(path, "rb");
+  if (!f) {
     buf_printf(err, "%s: %s", path, strerror(errno));
     return -1;
   }
   bundle *b = calloc(1, sizeof *b);
   b->path = strdup(path);
   int result = -1;
-  struct stat st;
+  long end = -1;
   buf why = BUF_INIT;
-  if (fstat(fd, &st) != 0 || !bundle_runtime_size(fd, &b->runtime_size, &why)) {
+  if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || !bundle_runtime_size(f, &b->runtime_size, &why)) {
     buf_printf(err, "%s: %s", path, why.data ? why.data : strerror(errno));
     goto done;
   }
-  if ((uint64_t)st.st_size == b->runtime_size) {
+  uint64_t file_size = (uint64_t)end;
+  if (file_size == b->runtime_size) {
     result = 0;
     goto done;
   }
-  if ((uint64_t)st.st_size < b->runtime_size || (uint64_t)st.st_size - b->runtime_size > SIZE_MAX / 2) {
-    buf_printf(err, "%s: the file is shorter than its own ELF headers say: it was cut short", path);
+  if (file_size < b->runtime_size || file_size - b->runtime_size > SIZE_MAX / 2) {
+    buf_printf(err, "%s: the file is shorter than its own headers say: it was cut short", path);
     goto done;
   }
-  b->payload_size = (size_t)((uint64_t)st.st_size - b->runtime_size);
+  b->payload_size = (size_t)(file_size - b->runtime_size);
   b->payload = malloc(b->payload_size);
-  if (!b->payload || !read_at(fd, b->payload, b->payload_size, b->runtime_size)) {
+  if (!b->payload || !read_at(f, b->payload, b->payload_size, b->runtime_size)) {
     buf_printf(err, "%s: cannot read the bundle: %s", path, strerror(errno));
     goto done;
   }
   if (check_payload(b, err)) result = 1;
 done:
   buf_free(&why);
-  close(fd);
+  fclose(f);
   if (result == 1) *out = b;
   else bundle_free(b);
   return result;
@@ -220,15 +177,7 @@ done:
 
 int bundle_open_self(const char *argv0, buf *err) {
   char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    self[n] = '\0';
-  } else if (argv0 && strchr(argv0, '/')) {
-    /* No /proc (some chroots and containers): argv[0] is a path we can open. */
-    snprintf(self, sizeof self, "%s", argv0);
-  } else {
-    return 0;
-  }
+  if (!os_self_exe(argv0, self, sizeof self)) return 0;
   return bundle_open(self, &self_bundle, err);
 }
 

@@ -6,11 +6,16 @@
  *
  * A built program, byte by byte:
  *
- *   0             the luamcp runtime: an unchanged copy of the ELF file that
- *                 built it (/proc/self/exe, or the file given to --runtime)
- *   runtime_size  where that ELF file ends, computed from its own headers
- *                 (program headers, section headers, every section): a
- *                 program whose file is longer than that carries a payload
+ *   0             the luamcp runtime: an unchanged copy of the executable
+ *                 that built it (/proc/self/exe), or of the runtime for
+ *                 the platform asked for (--runtime, --target): ELF on
+ *                 Linux, PE on Windows
+ *   runtime_size  where that executable ends, computed from its own
+ *                 headers (exe.h: ELF program and section headers and every
+ *                 section; PE headers, sections, symbol and certificate
+ *                 tables): a program whose file is longer than that
+ *                 carries a payload (for PE, the "overlay" the Windows
+ *                 loader leaves alone)
  *   ...           the payload: a ZIP archive of stored (uncompressed)
  *                 entries, then its central directory, then its end record,
  *                 whose comment is the trailer
@@ -54,6 +59,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/buf.h"
 
@@ -94,8 +100,8 @@ typedef struct bundle {
  * *out set, 0 when the file carries no payload, or -1 with the reason in
  * err when the payload is damaged, truncated or cannot be read. */
 int bundle_open(const char *path, bundle **out, buf *err);
-/* The same for this process's own executable (/proc/self/exe, else argv0
- * when it names a path); what it found is kept for bundle_self. */
+/* The same for this process's own executable (os/self.h: argv0 is its
+ * fallback); what it found is kept for bundle_self. */
 int bundle_open_self(const char *argv0, buf *err);
 /* The bundle this process carries, or NULL for a plain luamcp. */
 const bundle *bundle_self(void);
@@ -104,9 +110,10 @@ void bundle_free(bundle *b);
 /* The file called name ("tools.lua", "lib/util.lua"), or NULL. */
 const bundle_file *bundle_find(const bundle *b, const char *name);
 
-/* How many leading bytes of the open file fd are the ELF file itself (see
- * above). Returns false with the reason in err when fd is not ELF. */
-bool bundle_runtime_size(int fd, uint64_t *size, buf *err);
+/* How many leading bytes of the open file f are the executable itself
+ * (see above). Returns false with the reason in err when f is neither ELF
+ * nor PE. */
+bool bundle_runtime_size(FILE *f, uint64_t *size, buf *err);
 
 /* One file to put in a payload; the caller owns the bytes. */
 typedef struct bundle_input {

@@ -1,7 +1,6 @@
 /* jobs.c - the MCP tasks a server holds. See jobs.h. */
 #include "core/jobs.h"
 
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/server.h"
+#include "os/crypto.h"
 
 static int64_t wall_ms(void) {
   struct timespec ts;
@@ -227,7 +227,7 @@ job *job_create(server *srv, const char *method, const char *request_id, const c
     return NULL;
   }
   unsigned char raw[16];
-  if (RAND_bytes(raw, sizeof raw) != 1) {
+  if (!os_random_bytes(raw, sizeof raw)) {
     snprintf(why, why_size, "no random bytes for a task id");
     free(kept_caps);
     free(kept_info);

@@ -2,13 +2,10 @@
 #include "core/log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +13,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
+#include "os/stderr.h"
 
 static const char *const LEVEL_NAMES[] = {"emergency", "alert", "critical", "error",
                                           "warning",   "notice", "info",    "debug"};
@@ -35,36 +33,19 @@ static bool trace_pretty; /* the trace goes to a terminal: indented JSON */
  * Owner: this file, for the life of the process. */
 static struct {
   buf pending;            /* bytes not yet written */
-  int fd;                 /* where they go: stderr, or a non-blocking copy of it */
-  bool is_socket;         /* send with MSG_DONTWAIT instead */
   bool nonblocking;       /* log_nonblocking has run */
   unsigned long dropped;  /* lines dropped since the last marker */
-} out = {.fd = 2};
+} out;
 
 void log_nonblocking(void) {
   if (out.nonblocking) return;
   out.nonblocking = true;
-  struct stat st;
-  if (fstat(2, &st) != 0) return;
-  if (S_ISSOCK(st.st_mode)) {
-    out.is_socket = true;
-  } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
-    /* A new open file description of the same pipe or terminal, so that
-     * O_NONBLOCK is ours alone and not the parent's or a sibling's. */
-    int fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) out.fd = fd;
-  }
-  /* A regular file never blocks for long: plain writes. */
-}
-
-static ssize_t write_some(const char *p, size_t n) {
-  if (out.is_socket) return send(out.fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-  return write(out.fd, p, n);
+  os_stderr_nonblocking();
 }
 
 void log_flush(void) {
   while (out.pending.len > 0) {
-    ssize_t n = write_some(out.pending.data, out.pending.len);
+    long n = os_stderr_write(out.pending.data, out.pending.len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) buf_clear(&out.pending); /* stderr is gone */
@@ -120,7 +101,8 @@ static void timestamp(char *out, size_t n) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   struct tm tm;
-  gmtime_r(&tv.tv_sec, &tm);
+  time_t seconds = tv.tv_sec; /* a long in Windows' timeval */
+  gmtime_r(&seconds, &tm);
   size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(out + k, n - k, ".%03dZ", (int)(tv.tv_usec / 1000));
 }

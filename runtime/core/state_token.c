@@ -1,28 +1,26 @@
 /* state_token.c - sealed requestState tokens. See state_token.h. */
 #include "core/state_token.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
-#include <openssl/sha.h>
+#include "core/base64.h"
+#include "os/crypto.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #define STATE_FORMAT 1
-#define MAC_BYTES 32
+#define MAC_BYTES OS_SHA256_BYTES
 #define HEADER_BYTES 9 /* format byte + expiry */
 
-static unsigned char key[32];
+static unsigned char key[OS_SHA256_BYTES];
 static bool have_key;
 
 void state_key_set(const char *secret, size_t len) {
-  SHA256((const unsigned char *)secret, len, key);
+  os_sha256(secret, len, key);
   have_key = true;
 }
 
 bool state_key_ensure(void) {
-  if (!have_key && RAND_bytes(key, sizeof key) == 1) have_key = true;
+  if (!have_key && os_random_bytes(key, sizeof key)) have_key = true;
   return have_key;
 }
 
@@ -34,8 +32,7 @@ static void compute_mac(const char *binding, size_t binding_len, const unsigned 
   memcpy(message, binding, binding_len);
   message[binding_len] = 0;
   memcpy(message + binding_len + 1, body, body_len);
-  unsigned int mac_len = MAC_BYTES;
-  HMAC(EVP_sha256(), key, sizeof key, message, n, mac, &mac_len);
+  os_hmac_sha256(key, sizeof key, message, n, mac);
   free(message);
 }
 
@@ -48,10 +45,14 @@ char *state_seal(const char *binding, size_t binding_len, const char *payload, s
   for (int i = 0; i < 8; i++) raw[1 + i] = (unsigned char)(expires_ms >> (56 - 8 * i));
   memcpy(raw + HEADER_BYTES, payload, len);
   compute_mac(binding, binding_len, raw, HEADER_BYTES + len, raw + HEADER_BYTES + len);
-  char *token = malloc(4 * ((raw_len + 2) / 3) + 1);
-  int n = EVP_EncodeBlock((unsigned char *)token, raw, (int)raw_len);
+  /* Standard padded base64, NUL-terminated (as libcrypto's
+   * EVP_EncodeBlock wrote it before: the same text). */
+  size_t n = base64_encoded_len(raw_len);
+  char *token = malloc(n + 1);
+  base64_encode(raw, raw_len, token);
+  token[n] = '\0';
   free(raw);
-  *token_len = (size_t)n;
+  *token_len = n;
   return token;
 }
 
@@ -60,24 +61,21 @@ state_verdict state_open(const char *binding, size_t binding_len, const char *to
   *payload = NULL;
   *payload_len = 0;
   if (!have_key || token_len % 4 != 0 || token_len < 4 || token_len > (size_t)1 << 30) return STATE_MALFORMED;
-  unsigned char *raw = malloc(token_len / 4 * 3 + 1);
-  int n = EVP_DecodeBlock(raw, (const unsigned char *)token, (int)token_len);
-  if (n < 0) {
-    free(raw);
-    return STATE_MALFORMED;
-  }
-  /* EVP_DecodeBlock counts the padding as zero bytes. */
-  size_t raw_len = (size_t)n;
-  if (token[token_len - 1] == '=') raw_len--;
-  if (token[token_len - 2] == '=') raw_len--;
-  if (raw_len < HEADER_BYTES + MAC_BYTES || raw[0] != STATE_FORMAT) {
+  /* Padded base64: at most two '=', only at the end. */
+  size_t chars = token_len;
+  while (chars > 0 && token[chars - 1] == '=') chars--;
+  if (token_len - chars > 2 || memchr(token, '=', chars)) return STATE_MALFORMED;
+  unsigned char *raw = malloc(base64_decoded_max(chars) + 1);
+  size_t raw_len, bad;
+  if (!base64_decode(token, chars, raw, &raw_len, &bad) || raw_len < HEADER_BYTES + MAC_BYTES ||
+      raw[0] != STATE_FORMAT) {
     free(raw);
     return STATE_MALFORMED;
   }
   size_t body_len = raw_len - MAC_BYTES;
   unsigned char mac[MAC_BYTES];
   compute_mac(binding, binding_len, raw, body_len, mac);
-  if (CRYPTO_memcmp(mac, raw + body_len, MAC_BYTES) != 0) {
+  if (!os_equal_secret(mac, raw + body_len, MAC_BYTES)) {
     free(raw);
     return STATE_FORGED;
   }
@@ -107,9 +105,9 @@ const char *state_verdict_text(state_verdict v) {
 
 void state_digest(const char *text, size_t len, char hex[65]) {
   static const char digits[] = "0123456789abcdef";
-  unsigned char sum[SHA256_DIGEST_LENGTH];
-  SHA256((const unsigned char *)text, len, sum);
-  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+  unsigned char sum[OS_SHA256_BYTES];
+  os_sha256(text, len, sum);
+  for (int i = 0; i < OS_SHA256_BYTES; i++) {
     hex[2 * i] = digits[sum[i] >> 4];
     hex[2 * i + 1] = digits[sum[i] & 15];
   }

@@ -4,7 +4,7 @@
  * answers, sealed so that the client can read it but not change it.
  *
  * A token is base64 of: a format byte, the expiry (unix ms, 8 bytes, big
- * endian), the payload, and an HMAC-SHA-256 (OpenSSL's libcrypto) over a
+ * endian), the payload, and an HMAC-SHA-256 (os/crypto.h) over a
  * binding string, the expiry and the payload. The binding (the method and
  * the tool, prompt or resource the request names) is not in the token: a
  * state opened for another request fails its MAC like a tampered one.

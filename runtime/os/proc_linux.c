@@ -117,6 +117,16 @@ int os_proc_spawn(uv_loop_t *loop, uv_process_t *process, const uv_process_optio
   return rc;
 }
 
+int os_proc_kill(uv_process_t *process, int signum) {
+  /* The child leads its own process group (the go-between made it one):
+   * take its children along. A go-between that has not made it yet is
+   * signalled alone. */
+  int rc = uv_kill(-process->pid, signum);
+  return rc == 0 ? 0 : uv_process_kill(process, signum);
+}
+
+void os_proc_release(uv_process_t *process) { (void)process; }
+
 /* Variables the dynamic loader and the C library act on when any program
  * starts: glibc's unsecvars.h (what it drops for a setuid program), less
  * TMPDIR (a confined child writes only where the rules allow anyway), plus

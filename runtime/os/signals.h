@@ -1,10 +1,11 @@
 /*
  * signals.h - the OS asking the server to stop or to reload, turned into
- * calls on the loop. POSIX (signals_posix.c): SIGTERM and SIGINT stop (a
- * drain), SIGHUP reloads, SIGPIPE is ignored. Windows (signals_windows.c):
- * the console's control events (Ctrl+C, Ctrl+Break, the console closing,
- * log-off, shut-down) stop with the same drain; there is no reload signal
- * (luamcp dev reloads on saved files everywhere).
+ * calls on the loop. POSIX (signals_posix.c): SIGTERM stops, SIGINT
+ * interrupts (a stop typed at a terminal), SIGHUP reloads, SIGPIPE is
+ * ignored. Windows (signals_windows.c): the console's control events stop
+ * with the same drain: Ctrl+C and Ctrl+Break interrupt, the console
+ * closing, log-off and shut-down stop; there is no reload signal (luamcp
+ * dev reloads on saved files everywhere).
  */
 #ifndef LUAMCP_OS_SIGNALS_H
 #define LUAMCP_OS_SIGNALS_H
@@ -12,18 +13,28 @@
 #include <stdbool.h>
 #include <uv.h>
 
-typedef enum { OS_SIGNAL_STOP, OS_SIGNAL_RELOAD } os_signal_kind;
+/* What the OS asks for; also the bits of os_signals_start's kinds. An
+ * interrupt is a stop typed at a terminal, which reaches every process
+ * the terminal runs (a worker waits for its supervisor's stop instead). */
+typedef enum { OS_SIGNAL_STOP = 1, OS_SIGNAL_INTERRUPT = 2, OS_SIGNAL_RELOAD = 4 } os_signal_kind;
 
-/* Called on the loop's thread; name is what to log ("SIGTERM", "Ctrl+C"). */
+/* Called on the loop's thread. name is what the log says was received:
+ * "signal 15" (POSIX logs have always given the number), "SIGHUP",
+ * "Ctrl+C". */
 typedef void (*os_signal_cb)(void *data, os_signal_kind kind, const char *name);
 
 /* Owner: whoever calls os_signals_start; stopped and freed (through the
- * loop's close callbacks) by os_signals_stop. */
+ * loop's close callbacks) by os_signals_stop, which must come before the
+ * loop is closed. */
 typedef struct os_signals os_signals;
 
-/* Watch for stop requests, and for reload requests when want_reload.
- * NULL when the OS refused (the reason is logged). */
-os_signals *os_signals_start(uv_loop_t *loop, bool want_reload, os_signal_cb cb, void *data);
+/* Watch for the requests whose bits are in kinds (OS_SIGNAL_STOP | ...);
+ * a kind the OS has no way to ask for is never reported. 0 with *out set,
+ * or a negative libuv error code (and *out NULL) when the OS refused. The
+ * watchers keep the loop alive, as a libuv handle does, until
+ * os_signals_unref. */
+int os_signals_start(os_signals **out, uv_loop_t *loop, unsigned kinds, os_signal_cb cb, void *data);
+void os_signals_unref(os_signals *s);
 void os_signals_stop(os_signals *s);
 
 /* Called first thing in main(): a write to a closed pipe or socket must be

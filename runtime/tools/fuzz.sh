@@ -18,11 +18,14 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iruntime -fsanitize=fuzzer,address,undefi
 # Each target lives beside the layer it tests: runtime/LAYER/fuzz/fuzz_NAME.c.
 c=runtime/core
 t=runtime/transport
+o=runtime/os
 # The whole core, as the Makefile's unit tests link it (a hand-kept list
-# fell behind when the core grew jobs.c): with the Makefile's CORE_LIBS,
-# libcrypto for the sealed requestState and task ids and zlib for ZIP.
+# fell behind when the core grew jobs.c), with the platform seams it calls
+# (the Makefile's OS_CORE_SRC: randomness and hashes, the executable's
+# path, the log's stderr) and the Makefile's CORE_LIBS: libcrypto under those seams for the
+# sealed requestState and task ids, zlib for ZIP.
 libdir=/usr/lib/$(gcc -print-multiarch)
-core="$(ls $c/*.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
+core="$(ls $c/*.c $o/crypto_posix.c $o/self_linux.c $o/stderr_posix.c | tr '\n' ' ') $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
 declare -A sources=(
   [json]="$core"
   [fast_paths]="$c/buf.c $c/json.c $c/base64.c"
@@ -32,8 +35,8 @@ declare -A sources=(
   [regex]="$c/regex.c"
   [schema]="$c/buf.c $c/json.c $c/schema.c $c/regex.c"
   [bundle]="$core"
-  [http]="$core $t/http_conn.c $t/http_sse.c $t/http_streamable.c $t/http_util.c $t/http_worker.c $t/worker_ipc.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
-  [stdio]="$core $t/stdio_transport.c $t/fuzz/fuzz_app.c -luv"
+  [http]="$core $t/http_conn.c $t/http_sse.c $t/http_streamable.c $t/http_util.c $t/http_worker.c $t/worker_ipc.c $o/sock_posix.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
+  [stdio]="$core $t/stdio_transport.c $o/stdfds_posix.c $t/fuzz/fuzz_app.c -luv"
   [lua_json]="-DLJSON_BORROW_BYTES=2 -DLJSON_RADIX_KEYS=2 -DLJSON_STASH_KEYS=1 $c/buf.c $c/json.c $c/chain.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
   [lua_pattern]="runtime/app/lua_pattern.c -I/usr/include/lua5.4 -llua5.4"
 )

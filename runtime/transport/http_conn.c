@@ -6,14 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <errno.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "core/jsonrpc.h"
 #include "core/log.h"
+#include "os/sock.h"
 #include "transport/http.h"
 #include "transport/http_util.h"
 
@@ -177,9 +173,8 @@ static const char *status_text(int status) {
 /* Has the client sent bytes we have not read yet? */
 static bool bytes_waiting(http_conn *c) {
   uv_os_fd_t fd;
-  char byte;
   if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return false;
-  return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  return os_sock_bytes_waiting((uv_os_sock_t)fd);
 }
 
 /* Draining, every response says Connection: close, except the answer to a
@@ -760,17 +755,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
  * entirely answers anything we send with a reset; one that only shut down
  * its sending side does not.) */
 static bool peer_reset(http_conn *c) {
-#if defined(__linux__) && defined(TCP_INFO)
   uv_os_fd_t fd;
   if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return true;
-  struct tcp_info ti;
-  socklen_t len = sizeof ti;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return true;
-  return ti.tcpi_state == TCP_CLOSE;
-#else
-  (void)c;
-  return false;
-#endif
+  return os_sock_peer_reset((uv_os_sock_t)fd);
 }
 
 static void probe_stop(http_conn *c) {
@@ -958,7 +945,7 @@ static http_conn *conn_accept(http_server *h, uv_stream_t *from, int fd) {
   uv_tcp_init(h->loop, &c->tcp);
   c->tcp.data = c;
   if ((from ? uv_accept(from, (uv_stream_t *)&c->tcp) : uv_tcp_open(&c->tcp, fd)) != 0) {
-    if (!from) close(fd);
+    if (!from) os_sock_close((uv_os_sock_t)fd);
     uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
     return NULL;
   }
@@ -1089,26 +1076,10 @@ static int port_of(const struct sockaddr_storage *a) {
                                         : ((const struct sockaddr_in *)a)->sin_port);
 }
 
-/* A socket listening on addr, SO_REUSEADDR as libuv sets it; -errno on
- * failure. */
-static int listening_socket(const struct sockaddr_storage *addr) {
-  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -errno;
-  int on = 1;
-  socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-      bind(fd, (const struct sockaddr *)addr, len) != 0 || listen(fd, HTTP_LISTEN_BACKLOG) != 0) {
-    int e = -errno;
-    close(fd);
-    return e;
-  }
-  return fd;
-}
-
 int http_listen_shared(const http_options *opts, int *port, char *err, size_t err_len) {
   struct sockaddr_storage addr;
   if (!listen_address(opts, opts->port, &addr, err, err_len)) return -1;
-  int fd = listening_socket(&addr);
+  int fd = os_sock_listen_shared((const struct sockaddr *)&addr, HTTP_LISTEN_BACKLOG);
   if (fd < 0) {
     snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(fd));
     return -1;

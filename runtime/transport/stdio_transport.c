@@ -2,28 +2,20 @@
 #include "transport/stdio_transport.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
+#include "os/stdfds.h"
 
 enum { FILE_READ_BYTES = 64 * 1024, READ_BYTES = 64 * 1024, KEEP_LINE_CAPACITY = 1024 * 1024 };
 
 bool stdio_claim_fds(stdio_transport *t) {
-  t->in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
-  t->out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (t->in_fd < 0 || t->out_fd < 0 || devnull < 0) return false;
   /* From here on, fd 0 reads nothing and fd 1 is stderr. */
-  if (dup2(devnull, 0) < 0 || dup2(2, 1) < 0) return false;
-  close(devnull);
-  /* stdout is now a log stream: flush it by line, like stderr's readers expect. */
-  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!os_stdfds_claim(&t->in_fd, &t->out_fd)) return false;
   return true;
 }
 
@@ -138,7 +130,7 @@ static void flush(stdio_transport *t) {
       /* A regular file or a device: plain blocking writes. */
       size_t off = 0;
       while (off < t->writing.len) {
-        ssize_t n = write(t->out_fd, t->writing.data + off, t->writing.len - off);
+        long n = os_stdfds_write(t->out_fd, t->writing.data + off, t->writing.len - off);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
           t->write_failed = true;

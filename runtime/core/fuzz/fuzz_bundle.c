@@ -1,4 +1,4 @@
-/* fuzz_bundle.c - libFuzzer target: the bundle reader (ELF extent, trailer,
+/* fuzz_bundle.c - libFuzzer target: the bundle reader (ELF or PE extent, trailer,
  * metadata) and the ZIP reader and inflater under it. The first byte picks
  * the mode:
  *

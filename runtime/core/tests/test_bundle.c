@@ -156,12 +156,12 @@ static void test_payload(void) {
   self[n] = '\0';
   buf runtime = read_all(self);
 
-  int fd = open(self, O_RDONLY);
+  FILE *f = fopen(self, "rb");
   uint64_t size = 0;
   buf err = BUF_INIT;
-  CHECK(bundle_runtime_size(fd, &size, &err) && size == runtime.len,
+  CHECK(f && bundle_runtime_size(f, &size, &err) && size == runtime.len,
         "a plain executable is all runtime: %llu of %zu bytes", (unsigned long long)size, runtime.len);
-  close(fd);
+  if (f) fclose(f);
 
   char path[] = "/tmp/test_bundle_XXXXXX";
   int tmp = mkstemp(path);
@@ -240,10 +240,89 @@ static void test_payload(void) {
   buf_free(&err);
 }
 
+/* Little-endian fields into a header under construction. */
+static void put16(unsigned char *at, unsigned v) { at[0] = (unsigned char)v, at[1] = (unsigned char)(v >> 8); }
+static void put32(unsigned char *at, uint32_t v) {
+  for (int i = 0; i < 4; i++) at[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A PE32+ x86-64 file, as `luamcp build --target windows-x64` reads one
+ * on Linux and luamcp.exe reads itself: headers, one section of raw data,
+ * and a COFF symbol and string table after it (an unstripped MinGW build). */
+static buf pe_runtime(void) {
+  unsigned char f[0x400 + 2 * 18 + 8] = {0};
+  memcpy(f, "MZ", 2);
+  put32(f + 0x3c, 0x40);
+  memcpy(f + 0x40, "PE\0\0", 4);
+  unsigned char *coff = f + 0x44, *optional = coff + 20, *section = optional + 240;
+  put16(coff, 0x8664);
+  put16(coff + 2, 1);
+  put32(coff + 8, 0x400);  /* the symbol table, after the section */
+  put32(coff + 12, 2);     /* two symbols, then the string table */
+  put16(coff + 16, 240);
+  put16(optional, 0x20b);
+  put32(optional + 60, 0x200);
+  put32(optional + 108, 16);
+  memcpy(section, ".rdata", 6);
+  put32(section + 16, 0x200);
+  put32(section + 20, 0x200);
+  put32(f + 0x400 + 2 * 18, 8); /* the string table's size, its own 4 bytes included */
+  memcpy(f + 0x200, "luamcp-bundle/%u payload=", 25);
+  buf b = BUF_INIT;
+  buf_append(&b, f, sizeof f);
+  return b;
+}
+
+/* An ELF64 aarch64 file: the header and one program header covering it. */
+static buf aarch64_runtime(void) {
+  unsigned char f[64 + 56 + 32] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  put16(f + 16, 2);
+  put16(f + 18, 183);
+  put32(f + 32, 64); /* e_phoff */
+  put16(f + 52, 64);
+  put16(f + 54, 56);
+  put16(f + 56, 1);
+  put32(f + 64, 1);                 /* PT_LOAD */
+  put32(f + 64 + 32, sizeof f);     /* p_filesz */
+  buf b = BUF_INIT;
+  buf_append(&b, f, sizeof f);
+  return b;
+}
+
+/* Another platform's runtime carries a payload the same way: the bundle
+ * starts where its own headers say the image ends. */
+static void test_foreign_runtimes(void) {
+  struct {
+    const char *what;
+    buf runtime;
+  } cases[] = {{"PE x86-64", pe_runtime()}, {"ELF aarch64", aarch64_runtime()}};
+  char path[] = "/tmp/test_bundle_XXXXXX";
+  close(mkstemp(path));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    buf program = built_program(&cases[i].runtime), err = BUF_INIT;
+    bundle *b = NULL;
+    CHECK(open_copy(path, cases[i].runtime.data, cases[i].runtime.len, &b, &err) == 0 && !b,
+          "%s alone carries no payload: %s", cases[i].what, err.data);
+    CHECK(open_copy(path, program.data, program.len, &b, &err) == 1, "%s with a payload: %s", cases[i].what,
+          err.data);
+    if (b) {
+      CHECK(b->runtime_size == cases[i].runtime.len, "%s: runtime size %llu of %zu", cases[i].what,
+            (unsigned long long)b->runtime_size, cases[i].runtime.len);
+      CHECK(bundle_find(b, "main.lua") != NULL, "%s: main.lua", cases[i].what);
+      bundle_free(b);
+    }
+    buf_free(&program);
+    buf_free(&err);
+    buf_free(&cases[i].runtime);
+  }
+  unlink(path);
+}
+
 int main(void) {
   test_crc32();
   test_zip_round_trip();
   test_zip_deflate();
   test_payload();
+  test_foreign_runtimes();
   return check_report();
 }

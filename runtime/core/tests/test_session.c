@@ -8,6 +8,7 @@
 #include "core/jobs.h"
 #include "core/server.h"
 #include "core/session.h"
+#include "core/state_token.h"
 #include "check.h"
 
 /* ---- Stub transport: remembers what was sent ------------------------ */
@@ -484,6 +485,59 @@ static void test_in_place(void) {
   buf_free(&want);
 }
 
+/* requestState tokens: the text is fixed by the format (state_token.h),
+ * whatever crypto library computes it. The expected tokens were computed
+ * apart from luamcp (Python's hashlib, hmac and base64), and are what the
+ * runtime sealed when it used libcrypto directly. */
+static void test_state_tokens(void) {
+  static const char secret[] = "test secret";
+  state_key_set(secret, sizeof secret - 1);
+  static const struct {
+    const char *binding, *payload, *token;
+  } cases[] = {
+      {"tools/call weather", "{\"step\":1}x", "AQAAAYvP5WgAeyJzdGVwIjoxfXiSlvmo+nroRrOjB1zX3aSBO3YJrMA0RvwnKV4P87oD0A=="},
+      {"prompts/get", "{\"n\":22}", "AQAAAYvP5WgAeyJuIjoyMn1ew46pNG7dyzKW7mmf8vs3uVUa26hULv8VpGJGPzMZqw=="},
+  };
+  const uint64_t expires = 1700000000000u;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t len;
+    char *token = state_seal(cases[i].binding, strlen(cases[i].binding), cases[i].payload, strlen(cases[i].payload),
+                             expires, &len);
+    CHECK_STR(token, cases[i].token);
+    CHECK(token && len == strlen(cases[i].token), "the token's length");
+    char *payload;
+    size_t payload_len;
+    CHECK(state_open(cases[i].binding, strlen(cases[i].binding), token, len, expires, &payload, &payload_len) ==
+              STATE_OK, "opens");
+    CHECK_STR(payload, cases[i].payload);
+    free(payload);
+    CHECK(state_open("other", 5, token, len, expires, &payload, &payload_len) == STATE_FORGED, "another binding");
+    CHECK(state_open(cases[i].binding, strlen(cases[i].binding), token, len, expires + 1, &payload, &payload_len) ==
+              STATE_EXPIRED, "expired");
+    token[12] = token[12] == 'A' ? 'B' : 'A';
+    CHECK(state_open(cases[i].binding, strlen(cases[i].binding), token, len, expires, &payload, &payload_len) ==
+              STATE_FORGED, "a changed byte");
+    free(token);
+  }
+  /* Padding only at the end, and at most two of it. */
+  static const char *const malformed[] = {
+      "AQAAAYvP5WgAeyJuIjoyMn1ew46pNG7dyzKW7mmf8vs3uVUa26hULv8VpGJGPzMZ=qw=",
+      "AQAAAYvP5WgAeyJuIjoyMn1ew46pNG7dyzKW7mmf8vs3uVUa26hULv8VpGJGPzMZq===",
+      "AQAAAYvP5WgAeyJuIjoyMn1ew46pNG7dyzKW7mmf8vs3uVUa26hULv8VpGJGPzMZq.==",
+      "AQAAAYvP5WgAeyJuIjoyMn1ew46pNG7dyzKW7mmf8vs3uVUa26hULv8VpGJGPzMZqw=",
+      "AAAA",
+  };
+  for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+    char *payload;
+    size_t payload_len;
+    CHECK(state_open("prompts/get", 11, malformed[i], strlen(malformed[i]), expires, &payload, &payload_len) ==
+              STATE_MALFORMED, "malformed: %s", malformed[i]);
+  }
+  char hex[65];
+  state_digest("abc", 3, hex);
+  CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
 int main(void) {
   test_negotiation();
   test_batches();
@@ -496,6 +550,7 @@ int main(void) {
   test_subscription_limits();
   test_kept_fields();
   test_in_place();
+  test_state_tokens();
   clear_sent();
   return check_report();
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# seams_windows.sh LIBUV_PREFIX - build runtime/os/tests/test_seams_windows.c
+# with mingw-w64 against a Windows libuv (LIBUV_PREFIX/include/uv.h and
+# LIBUV_PREFIX/lib/libuv_a.a: the Windows build's dependencies), and run it
+# under wine, sending it SIGINT (which wine turns into Ctrl+C) once it
+# waits for a console event. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+prefix=${1:?usage: seams_windows.sh LIBUV_PREFIX}
+out=build/os-tests
+mkdir -p "$out"
+wine=$(command -v wine || command -v wine64 || echo /usr/lib/wine/wine64)
+if ! x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -O1 -Iruntime -I"$prefix/include" -static \
+     -o "$out/test_seams_windows.exe" runtime/os/tests/test_seams_windows.c runtime/os/*_windows.c \
+     "$prefix/lib/libuv_a.a" -lbcrypt -lws2_32 -liphlpapi -luserenv -ldbghelp -lole32 -luuid -lpsapi -lshell32; then
+  echo "0 passed, 1 failed"; exit 1
+fi
+export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/build/wineprefix}
+log="$out/test_seams_windows.log"
+"$wine" "$out/test_seams_windows.exe" wait-signal >"$log" 2>&1 &
+runner=$!
+# Wine becomes the .exe's Unix process (same pid): SIGINT goes to it.
+for _ in $(seq 1 600); do
+  grep -q 'waiting for Ctrl+C' "$log" 2>/dev/null && break
+  kill -0 "$runner" 2>/dev/null || break
+  sleep 0.1
+done
+kill -INT "$runner" 2>/dev/null
+wait "$runner"
+rc=$?
+grep -v '^\s*$' "$log" | grep -E '^(ok|FAIL|    )|passed' || cat "$log"
+exit $rc
