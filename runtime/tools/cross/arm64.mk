@@ -27,7 +27,9 @@ ARM64_STATIC_LIBS := $(ARM64_LIBDIR)/liblua5.4-cjson.a $(ARM64_LIBDIR)/liblua5.4
 .PHONY: linux-arm64 arm64-deps
 linux-arm64: $(ARM64_DIR)/luamcp
 
-arm64-deps:
+# After the native deps: build/embed, which writes the embedded Lua
+# source, is built with the native compiler.
+arm64-deps: deps
 	@runtime/tools/cross/arm64-deps.sh $(ARM64_DEPS)
 
 # Fully static, as build/luamcp-static (see there for glibc's link warnings).
