@@ -136,8 +136,7 @@ UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_sc
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
 
-# TEST_EXTRA: the foreign builds make test runs too (runtime/tools/cross/*.mk).
-test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient $(TEST_EXTRA)
+test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
 	@spec/run-all.sh
 
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen
