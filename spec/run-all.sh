@@ -187,6 +187,7 @@ foreign_arm64() {
     run_foreign "linux-arm64 (qemu)" "$bin" linux
   elif [ -x /usr/bin/qemu-aarch64-static ]; then
     echo "== linux-arm64: $why; running it with qemu-aarch64-static directly, without mcp.exec"
+    # shellcheck disable=SC2016 # expanded by the wrapper, when it runs
     printf '#!/bin/sh\nexec /usr/bin/qemu-aarch64-static "$(dirname "$0")/luamcp" "$@"\n' >build/linux-arm64/luamcp-qemu
     chmod +x build/linux-arm64/luamcp-qemu
     LUAMCP_SKIP_EXEC="no binfmt_misc handler for aarch64: $why" run_foreign "linux-arm64 (qemu, no exec)" \

@@ -16,7 +16,7 @@ set -u
 binary=${1:-build/linux-arm64/luamcp}
 qemu=/usr/bin/qemu-aarch64-static
 mnt=/proc/sys/fs/binfmt_misc
-name=qemu-aarch64
+name="qemu-aarch64"
 # An aarch64 ELF executable (Debian's /usr/lib/binfmt.d/qemu-aarch64.conf).
 magic='\x7f\x45\x4c\x46\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
 mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
@@ -51,7 +51,7 @@ if ! printf ':%s:M::%s:%s:%s:F' "$name" "$magic" "$mask" "$qemu" | $sudo tee "$m
   exit 1
 fi
 if ! runs; then
-  echo "qemu-binfmt.sh: $binary still does not run with $qemu registered ($(cat "$mnt/$name" 2>/dev/null | tr '\n' ' '))"
+  echo "qemu-binfmt.sh: $binary still does not run with $qemu registered ($(tr '\n' ' ' <"$mnt/$name" 2>/dev/null))"
   exit 1
 fi
 echo "qemu-binfmt.sh: registered $qemu for aarch64 programs (binfmt_misc, flags F)"
