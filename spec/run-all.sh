@@ -199,19 +199,26 @@ foreign_arm64() {
 
 # Windows x64 under wine (make windows: build/windows/luamcp.exe and its
 # launcher build/windows/luamcp-wine, which runs it in the prefix
-# build/windows/wineprefix). The wineserver the runs started is stopped at
-# the end, or the check for processes left running would flag it.
+# build/windows/wineprefix, or $LUAMCP_WINEPREFIX). The wineserver and
+# wine's own services (services.exe, winedevice.exe, ...) are started here,
+# before the suites and outside their sessions, and stopped after them
+# (wineserver -k): the suites then start only luamcp.exe and its children,
+# and the check for processes left running holds for them as for the rest.
 foreign_windows() {
   local exe=build/windows/luamcp.exe launcher=build/windows/luamcp-wine
+  local prefix=${LUAMCP_WINEPREFIX:-$PWD/build/windows/wineprefix}
   if [ ! -f "$exe" ]; then
     skip_suite "windows (wine)" "$exe is not built (make windows)"
-  elif ! command -v wine >/dev/null 2>&1 && [ ! -x /usr/lib/wine/wine64 ]; then
+  elif ! command -v wine >/dev/null 2>&1 || ! command -v wineserver >/dev/null 2>&1; then
     skip_suite "windows (wine)" "wine is not installed (Debian packages wine, wine64)"
   elif [ ! -x "$launcher" ]; then
     skip_suite "windows (wine)" "$launcher is missing (make windows)"
   else
+    WINEPREFIX=$prefix wineserver -p 2>/dev/null
+    WINEPREFIX=$prefix WINEDEBUG=-all wine cmd /c exit >/dev/null 2>&1 </dev/null
     run_foreign "windows (wine)" "$launcher" windows
-    WINEPREFIX=${WINEPREFIX:-$PWD/build/windows/wineprefix} wineserver -k 2>/dev/null || true
+    WINEPREFIX=$prefix wineserver -k 2>/dev/null
+    WINEPREFIX=$prefix wineserver -w 2>/dev/null
   fi
 }
 
