@@ -18,6 +18,11 @@ STARTUP_REPEAT=${STARTUP_REPEAT:-5}
 LC=build/bench/loadclient
 [ $# -gt 0 ] || set -- build/luamcp build/luamcp-static build/linux-arm64/luamcp
 [ -x "$LC" ] || make -s "$LC" || exit 1
+bins=()
+for bin in "$@"; do
+  if [ -x "$bin" ]; then bins+=("$bin"); else echo "$bin: not built, left out" >&2; fi
+done
+set -- "${bins[@]}"
 
 # The median of the numbers on stdin.
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
