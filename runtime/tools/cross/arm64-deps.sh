@@ -1,0 +1,65 @@
+#!/bin/sh
+# arm64-deps.sh DEPS_DIR - what `make linux-arm64` needs, installed if
+# missing (safe to run again: apt-get runs only when something is absent):
+# Debian's aarch64 cross compiler and C library, the :arm64 (multiarch)
+# -dev packages of the libraries luamcp links statically, and
+# qemu-user-static to run the result here (runtime/tools/cross/qemu-binfmt.sh).
+#
+# libhttp-parser-dev is not Multi-Arch: same, so installing its :arm64
+# package would remove the amd64 one the native build needs. Its arm64
+# archive is downloaded instead and unpacked into DEPS_DIR (its
+# usr/lib/aarch64-linux-gnu/libhttp_parser.a and usr/include).
+set -eu
+
+deps_dir=${1:?usage: $0 DEPS_DIR}
+cross_pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static"
+arm64_pkgs="liblua5.4-dev lua-cjson-dev libuv1-dev libssl-dev libyaml-dev zlib1g-dev libhiredis-dev libcurl4-openssl-dev"
+
+if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else sudo="need-root"; fi
+as_root() {
+  if [ "$sudo" = need-root ]; then echo "arm64-deps.sh: need root or sudo to run: $*" >&2; exit 1; fi
+  $sudo "$@"
+}
+export DEBIAN_FRONTEND=noninteractive
+updated=""
+apt_update() {
+  [ -n "$updated" ] && return 0
+  as_root apt-get update -qq
+  updated=yes
+}
+
+# The arm64 architecture, for the :arm64 packages.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "arm64-deps.sh: adding the arm64 architecture to dpkg" >&2
+  as_root dpkg --add-architecture arm64
+  apt_update
+fi
+
+missing=""
+for p in $cross_pkgs $(for q in $arm64_pkgs; do echo "$q:arm64"; done); do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  case "$status" in *"install ok installed"*) ;; *) missing="$missing $p" ;; esac
+done
+if [ -n "$missing" ]; then
+  echo "arm64-deps.sh: installing missing Debian packages:$missing" >&2
+  apt_update
+  # --no-remove: fail rather than let apt remove a native package to make
+  # room for an :arm64 one (the native build must keep working).
+  # shellcheck disable=SC2086
+  as_root apt-get install -y -qq --no-install-recommends --no-remove $missing >/dev/null
+fi
+
+# http_parser for arm64, unpacked beside the build (never installed).
+if [ ! -f "$deps_dir/usr/lib/aarch64-linux-gnu/libhttp_parser.a" ]; then
+  echo "arm64-deps.sh: unpacking libhttp-parser-dev:arm64 into $deps_dir" >&2
+  mkdir -p "$deps_dir"
+  download=$(mktemp -d)
+  # apt-get download as root warns that _apt cannot write here: let it.
+  chmod 777 "$download"
+  if ! (cd "$download" && apt-get download -qq libhttp-parser-dev:arm64 2>/dev/null); then
+    apt_update
+    (cd "$download" && apt-get download -qq libhttp-parser-dev:arm64)
+  fi
+  dpkg -x "$download"/libhttp-parser-dev_*_arm64.deb "$deps_dir"
+  rm -rf "$download"
+fi
