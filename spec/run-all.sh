@@ -216,7 +216,10 @@ foreign_windows() {
   else
     WINEPREFIX=$prefix wineserver -p 2>/dev/null
     WINEPREFIX=$prefix WINEDEBUG=-all wine cmd /c exit >/dev/null 2>&1 </dev/null
-    run_foreign "windows (wine)" "$launcher" windows
+    # The launcher passes SIGTERM on as SIGINT, which wine turns into
+    # Ctrl+C: the drain a console control event starts on Windows.
+    LUAMCP_SIGTERM_DRAINS=1 run_foreign "windows (wine)" "$launcher" windows
+    run_counted "windows (wine): os seams" env WINEPREFIX="$prefix" runtime/os/tests/seams_windows.sh build/windows/deps
     WINEPREFIX=$prefix wineserver -k 2>/dev/null
     WINEPREFIX=$prefix wineserver -w 2>/dev/null
   fi

@@ -45,6 +45,9 @@ WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a
 .PHONY: windows windows-deps
 windows: $(WIN_DIR)/luamcp.exe $(WIN_DIR)/luamcp-wine
 
+# make test runs the Windows suites under wine (spec/run-all.sh foreign_windows).
+test: windows
+
 windows-deps: $(WIN_DEPS_STAMP)
 $(WIN_DEPS_STAMP): runtime/tools/cross/windows-deps.sh
 	runtime/tools/cross/windows-deps.sh $(WIN_DIR)
