@@ -152,14 +152,18 @@ end
 local function answers_add(argv, opts, initialize_ms)
   local bin = table.remove(argv, 1)
   local server = client.spawn(argv, { bin = bin, cwd = opts.cwd, env = opts.env })
-  local response = server:request("initialize", {
-    protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "busted", version = "1.0" } },
-    initialize_ms)
-  assert(response and response.result, "initialize failed: " .. cjson.encode(response or {}) .. "\n" .. server.stderr)
-  assert.are.equal("demo", response.result.serverInfo.name)
-  server:notify("notifications/initialized")
-  assert.are.equal("5", text_of(server:call_tool("add", { a = 2, b = 3 })))
+  -- Closed whatever the checks say: a failed one leaves no server running.
+  local ok, why = pcall(function()
+    local response = server:request("initialize", {
+      protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "busted", version = "1.0" } },
+      initialize_ms)
+    assert(response and response.result, "initialize failed: " .. cjson.encode(response or {}) .. "\n" .. server.stderr)
+    assert.are.equal("demo", response.result.serverInfo.name)
+    server:notify("notifications/initialized")
+    assert.are.equal("5", text_of(server:call_tool("add", { a = 2, b = 3 })))
+  end)
   server:close()
+  if not ok then error(why, 0) end
 end
 
 -- ---- The specs ---------------------------------------------------------------

@@ -321,6 +321,18 @@ describe("permissions for the web", function()
 
   teardown(function() origin:close() end)
 
+  it("refuse a port outside 1 to 65535 at the script's line and on the command line (the kernel's 16-bit rule would name another port)", function()
+    local LUAMCP = os.getenv("LUAMCP") or "build/luamcp"
+    local p = io.popen("PERM_NET=127.0.0.1:4294975419 " .. LUAMCP .. " inspect " .. FIXTURE .. " 2>&1")
+    local out = p:read("a")
+    assert.is_nil(p:close())
+    assert.truthy(out:find("server.lua:%d+: mcp.server: permissions.net%[1%]: 127.0.0.1:4294975419: a port is 1 to 65535"), out)
+    p = io.popen(LUAMCP .. " run " .. FIXTURE .. " --allow-net 127.0.0.1:70000 </dev/null 2>&1")
+    out = p:read("a")
+    assert.is_nil(p:close())
+    assert.truthy(out:find("permissions.net: 127.0.0.1:70000: a port is 1 to 65535", 1, true), out)
+  end)
+
   it("reach only the declared host and port, at every redirect", function()
     local base = "http://127.0.0.1:" .. port
     local server = start { PERM_NET = "127.0.0.1:" .. port }

@@ -235,6 +235,10 @@ local function list_of(kind, value, level)
     if type(v) ~= "string" or v == "" then
       error(("mcp.server: permissions.%s[%d] must be a non-empty string"):format(kind, i), level)
     end
+    local port = kind == "net" and tonumber(v:match(":(%d+)$"))
+    if port and (port < 1 or port > 65535) then
+      error(("mcp.server: permissions.net[%d]: %s: a port is 1 to 65535"):format(i, v), level)
+    end
   end
   return value
 end
@@ -282,7 +286,13 @@ local function build(declared)
     local host, port = entry:match("^%[(.+)%]:(%d+)$")
     if not host then host, port = entry:match("^([^:]+):(%d+)$") end
     if not host then host = entry:match("^%[(.+)%]$") or entry end
-    p.net[#p.net + 1] = { host = host:lower(), port = tonumber(port) }
+    port = tonumber(port)
+    -- The kernel's rule takes a 16-bit port: anything else would name
+    -- another port there than the one checked here.
+    if port and (port < 1 or port > 65535) then
+      error(("mcp.server: permissions.net: %s: a port is 1 to 65535"):format(entry), 0)
+    end
+    p.net[#p.net + 1] = { host = host:lower(), port = port }
   end
   for _, name in ipairs(p.declared.env) do p.env[name] = true end
   if p.declared.c_modules == true then

@@ -56,7 +56,9 @@ static bool confine_by_os(lua_State *L, int t, char *report, size_t report_size,
   lua_getfield(L, t, "ports");
   for (lua_Integer i = 1; lua_istable(L, -1) && i <= (lua_Integer)lua_rawlen(L, -1); i++) {
     lua_rawgeti(L, -1, i);
-    os_confine_allow_port(c, (unsigned)lua_tointeger(L, -1));
+    /* permissions.lua refuses other ports; a wider value would wrap to another port here. */
+    lua_Integer port = lua_tointeger(L, -1);
+    if (port >= 1 && port <= 65535) os_confine_allow_port(c, (unsigned)port);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);

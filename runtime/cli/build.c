@@ -33,7 +33,16 @@
 #include "app/vm.h"
 #include "core/zip.h"
 #include "cli/target.h"
+#include "os/path.h"
 #include "os/self.h"
+
+/* After the last separator of the platform's ('\\' too on Windows). */
+static const char *base_name(const char *path) {
+  const char *base = path;
+  for (const char *p = path; *p; p++)
+    if (os_path_is_separator(*p)) base = p + 1;
+  return base;
+}
 
 /* The MCPB manifest version written: github.com/modelcontextprotocol/mcpb,
  * MANIFEST.md. */
@@ -240,9 +249,9 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
     } else if (strcmp(a, "--static") == 0) {
       static char static_path[PATH_MAX];
       bool found = os_self_exe(NULL, static_path, sizeof static_path);
-      char *slash = found ? strrchr(static_path, '/') : NULL;
-      if (!slash) usage_error("%s: cannot tell where this program is", a);
-      snprintf(slash + 1, sizeof static_path - (size_t)(slash + 1 - static_path), "luamcp-static");
+      char *base = found ? (char *)base_name(static_path) : NULL;
+      if (!base || base == static_path) usage_error("%s: cannot tell where this program is", a);
+      snprintf(base, sizeof static_path - (size_t)(base - static_path), "luamcp-static");
       o->runtime = static_path;
       o->static_runtime = true;
     } else if (a[0] == '-' && a[1]) {
@@ -604,10 +613,6 @@ static void program_free(program *p) {
   buf_free(&p->bytes);
 }
 
-static const char *base_name(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli/files.h"
+#include "os/path.h"
 
 /* Where `make install` puts the runtimes, from the installed bin/luamcp. */
 #define INSTALLED_RUNTIMES "/../share/luamcp/runtimes/"
@@ -82,12 +83,12 @@ static bool is_file(const char *path) {
 }
 
 char *target_find_runtime(const build_target *t, const char *self, buf *err) {
-  const char *slash = strrchr(self, '/');
-  int dir_len = slash ? (int)(slash - self) : 1;
-  const char *dir = slash ? self : ".";
+  /* The folder by the platform's separators (C:\bin\luamcp.exe on Windows). */
+  char *dir = os_path_dir(self);
   buf installed = BUF_INIT, beside = BUF_INIT;
-  buf_printf(&installed, "%.*s" INSTALLED_RUNTIMES "%s/luamcp%s", dir_len, dir, t->name, t->suffix);
-  buf_printf(&beside, "%.*s/%s", dir_len, dir, t->dev_runtime);
+  buf_printf(&installed, "%s" INSTALLED_RUNTIMES "%s/luamcp%s", dir, t->name, t->suffix);
+  buf_printf(&beside, "%s/%s", dir, t->dev_runtime);
+  free(dir);
   char *found = NULL;
   if (is_file(installed.data)) found = buf_detach(&installed, NULL);
   else if (is_file(beside.data)) found = buf_detach(&beside, NULL);

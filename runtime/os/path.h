@@ -35,7 +35,8 @@ char *os_path_readlink(const char *path);
  * Windows: a name with a separator is a path, otherwise the folders of
  * %PATH% (not the current folder: Win32's old habit of looking there
  * first runs whatever a folder holds); a name without an extension gets
- * ".exe" then ".com", as CreateProcess would. */
+ * ".exe" then ".com", as CreateProcess would; a batch file (.bat, .cmd)
+ * is never found (cmd.exe would read its arguments as commands). */
 char *os_path_which(const char *name);
 
 /* Does c separate names? '/' on POSIX; '/' and '\' on Windows. */

@@ -184,6 +184,18 @@ static bool is_file(const char *path) {
 
 /* The real path of dir\name with the first extension that names a file
  * ("" when name has one of its own), or NULL. */
+/* A batch file (.bat, .cmd) runs through cmd.exe, which reads its command
+ * line by rules of its own: the quoting libuv gives arguments for a C
+ * program leaves "&", "|" and "%" live there, so one argument from a tool's
+ * input could run any command ("BatBadBut"). Such a program is never
+ * found, so never allowed; a script that wants cmd names cmd.exe itself. */
+static bool is_batch_file(const char *path) {
+  size_t n = strlen(path);
+  if (n < 4) return false;
+  const char *ext = path + n - 4;
+  return ext[0] == '.' && (_stricmp(ext, ".bat") == 0 || _stricmp(ext, ".cmd") == 0);
+}
+
 static char *find_program(const char *dir, size_t dir_len, const char *name) {
   static const char *const with_own[] = {""}, *const without[] = {".exe", ".com"};
   const char *base = name;
@@ -200,6 +212,10 @@ static char *find_program(const char *dir, size_t dir_len, const char *name) {
     if (is_file(candidate)) real = os_path_real(candidate);
   }
   free(candidate);
+  if (real && is_batch_file(real)) {
+    free(real);
+    real = NULL;
+  }
   return real;
 }
 

@@ -120,7 +120,9 @@ int os_proc_spawn(uv_loop_t *loop, uv_process_t *process, const uv_process_optio
 int os_proc_kill(uv_process_t *process, int signum) {
   /* The child leads its own process group (the go-between made it one):
    * take its children along. A go-between that has not made it yet is
-   * signalled alone. */
+   * signalled alone. A pid of 0 or 1 (no child, or not ours) would make
+   * -pid our own group or every process we may signal. */
+  if (process->pid <= 1) return UV_ESRCH;
   int rc = uv_kill(-process->pid, signum);
   return rc == 0 ? 0 : uv_process_kill(process, signum);
 }

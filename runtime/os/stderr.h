@@ -1,10 +1,12 @@
 /*
- * stderr.h - writing the log to stderr without ever blocking on it (a
- * client may pipe our stderr and never read it): core/log.c buffers, this
- * writes. POSIX (stderr_posix.c): a non-blocking open file description of
- * its own (a pipe, a terminal) or MSG_DONTWAIT (a socket). Windows
- * (stderr_windows.c): plain writes (an anonymous pipe has no non-blocking
- * mode worth using). Used by the core: no libuv.
+ * stderr.h - writing the log to stderr without blocking on it where the
+ * OS allows (a client may pipe our stderr and never read it): core/log.c
+ * buffers, this writes. POSIX (stderr_posix.c): a non-blocking open file
+ * description of its own (a pipe, a terminal) or MSG_DONTWAIT (a socket),
+ * so an unread stderr never stops the server. Windows (stderr_windows.c):
+ * plain writes, which DO block once an unread pipe is full (an anonymous
+ * pipe's PIPE_NOWAIT mode is deprecated and loses bytes; a writer thread
+ * would be the fix). Used by the core: no libuv.
  */
 #ifndef LUAMCP_OS_STDERR_H
 #define LUAMCP_OS_STDERR_H

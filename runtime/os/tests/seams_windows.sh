@@ -17,9 +17,13 @@ if ! x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -O1 -Iruntime -I"$prefix/incl
 fi
 export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/build/wineprefix}
 log="$out/test_seams_windows.log"
-"$wine" "$out/test_seams_windows.exe" wait-signal >"$log" 2>&1 &
+# timeout passes our SIGINT on to wine, and kills a test that hangs (an
+# interruption or a console event that never comes): a failure, not a
+# stopped run.
+timeout -s KILL 300 "$wine" "$out/test_seams_windows.exe" wait-signal >"$log" 2>&1 &
 runner=$!
-# Wine becomes the .exe's Unix process (same pid): SIGINT goes to it.
+# Wine becomes the .exe's Unix process (same pid): SIGINT, passed on by
+# timeout, goes to it.
 for _ in $(seq 1 600); do
   grep -q 'waiting for Ctrl+C' "$log" 2>/dev/null && break
   kill -0 "$runner" 2>/dev/null || break

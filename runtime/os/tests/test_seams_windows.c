@@ -78,8 +78,12 @@ static void watcher(void *arg) {
 static void check_interrupt(void) {
   check(os_interrupt_start(on_interrupt, watcher, NULL), "os_interrupt_start");
   busy = 1;
-  while (!interrupted) {
-  } /* busy, as a Lua loop would be: only the interruption ends it */
+  /* Busy, as a Lua loop would be: only the interruption ends it. The
+   * bound (far beyond any machine's delay) makes a broken interruption a
+   * failed check, not a hung test run. */
+  ULONGLONG give_up = GetTickCount64() + 120000;
+  while (!interrupted && GetTickCount64() < give_up) {
+  }
   os_interrupt_join();
   check(interrupted, "os_interrupt_main ran fn while the main thread was busy");
 }
