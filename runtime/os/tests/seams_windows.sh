@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # seams_windows.sh LIBUV_PREFIX - build runtime/os/tests/test_seams_windows.c
-# with mingw-w64 against a Windows libuv (LIBUV_PREFIX/include/uv.h and
+# (and test_path.c) with mingw-w64 against a Windows libuv (LIBUV_PREFIX/include/uv.h and
 # LIBUV_PREFIX/lib/libuv_a.a: the Windows build's dependencies), and run it
 # under wine, sending it SIGINT (which wine turns into Ctrl+C) once it
 # waits for a console event. Ends with "N passed, N failed".
@@ -32,5 +32,26 @@ done
 kill -INT "$runner" 2>/dev/null
 wait "$runner"
 rc=$?
-grep -v '^\s*$' "$log" | grep -E '^(ok|FAIL|    )|passed' || cat "$log"
-exit $rc
+grep -v '^\s*$' "$log" | grep -E '^(ok|FAIL|    )' || cat "$log"
+seams=$(grep -oE '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+[ -n "$seams" ] || seams="0 passed, 1 failed"
+[ "$rc" -eq 0 ] || [ "${seams#* passed, }" != "0 failed" ] || seams="${seams%% *} passed, 1 failed"
+
+# os/path.h's own unit test (runtime/os/tests/test_path.c), built for
+# Windows: path_windows.c's real paths, links, program search and names.
+paths="0 passed, 1 failed"
+if x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Iruntime -o "$out/test_path.exe" \
+     runtime/os/tests/test_path.c runtime/os/path_windows.c; then
+  (cd "$out" && timeout -s KILL 300 "$wine" test_path.exe) >"$out/test_path.log" 2>&1
+  prc=$?
+  grep -E '^(not ok|FAIL)' "$out/test_path.log"
+  paths=$(grep -oE '^[0-9]+ passed, [0-9]+ failed' "$out/test_path.log" | tail -n 1)
+  [ -n "$paths" ] || { cat "$out/test_path.log"; paths="0 passed, 1 failed"; }
+  [ "$prc" -eq 0 ] || [ "${paths#* passed, }" != "0 failed" ] || paths="${paths%% *} passed, 1 failed"
+fi
+echo "os seams: $seams; os/path: $paths"
+p=$(( ${seams%% *} + ${paths%% *} ))
+f1=${seams#* passed, }; f2=${paths#* passed, }
+f=$(( ${f1%% *} + ${f2%% *} ))
+echo "$p passed, $f failed"
+[ "$f" -eq 0 ]
