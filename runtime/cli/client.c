@@ -31,6 +31,7 @@
 #include "cli/version.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
+#include "os/path.h"
 #include "os/self.h"
 #include "os/signals.h"
 
@@ -316,7 +317,7 @@ static int l_exists(lua_State *L) {
 
 /* realpath(path) -> absolute path | nil, message */
 static int l_realpath(lua_State *L) {
-  char *p = realpath(luaL_checkstring(L, 1), NULL);
+  char *p = os_path_real(luaL_checkstring(L, 1));
   if (!p) {
     lua_pushnil(L);
     lua_pushstring(L, strerror(errno));

@@ -25,6 +25,7 @@
 #include "core/bundle.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
+#include "os/path.h"
 #include "os/self.h"
 
 /* Where a client keeps its user-wide settings. */
@@ -213,12 +214,13 @@ static bool make_parents(const char *path, buf *err) {
 
 /* ---- What the entry starts --------------------------------------------- */
 
-static bool is_elf(const char *path) {
+/* An executable (ELF, or PE's "MZ" for a Windows program), not a script folder. */
+static bool is_executable(const char *path) {
   FILE *f = fopen(path, "rb");
   char magic[4] = {0};
-  bool elf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "\x7f" "ELF", 4) == 0;
+  bool exe = f && fread(magic, 1, 4, f) == 4 && (memcmp(magic, "\x7f" "ELF", 4) == 0 || memcmp(magic, "MZ", 2) == 0);
   if (f) fclose(f);
-  return elf;
+  return exe;
 }
 
 /* mcp._summary().name: mcp.server{name}, else the folder's name. */
@@ -240,14 +242,14 @@ failed:
 /* Resolve PATH, tell a built program from scripts, and load it as it will
  * run, to learn its name (and refuse one that does not load). */
 static bool learn_server(const install_request *r, server_start *s, buf *err) {
-  char resolved[PATH_MAX];
-  if (!realpath(r->path, resolved)) {
+  char *resolved = os_path_real(r->path);
+  if (!resolved) {
     buf_printf(err, "%s: %s", r->path, strerror(errno));
     return false;
   }
-  s->target = strdup(resolved);
+  s->target = resolved;
   struct stat st;
-  s->program = stat(resolved, &st) == 0 && S_ISREG(st.st_mode) && is_elf(resolved);
+  s->program = stat(resolved, &st) == 0 && S_ISREG(st.st_mode) && is_executable(resolved);
   char *name = NULL;
   bool ok;
   if (s->program) {
@@ -437,8 +439,8 @@ static int install_into_file(const install_request *r, const server_start *s, co
   int code = 1;
   /* A configuration that is a symbolic link (kept with other dotfiles) is
    * written where it leads, and stays a link. */
-  char resolved[PATH_MAX];
-  const char *target = realpath(s->config, resolved) ? resolved : s->config;
+  char *resolved = os_path_real(s->config);
+  const char *target = resolved ? resolved : s->config;
   struct stat st;
   bool exists = stat(target, &st) == 0;
   if (!exists && errno != ENOENT) {
@@ -493,6 +495,7 @@ done:
   buf_free(&fresh);
   buf_free(&err);
   free(backup);
+  free(resolved);
   return code;
 }
 

@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <windows.h>
 
-#include "os/path.h"
 
 /* CLOCK_REALTIME from the system time (100 ns since 1601); anything else
  * (CLOCK_MONOTONIC) from the performance counter. */
@@ -39,20 +38,6 @@ int luamcp_mkdir(const char *path, int mode) {
   int rc = _wmkdir(w);
   free(w);
   return rc;
-}
-
-char *luamcp_realpath(const char *path, char *resolved) {
-  char *real = os_path_real(path);
-  if (!real || !resolved) return real;
-  size_t len = strlen(real);
-  if (len >= PATH_MAX) {
-    free(real);
-    errno = ENAMETOOLONG;
-    return NULL;
-  }
-  memcpy(resolved, real, len + 1);
-  free(real);
-  return resolved;
 }
 
 int luamcp_fcntl(int fd, int cmd, int arg) {

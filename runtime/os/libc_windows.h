@@ -54,10 +54,6 @@ int luamcp_mkdir(const char *path, int mode);
 #undef mkdir
 #define mkdir(path, mode) luamcp_mkdir(path, mode)
 
-/* realpath through os/path.h's os_path_real ("C:\a\b"): into resolved
- * (PATH_MAX bytes) when given, else malloc'd; NULL with errno. */
-char *luamcp_realpath(const char *path, char *resolved);
-#define realpath luamcp_realpath
 
 /* fcntl(fd, F_SETFD, FD_CLOEXEC) only: the descriptor's handle is no
  * longer inherited by children. Any other use fails with EINVAL. */
