@@ -74,6 +74,11 @@ typedef struct job {
   char *request_id;       /* the creating request's id (JSON text) */
   char *client_capabilities_json;
   char *client_info_json;
+  /* The principal of the identity that created it (auth.h), or NULL when
+   * nobody was authenticated: tasks/get, tasks/update, tasks/cancel and
+   * subscriptions/listen serve it to that principal only (anyone else is
+   * told it does not exist). Kept for the job's whole life. */
+  char *owner_principal;
   char *client_key;       /* who asked (the app's key for the client), counted in job_store.by_client while it runs */
   size_t held;            /* while it runs: bytes charged for its request (these strings, what its work holds) */
   const protocol_version *version;

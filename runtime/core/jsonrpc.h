@@ -28,6 +28,11 @@ enum {
   MCP_MISSING_CAPABILITY = -32021,     /* the request needs a client capability it did not declare */
   MCP_UNSUPPORTED_VERSION = -32022,    /* data: {supported, requested} */
   MCP_SERVER_BUSY = -32000,            /* a budget is full: try again later (HTTP: 503) */
+  /* The caller's token lacks a scope the tool, resource, template or prompt
+   * requires (call_fail_scope). HTTP: 403 with WWW-Authenticate
+   * error="insufficient_scope", scope="..." so the client can step up.
+   * data: {"requiredScopes": [...]}. */
+  MCP_INSUFFICIENT_SCOPE = -32003,
 };
 
 typedef enum jsonrpc_kind {

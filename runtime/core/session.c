@@ -134,13 +134,26 @@ static void call_free(call *c) {
   free(c->progress_token);
   free(c->client_capabilities_json);
   free(c->client_info_json);
+  auth_identity_unref(c->identity);
   listener_free(c->listener);
   free(c);
   if (b) batch_release(s, b);
 }
 
+/* Who sent origin, per the transport (borrowed), or NULL. */
+static auth_identity *request_identity(session *s, void *origin) {
+  return s->transport && s->transport->request_identity ? s->transport->request_identity(s, origin) : NULL;
+}
+
 /* The response is out, or pieces when not NULL. */
+static void call_send_response_scoped(call *c, const buf *out, const chain *pieces, int http_status,
+                                      const char *required_scopes);
 static void call_send_response(call *c, const buf *out, const chain *pieces, int http_status) {
+  call_send_response_scoped(c, out, pieces, http_status, NULL);
+}
+
+static void call_send_response_scoped(call *c, const buf *out, const chain *pieces, int http_status,
+                                      const char *required_scopes) {
   session *s = c->session;
   if (c->batch) {
     if (c->batch->answered++) buf_putc(&c->batch->out, ',');
@@ -148,7 +161,8 @@ static void call_send_response(call *c, const buf *out, const chain *pieces, int
     else buf_append(&c->batch->out, out->data, out->len);
   } else {
     session_message m = {.json = out ? out->data : NULL, .len = out ? out->len : 0, .chain = pieces, .related = c,
-                         .origin = c->transport_data, .final = true, .http_status = http_status};
+                         .origin = c->transport_data, .final = true, .http_status = http_status,
+                         .required_scopes = required_scopes};
     send_message(s, &m);
   }
   call_free(c);
@@ -192,6 +206,29 @@ void call_fail(call *c, int code, const char *message, const char *data_json, si
   if (c->modern && (code == MCP_MISSING_CAPABILITY || code == MCP_HEADER_MISMATCH)) status = 400;
   call_send_response(c, &out, NULL, status);
   buf_free(&out);
+}
+
+void call_fail_scope(call *c, const char *required_scopes, const char *message) {
+  buf data = BUF_INIT, out = BUF_INIT;
+  buf_puts(&data, "{\"requiredScopes\":[");
+  bool first = true;
+  for (const char *p = required_scopes ? required_scopes : ""; *p;) {
+    while (*p == ' ') p++;
+    const char *end = p;
+    while (*end && *end != ' ') end++;
+    if (end > p) {
+      if (!first) buf_putc(&data, ',');
+      first = false;
+      json_write_string(&data, p, (size_t)(end - p));
+    }
+    p = end;
+  }
+  buf_puts(&data, "]}");
+  jsonrpc_write_error(&out, c->id.raw, c->id.raw_len, MCP_INSUFFICIENT_SCOPE,
+                      message ? message : "Forbidden: insufficient scope", data.data, data.len);
+  call_send_response_scoped(c, &out, NULL, 403, required_scopes);
+  buf_free(&out);
+  buf_free(&data);
 }
 
 static void call_cancel(call *c) {
@@ -418,6 +455,7 @@ void session_free(session *s) {
   for (int i = 0; i < SESSION_EARLY_CANCELS; i++) free(s->early_cancels[i]);
   free(s->client_info_json);
   free(s->client_capabilities_json);
+  auth_identity_unref(s->owner);
   free(s);
 }
 
@@ -497,6 +535,7 @@ static void handle_initialize(session *s, const jsonrpc_message *m, const char *
   s->version = v;
   s->client_info_json = info_json;
   s->client_capabilities_json = caps_json;
+  s->owner = auth_identity_ref(request_identity(s, origin));
 
   app_description d;
   describe_app(s, &d);
@@ -641,6 +680,7 @@ static call *call_new(session *s, const jsonrpc_message *m, const char *src, bat
   c->version = s->version;
   c->transport_data = origin;
   c->log_level = -1;
+  c->identity = auth_identity_ref(s->owner ? s->owner : request_identity(s, origin));
   const json_value *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
   if (token && (token->type == JSON_STRING || token->type == JSON_INTEGER)) c->progress_token = value_to_json(token);
   if (b) {

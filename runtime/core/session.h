@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/auth.h"
 #include "core/buf.h"
 #include "core/chain.h"
 #include "core/json.h"
@@ -53,6 +54,9 @@ typedef struct session_message {
   /* Streamable HTTP's status for this answer when it is not 200: the
    * 2026-07-28 era answers some errors with 400 or 404 (0: the default). */
   int http_status;
+  /* With 403 (MCP_INSUFFICIENT_SCOPE): the scopes the caller needs,
+   * space-separated, for the WWW-Authenticate challenge; else NULL. */
+  const char *required_scopes;
 } session_message;
 
 /* Set by the transport that owns the session. send must not close or free
@@ -81,6 +85,10 @@ typedef struct transport_ops {
    * the per-item limits (luamcp_limits.h) is kept. */
   bool (*keep)(session *s, size_t bytes);
   void (*release)(session *s, size_t bytes);
+  /* Who sent the exchange origin (its verified bearer token), borrowed;
+   * NULL when authorization is off or the transport has none (stdio).
+   * Optional. */
+  auth_identity *(*request_identity)(session *s, void *origin);
 } transport_ops;
 
 /* A subscriptions/listen call (2026-07-28): what it asked to hear about.
@@ -116,6 +124,9 @@ struct call {
   /* tasks/get, tasks/update or tasks/cancel for a job this process does not
    * hold (server.jobs_elsewhere): the app asks the others. */
   bool job_elsewhere;
+  /* Who made the request (a reference), or NULL: see auth.h. A legacy
+   * session's calls are its owner's. */
+  auth_identity *identity;
   batch *batch;         /* the batch it arrived in, or NULL */
   void *app_data;       /* the app's state for this call */
   void *transport_data; /* HTTP: the exchange this call answers on */
@@ -172,6 +183,10 @@ struct session {
   size_t subscription_count;
   strmap subscribed;                /* uri -> its subscription; made on the first subscribe */
   size_t kept_bytes;                /* what transport->keep granted, released when the session is freed */
+  /* Who initialized it (a reference), or NULL: only that principal may
+   * use it (the transport answers anyone else 404, as for an unknown
+   * session). */
+  auth_identity *owner;
   /* Ids (JSON text) of cancellations that named no call in progress, most
    * recent SESSION_EARLY_CANCELS of them; a ring. Owner: the session. */
   char *early_cancels[SESSION_EARLY_CANCELS];
@@ -211,6 +226,9 @@ void call_respond(call *c, const char *result_json, size_t len);
 /* The same with the result in pieces; the caller still holds its lease. */
 void call_respond_chain(call *c, const chain *result);
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len);
+/* Refuse a call whose caller lacks required_scopes (space-separated):
+ * MCP_INSUFFICIENT_SCOPE, and over HTTP a 403 challenge naming them. */
+void call_fail_scope(call *c, const char *required_scopes, const char *message);
 /* Progress for the call's progressToken. Returns NULL when sent or when the
  * request carried no token, or a message saying what was wrong. */
 const char *call_progress(call *c, double progress, double total, const char *message, size_t message_len);

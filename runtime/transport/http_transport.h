@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <uv.h>
 
+#include "core/auth.h"
 #include "core/server.h"
 #include "core/session.h"
 
@@ -30,6 +31,10 @@ typedef struct http_options {
   const char **allow_origins; /* extra Origin hosts accepted */
   int allow_origin_count;
   const char *bearer_token;   /* required as "Authorization: Bearer ..." when set */
+  /* OAuth 2.1 resource server (auth.ops set): Protected Resource Metadata
+   * at /.well-known/oauth-protected-resource[/PATH], every request's bearer
+   * token checked by auth.ops, its identity given to the session. */
+  auth_config auth;
   int max_connections;
   int max_sessions;
   int session_timeout_ms;
