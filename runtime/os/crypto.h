@@ -25,4 +25,29 @@ void os_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n,
  * where they differ (a MAC check). */
 bool os_equal_secret(const void *a, const void *b, size_t n);
 
+/* ---- Public-key signatures (JWT access tokens, core/jwt.c) ------------- */
+
+/* A public key to verify signatures with. Owner: whoever imported it. */
+typedef struct os_pubkey os_pubkey;
+
+typedef enum os_sig_alg {
+  OS_SIG_RS256, /* RSASSA-PKCS1-v1_5 with SHA-256 */
+  OS_SIG_PS256, /* RSASSA-PSS with SHA-256, MGF1 SHA-256, salt 32 */
+  OS_SIG_ES256, /* ECDSA P-256 with SHA-256; the signature is r || s, 64 bytes (JWS), not DER */
+  OS_SIG_EDDSA, /* Ed25519 */
+} os_sig_alg;
+
+/* Import a key from its JWK parts, already base64url-decoded: RSA (n, e),
+ * EC P-256 (x, y, 32 bytes each) or OKP Ed25519 (x). kty is "RSA", "EC"
+ * or "OKP"; crv "P-256" or "Ed25519" (NULL for RSA). NULL with why when
+ * the parts do not make a key of that kind, or the platform cannot (an RSA
+ * modulus under 2048 bits is refused). */
+os_pubkey *os_pubkey_import(const char *kty, const char *crv, const uint8_t *a, size_t a_len, const uint8_t *b,
+                            size_t b_len, char *why, size_t why_len);
+void os_pubkey_free(os_pubkey *key);
+/* Is sig a valid signature by key over data with alg? A key of another
+ * type than alg needs is false. */
+bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, size_t n, const uint8_t *sig,
+                      size_t sig_len);
+
 #endif
