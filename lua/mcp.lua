@@ -12,6 +12,7 @@ local registry = require "mcp.registry"
 local schema = require "mcp.schema"
 local uri_template = require "mcp.uri_template"
 local check = require "mcp.check"
+local shorthand = require "mcp.args"
 local config = require "mcp.config"
 -- Installs the permission checks on every door (io, os, mcp.fs, C
 -- modules) before any script runs; they do nothing until permissions are
@@ -151,6 +152,7 @@ local server_info_json
 ---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
 ---@field permissions? mcp.Permissions what the tools may touch (README "Permissions"); nothing declared: unconfined
+---@field mask_errors? boolean a tool's internal error reaches the client as a reference id; the details go to the log
 
 ---@class mcp.Permissions what the tools may touch; what is not listed is denied
 ---@field read? string[] files and folders ("./data" is beside the scripts; "$ROOTS": the client's roots; "$TMP")
@@ -178,6 +180,7 @@ function M.server(info)
   check_type(info, "extensions", "table", true, 3)
   check_type(info, "license", "string", true, 3)
   check_type(info, "icon", "string", true, 3)
+  check_type(info, "mask_errors", "boolean", true, 3)
   if info.config ~= nil then config.check(info.config, 2) end
   if info.permissions ~= nil then
     local env = {}
@@ -203,6 +206,8 @@ end
 ---@field description? string
 ---@field inputSchema? table|string JSON Schema (a table or JSON text kept verbatim)
 ---@field outputSchema? table|string
+---@field args? table the inputSchema in shorthand: {name = "string", count = "integer? 1..10 -- how many"} (lua/mcp/args.lua)
+---@field returns? table the outputSchema in the same shorthand
 ---@field annotations? table
 ---@field icons? table
 ---@field _meta? table
@@ -268,6 +273,23 @@ local function task_plan(def)
   return { t.required and "required" or "optional", t.after_ms or 0, t.poll_ms or 0 }
 end
 
+-- args and returns (lua/mcp/args.lua) as the inputSchema and outputSchema
+-- they stand for; each in place of the full schema, never beside it.
+local function shorthand_schemas(def)
+  local expanded = {}
+  for short, full in pairs { args = "inputSchema", returns = "outputSchema" } do
+    if def[short] ~= nil then
+      if def[full] ~= nil then
+        error(("mcp.tool %s: give %s or %s, not both"):format(def.name, short, full), 3)
+      end
+      local schema, err = shorthand.object_schema(def[short], short)
+      if not schema then error(("mcp.tool %s: %s"):format(def.name, err), 3) end
+      expanded[full] = schema
+    end
+  end
+  return expanded
+end
+
 --- Register a tool.
 ---@param def mcp.ToolDefinition
 function M.tool(def)
@@ -279,7 +301,9 @@ function M.tool(def)
   end
   check_type(def, "timeout_ms", "number", true)
   local task = task_plan(def)
-  if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
+  local expanded = shorthand_schemas(def)
+  if expanded.inputSchema == nil and def.inputSchema == nil then expanded.inputSchema = { type = "object" } end
+  if next(expanded) then def = setmetatable(expanded, { __index = def }) end
   local input_json, input_schema, input_table = tool_schema(def, "inputSchema", 3)
   local output_json, output_schema, output_table
   if def.outputSchema ~= nil then output_json, output_schema, output_table = tool_schema(def, "outputSchema", 3) end
@@ -297,6 +321,7 @@ function M.tool(def)
     output_table = output_table,
     header_params = header_params(def.name, input_table),
     task = task,
+    defaults_schema = def.args ~= nil and input_table or nil, -- the shorthand fills in defaults
   }
   registry.tools:add(def.name, entry)
   core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms, table.unpack(task, 1, 3))
@@ -419,12 +444,29 @@ function M.log(level, data, logger)
   core.log(level, data, logger)
 end
 
+--- A tool argument in the args/returns shorthand with a description and
+--- options: mcp.arg("integer", "how many", { default = 1, min = 1 }).
+--- Options: optional, default, min, max, and any JSON Schema keyword.
+M.arg = shorthand.arg
+
+--- One of some values, in the args/returns shorthand: mcp.enum{"fast", "slow"}
+--- (a description and options as mcp.arg's may follow).
+M.enum = shorthand.enum
+
 --- Raise a JSON-RPC error as the answer to the current request.
 ---@param code integer
 ---@param message string
 ---@param data? any
 function M.rpc_error(code, message, data)
   core.rpc_error(code, message, data)
+end
+
+--- Fail the current tool call with an error meant for the client: an
+--- isError result with message as its text, sent as it is even with
+--- mcp.server{mask_errors = true} (an error(...) is masked there).
+---@param message string
+function M.tool_error(message)
+  require("mcp.dispatch").tool_error(message)
 end
 
 -- ---- Content helpers ----------------------------------------------------

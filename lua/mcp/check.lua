@@ -35,9 +35,9 @@ M.CONFIG_FIELDS = { "type", "title", "description", "required", "default", "mult
 --- The fields each kind of definition takes.
 M.FIELDS = {
   server = fields("version", "websiteUrl", "instructions", "coerce", "ttlMs", "cacheScope", "requestStateTtlMs",
-    "extensions", "author", "license", "icon", "config", "permissions"),
+    "extensions", "author", "license", "icon", "config", "permissions", "mask_errors"),
   config = set(M.CONFIG_FIELDS),
-  tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler"),
+  tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler", "args", "returns"),
   ["tool task"] = set { "after_ms", "required", "poll_ms" },
   resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope"),
   template = fields("uriTemplate", "mimeType", "annotations", "read", "complete", "ttlMs", "cacheScope"),
@@ -114,6 +114,8 @@ local KEYWORDS = set {
   "additionalProperties", "propertyNames", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties", "allOf",
   "anyOf", "oneOf", "not", "if", "then", "else",
 }
+--- The keywords JSON Schema defines (mcp.arg's options take them too).
+M.SCHEMA_KEYWORDS = KEYWORDS
 -- Where subschemas are: one schema, a list of them, or a map of them.
 local ONE = set { "additionalItems", "contains", "additionalProperties", "propertyNames", "unevaluatedItems",
   "unevaluatedProperties", "not", "if", "then", "else", "contentSchema" }

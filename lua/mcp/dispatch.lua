@@ -12,6 +12,7 @@ local permissions = require "mcp.permissions"
 local input = require "mcp.input"
 local registry = require "mcp.registry"
 local schema = require "mcp.schema"
+local shorthand = require "mcp.args"
 local uri_template = require "mcp.uri_template"
 
 local array, object = core.array, core.object
@@ -140,8 +141,21 @@ local function check_output(tool, result)
   return "the result does not match the tool's outputSchema:\n" .. report.text
 end
 
+-- mcp.tool_error(message): an error the tool means for the client, sent as
+-- an isError result as it is, whatever mcp.server{mask_errors} says.
+local TOOL_ERROR = { __tostring = function(e) return e.message end }
+
+--- Raise an error the tool means for the client (an isError result with
+--- message as its text; never masked).
+function M.tool_error(message)
+  if type(message) ~= "string" then
+    error(("mcp.tool_error needs a message (a string), got %s"):format(type(message)), 2)
+  end
+  error(setmetatable({ message = message }, TOOL_ERROR), 0)
+end
+
 local function traceback(err)
-  if core.is_rpc_error(err) then return err end
+  if core.is_rpc_error(err) or getmetatable(err) == TOOL_ERROR then return err end
   local message = type(err) == "string" and err or tostring(err)
   return { message = message, traceback = debug.traceback(message, 2) }
 end
@@ -156,6 +170,26 @@ local function failure_text(failure)
     message = "not enough memory: the tool exceeded the server's memory limit"
   end
   return message, message
+end
+
+-- mcp.server{mask_errors = true}: a tool's internal error (a Lua error, a
+-- result with no JSON form, one its outputSchema refuses) reaches the
+-- client as a reference id; the details go to the log under that id, so
+-- paths, queries and tracebacks stay on the server (FastMCP's
+-- mask_error_details). A call that was cancelled or stopped at its time
+-- limit is answered by the runtime, so it is not masked here.
+local function masking(ctx)
+  return registry.server.mask_errors == true and not ctx.cancelled
+end
+
+local function reference()
+  return ("%08x"):format(math.random(0, 0x7fffffff))
+end
+
+local function masked(name, details)
+  local id = reference()
+  core.stderr("error", ("tool %s failed (reference %s): %s"):format(name, id, details))
+  return error_result(("tool %s failed with an internal error (reference %s)"):format(name, id))
 end
 
 -- Arguments that do not match the inputSchema (check comes from the C
@@ -222,11 +256,14 @@ methods["tools/call"] = function(params, ctx, check)
   end
   if ctx.features.modern then check_param_headers(tool, args, ctx) end
   if check then return invalid_arguments(name, check, ctx) end
+  if tool.defaults_schema then shorthand.fill_defaults(args, tool.defaults_schema) end
   permissions.before_call(ctx, name)
   local ok, result, err = xpcall(tool.handler, traceback, args, ctx)
   if not ok then
     if core.is_rpc_error(result) then error(result, 0) end
+    if getmetatable(result) == TOOL_ERROR then return error_result(result.message) end
     local message, trace = failure_text(result)
+    if masking(ctx) then return masked(name, trace) end
     core.stderr("error", ("tool %s failed: %s"):format(name, trace))
     return error_result(message)
   end
@@ -240,12 +277,14 @@ methods["tools/call"] = function(params, ctx, check)
   if not ok then
     local problem = ("tool %s (%s) returned a value that cannot be sent as JSON: %s"):format(name,
       where_defined(tool.handler), tostring(converted):gsub("^%[luamcp%][^:]*:%d+: ", ""))
+    if masking(ctx) then return masked(name, problem) end
     core.stderr("error", problem)
     return error_result(problem)
   end
   if tool.output_schema and not converted.isError then
     local problem = check_output(tool, converted)
     if problem then
+      if masking(ctx) then return masked(name, problem) end
       core.stderr("error", ("tool %s: %s"):format(name, problem))
       return error_result(("tool %s: %s"):format(name, problem))
     end
@@ -434,16 +473,33 @@ end
 
 local ARRAY_MT = getmetatable(array())
 
+-- mask_errors for the methods other than tools/call (a resource's read, a
+-- prompt's get, a completion, an mcp.method): -32603 with a reference id.
+local function run_masked(handler, method, params, ctx, check)
+  local results = table.pack(xpcall(handler, traceback, params, ctx, check))
+  if results[1] then return table.unpack(results, 2, results.n) end
+  local failure = results[2]
+  if core.is_rpc_error(failure) or not masking(ctx) then error(failure, 0) end
+  local id = reference()
+  local _, trace = failure_text(failure)
+  core.stderr("error", ("%s failed (reference %s): %s"):format(method, id, trace))
+  rpc_error(core.INTERNAL_ERROR, ("Internal error (reference %s)"):format(id))
+end
+
 local function run(method, params, ctx, check)
   local handler = methods[method]
   if handler then
     if getmetatable(params) == ARRAY_MT then
       rpc_error(INVALID_PARAMS, "Invalid params: MCP methods take named params (an object)")
     end
+    if method ~= "tools/call" and registry.server.mask_errors == true then
+      return run_masked(handler, method, params, ctx, check)
+    end
     return handler(params, ctx, check)
   end
   handler = registry.methods[method]
   if not handler then rpc_error(core.METHOD_NOT_FOUND, "Method not found: " .. method) end
+  if registry.server.mask_errors == true then return run_masked(handler, method, params, ctx) end
   return handler(params, ctx)
 end
 

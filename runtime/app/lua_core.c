@@ -323,6 +323,7 @@ int luaopen_mcp_core(lua_State *L) {
   static const struct { const char *name; lua_Integer value; } constants[] = {
       {"INVALID_PARAMS", JSONRPC_INVALID_PARAMS},
       {"METHOD_NOT_FOUND", JSONRPC_METHOD_NOT_FOUND},
+      {"INTERNAL_ERROR", JSONRPC_INTERNAL_ERROR},
       {"RESOURCE_NOT_FOUND", MCP_RESOURCE_NOT_FOUND},
       {"MISSING_CAPABILITY", MCP_MISSING_CAPABILITY},
       {"HEADER_MISMATCH", MCP_HEADER_MISMATCH},
