@@ -59,7 +59,9 @@ local function apply_bounds(schema, min, max, path)
   if not keywords then
     fail(path, ("bounds apply to numbers, strings, arrays and objects, not to %s"):format(schema.type or "any"))
   end
-  for i, v in ipairs { min, max } do
+  local given = { min, max }
+  for i = 1, 2 do
+    local v = given[i]
     if v ~= nil then
       if type(v) ~= "number" then fail(path, ("%s must be a number, got %s"):format(i == 1 and "min" or "max", type(v))) end
       if keywords[1] ~= "minimum" and math.type(v) ~= "integer" then
@@ -103,12 +105,13 @@ local expand
 
 -- A table: {TYPE} is an array of TYPE; {name = TYPE, ...} an object.
 local function from_table(t, path)
-  local n = #t
-  if n > 0 and next(t, n) ~= nil then
+  local n, keys = #t, 0
+  for _ in pairs(t) do keys = keys + 1 end
+  if n > 0 and keys ~= n then
     fail(path, "mixes list items and named fields: {TYPE} is an array of TYPE, {name = TYPE, ...} an object")
   end
   if n > 0 then
-    if n == 1 and next(t, 1) == nil then
+    if n == 1 then
       local items, optional = expand(t[1], (path or "") .. "[1]")
       if optional then fail(path, "an array's items cannot be optional (write {\"string\"}, and \"string[]?\" for an optional array)") end
       return { type = "array", items = items }, false
