@@ -17,14 +17,16 @@ mcp.server { name = %q, version = "0.1.0" }
 
 mcp.tool {
   name = "greet", description = "Say hello to someone",
-  inputSchema = {
-    type = "object",
-    properties = { name = { type = "string", description = "Who to greet" } },
-    required = { "name" },
+  -- One line per argument: "string" is required, "string?" optional,
+  -- "integer 1..10" bounded, {"string"} a list, mcp.enum{"a", "b"} a choice,
+  -- "-- text" describes it. inputSchema = {...} takes full JSON Schema instead.
+  args = {
+    name = "string -- Who to greet",
+    excited = mcp.arg("boolean", "End with an exclamation mark", { default = true }),
   },
   handler = function(args, ctx)
     ctx:log("info", "greeting " .. args.name)
-    return "Hello, " .. args.name .. "!"
+    return "Hello, " .. args.name .. (args.excited and "!" or ".")
   end,
 }
 
@@ -57,6 +59,7 @@ describe("%s", function()
     local result = t:call("greet", { name = "Ada" })
     assert.is_falsy(result.isError)
     assert.equal("Hello, Ada!", testing.text(result))
+    assert.equal("Hello, Ada.", testing.text(t:call("greet", { name = "Ada", excited = false })))
   end)
 
   it("refuses a call without a name", function()
