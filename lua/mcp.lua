@@ -387,6 +387,7 @@ end
 ---@field title? string
 ---@field description? string
 ---@field arguments? {name: string, description?: string, required?: boolean}[]
+---@field args? table the arguments in the shorthand of mcp.tool's args: {topic = "string -- what about", tone = "string?"}
 ---@field get fun(args: table, ctx: mcp.Context): string|table
 ---@field complete? table<string, fun(value: string, ctx: mcp.Context, arguments: table): table>
 
@@ -398,6 +399,15 @@ function M.prompt(def)
   check_type(def, "get", "function")
   check_type(def, "arguments", "table", true)
   check_type(def, "complete", "table", true)
+  local defaults, enums
+  if def.args ~= nil then
+    if def.arguments ~= nil then error(("mcp.prompt %s: give args or arguments, not both"):format(def.name), 2) end
+    local list
+    list, enums, defaults = shorthand.prompt_arguments(def.args)
+    if not list then error(("mcp.prompt %s: %s"):format(def.name, enums), 2) end
+    def = setmetatable({ arguments = list, complete = shorthand.enum_completions(enums, def.complete) },
+      { __index = def })
+  end
   local arguments = core.array()
   for i, a in ipairs(def.arguments or {}) do
     if type(a) ~= "table" or type(a.name) ~= "string" then
@@ -409,7 +419,8 @@ function M.prompt(def)
   if #arguments > 0 then wire.arguments = arguments end
   local entry = {
     name = def.name, description = def.description, arguments = def.arguments or {}, get = def.get,
-    complete = def.complete, wire = core.raw(core.json_encode(wire)),
+    complete = def.complete, wire = core.raw(core.json_encode(wire)), defaults = defaults,
+    enums = enums,
   }
   return handle(registry.prompts, registry.prompts:add(def.name, entry))
 end

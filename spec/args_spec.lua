@@ -199,3 +199,53 @@ describe("mcp.arg in a script, line by line", function()
       server.stderr)
   end)
 end)
+
+describe("a prompt's args in the shorthand", function()
+  local server
+  setup(function()
+    server = client.spawn { "run", FIXTURE }
+    server:initialize("2025-11-25")
+  end)
+  teardown(function() server:close() end)
+
+  it("lists its arguments by name, with descriptions and what is required", function()
+    local prompts = server:request("prompts/list", {}).result.prompts
+    assert.are.same({
+      { name = "ps", required = false },
+      { name = "to", description = "who the letter is for", required = true },
+      { name = "tone", description = "how it sounds", required = false },
+    }, prompts[1].arguments)
+  end)
+
+  it("fills in defaults, refuses a value outside the enum and completes the enum's values", function()
+    local r = server:request("prompts/get", { name = "letter", arguments = { to = "Ada" } })
+    assert.are.equal("Write a friendly letter to Ada", r.result.messages[1].content.text)
+    r = server:request("prompts/get", { name = "letter", arguments = { to = "Ada", tone = "rude" } })
+    assert.are.equal(-32602, r.error.code)
+    assert.are.equal("Invalid params: argument tone must be one of formal, friendly, funny", r.error.message)
+    r = server:request("completion/complete", { ref = { type = "ref/prompt", name = "letter" },
+      argument = { name = "tone", value = "f" } })
+    assert.are.same({ "formal", "friendly", "funny" }, r.result.completion.values)
+    r = server:request("completion/complete", { ref = { type = "ref/prompt", name = "letter" },
+      argument = { name = "tone", value = "fu" } })
+    assert.are.same({ "funny" }, r.result.completion.values)
+  end)
+
+  for _, case in ipairs {
+    { 'args = { n = "integer" }', "s.lua:2: mcp.prompt p: args.n: prompt arguments are strings, not integer" },
+    { 'args = { n = "string" }, arguments = {}', "s.lua:2: mcp.prompt p: give args or arguments, not both" },
+    { 'args = { n = "strng" }', "s.lua:2: mcp.prompt p: args.n: unknown type strng (did you mean string?)" },
+  } do
+    it("refuses " .. case[1], function()
+      local dir = client.temp_dir()
+      client.write_file(dir .. "/s.lua", 'local mcp = require "mcp"\nmcp.prompt { name = "p", ' .. case[1]
+        .. ', get = function() return "x" end }\n')
+      local s = client.spawn { "run", dir }
+      s:wait_exit(5000)
+      s:close()
+      client.remove_tree(dir)
+      assert.are.equal(1, s.exit_code)
+      assert.truthy(s.stderr:find(case[2], 1, true), s.stderr)
+    end)
+  end
+end)

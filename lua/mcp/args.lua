@@ -236,6 +236,52 @@ function M.object_schema(spec, field)
   return schema
 end
 
+--- A prompt's `args` as its arguments list ({name, description?,
+--- required}, by name: a Lua table keeps no order), plus each argument's
+--- enum values and default by name; or nil and "args.name: why". Prompt
+--- arguments are strings.
+function M.prompt_arguments(spec)
+  if type(spec) ~= "table" or getmetatable(spec) ~= nil or #spec > 0 then
+    return nil, "args must be a table of names: {topic = \"string -- what to write about\", ...}"
+  end
+  local names = {}
+  for name in pairs(spec) do
+    if type(name) ~= "string" then return nil, ("args: %s is not an argument name"):format(tostring(name)) end
+    names[#names + 1] = name
+  end
+  table.sort(names)
+  local list, enums, defaults = {}, {}, {}
+  for i, name in ipairs(names) do
+    local ok, schema, optional = pcall(expand, spec[name], "args." .. name)
+    if not ok then return nil, schema end
+    if schema.type ~= "string" then
+      return nil, ("args.%s: prompt arguments are strings, not %s"):format(name, schema.type or "any")
+    end
+    list[i] = { name = name, description = schema.description, required = not optional }
+    enums[name], defaults[name] = schema.enum, schema.default
+  end
+  return list, enums, defaults
+end
+
+--- The completions of a prompt: those given, plus, for an argument with
+--- enum values and no completion of its own, the values it starts with.
+function M.enum_completions(enums, given)
+  local complete = {}
+  for name, fn in pairs(given or {}) do complete[name] = fn end
+  for name, values in pairs(enums) do
+    if complete[name] == nil then
+      complete[name] = function(value)
+        local found = {}
+        for _, v in ipairs(values) do
+          if v:sub(1, #value) == value then found[#found + 1] = v end
+        end
+        return found
+      end
+    end
+  end
+  return next(complete) and complete or nil
+end
+
 --- Fill in the defaults a shorthand schema declares, where value leaves
 --- them out, following the properties of objects and the items of arrays.
 function M.fill_defaults(value, schema)

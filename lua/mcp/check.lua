@@ -41,7 +41,7 @@ M.FIELDS = {
   ["tool task"] = set { "after_ms", "required", "poll_ms" },
   resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope"),
   template = fields("uriTemplate", "mimeType", "annotations", "read", "complete", "ttlMs", "cacheScope"),
-  prompt = fields("arguments", "get", "complete"),
+  prompt = fields("arguments", "get", "complete", "args"),
   skill = set { "name", "description", "frontmatter", "read" },
 }
 

@@ -425,6 +425,17 @@ methods["prompts/get"] = function(params, ctx)
     if type(v) ~= "string" then
       rpc_error(INVALID_PARAMS, ("Invalid params: argument %s must be a string"):format(tostring(k)))
     end
+    local allowed = prompt.enums and prompt.enums[k]
+    if allowed then
+      local found = false
+      for _, a in ipairs(allowed) do found = found or a == v end
+      if not found then
+        rpc_error(INVALID_PARAMS, ("Invalid params: argument %s must be one of %s"):format(k, table.concat(allowed, ", ")))
+      end
+    end
+  end
+  for name, value in pairs(prompt.defaults or {}) do
+    if args[name] == nil then args[name] = value end
   end
   for _, a in ipairs(prompt.arguments) do
     if a.required and args[a.name] == nil then
