@@ -30,6 +30,35 @@ local mcp = {}
 ---table, or as JSON text that is kept byte for byte.
 ---@alias mcp.Schema table|string
 
+---One argument (or result field) in the shorthand of mcp.tool's `args` and
+---`returns`, expanded to JSON Schema 2020-12:
+---
+---* a string: `"string"`, `"integer"`, `"number"`, `"boolean"`, `"object"`
+---  (any object), `"array"` (any array), `"any"`; then `[]` for an array of
+---  it, `?` for optional, `MIN..MAX` bounds (a number's value, a string's or
+---  array's length: `"integer 1..10"`, `"string ..80"`) and `-- text`, its
+---  description: `"integer? 1..10 -- how many"`;
+---* `{TYPE}`: an array of TYPE (`{"string"}`, `{{x = "number"}}`);
+---* `{name = TYPE, ...}`: an object with those properties (required unless
+---  optional or given a default) and no others;
+---* `mcp.enum{...}`: one of some values; `mcp.arg(TYPE, description, options)`:
+---  TYPE with a description, a default, bounds or any JSON Schema keyword.
+---@alias mcp.ArgType string|mcp.Arg|table
+
+---What mcp.arg and mcp.enum return: an argument's schema and whether it may
+---be left out. Used as an mcp.ArgType.
+---@class mcp.Arg
+---@field schema table the JSON Schema it stands for
+---@field optional boolean
+
+---The options of mcp.arg and mcp.enum. JSON Schema keywords (`pattern`,
+---`format`, `multipleOf`, `examples`, ...) may be given too, as they are.
+---@class mcp.ArgOptions
+---@field optional? boolean it may be left out
+---@field default? any what the handler gets when it is left out (makes it optional; checked against the type at load)
+---@field min? number the least value of a number, or length of a string or array
+---@field max? number the most
+
 ---An MCP Icon: `{src = "https://…/icon.png", mimeType = "image/png", sizes = {"48x48"}}`.
 ---@alias mcp.Icon table
 
@@ -49,8 +78,11 @@ local mcp = {}
 ---boolean its text; nil empty content; `nil, message` an isError result; a
 ---content block or a list of them that content; a table with `content`,
 ---`structuredContent` or `isError` a result as given; any other table
----`structuredContent` plus its JSON as a text block. `error(...)` is an
----isError result too, and `mcp.rpc_error` a JSON-RPC error.
+---`structuredContent` plus its JSON as a text block (a list, such as
+---`{1, 2}`, has no structuredContent: it is a JSON array, and
+---structuredContent is always an object). `error(...)` is an isError result
+---too (masked with mcp.server{mask_errors = true}), `mcp.tool_error(message)`
+---one that is never masked, and `mcp.rpc_error` a JSON-RPC error.
 ---@alias mcp.ToolResult string|number|boolean|nil|mcp.ContentBlock|mcp.ContentBlock[]|table
 
 ---What a resource's (or template's) read returns: a string (text with the
@@ -101,6 +133,7 @@ local mcp = {}
 ---@field license? string the manifest's license (an SPDX identifier such as "MIT")
 ---@field icon? string the manifest's icon: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
+---@field mask_errors? boolean a tool's internal error (a Lua error, a result with no JSON form or that its outputSchema refuses) reaches the client as "tool X failed with an internal error (reference ID)", a resource's or prompt's as -32603 with the id; the details go to the log under the id. mcp.tool_error, mcp.rpc_error and `nil, message` are sent as they are.
 
 ---An MCPB user_config entry (mcp.server{config}).
 ---@class mcp.ConfigSetting
@@ -133,6 +166,8 @@ local mcp = {}
 ---@field description? string
 ---@field inputSchema? mcp.Schema with "type": "object" at its root (default {type = "object"})
 ---@field outputSchema? mcp.Schema the structuredContent the handler must return
+---@field args? table<string, mcp.ArgType>|mcp.Arg the inputSchema in shorthand, one line per argument: `{name = "string -- who", count = "integer? 1..10", tags = {"string"}}` (not with inputSchema); omitted arguments arrive with their defaults
+---@field returns? table<string, mcp.ArgType>|mcp.Arg the outputSchema in the same shorthand (not with outputSchema)
 ---@field annotations? mcp.ToolAnnotations
 ---@field icons? mcp.Icon[]
 ---@field _meta? table
@@ -182,6 +217,7 @@ local mcp = {}
 ---@field icons? mcp.Icon[]
 ---@field _meta? table
 ---@field arguments? mcp.PromptArgument[] prompts/get refuses arguments not listed here (-32602)
+---@field args? table<string, mcp.ArgType> the arguments in the shorthand of mcp.tool's args, strings only, listed by name: `{topic = "string -- what about", tone = mcp.enum{"formal", "casual"}}` (an enum's values are completed and checked)
 ---@field get async fun(args: table<string, string>, ctx: mcp.Context): mcp.PromptResult
 ---@field complete? table<string, mcp.Completer> completion of each argument
 
@@ -272,6 +308,33 @@ function mcp.notify_resource_updated(uri) end
 ---@param data any
 ---@param logger? string
 function mcp.log(level, data, logger) end
+
+---An argument in the args/returns shorthand with a description and options:
+---`mcp.arg("integer", "how many", {default = 1, min = 1, max = 10})`. The
+---description may be left out: `mcp.arg("string", {format = "email"})`.
+---Raises, at the caller's line, on an unknown type or option, or a default
+---that does not fit.
+---@param spec mcp.ArgType
+---@param description? string|mcp.ArgOptions
+---@param options? mcp.ArgOptions
+---@return mcp.Arg
+function mcp.arg(spec, description, options) end
+
+---One of some values, in the args/returns shorthand: `mcp.enum{"fast", "slow"}`
+---(strings, numbers or booleans; the type follows from them), with a
+---description and mcp.arg's options if wanted:
+---`mcp.enum({"fast", "slow"}, "how hard to try", {default = "fast"})`.
+---@param values (string|number|boolean)[]
+---@param description? string|mcp.ArgOptions
+---@param options? mcp.ArgOptions
+---@return mcp.Arg
+function mcp.enum(values, description, options) end
+
+---Fail the current tool call with an error meant for the client: an isError
+---result with message as its text, sent as it is even with
+---mcp.server{mask_errors = true}. Never returns (`return mcp.tool_error(...)` reads well too).
+---@param message string
+function mcp.tool_error(message) end
 
 ---End the current request with a JSON-RPC error: raises an error value
 ---that answers it (a task with it fails). Never returns.

@@ -89,7 +89,9 @@ function Server:subscribe(uri) end
 ---@return table
 function Server:set_log_level(level) end
 
---- The tools the server lists, by name.
+--- The tools the server lists, as a map by name, not a list:
+--- `t:tools().add.inputSchema`, `t:tools()["add"] ~= nil`. In order, as a
+--- list: t:list("tools").
 ---@return table<string, table>
 function Server:tools() end
 
