@@ -41,3 +41,92 @@ describe("the README's quick start", function()
     client.remove_tree(dir)
   end)
 end)
+
+-- What the README says about the command line and the test client is what
+-- the program does (issue #30, item 9).
+describe("the README's reference", function()
+  local readme = client.read_file("README.md")
+  local LUAMCP = client.LUAMCP
+
+  -- The options of `luamcp --help` under a heading ("Options:", ...), by heading.
+  local function help_options()
+    local _, help = sh(LUAMCP .. " --help")
+    local sections, current = {}, nil
+    for line in help:gmatch("[^\n]*") do
+      if line:match("^%S.*:") then
+        current = line
+        sections[current] = sections[current] or {}
+      elseif current then
+        local option = line:match("^  (%-%-%l[%l%-]*)")
+        if option then table.insert(sections[current], option) end
+      end
+    end
+    return sections
+  end
+
+  it("has every option luamcp --help lists, and the general ones in the command table", function()
+    local section = readme:match("\n## Command line\n(.-)\n## ")
+    local command_table = section and section:match("```\n(.-)```")
+    assert.truthy(command_table, "README.md has no command table under ## Command line")
+    local sections = help_options()
+    assert.truthy(sections["Options:"] and #sections["Options:"] >= 8, "luamcp --help has no Options: section")
+    for heading, options in pairs(sections) do
+      for _, option in ipairs(options) do
+        assert.truthy(readme:find(option, 1, true), option .. " (" .. heading .. ") is not in README.md")
+      end
+    end
+    for _, option in ipairs(sections["Options:"]) do
+      assert.truthy(command_table:find(option, 1, true), option .. " is not in the README's command table")
+    end
+    assert.truthy(command_table:find("--max-tasks N", 1, true))
+  end)
+
+  it("names the option that lists busted's options, and it works", function()
+    assert.truthy(readme:find("luamcp test --help-busted", 1, true))
+    local code, out, err = sh(LUAMCP .. " test --help-busted")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("^Usage: luamcp test "), out)
+    assert.truthy(out:find("--pattern", 1, true), out)
+    assert.are.equal("", err)
+  end)
+
+  it("documents testing.null, testing.json, mcp.rpc_error, mcp.tool_error, mask_errors and args", function()
+    for _, name in ipairs { "testing.null", "testing.json", "mcp.rpc_error(", "mcp.tool_error(", "mask_errors",
+                            "mcp.arg(", "mcp.enum", "t:list(\"tools\")" } do
+      assert.truthy(readme:find(name, 1, true), name .. " is not in README.md")
+    end
+    -- structuredContent is an object: a list returned has none, and the README says so
+    assert.truthy(readme:find("| a list (keys exactly `1..n`", 1, true))
+  end)
+
+  it("is right that t:tools() is a map by name and t:list(\"tools\") the list", function()
+    assert.truthy(readme:find("as a map by name", 1, true))
+    local dir = client.temp_dir()
+    assert(os.execute("mkdir " .. dir .. "/spec"))
+    client.write_file(dir .. "/server.lua", 'local mcp = require "mcp"\n'
+      .. 'mcp.tool { name = "add", args = { a = "integer", b = "integer" }, handler = function(x) return x.a + x.b end }\n'
+      .. 'mcp.tool { name = "nothing", handler = function() return { none = mcp.null, list = {1, 2} } end }\n')
+    client.write_file(dir .. "/spec/readme_spec.lua", [[
+local testing = require "mcp.testing"
+describe("the README", function()
+  it("is right", function()
+    local t = testing.server(".")
+    local tools = t:tools()
+    assert.equal(0, #tools)
+    assert.equal("integer", tools.add.inputSchema.properties.a.type)
+    assert.equal("add", t:list("tools")[1].name)
+    local r = t:call("nothing")
+    assert.equal(testing.null, r.structuredContent.none)
+    assert.same({ 1, 2 }, testing.json.decode(testing.json.encode(r.structuredContent.list)))
+    assert.equal("3", testing.text(t:call("add", { a = 1, b = 2 })))
+    t:close()
+  end)
+end)
+]])
+    local program = LUAMCP:sub(1, 1) == "/" and LUAMCP or (ROOT .. "/" .. LUAMCP)
+    local code, out, err = sh(("cd %q && %s test"):format(dir, program))
+    client.remove_tree(dir)
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("1 success / 0 failures", 1, true), out)
+  end)
+end)
