@@ -81,6 +81,11 @@ describe("the args shorthand", function()
     assert.are.same(sorted, input.required)
   end)
 
+  it("passes x- extension keywords of mcp.arg through (x-mcp-header)", function()
+    assert.are.same({ type = "string", ["x-mcp-header"] = "Region" }, tools.greet.inputSchema.properties.name and
+      tools.headers.inputSchema.properties.region)
+  end)
+
   it("turns returns into the outputSchema", function()
     assert.are.same({ type = "object", properties = { text = { type = "string" }, times = { type = "integer" } },
       required = { "text", "times" }, additionalProperties = false }, tools.greet.outputSchema)
@@ -149,6 +154,9 @@ describe("mistakes in the args shorthand", function()
     { 'args = { mode = { "fast", "slow" } }',
       's.lua:3: mcp.tool t: args.mode: a list of 2: {TYPE} is an array of TYPE, and mcp.enum{...} one of some values '
         .. '(did you mean mcp.enum{ "fast", "slow" }?)' },
+    { 'args = { n = "int" }', "s.lua:3: mcp.tool t: args.n: unknown type int (did you mean integer?)" },
+    { 'args = { n = "integer = 1" }', 's.lua:3: mcp.tool t: args.n: "integer = 1": after the type come bounds '
+      .. '(1..10, 0.., ..100) and "-- description"; a default is mcp.arg("integer", { default = ... })' },
     { 'args = { n = "string? 1..x" }', 's.lua:3: mcp.tool t: args.n: "string? 1..x": after the type come bounds' },
     { 'args = { n = "boolean 1..2" }',
       "s.lua:3: mcp.tool t: args.n: bounds apply to numbers, strings, arrays and objects, not to boolean" },

@@ -32,6 +32,11 @@ Arg.__index = Arg
 local TYPES = { string = true, integer = true, number = true, boolean = true, object = true, array = true,
                 any = true }
 
+-- Names from other languages, for the hint of an unknown type.
+local LIKELY = { int = "integer", long = "integer", float = "number", double = "number", num = "number",
+                 bool = "boolean", str = "string", text = "string", list = "array", table = "object",
+                 dict = "object", map = "object", null = "any", ["nil"] = "any" }
+
 -- Which keywords "MIN..MAX" and mcp.arg's min and max become, by type.
 local BOUNDS = {
   integer = { "minimum", "maximum" }, number = { "minimum", "maximum" },
@@ -83,7 +88,7 @@ local function from_string(text, path)
     fail(path, ("%q is not a type: write \"string\", \"integer?\", \"string[]\", \"number 0..1 -- what it is\""):format(text))
   end
   if not TYPES[name] then
-    local hint = check.suggest(name, TYPES)
+    local hint = LIKELY[name:lower()] or check.suggest(name, TYPES)
     fail(path, ("unknown type %s%s; the types are string, integer, number, boolean, object, array and any"):format(name,
       hint and (" (did you mean " .. hint .. "?)") or ""))
   end
@@ -93,7 +98,8 @@ local function from_string(text, path)
     local min, max = rest:match("^(%-?[%d.]*)%.%.(%-?[%d.]*)$")
     local lo, hi = tonumber(min), tonumber(max)
     if not min or (min ~= "" and not lo) or (max ~= "" and not hi) or (not lo and not hi) then
-      fail(path, ("%q: after the type come bounds (1..10, 0.., ..100) and \"-- description\""):format(text))
+      fail(path, ("%q: after the type come bounds (1..10, 0.., ..100) and \"-- description\"%s"):format(text,
+        rest:match("^=") and ("; a default is mcp.arg(\"" .. name .. "\", { default = ... })") or ""))
     end
     apply_bounds(schema, math.tointeger(lo) or lo, math.tointeger(hi) or hi, path)
   end
@@ -152,7 +158,7 @@ local function apply_options(schema, optional, options, what, level)
   if options == nil then return schema, optional end
   if type(options) ~= "table" then error(("%s: options must be a table, got %s"):format(what, type(options)), level) end
   for k in pairs(options) do
-    if not OPTIONS[k] and not check.SCHEMA_KEYWORDS[k] then
+    if not OPTIONS[k] and not check.SCHEMA_KEYWORDS[k] and not (type(k) == "string" and k:match("^x%-")) then
       local known = {}
       for o in pairs(OPTIONS) do known[o] = true end
       for o in pairs(check.SCHEMA_KEYWORDS) do known[o] = true end
