@@ -86,6 +86,11 @@ describe("the args shorthand", function()
       tools.headers.inputSchema.properties.region)
   end)
 
+  it("takes required = false in mcp.arg's options as optional", function()
+    assert.are.same({ "region" }, tools.headers.inputSchema.required)
+    assert.are.same({ type = "string" }, tools.headers.inputSchema.properties.zone)
+  end)
+
   it("turns returns into the outputSchema", function()
     assert.are.same({ type = "object", properties = { text = { type = "string" }, times = { type = "integer" } },
       required = { "text", "times" }, additionalProperties = false }, tools.greet.outputSchema)

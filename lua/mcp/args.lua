@@ -169,9 +169,14 @@ local function apply_options(schema, optional, options, what, level)
   end
   local ok, err = pcall(apply_bounds, schema, options.min, options.max, nil)
   if not ok then error(what .. ": " .. err, level) end
+  -- required = true/false (as prompts' arguments and config settings say
+  -- it) is the opposite of optional; a list is JSON Schema's own required.
+  local required
+  if type(options.required) == "boolean" then required = options.required end
   for k, v in pairs(options) do
-    if not OPTIONS[k] then schema[k] = copy(v) end
+    if not OPTIONS[k] and not (k == "required" and type(v) == "boolean") then schema[k] = copy(v) end
   end
+  if required ~= nil then optional = not required end
   if options.optional ~= nil then optional = options.optional and true or false end
   if options.default ~= nil then
     optional = true
