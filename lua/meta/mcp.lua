@@ -55,6 +55,7 @@ local mcp = {}
 ---`format`, `multipleOf`, `examples`, ...) may be given too, as they are.
 ---@class mcp.ArgOptions
 ---@field optional? boolean it may be left out
+---@field required? boolean|string[] false: optional, true: required; a list is JSON Schema's own (an object's required properties)
 ---@field default? any what the handler gets when it is left out (makes it optional; checked against the type at load)
 ---@field min? number the least value of a number, or length of a string or array
 ---@field max? number the most
