@@ -653,12 +653,22 @@ local function schema_lines(out, schema, indent)
   table.sort(names)
   for _, name in ipairs(names) do
     local p = schema.properties[name]
-    local facts = { type(p.type) == "table" and table.concat(p.type, "|") or p.type or "any" }
+    local kind = type(p.type) == "table" and table.concat(p.type, "|") or p.type or "any"
+    if kind == "array" and type(p.items) == "table" and type(p.items.type) == "string" then
+      kind = "array of " .. p.items.type
+    end
+    local facts = { kind }
     if required[name] then facts[#facts + 1] = "required" end
     if p.default ~= nil then facts[#facts + 1] = "default " .. core.json_encode(p.default) end
     if p.enum then facts[#facts + 1] = "one of " .. core.json_encode(p.enum) end
     if p.minimum or p.maximum then
       facts[#facts + 1] = ("%s..%s"):format(p.minimum or "", p.maximum or "")
+    end
+    if p.minLength or p.maxLength then
+      facts[#facts + 1] = ("length %s..%s"):format(p.minLength or "", p.maxLength or "")
+    end
+    if p.minItems or p.maxItems then
+      facts[#facts + 1] = ("%s..%s items"):format(p.minItems or "", p.maxItems or "")
     end
     out[#out + 1] = ("%s%s: %s%s"):format(indent, name, table.concat(facts, ", "),
       p.description and (" — " .. p.description) or "")

@@ -262,3 +262,20 @@ describe("a prompt's args in the shorthand", function()
     end)
   end
 end)
+
+describe("luamcp inspect of shorthand arguments", function()
+  it("shows each argument's type, bounds and description", function()
+    local code, out, err = client.sh(client.LUAMCP .. " inspect " .. FIXTURE)
+    assert.are.equal(0, code, err)
+    for _, line in ipairs {
+      "    d: string, required — who to greet",
+      "    hi: string, required, length ..8",
+      "    l: array of string, required",
+      "    ol: array of string, ..3 items — labels",
+      "    a: integer, default 1, 1..10 — how many",
+      '    e: string, required, one of ["fast","slow"]',
+    } do
+      assert.truthy(out:find("\n" .. line .. "\n", 1, true), line .. "\n--\n" .. out)
+    end
+  end)
+end)
