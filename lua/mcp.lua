@@ -214,6 +214,7 @@ end
 -- A tool's schema as JSON text, compiled: raises naming the tool, the
 -- schema and the JSON pointer of the bad part.
 local function tool_schema(def, field, level)
+  check.properties_map(def[field], ("tool %s: %s"):format(def.name, field), level)
   local ok, json = pcall(schema.to_json, def[field])
   if not ok then error(("tool %s: %s: %s"):format(def.name, field, json), level) end
   local compiled
@@ -278,6 +279,7 @@ function M.tool(def)
     error(("mcp.tool %s: handler must be a function(args, ctx), got %s"):format(def.name, type(def.handler)), 2)
   end
   check_type(def, "timeout_ms", "number", true)
+  check.annotations("tool", def, 2)
   local task = task_plan(def)
   if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
   local input_json, input_schema, input_table = tool_schema(def, "inputSchema", 3)
@@ -314,6 +316,14 @@ end
 ---@field ttlMs? integer 2026-07-28 cache hint for its reads (a read's result may set its own)
 ---@field cacheScope? "public"|"private"
 
+-- A resource's uri is one fixed URI: "notes://{id}" is a template.
+local function check_fixed_uri(def)
+  if def.uri:find("{[^}]*}") then
+    error(("mcp.resource %s: uri %s has a {variable}: register it with mcp.template { uriTemplate = %q, ... }, "
+      .. "whose read gets the variables"):format(def.name, def.uri, def.uri), 3)
+  end
+end
+
 --- Register a resource with a fixed URI.
 ---@param def mcp.ResourceDefinition
 function M.resource(def)
@@ -321,6 +331,8 @@ function M.resource(def)
   check_type(def, "uri", "string")
   check_type(def, "name", "string")
   check_type(def, "read", "function")
+  check_fixed_uri(def)
+  check.annotations("resource", def, 2)
   local wire = describe(core.object { uri = def.uri, name = def.name }, def,
     { "title", "description", "mimeType", "size", "annotations", "_meta" })
   check_cache_hints(def)
@@ -346,7 +358,7 @@ function M.template(def)
   check_type(def, "read", "function")
   check_type(def, "complete", "table", true)
   local compiled, err = uri_template.compile(def.uriTemplate)
-  if not compiled then error(("template %s: %s"):format(def.name, err), 3) end
+  if not compiled then error(("mcp.template %s: uriTemplate %q: %s"):format(def.name, def.uriTemplate, err), 2) end
   local wire = describe(core.object { uriTemplate = def.uriTemplate, name = def.name }, def,
     { "title", "description", "mimeType", "annotations", "_meta" })
   check_cache_hints(def)

@@ -486,6 +486,7 @@ end
 -- (the library reads them from there at each call, and a script that
 -- requires mcp.core gets these too).
 function core.exec(opts)
+  require("mcp.usage").exec(opts)
   if policy and type(opts) == "table" and type(opts.argv) == "table" then
     local program, message, code = check_exec(opts.argv[1])
     if not program then return nil, message, code end
@@ -538,6 +539,19 @@ do
     end
   end
   fs.read, fs.list, fs.stat, fs.write = guard("read", read), guard("read", list), guard("read", stat), guard("write", write)
+end
+
+-- mcp.fs misuse (a path that is not a string), raised at the script's line.
+do
+  local fs = core.fs
+  local usage = require "mcp.usage"
+  for _, name in ipairs { "read", "write", "list", "stat" } do
+    local f = fs[name]
+    fs[name] = function(path, data, ...)
+      usage.fs(name, path, data)
+      return f(path, data, ...)
+    end
+  end
 end
 
 return M
