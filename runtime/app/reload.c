@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include "core/log.h"
@@ -362,6 +363,52 @@ static void on_watch_closed(uv_handle_t *h) {
   app_watch *w = h->data;
   free(w->dir);
   free(w);
+}
+
+/* ---- Waiting for a fix (luamcp dev's first load) ---------------------- */
+
+/* The wait of app_wait_for_change: a folder's watch and its debounce. */
+typedef struct change_wait {
+  uv_fs_event_t event;
+  uv_timer_t quiet;
+  bool changed;
+} change_wait;
+
+static void on_quiet(uv_timer_t *t) {
+  change_wait *cw = t->data;
+  cw->changed = true;
+}
+
+static void on_wait_event(uv_fs_event_t *h, const char *filename, int events, int status) {
+  (void)events;
+  change_wait *cw = h->data;
+  if (status < 0 || !filename) return;
+  size_t n = strlen(filename);
+  if (n < 4 || strcmp(filename + n - 4, ".lua") != 0) return;
+  uv_timer_start(&cw->quiet, on_quiet, RELOAD_DEBOUNCE_MS, 0);
+}
+
+bool app_wait_for_change(uv_loop_t *loop, const char *path) {
+  change_wait cw = {0};
+  struct stat st;
+  char *dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? strdup(path) : os_path_dir(path);
+  uv_fs_event_init(loop, &cw.event);
+  uv_timer_init(loop, &cw.quiet);
+  cw.event.data = cw.quiet.data = &cw;
+  int rc = uv_fs_event_start(&cw.event, on_wait_event, dir, 0);
+  if (rc == 0) {
+    while (!cw.changed && uv_run(loop, UV_RUN_ONCE) != 0) {
+    }
+  } else {
+    log_write(LOG_ERROR, "cannot watch %s for changes: %s", dir, uv_strerror(rc));
+  }
+  /* Both live on this stack frame: closed and their callbacks run before
+   * it returns. */
+  uv_close((uv_handle_t *)&cw.event, NULL);
+  uv_close((uv_handle_t *)&cw.quiet, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+  free(dir);
+  return cw.changed;
 }
 
 void app_stop(lua_app *app) {
