@@ -720,6 +720,12 @@ function M._confinement()
   return permissions.confinement()
 end
 
+--- runtime/app/confine.c, after a reload changed the permissions of a
+--- process the kernel confined at start: what denials add.
+function M._kernel_rules_stale(note)
+  permissions.kernel_rules_stale(note)
+end
+
 --- Once serving starts (luamcp run, dev, a built program; not build or
 --- inspect): warn about required config whose variable is not set.
 function M._check_environment()

@@ -27,6 +27,7 @@
 #include "app/lua_state.h"
 #include "app/lua_store.h"
 #include "app/bus.h"
+#include "app/confine.h"
 #include "app/lua_task.h"
 #include "app/reload.h"
 #include "app/vm.h"
@@ -151,6 +152,7 @@ static void swap_in(lua_app *app, vm *fresh, const char *why, double t0) {
   log_write(LOG_NOTICE, "reloaded (%s) in %.1f ms: generation %u, %s changed", why, now_ms() - t0,
             fresh->generation, changed.len ? changed.data : "no list");
   buf_free(&changed);
+  confine_after_reload(fresh);
   if (app->watch) watch_files(app);
 }
 
