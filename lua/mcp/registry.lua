@@ -30,7 +30,7 @@ end
 local function registered_at(level)
   local info = debug.getinfo(level + 1, "Sl")
   if not info or info.currentline < 0 then return nil end
-  local src = info.short_src
+  local src = info.source:sub(1, 1) == "@" and info.source:sub(2) or info.short_src
   local ok, dir = pcall(core.script_dir)
   if ok and type(dir) == "string" and src:sub(1, #dir + 1) == dir .. "/" then src = src:sub(#dir + 2) end
   return ("%s:%d"):format(src, info.currentline)
