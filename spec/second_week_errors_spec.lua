@@ -100,7 +100,7 @@ describe("misuse of the library's functions, at the script's line", function()
     { "exec_list", 2, 'mcp.exec needs argv = { ... }: write mcp.exec{ argv = { "ls", ... } } (no shell is used)' },
     { "exec_typo", 3, "mcp.exec: unknown field tiemout_ms (did you mean timeout_ms?)" },
     { "elicit", 4, "ctx:elicit: unknown field mesage (did you mean message?)" },
-    { "http", 5, "mcp.http: unknown field timeout (did you mean timeout_ms?)" },
+    { "http", 5, "mcp.http: unknown option timeout (did you mean timeout_ms?)" },
     { "fs", 6, "mcp.fs.read needs a path (a string), got nil" },
     { "log", 7, 'ctx:log: "warn" is not a log level (did you mean warning?) '
       .. "(debug, info, notice, warning, error, critical, alert, emergency)" },

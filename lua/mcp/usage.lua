@@ -54,8 +54,10 @@ local function meant(word, known)
 end
 
 --- Refuse a field of opts that what does not take: "mcp.exec: unknown
---- field agrv (did you mean argv?)". known: a set of names.
-function M.fields(what, opts, known)
+--- field agrv (did you mean argv?)". known: a set of names; noun: what the
+--- documentation calls them ("field", or "option" for mcp.http).
+function M.fields(what, opts, known, noun)
+  noun = noun or "field"
   local unknown = {}
   for k in pairs(opts) do
     if not known[k] then unknown[#unknown + 1] = k end
@@ -69,11 +71,11 @@ function M.fields(what, opts, known)
   end
   table.sort(names)
   if math.type(first) == "integer" then
-    M.raise(("%s takes named fields (%s), not a list"):format(what, table.concat(names, ", ")))
+    M.raise(("%s takes named %ss (%s), not a list"):format(what, noun, table.concat(names, ", ")))
   end
   local hint = meant(first, known)
-  M.raise(("%s: unknown field %s%s"):format(what, tostring(first),
-    hint and (" (did you mean " .. hint .. "?)") or (" (the fields: " .. table.concat(names, ", ") .. ")")))
+  M.raise(("%s: unknown %s %s%s"):format(what, noun, tostring(first),
+    hint and (" (did you mean " .. hint .. "?)") or (" (the " .. noun .. "s: " .. table.concat(names, ", ") .. ")")))
 end
 
 local function set(list)
@@ -133,7 +135,7 @@ function M.http(opts, known)
   if type(opts) ~= "table" then
     M.raise(("mcp.http.request needs a table of options, got %s"):format(type(opts)))
   end
-  M.fields("mcp.http", opts, known)
+  M.fields("mcp.http", opts, known, "option")
   if type(opts.url) ~= "string" then
     M.raise(("mcp.http needs url, a string, got %s"):format(type(opts.url)))
   end

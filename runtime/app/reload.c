@@ -399,6 +399,8 @@ bool app_wait_for_change(uv_loop_t *loop, const char *path) {
   cw.event.data = cw.quiet.data = &cw;
   int rc = uv_fs_event_start(&cw.event, on_wait_event, dir, 0);
   if (rc == 0) {
+    /* Said once the watch is on: a save that follows it is seen. */
+    log_write(LOG_NOTICE, "luamcp dev: waiting for a change to the scripts in %s to load them again", dir);
     while (!cw.changed && uv_run(loop, UV_RUN_ONCE) != 0) {
     }
   } else {

@@ -660,12 +660,11 @@ static int serve(int argc, char **argv, bool watch) {
       free(rt);
       return 1;
     }
-    fprintf(stderr, "luamcp dev: waiting for a change to the scripts in %s to load them again\n", o.path);
     if (!app_wait_for_change(rt->loop, o.path)) {
       free(rt);
       return 1;
     }
-    fprintf(stderr, "luamcp dev: a script changed: loading again\n");
+    log_write(LOG_NOTICE, "luamcp dev: a script changed: loading again");
   }
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
