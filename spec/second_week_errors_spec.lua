@@ -45,6 +45,12 @@ describe("load errors name the file and line, in the author's words", function()
     { { 'mcp.tool { name = "add_note", handler = function() end }',
         'mcp.tool { name = "add_note", handler = function() end }' },
       "s.lua:3: tool add_note is already registered at s.lua:2" },
+    { { 'local listing = mcp.exec { argv = { "ls" } }' },
+      "s.lua:2: mcp.exec can only be called while handling a request, from the handler's own coroutine "
+        .. "(use mcp.spawn for concurrent work)" },
+    { { 'local text = mcp.fs.read("notes.txt")' },
+      "s.lua:2: mcp.fs.read can only be called while handling a request, from the handler's own coroutine "
+        .. "(use mcp.spawn for concurrent work)" },
     { { 'local kept = mcp.state("handlers", { add = function() end })' },
       's.lua:2: mcp.state("handlers"): a function (at .add) cannot survive a reload: keep only tables, strings, '
         .. "numbers and booleans in it (functions belong in the script, which runs again at each reload)" },

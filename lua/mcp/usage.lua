@@ -35,7 +35,10 @@ end
 --- with one inside the library), raised again at the script's line.
 function M.reraise(err)
   if type(err) ~= "string" then error(err, 0) end
-  M.raise((err:gsub("^%[luamcp%][^:]*:%d+: ", "")))
+  local stripped, library = err:gsub("^%[luamcp%][^:]*:%d+: ", "")
+  -- Already at a line of the scripts (task_check's, a stream function's own error).
+  if library == 0 and err:match("^[^%[][^:\n]*:%d+: ") then error(err, 0) end
+  M.raise(stripped)
 end
 
 -- What a misspelt or shortened word meant: mcp.check's suggestion, or the

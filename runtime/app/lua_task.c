@@ -1032,12 +1032,28 @@ void task_start_call(vm *v, call *c, const json_value *params) {
 
 /* ---- Waiting ----------------------------------------------------------- */
 
+/* The first frame of the scripts above the library's (the permission
+ * doors wrap mcp.exec and mcp.fs): where a misuse error points. */
+static int script_level(lua_State *co) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(co, level, &ar); level++) {
+    if (!lua_getinfo(co, "S", &ar)) break;
+    if (strcmp(ar.what, "C") != 0 && strncmp(ar.source, "@[luamcp]", 9) != 0 && strncmp(ar.source, "=[luamcp]", 9) != 0)
+      return level;
+  }
+  return 1;
+}
+
 task *task_check(lua_State *co, const char *what) {
   task *t = task_of(co);
-  if (!t)
-    luaL_error(co, "%s can only be called while handling a request, from the handler's own coroutine (use mcp.spawn "
-                   "for concurrent work)",
-               what);
+  if (!t) {
+    luaL_where(co, script_level(co));
+    lua_pushfstring(co, "%s can only be called while handling a request, from the handler's own coroutine (use "
+                        "mcp.spawn for concurrent work)",
+                    what);
+    lua_concat(co, 2);
+    lua_error(co);
+  }
   return t;
 }
 
