@@ -168,6 +168,17 @@ describe("luamcp dev never gets stuck", function()
     assert.are.equal("fixed", server:call_tool("a", {}).content[1].text)
   end)
 
+  it("still exits when the client closes stdin while it waits for a fix", function()
+    dir = folder_with('mcp.tool { name = "a", handler = 1 }')
+    server = client.spawn { "dev", dir }
+    assert(client.wait_until(function() return server.stderr:find("waiting for a change", 1, true) ~= nil end),
+      server.stderr)
+    server:close_stdin()
+    assert.are.equal(1, server:wait_exit())
+    assert.truthy(server.stderr:find("luamcp dev: the client closed stdin while the scripts waited for a fix", 1, true),
+      server.stderr)
+  end)
+
   it("drops a function a handler stored in mcp.state at the next reload, keeps the rest, and reloads after", function()
     local function script(version)
       return 'local mcp = require "mcp"\nlocal memory = mcp.state("memory", { calls = 0 })\n'

@@ -660,7 +660,7 @@ static int serve(int argc, char **argv, bool watch) {
       free(rt);
       return 1;
     }
-    if (!app_wait_for_change(rt->loop, o.path)) {
+    if (!app_wait_for_change(rt->loop, o.path, o.http ? -1 : rt->stdio.in_fd)) {
       free(rt);
       return 1;
     }
