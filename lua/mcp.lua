@@ -479,7 +479,9 @@ M.schema = { validate = schema.validate }
 --- Data that survives a reload (luamcp dev, SIGHUP): the value kept under
 --- key in the previous generation, copied into this one, or else init (or
 --- what init() returns, when it is a function). Only plain data survives:
---- tables, strings, numbers, booleans; everything else starts fresh.
+--- tables, strings, numbers, booleans: an init holding anything else (a
+--- function) raises at once, and a function a handler stores in it later
+--- is dropped at the next reload, with a warning.
 ---   local notes = mcp.state("notes", {})   -- a table: changes to it are kept
 ---@param key string
 ---@param init any
