@@ -87,7 +87,8 @@ describe("misuse of the library's functions, at the script's line", function()
       'mcp.tool { name = "raise_table", handler = function() error({ code = 42 }) end }',
       'mcp.tool { name = "content_string", handler = function() return { content = "text" } end }',
       'mcp.tool { name = "content_type", handler = function() return { content = { { type = "txt", text = "x" } } } end }',
-      'mcp.tool { name = "add", timeout_ms = 200, handler = function(_, ctx) ctx:log("info", "adding") while true do end end }')
+      'mcp.tool { name = "add", timeout_ms = 200, handler = function(_, ctx) ctx:log("info", "adding") while true do end end }',
+      'mcp.resource { uri = "x://raise", name = "raise", read = function() error({ code = 42 }) end }')
     server = client.spawn { "run", dir }
     server:initialize()
   end)
@@ -122,6 +123,12 @@ describe("misuse of the library's functions, at the script's line", function()
       .. "mcp.rpc_error(code, message) for a JSON-RPC error"
     assert.are.equal(expected, error_text("raise_table"))
     assert.truthy(server.stderr:find("tool raise_table failed: " .. expected, 1, true), server.stderr)
+  end)
+
+  it("shows a table raised by a resource's read as its JSON too", function()
+    local r = server:request("resources/read", { uri = "x://raise" })
+    assert.are.same({ code = -32603, message = 'Internal error: a table was raised, {"code":42} (give error() a '
+      .. "string, or use mcp.rpc_error(code, message))" }, r.error)
   end)
 
   it("names content given as a string, and a content type MCP does not have, with the tool", function()

@@ -488,12 +488,24 @@ static void fail_with_error(lua_State *co, task *t) {
     }
   }
   const char *message = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : luaL_typename(co, -1);
+  /* error({code = 42}) in a read or get: its JSON, not "table". */
+  buf raised = BUF_INIT;
+  char encode_err[160];
+  if (lua_type(co, -1) == LUA_TTABLE && ljson_encode(co, -1, &raised, encode_err, sizeof encode_err)) {
+    buf shown = BUF_INIT;
+    buf_printf(&shown, "a table was raised, %.*s (give error() a string, or use mcp.rpc_error(code, message))",
+               (int)raised.len, raised.data);
+    buf_free(&raised);
+    raised = shown;
+    message = raised.data;
+  }
   char subject[160];
   log_write(LOG_ERROR, "%s failed: %s", answer_subject(t, subject, sizeof subject), message);
   buf text = BUF_INIT;
   buf_printf(&text, "Internal error: %s", message);
   answer_error(t, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
   buf_free(&text);
+  buf_free(&raised);
 }
 
 /* A tool's own mistake that escaped the library (a result with no JSON
