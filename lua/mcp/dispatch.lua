@@ -87,7 +87,8 @@ local function content_problem(content)
       .. "(or return the text itself)"):format(type(content))
   end
   if CONTENT_TYPES[content.type] then return nil end -- one block
-  for i, block in ipairs(content) do
+  local blocks = content.type ~= nil and { content } or content
+  for i, block in ipairs(blocks) do
     if type(block) ~= "table" then
       return ("returned content[%d] as a %s: each block is a table such as mcp.text(\"...\")"):format(i, type(block))
     end
