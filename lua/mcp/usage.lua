@@ -22,7 +22,9 @@ function M.raise(message)
   while true do
     local info = debug.getinfo(level, "S")
     if not info then
-      level = 2
+      -- No line of the scripts on the stack (their call was a tail call,
+      -- `return mcp.exec{...}`): no position rather than the library's.
+      level = 0
       break
     end
     if not library_frame(info) then break end
