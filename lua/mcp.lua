@@ -219,6 +219,7 @@ end
 -- A tool's schema as JSON text, compiled: raises naming the tool, the
 -- schema and the JSON pointer of the bad part.
 local function tool_schema(def, field, level)
+  check.properties_map(def[field], ("tool %s: %s"):format(def.name, field), level)
   local ok, json = pcall(schema.to_json, def[field])
   if not ok then error(("tool %s: %s: %s"):format(def.name, field, json), level) end
   local compiled
@@ -300,6 +301,7 @@ function M.tool(def)
     error(("mcp.tool %s: handler must be a function(args, ctx), got %s"):format(def.name, type(def.handler)), 2)
   end
   check_type(def, "timeout_ms", "number", true)
+  check.annotations("tool", def, 2)
   local task = task_plan(def)
   local expanded = shorthand_schemas(def)
   if expanded.inputSchema == nil and def.inputSchema == nil then expanded.inputSchema = { type = "object" } end
@@ -339,6 +341,14 @@ end
 ---@field ttlMs? integer 2026-07-28 cache hint for its reads (a read's result may set its own)
 ---@field cacheScope? "public"|"private"
 
+-- A resource's uri is one fixed URI: "notes://{id}" is a template.
+local function check_fixed_uri(def)
+  if def.uri:find("{[^}]*}") then
+    error(("mcp.resource %s: uri %s has a {variable}: register it with mcp.template { uriTemplate = %q, ... }, "
+      .. "whose read gets the variables"):format(def.name, def.uri, def.uri), 3)
+  end
+end
+
 --- Register a resource with a fixed URI.
 ---@param def mcp.ResourceDefinition
 function M.resource(def)
@@ -346,6 +356,8 @@ function M.resource(def)
   check_type(def, "uri", "string")
   check_type(def, "name", "string")
   check_type(def, "read", "function")
+  check_fixed_uri(def)
+  check.annotations("resource", def, 2)
   local wire = describe(core.object { uri = def.uri, name = def.name }, def,
     { "title", "description", "mimeType", "size", "annotations", "_meta" })
   check_cache_hints(def)
@@ -371,7 +383,7 @@ function M.template(def)
   check_type(def, "read", "function")
   check_type(def, "complete", "table", true)
   local compiled, err = uri_template.compile(def.uriTemplate)
-  if not compiled then error(("template %s: %s"):format(def.name, err), 3) end
+  if not compiled then error(("mcp.template %s: uriTemplate %q: %s"):format(def.name, def.uriTemplate, err), 2) end
   local wire = describe(core.object { uriTemplate = def.uriTemplate, name = def.name }, def,
     { "title", "description", "mimeType", "annotations", "_meta" })
   check_cache_hints(def)
@@ -520,7 +532,9 @@ M.schema = { validate = schema.validate }
 --- Data that survives a reload (luamcp dev, SIGHUP): the value kept under
 --- key in the previous generation, copied into this one, or else init (or
 --- what init() returns, when it is a function). Only plain data survives:
---- tables, strings, numbers, booleans; everything else starts fresh.
+--- tables, strings, numbers, booleans: an init holding anything else (a
+--- function) raises at once, and a function a handler stores in it later
+--- is dropped at the next reload, with a warning.
 ---   local notes = mcp.state("notes", {})   -- a table: changes to it are kept
 ---@param key string
 ---@param init any
@@ -769,6 +783,12 @@ end
 --- the scripts run unconfined.
 function M._confinement()
   return permissions.confinement()
+end
+
+--- runtime/app/confine.c, after a reload changed the permissions of a
+--- process the kernel confined at start: what denials add.
+function M._kernel_rules_stale(note)
+  permissions.kernel_rules_stale(note)
 end
 
 --- Once serving starts (luamcp run, dev, a built program; not build or

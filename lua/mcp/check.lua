@@ -90,7 +90,7 @@ function M.fields(kind, def, level, label)
   if #unknown == 0 then return end
   table.sort(unknown)
   local f = unknown[1]
-  local hint = M.suggest(f, known)
+  local hint = M.suggest(f, known) or (M.MEANT[kind] or {})[f]
   label = label or ("mcp." .. kind .. (type(def.name) == "string" and (" " .. def.name) or ""))
   error(("%s: unknown field %s%s"):format(label, f, hint and (" (did you mean " .. hint .. "?)") or ""), level + 1)
 end
@@ -159,6 +159,69 @@ function M.schema_keywords(schema, where, line)
       line and (line .. ": ") or "", where, f.pointer, f.keyword, f.hint and (" (did you mean " .. f.hint .. "?)") or ""))
   end
   return found
+end
+
+-- ---- What an author meant ---------------------------------------------------
+
+--- Fields other libraries name differently, by kind: the field luamcp
+--- calls it (a resource's and a prompt's function are not called handler).
+M.MEANT = {
+  resource = { handler = "read" },
+  template = { handler = "read", uri = "uriTemplate" },
+  prompt = { handler = "get" },
+}
+
+--- The annotations MCP defines, by what they annotate.
+M.ANNOTATIONS = {
+  tool = set { "title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint" },
+  resource = set { "audience", "priority", "lastModified" },
+}
+
+--- Raise on an annotation MCP does not define (a misspelt one is
+--- otherwise sent and ignored by every client): "mcp.tool a: annotations:
+--- unknown annotation readOnlyhint (did you mean readOnlyHint?)".
+function M.annotations(kind, def, level)
+  local annotations = def.annotations
+  if annotations == nil then return end
+  local label = "mcp." .. kind .. (type(def.name) == "string" and (" " .. def.name) or "")
+  if type(annotations) ~= "table" then
+    error(("%s: annotations must be a table, got %s"):format(label, type(annotations)), level + 1)
+  end
+  local known = M.ANNOTATIONS[kind]
+  local unknown = {}
+  for k in pairs(annotations) do
+    if not known[k] then unknown[#unknown + 1] = tostring(k) end
+  end
+  if #unknown == 0 then return end
+  table.sort(unknown)
+  local names = {}
+  for k in pairs(known) do names[#names + 1] = k end
+  table.sort(names)
+  local hint = M.suggest(unknown[1], known)
+  error(("%s: annotations: unknown annotation %s%s"):format(label, unknown[1],
+    hint and (" (did you mean " .. hint .. "?)") or (" (MCP defines " .. table.concat(names, ", ") .. ")")),
+    level + 1)
+end
+
+--- Raise when a schema's properties is a Lua list ({ {name = "x", ...} })
+--- rather than a map from name to schema: sent as it is, a client would
+--- see properties named "1", "2", ... `where` names the tool and schema.
+function M.properties_map(schema, where, level, pointer)
+  if type(schema) ~= "table" then return end
+  pointer = pointer or ""
+  local properties = schema.properties
+  if type(properties) == "table" and properties[1] ~= nil then
+    local first = properties[1]
+    local name = type(first) == "table" and type(first.name) == "string" and first.name or "x"
+    error(("%s %s/properties is a Lua list; JSON Schema wants a map from each argument's name to its schema: "
+      .. "properties = { %s = { type = \"string\" } }"):format(where, pointer, name), level + 1)
+  end
+  if type(properties) == "table" then
+    for k, sub in pairs(properties) do
+      M.properties_map(sub, where, level + 1, pointer .. "/properties/" .. escape(k))
+    end
+  end
+  if type(schema.items) == "table" then M.properties_map(schema.items, where, level + 1, pointer .. "/items") end
 end
 
 return M

@@ -15,6 +15,7 @@
 local core = require "mcp.core"
 local input = require "mcp.input"
 local schema = require "mcp.schema"
+local usage = require "mcp.usage"
 
 --- The context every handler receives; C creates it per request (lua_task.c).
 ---@class mcp.Context
@@ -63,6 +64,7 @@ local prepare = {}
 
 function prepare.sample(ctx, params, level)
   if type(params) ~= "table" then error("ctx:sample needs {messages = ..., maxTokens = ...}", level) end
+  usage.question("sample", params)
   if not declared(ctx, "sampling") then
     missing_capability(ctx, "sampling", "ctx:sample: the client did not declare the sampling capability", level)
   end
@@ -129,6 +131,7 @@ end
 --- {mode = "url", message, url [, elicitationId]}.
 function prepare.elicit(ctx, params, level)
   if type(params) ~= "table" then error("ctx:elicit needs {message = ..., requestedSchema = ...}", level) end
+  usage.question("elicit", params)
   local features = ctx.features
   local cap = declared(ctx, "elicitation")
   local url_mode = params.mode == "url"
@@ -278,6 +281,23 @@ function methods.once(ctx, key, fn)
   if type(key) ~= "string" or type(fn) ~= "function" then error("ctx:once needs (key, function)", 2) end
   if not ctx.features.input_required then return fn() end
   return input.once(ctx, key, fn)
+end
+
+-- ctx:log and ctx:progress (C, lua_task.c) checked here, so that misuse
+-- is raised at the script's line with what to write instead.
+do
+  local raw_log, raw_progress = methods.log, methods.progress
+  function methods.log(ctx, level, ...)
+    usage.log(level, select(2, ...))
+    if select("#", ...) == 0 then usage.raise("ctx:log(level, data, logger?) needs the data to log") end
+    local ok, err = pcall(raw_log, ctx, level, ...)
+    if not ok then usage.reraise(err) end
+  end
+  function methods.progress(ctx, progress, total, message, ...)
+    usage.progress(progress, total, message)
+    local ok, err = pcall(raw_progress, ctx, progress, total, message, ...)
+    if not ok then usage.reraise(err) end
+  end
 end
 
 return methods

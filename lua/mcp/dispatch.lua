@@ -79,6 +79,30 @@ local function is_content_list(t)
   return true
 end
 
+-- What is wrong with a result's content, or nil: a tool that returns
+-- { content = "text" } or a block of a type MCP does not have would send
+-- the client something it cannot show. Raised as {content_problem = ...}.
+local function content_problem(content)
+  if type(content) ~= "table" then
+    return ("returned content as a %s: content is a list of blocks, e.g. { content = { mcp.text(\"...\") } } "
+      .. "(or return the text itself)"):format(type(content))
+  end
+  if CONTENT_TYPES[content.type] then return nil end -- one block
+  local blocks = content.type ~= nil and { content } or content
+  for i, block in ipairs(blocks) do
+    if type(block) ~= "table" then
+      return ("returned content[%d] as a %s: each block is a table such as mcp.text(\"...\")"):format(i, type(block))
+    end
+    local kind = block.type
+    if not CONTENT_TYPES[kind] then
+      local hint = require("mcp.check").suggest(kind, CONTENT_TYPES)
+      return ("returned content[%d] of type %s%s: the types are text, image, audio, resource_link and resource"):format(
+        i, type(kind) == "string" and ("%q"):format(kind) or "nil", hint and (" (did you mean " .. hint .. "?)") or "")
+    end
+  end
+  return nil
+end
+
 local function is_array_like(t)
   local n = #t
   if n == 0 then return false end
@@ -104,6 +128,8 @@ local function tool_result(r, output_table)
   if is_content_block(r) then return { content = array { r } } end
   if is_content_list(r) then return { content = array(r) } end
   if r.content ~= nil or r.structuredContent ~= nil or r.isError ~= nil then
+    local problem = r.content ~= nil and content_problem(r.content)
+    if problem then error({ content_problem = problem }, 0) end
     local result = {}
     for k, v in pairs(r) do result[k] = v end
     if output_table and result.structuredContent ~= nil then
@@ -154,9 +180,19 @@ function M.tool_error(message)
   error(setmetatable({ message = message }, TOOL_ERROR), 0)
 end
 
+-- An error value that is not a string, as a person can read it: a table
+-- raised with error({code = 42}) is shown as its JSON, not "table: 0x...".
+local function error_value_text(err)
+  local mt = getmetatable(err)
+  if type(err) ~= "table" or (type(mt) == "table" and mt.__tostring) then return tostring(err) end
+  local ok, json = pcall(core.json_encode, err)
+  return ("the handler raised a table, %s: give error() a string, or use mcp.rpc_error(code, message) "
+    .. "for a JSON-RPC error"):format(ok and json or tostring(err))
+end
+
 local function traceback(err)
   if core.is_rpc_error(err) or getmetatable(err) == TOOL_ERROR then return err end
-  local message = type(err) == "string" and err or tostring(err)
+  local message = type(err) == "string" and err or error_value_text(err)
   return { message = message, traceback = debug.traceback(message, 2) }
 end
 
@@ -277,6 +313,9 @@ methods["tools/call"] = function(params, ctx, check)
   if not ok then
     local problem = ("tool %s (%s) returned a value that cannot be sent as JSON: %s"):format(name,
       where_defined(tool.handler), tostring(converted):gsub("^%[luamcp%][^:]*:%d+: ", ""))
+    if type(converted) == "table" and converted.content_problem then
+      problem = ("tool %s (%s) %s"):format(name, where_defined(tool.handler), converted.content_problem)
+    end
     if masking(ctx) then return masked(name, problem) end
     core.stderr("error", problem)
     return error_result(problem)

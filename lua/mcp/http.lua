@@ -12,6 +12,7 @@
 
 local core = require "mcp.core"
 local permissions = require "mcp.permissions"
+local usage = require "mcp.usage"
 
 local M = {}
 
@@ -32,14 +33,11 @@ local OPTIONS = {
 
 --- Send a request and wait for its response.
 function M.request(opts)
-  if type(opts) ~= "table" then error("mcp.http.request needs a table of options", 2) end
-  for k in pairs(opts) do
-    if not OPTIONS[k] then error(("mcp.http: unknown option %s"):format(tostring(k)), 2) end
-  end
+  usage.http(opts, OPTIONS)
   local request = {}
   for k, v in pairs(opts) do request[k] = v end
   if opts.json ~= nil then
-    if opts.body ~= nil then error("mcp.http: give body or json, not both", 2) end
+    if opts.body ~= nil then usage.raise("mcp.http: give body or json, not both") end
     request.json = nil
     request.body = core.json_encode(opts.json)
     local headers = {}
@@ -56,7 +54,7 @@ function M.request(opts)
   -- Misuse found in C (and an error from the stream function) is raised
   -- again here, at the line that called mcp.http.
   local ok, r, err, code = pcall(core.http_request, request)
-  if not ok then error(r, 2) end
+  if not ok then usage.reraise(r) end
   if not r then return nil, err, code end
   return setmetatable(r, Response)
 end
@@ -90,7 +88,7 @@ function M._follow(request)
   local hops = 0
   while true do
     local ok, r, err, failure = pcall(core.http_request, request)
-    if not ok then error(r, 3) end
+    if not ok then usage.reraise(r) end
     if not r then return nil, err, failure end
     local location = r.headers.location
     if not (REDIRECTS[r.status] and location) then return setmetatable(r, Response) end
@@ -116,6 +114,7 @@ end
 
 --- GET url (options as for request).
 function M.get(url, opts)
+  if opts ~= nil and type(opts) ~= "table" then usage.raise("mcp.http.get(url, options?): options must be a table") end
   local request = { url = url, method = "GET" }
   for k, v in pairs(opts or {}) do request[k] = v end
   return M.request(request)
@@ -123,6 +122,7 @@ end
 
 --- POST url with a body (a string) or json (a value to encode).
 function M.post(url, opts)
+  if opts ~= nil and type(opts) ~= "table" then usage.raise("mcp.http.post(url, options?): options must be a table") end
   local request = { url = url, method = "POST" }
   for k, v in pairs(opts or {}) do request[k] = v end
   return M.request(request)

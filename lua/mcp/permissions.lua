@@ -378,6 +378,22 @@ end
 -- The doors
 ---------------------------------------------------------------------------
 
+-- Set when a reload changed the permissions of a process the kernel
+-- confined at start (runtime/app/confine.c): the kernel's rules cannot
+-- change, so a denial the Lua checks did not make says why.
+local kernel_note
+
+--- confine.c, after such a reload: note is what denials add.
+function M.kernel_rules_stale(note) kernel_note = note end
+
+-- What a door's raw function returned, with the note added to a denial.
+local function kernel_denied(ok, message, code, ...)
+  if ok == nil and kernel_note and (code == "EACCES" or code == "EPERM" or code == 13 or code == 1) then
+    return nil, ("%s (%s)"):format(tostring(message), kernel_note), code, ...
+  end
+  return ok, message, code, ...
+end
+
 local function write_mode(mode)
   return type(mode) == "string" and mode:find("[wa+]") ~= nil
 end
@@ -385,7 +401,7 @@ end
 function io.open(path, mode)
   local ok, message, code = check_path(write_mode(mode) and "write" or "read", path)
   if not ok then return nil, message, code end
-  return raw.io_open(path, mode)
+  return kernel_denied(raw.io_open(path, mode))
 end
 
 -- A door that raises on failure, like the function it wraps (a path that
@@ -486,6 +502,7 @@ end
 -- (the library reads them from there at each call, and a script that
 -- requires mcp.core gets these too).
 function core.exec(opts)
+  require("mcp.usage").exec(opts)
   if policy and type(opts) == "table" and type(opts.argv) == "table" then
     local program, message, code = check_exec(opts.argv[1])
     if not program then return nil, message, code end
@@ -493,7 +510,7 @@ function core.exec(opts)
     local checked = {}
     for k, v in pairs(opts) do checked[k] = v end
     checked.file = program
-    return raw.exec(checked)
+    return kernel_denied(raw.exec(checked))
   end
   return raw.exec(opts)
 end
@@ -534,10 +551,23 @@ do
       end
       local ok, message, code = check_path(kind, path)
       if not ok then return nil, message, code end
-      return f(path, ...)
+      return kernel_denied(f(path, ...))
     end
   end
   fs.read, fs.list, fs.stat, fs.write = guard("read", read), guard("read", list), guard("read", stat), guard("write", write)
+end
+
+-- mcp.fs misuse (a path that is not a string), raised at the script's line.
+do
+  local fs = core.fs
+  local usage = require "mcp.usage"
+  for _, name in ipairs { "read", "write", "list", "stat" } do
+    local f = fs[name]
+    fs[name] = function(path, data, ...)
+      usage.fs(name, path, data)
+      return f(path, data, ...)
+    end
+  end
 end
 
 return M

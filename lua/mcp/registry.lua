@@ -19,8 +19,21 @@ List.__index = List
 
 --- A new ordered list whose changes are announced with `notification`.
 ---@param notification string
-local function new_list(notification)
-  return setmetatable({ entries = {}, by_key = {}, notification = notification, version = 0 }, List)
+---@param kind string what the messages call an entry ("tool")
+local function new_list(notification, kind)
+  return setmetatable({ entries = {}, by_key = {}, notification = notification, version = 0, kind = kind }, List)
+end
+
+-- The script line that registered something (level: the registering
+-- function's caller as seen from here), "notes.lua:12" for a script in the
+-- script folder.
+local function registered_at(level)
+  local info = debug.getinfo(level + 1, "Sl")
+  if not info or info.currentline < 0 then return nil end
+  local src = info.source:sub(1, 1) == "@" and info.source:sub(2) or info.short_src
+  local ok, dir = pcall(core.script_dir)
+  if ok and type(dir) == "string" and src:sub(1, #dir + 1) == dir .. "/" then src = src:sub(#dir + 2) end
+  return ("%s:%d"):format(src, info.currentline)
 end
 
 function List:changed()
@@ -29,9 +42,12 @@ function List:changed()
 end
 
 function List:add(key, entry)
-  if self.by_key[key] then
-    error(("%s is already registered"):format(key), 3)
+  local earlier = self.by_key[key]
+  if earlier then
+    error(("%s %s is already registered%s"):format(self.kind or "", key,
+      earlier.registered_at and (" at " .. earlier.registered_at) or ""), 3)
   end
+  entry.registered_at = registered_at(3)
   entry.key = key
   entry.enabled = true
   self.entries[#self.entries + 1] = entry
@@ -84,10 +100,10 @@ function List:count()
   return n
 end
 
-M.tools = new_list("notifications/tools/list_changed")
-M.resources = new_list("notifications/resources/list_changed")
-M.templates = new_list("notifications/resources/list_changed")
-M.prompts = new_list("notifications/prompts/list_changed")
+M.tools = new_list("notifications/tools/list_changed", "tool")
+M.resources = new_list("notifications/resources/list_changed", "resource")
+M.templates = new_list("notifications/resources/list_changed", "resource template")
+M.prompts = new_list("notifications/prompts/list_changed", "prompt")
 --- JSON-RPC methods beyond MCP's, registered with mcp.method: name -> handler.
 M.methods = {}
 

@@ -24,7 +24,7 @@ function M.compile(template)
     local s, e, op, name = template:find("{([+]?)([%w_%.]+)}", pos)
     local literal = template:sub(pos, (s or #template + 1) - 1)
     if literal:find("[{}]") then
-      return nil, ("unsupported URI template expression near %q (only {var} and {+var})"):format(literal)
+      return nil, ("unsupported expression near %q (only {var} and {+var})"):format(literal)
     end
     parts[#parts + 1] = escape_pattern(literal)
     if not s then break end

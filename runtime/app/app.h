@@ -156,6 +156,7 @@ struct task {
   int open_handles;       /* timers still closing; the task is freed after */
   task *live_next, *live_prev; /* vm->tasks */
   bool input_timed_out;   /* TASK_WAIT_INPUT: --client-timeout passed before the answers came */
+  char *tool;             /* root: the tool a tools/call runs (owned), so that messages name it */
 };
 
 /* A directory watched for script changes (luamcp dev). Owner: the app. */

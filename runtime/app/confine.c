@@ -7,7 +7,9 @@
 
 #include <lauxlib.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "os/confine.h"
 #include "os/proc.h"
@@ -65,6 +67,51 @@ static bool confine_by_os(lua_State *L, int t, char *report, size_t report_size,
   return os_confine_apply(c, report, report_size, notes);
 }
 
+/* The kernel's rules, once applied: what the first generation declared, as
+ * kernel_rules() writes it; NULL while the process is not confined by the
+ * OS. A reload cannot change them (Landlock only ever narrows). */
+static char *applied_rules;
+
+/* What of confinement table t the kernel enforces (files, programs,
+ * ports), as one comparable string. */
+static void kernel_rules(lua_State *L, int t, buf *out) {
+  static const char *const lists[] = {"read", "write", "exec", "ports"};
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+    buf_printf(out, "%s:", lists[i]);
+    lua_getfield(L, t, lists[i]);
+    for (lua_Integer j = 1; lua_istable(L, -1) && j <= (lua_Integer)lua_rawlen(L, -1); j++) {
+      lua_rawgeti(L, -1, j);
+      const char *s = lua_tostring(L, -1);
+      buf_printf(out, "%s\n", s ? s : "");
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  buf_printf(out, "any_port:%d roots:%d", field_true(L, t, "any_port"), field_true(L, t, "roots"));
+}
+
+void confine_after_reload(vm *fresh) {
+  if (!applied_rules) return;
+  lua_State *L = fresh->L;
+  int top = lua_gettop(L);
+  buf now = BUF_INIT;
+  if (vm_call_library(fresh, "_confinement", 0)) {
+    if (lua_istable(L, -1)) kernel_rules(L, lua_gettop(L), &now);
+    else buf_puts(&now, "unconfined");
+  }
+  lua_settop(L, top);
+  if (now.len && strcmp(now.data, applied_rules) != 0) {
+    log_write(LOG_WARNING, "permissions changed at this reload, but the kernel rules (Landlock) stay as first loaded "
+                           "until a restart: a file, program or port the new permissions add is still denied by the "
+                           "kernel; restart luamcp dev to apply them");
+    lua_pushstring(L, "denied by the kernel: its rules (Landlock) stay as first loaded until a restart; restart "
+                      "luamcp dev to apply the permissions a reload changed");
+    if (!vm_call_library(fresh, "_kernel_rules_stale", 1)) log_write(LOG_DEBUG, "confine: %s", lua_tostring(L, -1));
+    lua_settop(L, top);
+  }
+  buf_free(&now);
+}
+
 void confine_process(vm *v) {
   lua_State *L = v->L;
   int top = lua_gettop(L);
@@ -83,6 +130,12 @@ void confine_process(vm *v) {
     char *notes;
     bool confined = confine_by_os(L, t, report, sizeof report, &notes);
     log_write(confined ? LOG_INFO : LOG_WARNING, "%s", report);
+    if (confined) {
+      buf rules = BUF_INIT;
+      kernel_rules(L, t, &rules);
+      free(applied_rules);
+      applied_rules = buf_detach(&rules, NULL);
+    }
     if (notes) log_write(LOG_WARNING, "%s", notes);
     free(notes);
   }

@@ -14,5 +14,9 @@
  * process may do, and confine it with Landlock when the scripts are
  * confined. Irreversible. */
 void confine_process(vm *v);
+/* After a reload swapped in fresh: if its permissions differ from the
+ * rules the kernel was given at start (which cannot change), say so on
+ * stderr, and tell the library, whose denials then say so too. */
+void confine_after_reload(vm *fresh);
 
 #endif

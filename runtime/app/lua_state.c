@@ -14,6 +14,15 @@
 /* Copy the value at idx of `from` (another generation's state) onto `to`.
  * Only plain data: tables (shared references and cycles kept), strings,
  * numbers, booleans and mcp.null. Returns false with the reason in why. */
+static bool copy_value(lua_State *from, int idx, lua_State *to, int visited, int depth, buf *why);
+
+/* Can a value of this kind be copied (a table: perhaps)? */
+static bool copyable(lua_State *L, int idx) {
+  int t = lua_type(L, idx);
+  return t != LUA_TFUNCTION && t != LUA_TUSERDATA && t != LUA_TTHREAD &&
+         !(t == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) != NULL);
+}
+
 static bool copy_value(lua_State *from, int idx, lua_State *to, int visited, int depth, buf *why) {
   idx = lua_absindex(from, idx);
   if (!lua_checkstack(from, 4) || !lua_checkstack(to, 6) || depth > 200) {
@@ -63,6 +72,18 @@ static bool copy_value(lua_State *from, int idx, lua_State *to, int visited, int
       }
       lua_pushnil(from);
       while (lua_next(from, idx)) {
+        if (!copyable(from, -2) || !copyable(from, -1)) {
+          /* A function stored in the kept data by a handler: dropped (it
+           * was refused when given to mcp.state, but a handler may add
+           * one later); the rest survives. */
+          log_write(LOG_WARNING, "mcp.state: a %s kept under %s%s was dropped at this reload: only tables, strings, "
+                                 "numbers and booleans survive",
+                    luaL_typename(from, copyable(from, -2) ? -1 : -2),
+                    lua_type(from, -2) == LUA_TSTRING ? "key " : "a key of type ",
+                    lua_type(from, -2) == LUA_TSTRING ? lua_tostring(from, -2) : luaL_typename(from, -2));
+          lua_pop(from, 1);
+          continue;
+        }
         if (!copy_value(from, -2, to, visited, depth + 1, why) || !copy_value(from, -1, to, visited, depth + 1, why)) {
           lua_pop(from, 2);
           return false;
@@ -76,6 +97,61 @@ static bool copy_value(lua_State *from, int idx, lua_State *to, int visited, int
   }
   buf_printf(why, "a %s cannot survive a reload (only tables, strings, numbers and booleans do)",
              luaL_typename(from, idx));
+  return false;
+}
+
+/* Is the value at idx plain data, as copy_value takes it? If not, the
+ * reason in why with where it is under the value ("a function (at
+ * .handlers.add)"). visited: a table of the tables already seen. */
+static bool plain_data(lua_State *L, int idx, int visited, int depth, buf *path, buf *why) {
+  idx = lua_absindex(L, idx);
+  int t = lua_type(L, idx);
+  if (t == LUA_TNIL || t == LUA_TBOOLEAN || t == LUA_TNUMBER || t == LUA_TSTRING) return true;
+  if (t == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) == NULL) return true;
+  if (t == LUA_TTABLE) {
+    if (depth > 200) {
+      buf_printf(why, "a table nested too deeply (at %s)", path->len ? path->data : "the top");
+      return false;
+    }
+    luaL_checkstack(L, 6, "mcp.state");
+    if (lua_rawgetp(L, visited, lua_topointer(L, idx)) != LUA_TNIL) {
+      lua_pop(L, 1);
+      return true;
+    }
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+    lua_rawsetp(L, visited, lua_topointer(L, idx));
+    if (lua_getmetatable(L, idx)) {
+      luaL_getmetatable(L, LJSON_ARRAY_MT);
+      luaL_getmetatable(L, LJSON_OBJECT_MT);
+      bool mark = lua_rawequal(L, -1, -3) || lua_rawequal(L, -2, -3);
+      lua_pop(L, 3);
+      if (!mark) {
+        buf_printf(why, "a table with a metatable (at %s)", path->len ? path->data : "the top");
+        return false;
+      }
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      size_t len = path->len;
+      int kt = lua_type(L, -2);
+      if (kt == LUA_TSTRING) buf_printf(path, ".%s", lua_tostring(L, -2));
+      else if (kt == LUA_TNUMBER && lua_isinteger(L, -2)) buf_printf(path, "[%lld]", (long long)lua_tointeger(L, -2));
+      else buf_printf(path, "[%s key]", luaL_typename(L, -2));
+      bool ok = kt == LUA_TSTRING || kt == LUA_TNUMBER || kt == LUA_TBOOLEAN;
+      if (!ok) buf_printf(why, "a %s key (at %s)", luaL_typename(L, -2), path->data);
+      ok = ok && plain_data(L, -1, visited, depth + 1, path, why);
+      if (!ok) {
+        lua_pop(L, 2);
+        return false;
+      }
+      path->len = len;
+      if (path->data) path->data[len] = '\0';
+      lua_pop(L, 1);
+    }
+    return true;
+  }
+  buf_printf(why, "a %s (at %s)", luaL_typename(L, idx), path->len ? path->data : "the top");
   return false;
 }
 
@@ -101,11 +177,16 @@ int lua_state_get(lua_State *L) {
       found = copy_value(from, -1, L, lua_gettop(L), 0, &why);
       lua_settop(from, top);
       if (!found) {
-        lua_pushfstring(L, "mcp.state(\"%s\"): %s", key, why.data);
-        buf_free(&why);
-        return lua_error(L);
+        /* What the previous generation stored there cannot be copied:
+         * this key starts again from init, rather than every reload
+         * failing until the process restarts. */
+        log_write(LOG_WARNING, "mcp.state(\"%s\"): not carried over: %s; starting again from its initial value", key,
+                  why.data ? why.data : "?");
+        lua_settop(L, 3);
+      } else {
+        lua_remove(L, -2); /* the visited table */
       }
-      lua_remove(L, -2); /* the visited table */
+      buf_free(&why);
     } else {
       lua_settop(from, top);
     }
@@ -113,6 +194,25 @@ int lua_state_get(lua_State *L) {
   if (!found) {
     lua_pushvalue(L, 2);
     if (lua_type(L, -1) == LUA_TFUNCTION) lua_call(L, 0, 1);
+    /* Only plain data survives a reload: refuse anything else now, at
+     * the line that stores it, not at the next reload. */
+    lua_newtable(L);
+    buf path = BUF_INIT, why = BUF_INIT;
+    bool plain = plain_data(L, -2, lua_gettop(L), 0, &path, &why);
+    lua_pop(L, 1);
+    if (!plain) {
+      lua_pushfstring(L, "mcp.state(\"%s\"): %s cannot survive a reload: keep only tables, strings, numbers and "
+                         "booleans in it (functions belong in the script, which runs again at each reload)",
+                      key, why.data ? why.data : "?");
+      buf_free(&path);
+      buf_free(&why);
+      luaL_where(L, 1);
+      lua_insert(L, -2);
+      lua_concat(L, 2);
+      return lua_error(L);
+    }
+    buf_free(&path);
+    buf_free(&why);
   }
   lua_pushvalue(L, 1);
   lua_pushvalue(L, -2);

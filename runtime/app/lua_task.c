@@ -221,6 +221,8 @@ static void task_free(task *t) {
       if (was_running) server_job_changed(v->srv, j);
     }
     if (t->deadline_armed) uv_timer_stop(&t->deadline_timer);
+    free(t->tool);
+    t->tool = NULL;
   } else {
     task *root = t->root;
     if (t->prev_child) t->prev_child->next_child = t->next_child;
@@ -407,6 +409,17 @@ static bool has_destination(const task *root) { return root->call || root->job; 
 
 static const char *answer_method(const task *t) { return t->call ? t->call->method : t->job ? t->job->method : "?"; }
 
+/* What log lines call a request: "tool add" for a tools/call (the author
+ * knows their tools, not the method), else its method. */
+static const char *answer_subject(const task *t, char *out, size_t cap) {
+  const task *root = t->root ? t->root : t;
+  if (root->tool) {
+    snprintf(out, cap, "tool %s", root->tool);
+    return out;
+  }
+  return answer_method(t);
+}
+
 /* The root's outcome goes to its call (which answering frees) or to its
  * job; either way the root owes nothing afterwards. */
 static void answer(task *t, bool ok, const char *json, size_t len, int code, const char *message) {
@@ -475,11 +488,24 @@ static void fail_with_error(lua_State *co, task *t) {
     }
   }
   const char *message = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : luaL_typename(co, -1);
-  log_write(LOG_ERROR, "%s failed: %s", answer_method(t), message);
+  /* error({code = 42}) in a read or get: its JSON, not "table". */
+  buf raised = BUF_INIT;
+  char encode_err[160];
+  if (lua_type(co, -1) == LUA_TTABLE && ljson_encode(co, -1, &raised, encode_err, sizeof encode_err)) {
+    buf shown = BUF_INIT;
+    buf_printf(&shown, "a table was raised, %.*s (give error() a string, or use mcp.rpc_error(code, message))",
+               (int)raised.len, raised.data);
+    buf_free(&raised);
+    raised = shown;
+    message = raised.data;
+  }
+  char subject[160];
+  log_write(LOG_ERROR, "%s failed: %s", answer_subject(t, subject, sizeof subject), message);
   buf text = BUF_INIT;
   buf_printf(&text, "Internal error: %s", message);
   answer_error(t, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
   buf_free(&text);
+  buf_free(&raised);
 }
 
 /* A tool's own mistake that escaped the library (a result with no JSON
@@ -507,7 +533,8 @@ static void answer_timeout(task *t) {
   if (has_destination(t)) {
     char limit[96];
     snprintf(limit, sizeof limit, "%d ms", t->timeout_ms);
-    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", answer_method(t), limit);
+    char subject[160];
+    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", answer_subject(t, subject, sizeof subject), limit);
     answer_problem(t, "stopped: the call exceeded its time limit of ", limit);
   }
   task_free(t);
@@ -530,7 +557,8 @@ static void finish_root(task *t, int status, bool stray_yield) {
     static const char message[] =
         "a handler yielded to luamcp with coroutine.yield; yield only inside coroutines you create, and use "
         "mcp.sleep and the ctx methods to wait";
-    log_write(LOG_ERROR, "%s: %s", answer_method(t), message);
+    char subject[160];
+    log_write(LOG_ERROR, "%s: %s", answer_subject(t, subject, sizeof subject), message);
     answer_problem(t, message, "");
   } else if (status != LUA_OK) {
     fail_with_error(co, t);
@@ -555,7 +583,9 @@ static void finish_root(task *t, int status, bool stray_yield) {
       }
       chain_lease_drop(out.lease);
     } else {
-      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", answer_method(t), err);
+      char subject[160];
+      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", answer_subject(t, subject, sizeof subject),
+                err);
       answer_problem(t, "the result cannot be sent as JSON: ", err);
     }
     if (out.own.cap > 1024 * 1024) chain_free(&out);
@@ -982,8 +1012,11 @@ static int task_entry(lua_State *co) {
   lua_getfield(co, 3, "_meta");
   lua_setiuservalue(co, -2, 1);
   tool_plan plan = {.timeout_ms = t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
-  if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
+  if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0) {
+    const json_value *name = json_object_get(params, "name");
+    if (name && name->type == JSON_STRING && !t->tool) t->tool = strdup(name->u.string);
     lua_schema_check_call(co, t->vm, params, 3, &plan);
+  }
   else lua_pushnil(co);
   if (!plan_job(t, &plan, lua_isnil(co, -1))) return 0;
   if (plan.timeout_ms > 0 && (has_destination(t) && (t->call || plan.own_timeout))) {
@@ -1011,12 +1044,28 @@ void task_start_call(vm *v, call *c, const json_value *params) {
 
 /* ---- Waiting ----------------------------------------------------------- */
 
+/* The first frame of the scripts above the library's (the permission
+ * doors wrap mcp.exec and mcp.fs): where a misuse error points. */
+static int script_level(lua_State *co) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(co, level, &ar); level++) {
+    if (!lua_getinfo(co, "S", &ar)) break;
+    if (strcmp(ar.what, "C") != 0 && strncmp(ar.source, "@[luamcp]", 9) != 0 && strncmp(ar.source, "=[luamcp]", 9) != 0)
+      return level;
+  }
+  return 1;
+}
+
 task *task_check(lua_State *co, const char *what) {
   task *t = task_of(co);
-  if (!t)
-    luaL_error(co, "%s can only be called while handling a request, from the handler's own coroutine (use mcp.spawn "
-                   "for concurrent work)",
-               what);
+  if (!t) {
+    luaL_where(co, script_level(co));
+    lua_pushfstring(co, "%s can only be called while handling a request, from the handler's own coroutine (use "
+                        "mcp.spawn for concurrent work)",
+                    what);
+    lua_concat(co, 2);
+    lua_error(co);
+  }
   return t;
 }
 
@@ -1517,7 +1566,8 @@ static int ctx_log(lua_State *L) {
     return luaL_error(L, "ctx:log: %s", err);
   }
   const char *text = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : data.data;
-  log_write(level, "%s: %s", answer_method(root), text);
+  char subject[160];
+  log_write(level, "%s: %s", answer_subject(root, subject, sizeof subject), text);
   if (c) {
     session_log(c->session, c, level, logger, data.data, data.len);
   } else if (level >= LOG_INFO && root->job) {

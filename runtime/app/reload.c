@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include "core/log.h"
@@ -26,6 +27,7 @@
 #include "app/lua_state.h"
 #include "app/lua_store.h"
 #include "app/bus.h"
+#include "app/confine.h"
 #include "app/lua_task.h"
 #include "app/reload.h"
 #include "app/vm.h"
@@ -150,6 +152,7 @@ static void swap_in(lua_app *app, vm *fresh, const char *why, double t0) {
   log_write(LOG_NOTICE, "reloaded (%s) in %.1f ms: generation %u, %s changed", why, now_ms() - t0,
             fresh->generation, changed.len ? changed.data : "no list");
   buf_free(&changed);
+  confine_after_reload(fresh);
   if (app->watch) watch_files(app);
 }
 
@@ -362,6 +365,71 @@ static void on_watch_closed(uv_handle_t *h) {
   app_watch *w = h->data;
   free(w->dir);
   free(w);
+}
+
+/* ---- Waiting for a fix (luamcp dev's first load) ---------------------- */
+
+/* The wait of app_wait_for_change: a folder's watch and its debounce. */
+typedef struct change_wait {
+  uv_fs_event_t event;
+  uv_timer_t quiet;
+  uv_poll_t client; /* stdin, for its hang-up only (its data waits for the transport) */
+  bool polling;
+  bool changed, client_gone;
+} change_wait;
+
+static void on_client_hangup(uv_poll_t *p, int status, int events) {
+  change_wait *cw = p->data;
+  if (status < 0 || (events & UV_DISCONNECT)) {
+    cw->client_gone = true;
+    uv_poll_stop(p);
+  }
+}
+
+static void on_quiet(uv_timer_t *t) {
+  change_wait *cw = t->data;
+  cw->changed = true;
+}
+
+static void on_wait_event(uv_fs_event_t *h, const char *filename, int events, int status) {
+  (void)events;
+  change_wait *cw = h->data;
+  if (status < 0 || !filename) return;
+  size_t n = strlen(filename);
+  if (n < 4 || strcmp(filename + n - 4, ".lua") != 0) return;
+  uv_timer_start(&cw->quiet, on_quiet, RELOAD_DEBOUNCE_MS, 0);
+}
+
+bool app_wait_for_change(uv_loop_t *loop, const char *path, int client_fd) {
+  change_wait cw = {0};
+  struct stat st;
+  char *dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? strdup(path) : os_path_dir(path);
+  uv_fs_event_init(loop, &cw.event);
+  uv_timer_init(loop, &cw.quiet);
+  cw.event.data = cw.quiet.data = cw.client.data = &cw;
+  /* A pipe or socket only (a file cannot be polled, nor on Windows a pipe). */
+  if (client_fd >= 0 && uv_poll_init(loop, &cw.client, client_fd) == 0) {
+    cw.polling = true;
+    if (uv_poll_start(&cw.client, UV_DISCONNECT, on_client_hangup) != 0) uv_poll_stop(&cw.client);
+  }
+  int rc = uv_fs_event_start(&cw.event, on_wait_event, dir, 0);
+  if (rc == 0) {
+    /* Said once the watch is on: a save that follows it is seen. */
+    log_write(LOG_NOTICE, "luamcp dev: waiting for a change to the scripts in %s to load them again", dir);
+    while (!cw.changed && !cw.client_gone && uv_run(loop, UV_RUN_ONCE) != 0) {
+    }
+    if (cw.client_gone) log_write(LOG_NOTICE, "luamcp dev: the client closed stdin while the scripts waited for a fix");
+  } else {
+    log_write(LOG_ERROR, "cannot watch %s for changes: %s", dir, uv_strerror(rc));
+  }
+  /* Both live on this stack frame: closed and their callbacks run before
+   * it returns. */
+  uv_close((uv_handle_t *)&cw.event, NULL);
+  uv_close((uv_handle_t *)&cw.quiet, NULL);
+  if (cw.polling) uv_close((uv_handle_t *)&cw.client, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+  free(dir);
+  return cw.changed;
 }
 
 void app_stop(lua_app *app) {

@@ -582,10 +582,46 @@ static bool start_script(vm *v, buf *err) {
   return true;
 }
 
+/* Is this line of a traceback a frame of the author's scripts (not a C
+ * function, the library or a "(...tail calls...)" marker)? */
+static bool script_frame(const char *line, size_t len) {
+  static const char *const not_scripts[] = {"\t[C]:", "\t[luamcp]", "\t(...tail calls...)"};
+  for (size_t i = 0; i < sizeof not_scripts / sizeof *not_scripts; i++) {
+    size_t n = strlen(not_scripts[i]);
+    if (len >= n && memcmp(line, not_scripts[i], n) == 0) return false;
+  }
+  return true;
+}
+
 /* lua_pcall'd (it allocates): the traceback of the failed coroutine
- * (argument 1) under its message (argument 2), both light userdata. */
+ * (argument 1) under its message (argument 2), both light userdata. Only
+ * the scripts' frames are kept: the author fixes their own lines, and the
+ * library's frames above them (error, check.fields, ...) only hide them. */
 static int script_traceback(lua_State *L) {
-  luaL_traceback(L, lua_touserdata(L, 1), lua_touserdata(L, 2), 0);
+  const char *msg = lua_touserdata(L, 2);
+  luaL_traceback(L, lua_touserdata(L, 1), msg, 0);
+  size_t full_len, msg_len = strlen(msg);
+  const char *full = lua_tolstring(L, -1, &full_len);
+  const char *header = full + msg_len; /* "\nstack traceback:" then "\n\t..." per frame */
+  if (msg_len > full_len || strncmp(header, "\nstack traceback:", 17) != 0) return 1;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addlstring(&b, full, msg_len);
+  bool any = false;
+  const char *end = full + full_len;
+  for (const char *line = header + 17; line < end;) {
+    line++; /* the '\n' before it */
+    const char *next = memchr(line, '\n', (size_t)(end - line));
+    if (!next) next = end;
+    if (script_frame(line, (size_t)(next - line))) {
+      if (!any) luaL_addstring(&b, "\nstack traceback:");
+      any = true;
+      luaL_addchar(&b, '\n');
+      luaL_addlstring(&b, line, (size_t)(next - line));
+    }
+    line = next;
+  }
+  luaL_pushresult(&b);
   return 1;
 }
 

@@ -651,11 +651,20 @@ static int serve(int argc, char **argv, bool watch) {
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
   build_unset_unfilled_settings(); /* before the scripts' first os.getenv */
   buf err = BUF_INIT;
-  if (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
+  while (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
     fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "cannot load the scripts");
     buf_free(&err);
-    free(rt);
-    return 1;
+    /* luamcp dev waits for the fix, as it does when a reload fails; a
+     * client that connected meanwhile is answered once the scripts load. */
+    if (!watch || bundle_self()) {
+      free(rt);
+      return 1;
+    }
+    if (!app_wait_for_change(rt->loop, o.path, o.http ? -1 : rt->stdio.in_fd)) {
+      free(rt);
+      return 1;
+    }
+    log_write(LOG_NOTICE, "luamcp dev: a script changed: loading again");
   }
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
