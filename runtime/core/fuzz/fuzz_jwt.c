@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 1: {
     jwk_set *set = jwk_set_parse(rest, n, NULL, 0);
     if (set && jwk_set_count(set) > AUTH_MAX_JWKS_KEYS) __builtin_trap();
-    jwt_policy joe = {"joe", NULL, NULL, 0, 1300819000};
+    jwt_policy joe = {"joe", "https://example.com", NULL, 0, 1300819000};
     check_token(RFC7515_A2_TOKEN, sizeof RFC7515_A2_TOKEN - 1, set, &joe);
     jwk_set_free(set);
     break;
