@@ -331,7 +331,7 @@ function M.resource(def)
     { "title", "description", "mimeType", "size", "annotations", "_meta" })
   check_cache_hints(def)
   local entry = { uri = def.uri, mimeType = def.mimeType, read = def.read, wire = core.raw(core.json_encode(wire)),
-                  ttlMs = def.ttlMs, cacheScope = def.cacheScope, scopes = check.scopes(def, "mcp.resource " .. def.uri, 2) }
+                  ttlMs = def.ttlMs, cacheScope = def.cacheScope, scopes = check.scopes(def, "mcp.resource " .. def.name, 2) }
   return handle(registry.resources, registry.resources:add(def.uri, entry))
 end
 
@@ -360,7 +360,7 @@ function M.template(def)
   local entry = {
     uriTemplate = def.uriTemplate, mimeType = def.mimeType, read = def.read, matcher = compiled,
     complete = def.complete, wire = core.raw(core.json_encode(wire)), ttlMs = def.ttlMs, cacheScope = def.cacheScope,
-    scopes = check.scopes(def, "mcp.template " .. def.uriTemplate, 2),
+    scopes = check.scopes(def, "mcp.template " .. def.name, 2),
   }
   return handle(registry.templates, registry.templates:add(def.uriTemplate, entry))
 end

@@ -102,7 +102,7 @@ end
 function M.scopes(def, label, level)
   local scopes = def.scopes
   if scopes == nil then return nil end
-  local function bad(why) error(("%s: scopes %s"):format(label, why), level + 1) end
+  local function bad(why) error(("%s: scopes %s"):format(label, why), level + 2) end
   if type(scopes) ~= "table" then bad("must be a list of scope names, e.g. {\"notes:write\"}") end
   local count = 0
   for _ in pairs(scopes) do count = count + 1 end
