@@ -827,11 +827,11 @@ static void reply_missing_jobs(session *s, void *origin, const jsonrpc_message *
 
 /* A job another process may hold: not here, and a bus reaches the others
  * (the request then becomes a call the app forwards). */
-static bool job_elsewhere(server *srv, const json_value *params) {
+static bool job_elsewhere(server *srv, const json_value *params, const char *principal) {
   const json_value *id = json_object_get(params, "taskId");
-  /* Held here, even by another principal: jobs_handle answers (as for an
-   * unknown id when it is not the caller's). */
-  return srv->jobs_elsewhere && id && id->type == JSON_STRING && !job_find(srv, id->u.string, id->len);
+  /* Another principal's job here is looked for elsewhere too, as an
+   * unknown id is: the same answer ("no such task"), after the same wait. */
+  return srv->jobs_elsewhere && id && id->type == JSON_STRING && !job_find_for(srv, id->u.string, id->len, principal);
 }
 
 /* tasks/get, tasks/update, tasks/cancel: the store answers; listeners hear
@@ -1018,7 +1018,8 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
     return;
   }
   if (is_method(m, "server/discover")) return handle_discover(s, m, src, origin);
-  bool elsewhere = is_jobs_method(m) && declares_jobs(caps) && job_elsewhere(s->server, m->params);
+  bool elsewhere = is_jobs_method(m) && declares_jobs(caps) &&
+                   job_elsewhere(s->server, m->params, auth_principal(identity_of(s, origin)));
   if (is_jobs_method(m) && !elsewhere) return handle_jobs(s, m, src, origin, caps);
   const json_value *task_ids = json_object_get(json_object_get(m->params, "notifications"), "taskIds");
   if (is_method(m, "subscriptions/listen") && task_ids && !declares_jobs(caps))
