@@ -21,7 +21,7 @@ describe("the caller's identity, with mcp.testing identities", function()
       if line:match("^ok ") then passed = passed + 1 end
       assert.is_nil(line:match("^not ok .*"), line)
     end
-    assert.are.equal(13, passed, out)
+    assert.are.equal(14, passed, out)
   end)
 end)
 

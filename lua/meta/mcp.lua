@@ -716,7 +716,8 @@ function mcp.bundle.list(dir) end
 ---inputRequests. Asking for a capability the client did not declare raises
 ---at once.
 ---The caller of a request, from its verified access token (ctx.auth).
----Read-only: copy what you need into a table of your own.
+---Read-only (writing raises); it encodes as JSON as what it shows, so a
+---tool may return it, and mcp.object(ctx.auth) is a copy of it.
 ---@class mcp.Auth
 ---@field subject string? the token's sub
 ---@field client_id string? the OAuth client it was issued to (client_id, azp or cid)

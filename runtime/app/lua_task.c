@@ -1682,9 +1682,11 @@ static void make_readonly(lua_State *L, int depth) {
     }
   }
   lua_createtable(L, 0, 0);          /* the view */
-  lua_createtable(L, 0, 5);          /* its metatable */
+  lua_createtable(L, 0, 6);          /* its metatable */
   lua_pushvalue(L, t);
   lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, t);
+  lua_setfield(L, -2, LJSON_VIEW_FIELD); /* it encodes as its table */
   lua_pushcfunction(L, readonly_newindex);
   lua_setfield(L, -2, "__newindex");
   lua_pushcfunction(L, readonly_len);

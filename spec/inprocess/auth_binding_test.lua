@@ -69,6 +69,18 @@ describe("ctx.auth", function()
     t:close()
   end)
 
+  it("encodes as what it shows (a tool may return it), and stays whole when marked", function()
+    local t = testing.server(FIXTURE, { auth = ALICE })
+    local r = t:call("auth_as_is").structuredContent
+    assert.equal("alice", r.auth.subject)
+    assert.same({ "notes:read", "notes:write" }, r.auth.scopes)
+    assert.equal("acme", r.auth.claims.tenant)
+    assert.same(r.auth, r.copy)
+    assert.equal("alice", r.still)
+    assert.equal('["notes:read","notes:write"]', r.text)
+    t:close()
+  end)
+
   it("refuses a malformed identity in the test, naming the field", function()
     local t = testing.server(FIXTURE)
     local ok, err = pcall(t.call, t, "whoami", {}, { auth = { scopes = { "x" } } })
