@@ -676,6 +676,18 @@ static void test_job_owners(void) {
   snprintf(params, sizeof params, "\"taskId\":\"%s\"", j->id);
   modern(s, 4, "tasks/get", params);
   CHECK(strstr(last_sent(), "\"status\":\"working\"") != NULL, "alice gets it: %s", last_sent());
+  /* With other processes (a bus): bob's tasks/get for alice's job here
+   * goes to the app to ask the others, as for an id held nowhere here;
+   * alice's is answered here. */
+  srv.jobs_elsewhere = true;
+  current_identity = bob;
+  modern(s, 6, "tasks/get", params);
+  CHECK(strstr(last_sent(), "-32601") != NULL, "forwarded like an unknown id (the stub app answers -32601): %s",
+        last_sent());
+  current_identity = alice;
+  modern(s, 7, "tasks/get", params);
+  CHECK(strstr(last_sent(), "\"status\":\"working\"") != NULL, "alice's is answered here: %s", last_sent());
+  srv.jobs_elsewhere = false;
   modern(s, 5, "tasks/cancel", params);
   CHECK(j->status == JOB_CANCELLED, "alice cancels it");
   session_free(s);
