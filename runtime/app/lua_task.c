@@ -461,15 +461,17 @@ static void answer_error(task *t, int code, const char *message, const char *dat
  * {requiredScopes = {...}}. */
 static void answer_scope(lua_State *co, task *t, const char *message) {
   buf required = BUF_INIT;
-  if (lua_type(co, -1) == LUA_TTABLE && lua_getfield(co, -1, "requiredScopes") == LUA_TTABLE) {
-    for (lua_Integer i = 1; lua_rawgeti(co, -1, i) == LUA_TSTRING; i++) {
-      if (required.len) buf_putc(&required, ' ');
-      buf_append_str(&required, lua_tostring(co, -1));
-      lua_pop(co, 1);
+  if (lua_type(co, -1) == LUA_TTABLE && lua_checkstack(co, 3)) {
+    if (lua_getfield(co, -1, "requiredScopes") == LUA_TTABLE) {
+      for (lua_Integer i = 1; lua_rawgeti(co, -1, i) == LUA_TSTRING && i <= 64; i++) {
+        if (required.len) buf_putc(&required, ' ');
+        buf_append_str(&required, lua_tostring(co, -1));
+        lua_pop(co, 1);
+      }
+      lua_pop(co, 1); /* the value that ended the list */
     }
-    lua_pop(co, 1);
+    lua_pop(co, 1); /* requiredScopes */
   }
-  lua_pop(co, 1);
   call *c = t->call;
   t->call = NULL;
   c->app_data = NULL;
