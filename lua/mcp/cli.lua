@@ -124,6 +124,17 @@ local function usage(command)
   return USAGE[command]
 end
 
+-- The option a mistyped one most likely meant (mcp.check's rule), or nil.
+-- mcp.check needs mcp.core only for schemas, and the command line has no
+-- mcp.core: it loads with an empty one lent for the moment.
+local function suggest(word, candidates)
+  local lent = package.loaded["mcp.core"] == nil
+  if lent then package.loaded["mcp.core"] = {} end
+  local ok, check = pcall(require, "mcp.check")
+  if lent then package.loaded["mcp.core"], package.loaded["mcp.check"] = nil, nil end
+  return ok and check.suggest(word, candidates) or nil
+end
+
 -- Split a command line into the target (path, url with headers, or a
 -- command), the options, and the positional words.
 local function parse(command, args, flags)
@@ -153,7 +164,11 @@ local function parse(command, args, flags)
         o[a:sub(3)] = true
       end
     elseif a:sub(1, 2) == "--" then
-      fail("luamcp " .. command .. ": unknown option " .. a .. "\nRun 'luamcp " .. command .. " --help' for usage.", 2)
+      local known = { ["--help"] = true }
+      for flag in pairs(flags) do known[flag] = true end
+      local hint = suggest(a, known)
+      fail("luamcp " .. command .. ": unknown option " .. a .. (hint and (" (did you mean " .. hint .. "?)") or "")
+        .. "\nRun 'luamcp " .. command .. " --help' for usage.", 2)
     else
       o.words[#o.words + 1] = a
     end

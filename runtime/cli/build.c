@@ -30,6 +30,7 @@
 #include "core/json.h"
 #include "cli/files.h"
 #include "cli/loaded.h"
+#include "cli/suggest.h"
 #include "cli/version.h"
 #include "app/vm.h"
 #include "core/zip.h"
@@ -267,7 +268,9 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
       o->runtime = static_path;
       o->static_runtime = true;
     } else if (a[0] == '-' && a[1]) {
-      usage_error("unknown option %s", a);
+      buf message = BUF_INIT;
+      buf_printf(&message, "unknown option %s%s", a, suggest_option(a, build_usage));
+      usage_error("%s", message.data);
     } else if (!o->path) {
       o->path = a;
     } else {
