@@ -107,8 +107,10 @@ Usage: luamcp test [SPEC...] [busted options]
     local r = t:call("add", { a = 1, b = 2 })
     assert.equal("3", testing.text(r))
 
+  SPEC may be in another folder: `luamcp test hello/spec` runs in hello
+  (the nearest folder holding a spec/ folder), as `cd hello && luamcp test`.
   Every busted option works ('luamcp test --help-busted' lists them).
-  Needs busted for Lua 5.4 (Debian: apt install lua-busted).
+  Needs busted for Lua 5.4 (Debian: apt install lua-busted; `make` installs it).
 ]==],
   init = [==[
 Usage: luamcp init DIR [--name NAME]
@@ -499,9 +501,12 @@ function commands.test(args)
   end
   local ok, runner = pcall(require, "busted.runner")
   if not ok then
-    fail("luamcp test runs busted specs, and busted for Lua 5.4 is not installed (Debian: apt install lua-busted):\n"
-      .. tostring(runner))
+    fail("luamcp test runs busted specs, and busted for Lua 5.4 is not installed. Install it with\n"
+      .. "  sudo apt-get install lua-busted          (Debian, Ubuntu; `make` in luamcp's source does it)\n"
+      .. "  luarocks --lua-version 5.4 install busted\n"
+      .. "(" .. tostring(runner):match("^[^\n]*") .. ")")
   end
+  args = require("mcp.test_folder").busted_args(args)
   _G.arg = table.move(args, 1, #args, 1, { [0] = "luamcp test" })
   -- busted exits the process itself when a test fails.
   runner { standalone = false }
