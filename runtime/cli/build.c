@@ -740,7 +740,9 @@ static char *default_output(const build_options *o, const char *suffix) {
   if (stat(file, &st) != 0 || !S_ISDIR(st.st_mode)) return file;
   buf inside = BUF_INIT;
   bool folder = stat(o->path, &st) == 0 && S_ISDIR(st.st_mode);
-  if (folder) buf_printf(&inside, "%s/%s", o->path, file);
+  size_t len = strlen(o->path);
+  while (folder && len > 1 && os_path_is_separator(o->path[len - 1])) len--;
+  if (folder) buf_printf(&inside, "%.*s/%s", (int)len, o->path, file);
   else buf_printf(&inside, "%.*s%s", (int)(base_name(o->path) - o->path), o->path, file);
   free(file);
   return buf_detach(&inside, NULL);
