@@ -60,6 +60,10 @@ mcp.tool {
   inputSchema = { type = "object", properties = { s = { type = "string" } }, required = { "s" } },
   handler = function(args) return stringx.title(args.s) end,
 }
+mcp.tool {
+  name = "show", description = "A Lua value as text, by penlight, required only when called",
+  handler = function() return require("pl.pretty").write({ 1, 2 }, "") end,
+}
 ]]
 
 describe("luamcp build of scripts that require a Debian pure-Lua module", function()
@@ -94,7 +98,8 @@ describe("luamcp build of scripts that require a Debian pure-Lua module", functi
     assert.truthy(err:find("pl.stringx (" .. lib .. "/pl/stringx.lua)", 1, true), err)
     local program = work .. "/app/app"
     local _, listing = sh(quote(program) .. " --bundle-info")
-    for _, carried in ipairs { ".luamcp/lua/pl/stringx.lua", ".luamcp/lua/pl/utils.lua", "  server.lua" } do
+    for _, carried in ipairs { ".luamcp/lua/pl/stringx.lua", ".luamcp/lua/pl/utils.lua", ".luamcp/lua/pl/pretty.lua",
+                               "  server.lua" } do
       assert.truthy(listing:find(carried, 1, true), carried .. " in\n" .. listing)
     end
     assert.falsy(listing:find("spec/", 1, true), listing)
@@ -117,6 +122,7 @@ describe("luamcp build of scripts that require a Debian pure-Lua module", functi
     local info = server:initialize()
     assert.are.equal("titles", info.serverInfo.name)
     assert.are.equal("Hello Lua World", text_of(server:call_tool("title", { s = "hello lua world" })))
+    assert.are.equal("{1,2}", text_of(server:call_tool("show", {})))
     server:close()
   end)
 
@@ -134,6 +140,14 @@ describe("luamcp build of scripts that require a Debian pure-Lua module", functi
     assert.are.equal(1, code, out .. err)
     assert.truthy(err:find("lfs (" .. lfs .. ")", 1, true), err)
     assert.falsy(io.open(dir .. "/out"), "no program is written")
+
+    -- Required only when a tool is called: a warning (it may be optional).
+    client.write_file(dir .. "/server.lua", 'require("mcp").tool { name = "cwd", handler = function() '
+      .. 'local ok, lfs = pcall(require, "lfs") return ok and lfs.currentdir() or "no lfs" end }\n')
+    code, out, err = run_in(dir, { "PATH=/usr/bin:/bin", "LUA_CPATH=" .. LUA_CPATH_54 },
+      quote(LUAMCP) .. " build . -o " .. quote(dir .. "/out"))
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(err:find("warning: the scripts require the Lua C module lfs (" .. lfs .. ", named in ", 1, true), err)
   end)
 
   it("keeps out what .luamcpignore lists, and puts back what ! names", function()

@@ -641,8 +641,67 @@ static void read_lua_modules(vm *v, server_facts *facts) {
   }
 }
 
+/* read(file) -> its text | nil, for mcp.build_scan: the raw file, not
+ * io.open, which the scripts' declared permissions may narrow. */
+static int read_text(lua_State *L) {
+  buf text = BUF_INIT, why = BUF_INIT;
+  if (files_read(luaL_checkstring(L, 1), &text, &why)) lua_pushlstring(L, text.data ? text.data : "", text.len);
+  else lua_pushnil(L);
+  buf_free(&text);
+  buf_free(&why);
+  return 1;
+}
+
+static bool has_lua_suffix(const char *path) {
+  size_t n = strlen(path);
+  return n > 4 && strcmp(path + n - 4, ".lua") == 0;
+}
+
+/* Modules required only inside functions (lua/mcp/build_scan.lua): those
+ * package.path finds join registry[VM_LUA_MODULES]; a C module the
+ * folder's scripts name is a warning (it may sit behind a pcall, or in a
+ * comment: only loading it would tell). */
+static bool scan_later_requires(vm *v, buf *err) {
+  lua_State *L = v->L;
+  int base = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp.build_scan");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
+  lua_getfield(L, -1, "scan");
+  lua_newtable(L);
+  for (size_t i = 0; i < v->file_count; i++) {
+    if (!has_lua_suffix(v->files[i])) continue;
+    lua_pushstring(L, v->files[i]);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  }
+  lua_newtable(L);
+  int deps = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, VM_LUA_MODULES);
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_rawseti(L, deps, (lua_Integer)lua_rawlen(L, deps) + 1);
+    }
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, read_text);
+  if (lua_pcall(L, 3, 1, 0) != LUA_OK) goto failed;
+  for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+    lua_rawgeti(L, -1, i);
+    fprintf(stderr, "luamcp: warning: the scripts require the Lua C module %s when called; a built program "
+                    "cannot load it (serve the folder with `luamcp run` if a tool needs it)\n", lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_settop(L, base);
+  return true;
+failed:
+  buf_printf(err, "looking for the modules the scripts require: %s", lua_tostring(L, -1));
+  lua_settop(L, base);
+  return false;
+}
+
 static bool learn_facts(vm *v, void *facts, buf *err) {
-  if (!refuse_c_modules(v, err)) return false;
+  if (!refuse_c_modules(v, err) || !scan_later_requires(v, err)) return false;
   read_lua_modules(v, facts);
   return read_server_facts(v, facts, err);
 }
