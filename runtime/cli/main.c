@@ -86,7 +86,7 @@ static void usage_commands(FILE *to) {
           "  luamcp dev PATH [options]   run, reloading in place whenever a script changes\n"
           "                              (sessions and calls in flight survive); run\n"
           "                              reloads on SIGHUP\n"
-          "  luamcp build PATH -o OUT    one executable with the scripts in PATH inside\n"
+          "  luamcp build PATH [-o OUT]  one executable with the scripts in PATH inside\n"
           "                              (also --target PLATFORM; 'luamcp build --help')\n"
           "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
           "                              arguments, resources, templates, prompts\n"
