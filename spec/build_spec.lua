@@ -225,9 +225,9 @@ describe("luamcp build of a folder with modules and data", function()
     assert.are.equal("7", text_of(server:call_tool("add", { a = 3, b = 4 })))
     assert.are.equal("alpha,beta,gamma", text_of(server:call_tool("words", {})))
     assert.are.equal("nil / true", text_of(server:call_tool("missing_file", {})))
-    -- Only preload, the bundle and the built-in library; nothing from LUA_PATH.
+    -- Only preload, the bundle, the built-in library and the modules packed with it; nothing from LUA_PATH.
     local where = server:call_tool("where", {}).structuredContent
-    assert.are.same({ path = "", cpath = "", searchers = 3 }, where)
+    assert.are.same({ path = "", cpath = "", searchers = 4 }, where)
     local failed = server:call_tool("fail", {})
     assert.is_true(failed.isError)
     if chunk_name then assert.is_truthy(text_of(failed):find(chunk_name, 1, true), text_of(failed)) end

@@ -25,16 +25,29 @@ local function quick_start_commands()
   return commands
 end
 
+-- This PATH without the folders that hold a luamcp: the quick start is
+-- for a machine where luamcp is not installed yet.
+local function path_without_luamcp()
+  local kept = {}
+  for folder in (os.getenv("PATH") or "/usr/bin:/bin"):gmatch("[^:]+") do
+    local f = io.open(folder .. "/luamcp")
+    if f then f:close() else kept[#kept + 1] = folder end
+  end
+  return table.concat(kept, ":")
+end
+
 describe("the README's quick start", function()
-  it("runs as written", function()
+  it("runs as written, with no luamcp on PATH", function()
     local commands = quick_start_commands()
     assert.is_true(#commands >= 3)
+    local path = path_without_luamcp()
+    assert.are_not.equal(0, (sh(("PATH=%q command -v luamcp"):format(path))))
     local dir = client.temp_dir()
     -- The commands name build/luamcp and scripts/ from the top of the tree.
     assert(os.execute(("ln -s %q %q && ln -s %q %q"):format(ROOT .. "/build", dir .. "/build", ROOT .. "/scripts",
       dir .. "/scripts")))
     for _, c in ipairs(commands) do
-      local code, out, err = sh(("cd %q && HOME=%q %s </dev/null"):format(dir, dir, c.command))
+      local code, out, err = sh(("cd %q && export HOME=%q PATH=%q && %s </dev/null"):format(dir, dir, path, c.command))
       assert.are.equal(0, code, c.command .. "\n" .. out .. err)
       if c.prints then assert.truthy(out:find(c.prints, 1, true), c.command .. " printed:\n" .. out) end
     end

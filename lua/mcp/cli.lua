@@ -107,8 +107,10 @@ Usage: luamcp test [SPEC...] [busted options]
     local r = t:call("add", { a = 1, b = 2 })
     assert.equal("3", testing.text(r))
 
+  SPEC may be in another folder: `luamcp test hello/spec` runs in hello
+  (the nearest folder holding a spec/ folder), as `cd hello && luamcp test`.
   Every busted option works ('luamcp test --help-busted' lists them).
-  Needs busted for Lua 5.4 (Debian: apt install lua-busted).
+  Needs busted for Lua 5.4 (Debian: apt install lua-busted; `make` installs it).
 ]==],
   init = [==[
 Usage: luamcp init DIR [--name NAME]
@@ -122,6 +124,17 @@ Usage: luamcp init DIR [--name NAME]
 
 local function usage(command)
   return USAGE[command]
+end
+
+-- The option a mistyped one most likely meant (mcp.check's rule), or nil.
+-- mcp.check needs mcp.core only for schemas, and the command line has no
+-- mcp.core: it loads with an empty one lent for the moment.
+local function suggest(word, candidates)
+  local lent = package.loaded["mcp.core"] == nil
+  if lent then package.loaded["mcp.core"] = {} end
+  local ok, check = pcall(require, "mcp.check")
+  if lent then package.loaded["mcp.core"], package.loaded["mcp.check"] = nil, nil end
+  return ok and check.suggest(word, candidates) or nil
 end
 
 -- Split a command line into the target (path, url with headers, or a
@@ -153,7 +166,11 @@ local function parse(command, args, flags)
         o[a:sub(3)] = true
       end
     elseif a:sub(1, 2) == "--" then
-      fail("luamcp " .. command .. ": unknown option " .. a .. "\nRun 'luamcp " .. command .. " --help' for usage.", 2)
+      local known = { ["--help"] = true }
+      for flag in pairs(flags) do known[flag] = true end
+      local hint = suggest(a, known)
+      fail("luamcp " .. command .. ": unknown option " .. a .. (hint and (" (did you mean " .. hint .. "?)") or "")
+        .. "\nRun 'luamcp " .. command .. " --help' for usage.", 2)
     else
       o.words[#o.words + 1] = a
     end
@@ -500,9 +517,12 @@ function commands.test(args)
   end
   local ok, runner = pcall(require, "busted.runner")
   if not ok then
-    fail("luamcp test runs busted specs, and busted for Lua 5.4 is not installed (Debian: apt install lua-busted):\n"
-      .. tostring(runner))
+    fail("luamcp test runs busted specs, and busted for Lua 5.4 is not installed. Install it with\n"
+      .. "  sudo apt-get install lua-busted          (Debian, Ubuntu; `make` in luamcp's source does it)\n"
+      .. "  luarocks --lua-version 5.4 install busted\n"
+      .. "(" .. tostring(runner):match("^[^\n]*") .. ")")
   end
+  args = require("mcp.test_folder").busted_args(args)
   _G.arg = table.move(args, 1, #args, 1, { [0] = "luamcp test" })
   -- busted exits the process itself when a test fails.
   runner { standalone = false }

@@ -109,6 +109,34 @@ local function meta_dir()
   return nil
 end
 
+local function shell_word(s)
+  if s:find("^[%w/._+-]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+--- How the user runs this luamcp from inside dir, as a shell word:
+--- "luamcp" when that is what PATH finds, else its path from dir
+--- ("../build/luamcp" after `build/luamcp init hello`), or its absolute
+--- path when that reads better than a climb of more than two folders.
+local function luamcp_command(dir)
+  local exe = core.executable()
+  if not exe then return "luamcp" end
+  for folder in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    local candidate = folder .. "/luamcp"
+    if core.exists(candidate) == "file" and core.realpath(candidate) == exe then return "luamcp" end
+  end
+  local from = core.realpath(dir)
+  if not from then return shell_word(exe) end
+  local a, b = {}, {}
+  for part in from:gmatch("[^/]+") do a[#a + 1] = part end
+  for part in exe:gmatch("[^/]+") do b[#b + 1] = part end
+  local same = 1
+  while a[same] and b[same] and a[same] == b[same] and same < #b do same = same + 1 end
+  local ups = #a - same + 1
+  if ups > 2 then return shell_word(exe) end
+  return shell_word(("../"):rep(ups) .. table.concat(b, "/", same))
+end
+
 local function luarc(meta)
   local library = meta and ('\n  "workspace.library": [%s],'):format(require("mcp.client").json.encode(meta)) or ""
   return ([[
@@ -152,12 +180,26 @@ function M.project(dir, name, fail)
   write(dir .. "/spec/server_spec.lua", SPEC:format(name), fail)
   local meta = meta_dir()
   write(dir .. "/.luarc.json", luarc(meta), fail)
-  write(dir .. "/README.md", README:format(name, name, absolute), fail)
+  -- The project's README and the lines below name luamcp as the user can
+  -- run it (not on PATH before `make install`: build/luamcp, say).
+  local luamcp = luamcp_command(dir)
+  local readme = README:format(name, name, absolute)
+  if luamcp ~= "luamcp" then
+    local command = ('"command": %q'):format(core.executable())
+    readme = readme:gsub("\nluamcp ", function() return "\n" .. luamcp .. " " end)
+      :gsub('"command": "luamcp"', function() return command end)
+  end
+  write(dir .. "/README.md", readme, fail)
+  write(dir .. "/.luamcpignore", "# left out of `luamcp build` (patterns as in .gitignore)\nspec/\nREADME.md\n", fail)
   if not meta then
     print("(luamcp's type definitions were not found beside this luamcp; `make install` puts them in "
       .. "PREFIX/share/luamcp/meta)")
   end
-  print(("\nNext:\n  cd %s\n  luamcp test\n  luamcp call . greet name=Ada\n  luamcp dev ."):format(dir))
+  print(("\nNext:\n  cd %s\n  %s test\n  %s call . greet name=Ada\n  %s dev ."):format(shell_word(dir), luamcp, luamcp,
+    luamcp))
+  if luamcp ~= "luamcp" then
+    print("(luamcp is not on your PATH: `make install PREFIX=~/.local` in luamcp's source puts it in ~/.local/bin)")
+  end
   return 0
 end
 

@@ -213,6 +213,9 @@ typedef struct lua_app {
 /* registry[VM_C_MODULES]: the Lua C modules the scripts loaded, name ->
  * file (luamcp build refuses them: a built program carries only Lua). */
 #define VM_C_MODULES "luamcp.c_modules"
+/* registry[VM_LUA_MODULES]: the Lua modules the scripts loaded through
+ * package.path, name -> file (luamcp build packs them into the bundle). */
+#define VM_LUA_MODULES "luamcp.lua_modules"
 /* The ctx methods table, registry[TASK_CTX_METHODS]: lua_task.c fills in
  * the C methods, the library adds its Lua ones. */
 #define TASK_CTX_METHODS "mcp.Context.methods"

@@ -192,6 +192,47 @@ static int search_bundle(lua_State *L) {
   return 1;
 }
 
+/* package.searchers entry in a built program, after the built-in library
+ * as package.path is after it under luamcp run: the pure-Lua modules the
+ * scripts loaded from package.path when they were built, which `luamcp
+ * build` packs under BUNDLE_LUA_DEPS_DIR (they need not be installed where
+ * the program runs). */
+static int search_bundled_deps(lua_State *L) {
+  vm *v = lua_touserdata(L, lua_upvalueindex(1));
+  const char *name = luaL_checkstring(L, 1);
+  const char *rel = luaL_gsub(L, name, ".", "/");
+  const char *candidates[2] = {
+      lua_pushfstring(L, BUNDLE_LUA_DEPS_DIR "%s.lua", rel),
+      lua_pushfstring(L, BUNDLE_LUA_DEPS_DIR "%s/init.lua", rel),
+  };
+  for (int i = 0; i < 2; i++) {
+    const bundle_file *f = bundle_find(v->bundle, candidates[i]);
+    if (!f) continue;
+    if (load_bundle_file(L, f) != LUA_OK) return lua_error(L);
+    lua_pushfstring(L, "bundle/%s", f->name);
+    return 2;
+  }
+  lua_pushfstring(L, "no file 'bundle/%s'", candidates[0]);
+  return 1;
+}
+
+/* package.searchers entry around Lua's own package.path searcher: records
+ * each module it loads, name -> file (registry[VM_LUA_MODULES]), for
+ * `luamcp build` to pack. */
+static int search_lua_path(lua_State *L) {
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 2);
+  if (lua_isfunction(L, -2) && lua_type(L, -1) == LUA_TSTRING) {
+    lua_getfield(L, LUA_REGISTRYINDEX, VM_LUA_MODULES);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  }
+  return 2;
+}
+
 /* package.path and package.cpath without relative entries ("./?.lua"):
  * what a script requires must not depend on the directory luamcp was
  * started from (the script folder is searched first, by its own searcher). */
@@ -260,14 +301,21 @@ static void add_searchers(lua_State *L, vm *v) {
       lua_pushnil(L);
       lua_rawseti(L, -2, i);
     }
+    lua_pushlightuserdata(L, v);
+    lua_pushcclosure(L, search_bundled_deps, 1);
+    lua_rawseti(L, -2, 4);
   } else {
     /* Shift the standard searchers up two places after package.preload;
-     * the C ones (Lua's third and fourth) go through search_c_modules. */
+     * the Lua one (Lua's second) goes through search_lua_path, the C ones
+     * (third and fourth) through search_c_modules. */
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, VM_C_MODULES);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, VM_LUA_MODULES);
     for (lua_Integer i = n; i >= 2; i--) {
       lua_rawgeti(L, -1, i);
       if (i >= 3) lua_pushcclosure(L, search_c_modules, 1);
+      else lua_pushcclosure(L, search_lua_path, 1);
       lua_rawseti(L, -2, i + 2);
     }
   }

@@ -26,9 +26,11 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "core/ignore.h"
 #include "core/json.h"
 #include "cli/files.h"
 #include "cli/loaded.h"
+#include "cli/suggest.h"
 #include "cli/version.h"
 #include "app/vm.h"
 #include "core/zip.h"
@@ -121,6 +123,10 @@ typedef struct server_facts {
   prompt_fact *prompts;
   size_t config_count;
   config_fact *config;
+  /* The Lua modules the scripts loaded through package.path (lfs's kind
+   * refused already): module name and file, dep_count of each. */
+  size_t dep_count;
+  char **dep_modules, **dep_files;
 } server_facts;
 
 static void usage_error(const char *fmt, const char *arg) {
@@ -132,18 +138,25 @@ static void usage_error(const char *fmt, const char *arg) {
 
 void build_usage(FILE *to) {
   fprintf(to,
-          "Usage: luamcp build PATH -o OUT [options]\n"
+          "Usage: luamcp build PATH [-o OUT] [options]\n"
           "       luamcp build PATH --target TARGET[,...] [-o OUT] [--mcpb FILE] [options]\n"
           "\n"
           "Write OUT: one executable holding this runtime and the script folder PATH (every\n"
-          "file in it, subfolders included; hidden files left out). OUT serves the scripts\n"
-          "on stdio when run with no arguments, and takes the options of 'luamcp run'\n"
+          "file in it, subfolders included; hidden files and what PATH/.luamcpignore lists\n"
+          "left out), and the pure-Lua modules the scripts load from package.path (LUA_PATH:\n"
+          "penlight, dkjson, ...; a Lua C module is refused). OUT serves the scripts on\n"
+          "stdio when run with no arguments, and takes the options of 'luamcp run'\n"
           "(--http, --trace, ...). 'OUT --bundle-info' lists what it carries.\n"
           "\n"
+          ".luamcpignore: one pattern a line, as in .gitignore: spec/ (a folder), README.md\n"
+          "(that name anywhere), docs/img*.png (a path from the top), * ? **, !NAME to keep\n"
+          "one back, # comments.\n"
+          "\n"
           "Options:\n"
-          "  -o, --output OUT       the executable to write (with --target, optional: by\n"
-          "                         default NAME-TARGET, NAME the folder's; with several\n"
-          "                         targets, OUT-TARGET each; windows-x64 adds .exe)\n"
+          "  -o, --output OUT       the executable to write (default: NAME, the folder's name,\n"
+          "                         in the working directory, or PATH/NAME when a folder\n"
+          "                         has that name there; with --target, NAME-TARGET; with\n"
+          "                         several targets, OUT-TARGET each; windows-x64 adds .exe)\n"
           "  --target TARGET        make the program for linux-x64, linux-arm64 or\n"
           "                         windows-x64, from any platform: that platform's runtime\n"
           "                         with the scripts appended. Repeat it, or separate\n"
@@ -255,7 +268,9 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
       o->runtime = static_path;
       o->static_runtime = true;
     } else if (a[0] == '-' && a[1]) {
-      usage_error("unknown option %s", a);
+      buf message = BUF_INIT;
+      buf_printf(&message, "unknown option %s%s", a, suggest_option(a, build_usage));
+      usage_error("%s", message.data);
     } else if (!o->path) {
       o->path = a;
     } else {
@@ -263,7 +278,6 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
     }
   }
   if (!o->path) usage_error("%s", "build needs a script file or folder");
-  if (!o->out && !o->target_count) usage_error("%s", "build needs -o OUT, the executable to write");
   if (o->strip && !o->bytecode) usage_error("%s", "--strip applies to --bytecode");
   if (o->runtime && o->target_count > 1)
     usage_error("--runtime %s: with several --target, say whose runtime it is: --runtime TARGET=FILE", o->runtime);
@@ -311,8 +325,8 @@ static bool skipped(const skip_list *skip, const struct stat *st) {
 
 /* Every file under disk_dir (the folder's subfolder rel, "" at the top),
  * hidden ones left out, as luamcp run leaves them out of a folder. */
-static bool collect_folder(file_list *list, const char *disk_dir, const char *rel, const skip_list *skip, int depth,
-                           buf *err) {
+static bool collect_folder(file_list *list, const char *disk_dir, const char *rel, const skip_list *skip,
+                           const ignore_list *ignore, int depth, buf *err) {
   if (depth > MAX_FOLDER_DEPTH) {
     buf_printf(err, "%s: folders nested more than %d deep (a symbolic link loop?)", disk_dir, MAX_FOLDER_DEPTH);
     return false;
@@ -331,10 +345,10 @@ static bool collect_folder(file_list *list, const char *disk_dir, const char *re
     sprintf(disk_path, "%s/%s", disk_dir, e->d_name);
     sprintf(name, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
     struct stat st;
-    if (stat(disk_path, &st) != 0 || skipped(skip, &st)) {
-      /* a dangling link, or the output itself */
+    if (stat(disk_path, &st) != 0 || skipped(skip, &st) || ignore_list_match(ignore, name, S_ISDIR(st.st_mode))) {
+      /* a dangling link, the output itself, or what .luamcpignore lists */
     } else if (S_ISDIR(st.st_mode)) {
-      ok = collect_folder(list, disk_path, name, skip, depth + 1, err);
+      ok = collect_folder(list, disk_path, name, skip, ignore, depth + 1, err);
     } else if (S_ISREG(st.st_mode)) {
       ok = add_file(list, name, disk_path, err);
     }
@@ -342,6 +356,18 @@ static bool collect_folder(file_list *list, const char *disk_dir, const char *re
     free(name);
   }
   closedir(d);
+  return ok;
+}
+
+/* PATH/.luamcpignore, when there is one (ignore.h says what it holds). */
+static bool read_ignore_file(const char *dir, ignore_list *ignore, buf *err) {
+  buf path = BUF_INIT, text = BUF_INIT;
+  buf_printf(&path, "%s/" IGNORE_FILE_NAME, dir);
+  struct stat st;
+  bool ok = stat(path.data, &st) != 0 || files_read(path.data, &text, err);
+  if (ok && text.len) ignore_list_parse(ignore, text.data, text.len);
+  buf_free(&path);
+  buf_free(&text);
   return ok;
 }
 
@@ -561,6 +587,8 @@ static void server_facts_free(server_facts *f) {
     free_strings(c->field_json, c->field_count);
   }
   free(f->config);
+  free_strings(f->dep_modules, f->dep_count);
+  free_strings(f->dep_files, f->dep_count);
 }
 
 /* A built program runs only Lua (the bundle and the built-in library): a
@@ -583,8 +611,133 @@ static bool refuse_c_modules(vm *v, buf *err) {
   return !any;
 }
 
+/* The Lua modules loaded through package.path (registry[VM_LUA_MODULES]),
+ * sorted by name: the bundle carries them. */
+static void read_lua_modules(vm *v, server_facts *facts) {
+  lua_State *L = v->L;
+  lua_getfield(L, LUA_REGISTRYINDEX, VM_LUA_MODULES);
+  size_t cap = 0;
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (facts->dep_count == cap) {
+        cap = cap ? cap * 2 : 8;
+        facts->dep_modules = realloc(facts->dep_modules, cap * sizeof(char *));
+        facts->dep_files = realloc(facts->dep_files, cap * sizeof(char *));
+      }
+      facts->dep_modules[facts->dep_count] = strdup(lua_tostring(L, -2));
+      facts->dep_files[facts->dep_count++] = strdup(lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  /* In name order, so that builds and their messages are reproducible. */
+  for (size_t i = 1; i < facts->dep_count; i++) {
+    for (size_t k = i; k > 0 && strcmp(facts->dep_modules[k - 1], facts->dep_modules[k]) > 0; k--) {
+      char *m = facts->dep_modules[k], *f = facts->dep_files[k];
+      facts->dep_modules[k] = facts->dep_modules[k - 1], facts->dep_files[k] = facts->dep_files[k - 1];
+      facts->dep_modules[k - 1] = m, facts->dep_files[k - 1] = f;
+    }
+  }
+}
+
+/* read(file) -> its text | nil, for mcp.build_scan: the raw file, not
+ * io.open, which the scripts' declared permissions may narrow. */
+static int read_text(lua_State *L) {
+  buf text = BUF_INIT, why = BUF_INIT;
+  if (files_read(luaL_checkstring(L, 1), &text, &why)) lua_pushlstring(L, text.data ? text.data : "", text.len);
+  else lua_pushnil(L);
+  buf_free(&text);
+  buf_free(&why);
+  return 1;
+}
+
+static bool has_lua_suffix(const char *path) {
+  size_t n = strlen(path);
+  return n > 4 && strcmp(path + n - 4, ".lua") == 0;
+}
+
+/* Modules required only inside functions (lua/mcp/build_scan.lua): those
+ * package.path finds join registry[VM_LUA_MODULES]; a C module the
+ * folder's scripts name is a warning (it may sit behind a pcall, or in a
+ * comment: only loading it would tell). */
+static bool scan_later_requires(vm *v, buf *err) {
+  lua_State *L = v->L;
+  int base = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp.build_scan");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) goto failed;
+  lua_getfield(L, -1, "scan");
+  lua_newtable(L);
+  for (size_t i = 0; i < v->file_count; i++) {
+    if (!has_lua_suffix(v->files[i])) continue;
+    lua_pushstring(L, v->files[i]);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  }
+  lua_newtable(L);
+  int deps = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, VM_LUA_MODULES);
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_rawseti(L, deps, (lua_Integer)lua_rawlen(L, deps) + 1);
+    }
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, read_text);
+  if (lua_pcall(L, 3, 1, 0) != LUA_OK) goto failed;
+  for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+    lua_rawgeti(L, -1, i);
+    fprintf(stderr, "luamcp: warning: the scripts require the Lua C module %s when called; a built program "
+                    "cannot load it (serve the folder with `luamcp run` if a tool needs it)\n", lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_settop(L, base);
+  return true;
+failed:
+  buf_printf(err, "looking for the modules the scripts require: %s", lua_tostring(L, -1));
+  lua_settop(L, base);
+  return false;
+}
+
 static bool learn_facts(vm *v, void *facts, buf *err) {
-  return refuse_c_modules(v, err) && read_server_facts(v, facts, err);
+  if (!refuse_c_modules(v, err) || !scan_later_requires(v, err)) return false;
+  read_lua_modules(v, facts);
+  return read_server_facts(v, facts, err);
+}
+
+/* Where module (found in file) goes in the bundle: BUNDLE_LUA_DEPS_DIR
+ * "a/b.lua" for a.b, or "a/b/init.lua" when that is what was found, where
+ * the built program's require looks (vm.c, search_bundled_deps). */
+static char *dep_bundle_name(const char *module, const char *file) {
+  buf b = BUF_INIT;
+  buf_append_str(&b, BUNDLE_LUA_DEPS_DIR);
+  for (const char *c = module; *c; c++) buf_putc(&b, *c == '.' ? '/' : *c);
+  size_t n = strlen(file);
+  bool init = n >= 9 && strcmp(file + n - 9, "/init.lua") == 0;
+  buf_append_str(&b, init ? "/init.lua" : ".lua");
+  return buf_detach(&b, NULL);
+}
+
+/* Every module the scripts loaded from package.path, into the bundle. A
+ * name that would not be a plain path in the bundle (a.., an empty part)
+ * is refused: require could not find it there. */
+static bool add_dependencies(file_list *list, const server_facts *facts, buf *err) {
+  for (size_t i = 0; i < facts->dep_count; i++) {
+    const char *module = facts->dep_modules[i];
+    bool plain = *module && module[0] != '.' && module[strlen(module) - 1] != '.' && !strstr(module, "..") &&
+                 !strchr(module, '/') && !strchr(module, '\\');
+    if (!plain) {
+      buf_printf(err, "the scripts load the Lua module \"%s\" (%s), whose name a built program cannot look up; "
+                      "serve this folder with `luamcp run` instead", module, facts->dep_files[i]);
+      return false;
+    }
+    char *name = dep_bundle_name(module, facts->dep_files[i]);
+    bool ok = add_file(list, name, facts->dep_files[i], err);
+    free(name);
+    if (!ok) return false;
+  }
+  return true;
 }
 
 /* Load the scripts the way `luamcp run` does (so a broken folder fails
@@ -627,6 +780,33 @@ static char *with_suffix(const char *name, const char *suffix) {
   return buf_detach(&b, NULL);
 }
 
+/* The program `luamcp build PATH` writes without -o: NAME (the folder's
+ * name, or the script's without .lua, as the folder really is called, so
+ * "." names it too) in the working directory, suffix added; PATH/NAME when
+ * a folder is called NAME there, as the script folder is when built from
+ * its parent (the build leaves its own output out of the bundle).
+ * malloc'ed. */
+static char *default_output(const build_options *o, const char *suffix) {
+  char *real = os_path_real(o->path);
+  buf name = BUF_INIT;
+  buf_append_str(&name, base_name(real ? real : o->path));
+  free(real);
+  if (name.len > 4 && strcmp(name.data + name.len - 4, ".lua") == 0) name.data[name.len -= 4] = '\0';
+  if (name.len == 0) buf_append_str(&name, "server");
+  char *file = with_suffix(name.data, suffix);
+  buf_free(&name);
+  struct stat st;
+  if (stat(file, &st) != 0 || !S_ISDIR(st.st_mode)) return file;
+  buf inside = BUF_INIT;
+  bool folder = stat(o->path, &st) == 0 && S_ISDIR(st.st_mode);
+  size_t len = strlen(o->path);
+  while (folder && len > 1 && os_path_is_separator(o->path[len - 1])) len--;
+  if (folder) buf_printf(&inside, "%.*s/%s", (int)len, o->path, file);
+  else buf_printf(&inside, "%.*s%s", (int)(base_name(o->path) - o->path), o->path, file);
+  free(file);
+  return buf_detach(&inside, NULL);
+}
+
 /* Where each program's runtime comes from, where it is written, and where
  * it sits in the .mcpb. Without --target: one program, OUT, from this
  * program (or --runtime), at server/OUT, as luamcp build always made. With
@@ -638,9 +818,10 @@ static bool plan_programs(const build_options *o, const server_facts *f, const c
   if (!o->target_count) {
     const build_target *host = target_of_file(self);
     programs[0] = (program){.platform = host ? host->mcpb_platform : "linux",
-                            .runtime = strdup(o->runtime ? o->runtime : self), .out = strdup(o->out)};
-    programs[0].entry = malloc(strlen(MCPB_SERVER_DIR) + strlen(o->out) + 1);
-    sprintf(programs[0].entry, MCPB_SERVER_DIR "%s", base_name(o->out));
+                            .runtime = strdup(o->runtime ? o->runtime : self),
+                            .out = o->out ? strdup(o->out) : default_output(o, host ? host->suffix : "")};
+    programs[0].entry = malloc(strlen(MCPB_SERVER_DIR) + strlen(programs[0].out) + 1);
+    sprintf(programs[0].entry, MCPB_SERVER_DIR "%s", base_name(programs[0].out));
     *count = 1;
     return true;
   }
@@ -998,6 +1179,7 @@ int build_command(int argc, char **argv) {
 
   buf err = BUF_INIT, icon = BUF_INIT;
   file_list list = {0};
+  ignore_list ignore = {0};
   server_facts facts = {0};
   bundle_input *inputs = NULL;
   program programs[TARGET_COUNT] = {0};
@@ -1014,13 +1196,18 @@ int build_command(int argc, char **argv) {
   skip_list skip = {0};
   note_outputs(&o, programs, program_count, &skip);
   if (stat(o.path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (!collect_folder(&list, o.path, "", &skip, 0, &err)) goto done;
+    if (!read_ignore_file(o.path, &ignore, &err) || !collect_folder(&list, o.path, "", &skip, &ignore, 0, &err))
+      goto done;
   } else {
     char *name = strdup(base_name(o.path));
     bool ok = add_file(&list, name, o.path, &err);
     free(name);
     if (!ok) goto done;
   }
+  if (!add_dependencies(&list, &facts, &err)) goto done;
+  for (size_t i = 0; i < facts.dep_count; i++)
+    fprintf(stderr, "%s%s (%s)%s", i ? ", " : "luamcp: carrying the Lua modules the scripts load from package.path: ",
+            facts.dep_modules[i], facts.dep_files[i], i + 1 == facts.dep_count ? "\n" : "");
   qsort(list.files, list.count, sizeof *list.files, compare_source_files);
   if (!compile_scripts(&list, &o, &err)) goto done;
 
@@ -1055,6 +1242,7 @@ done:
   if (code != 0) fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "build failed");
   free(inputs);
   file_list_free(&list);
+  ignore_list_free(&ignore);
   server_facts_free(&facts);
   for (size_t i = 0; i < program_count; i++) program_free(&programs[i]);
   buf_free(&icon);

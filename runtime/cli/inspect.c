@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/loaded.h"
+#include "cli/suggest.h"
 
 typedef struct inspect_request {
   bool json;
@@ -49,7 +50,8 @@ int inspect_command(int argc, char **argv) {
       inspect_usage(stdout);
       return 0;
     } else if (argv[i][0] == '-' || path) {
-      fprintf(stderr, "luamcp inspect: unexpected %s\n", argv[i]);
+      if (argv[i][0] == '-') fprintf(stderr, "luamcp inspect: unknown option %s%s\n", argv[i], suggest_option(argv[i], inspect_usage));
+      else fprintf(stderr, "luamcp inspect: unexpected %s\n", argv[i]);
       inspect_usage(stderr);
       return 2;
     } else path = argv[i];

@@ -22,6 +22,7 @@
 
 #include "cli/files.h"
 #include "cli/loaded.h"
+#include "cli/suggest.h"
 #include "core/bundle.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
@@ -146,7 +147,9 @@ static bool parse_install_options(int argc, char **argv, install_request *r) {
       r->env[r->env_count++] = value;
       i++;
     } else if (a[0] == '-' && a[1]) {
-      usage_error("unknown option %s", a);
+      buf message = BUF_INIT;
+      buf_printf(&message, "unknown option %s%s", a, suggest_option(a, install_usage));
+      usage_error("%s", message.data);
     } else if (!client) {
       client = a;
     } else if (!r->path) {

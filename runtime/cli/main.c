@@ -16,6 +16,7 @@
 #include "cli/inspect.h"
 #include "cli/install.h"
 #include "cli/start_line.h"
+#include "cli/suggest.h"
 #include "cli/supervisor.h"
 #include "core/jobs.h"
 #include "core/bundle.h"
@@ -85,7 +86,7 @@ static void usage_commands(FILE *to) {
           "  luamcp dev PATH [options]   run, reloading in place whenever a script changes\n"
           "                              (sessions and calls in flight survive); run\n"
           "                              reloads on SIGHUP\n"
-          "  luamcp build PATH -o OUT    one executable with the scripts in PATH inside\n"
+          "  luamcp build PATH [-o OUT]  one executable with the scripts in PATH inside\n"
           "                              (also --target PLATFORM; 'luamcp build --help')\n"
           "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
           "                              arguments, resources, templates, prompts\n"
@@ -233,6 +234,15 @@ static void fail_usage(const char *fmt, const char *arg) {
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\nRun '%s' for usage.\n", help_command);
   exit(2);
+}
+
+/* The options of run and dev (a built program's too), for "did you mean". */
+static void usage_run_options(FILE *to) { usage_options(to, false); }
+
+static void fail_unknown_option(const char *option) {
+  buf message = BUF_INIT;
+  buf_printf(&message, "unknown option %s%s", option, suggest_option(option, usage_run_options));
+  fail_usage("%s", message.data);
 }
 
 static long parse_count(const char *flag, const char *value, long min) {
@@ -416,7 +426,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       const char *kind = NULL;
       for (size_t k = 0; k < sizeof PERMISSION_FLAGS / sizeof *PERMISSION_FLAGS; k++)
         if (strcmp(a, PERMISSION_FLAGS[k][0]) == 0) kind = PERMISSION_FLAGS[k][1];
-      if (!kind) fail_usage("unknown option %s", a);
+      if (!kind) fail_unknown_option(a);
       if (!value || !*value) fail_usage("%s needs a value (several: comma-separated)", a);
       add_permission(&o->permissions, kind, value);
       i++;
@@ -424,7 +434,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       o->help = true;
       return;
     } else if (a[0] == '-' && a[1]) {
-      fail_usage("unknown option %s", a);
+      fail_unknown_option(a);
     } else if (!o->path) {
       o->path = a;
     } else {
@@ -836,6 +846,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "luamcp: this program carries no bundle (luamcp build makes programs that do)\n");
     return 1;
   }
-  fail_usage("unknown command %s", cmd);
+  buf message = BUF_INIT;
+  buf_printf(&message, "unknown command %s%s", cmd, suggest_command(cmd, usage_commands));
+  fail_usage("%s", message.data);
   return 2;
 }

@@ -47,6 +47,11 @@
  *                    files as source or as Lua bytecode (the same names
  *                    either way; Lua tells them apart by their first byte),
  *                    anything else as is, for mcp.bundle.read
+ *   .luamcp/lua/...  the pure-Lua modules the scripts loaded through
+ *                    package.path when built (penlight's pl/stringx.lua),
+ *                    found by require after the folder and the built-in
+ *                    library, as package.path is under luamcp run; every
+ *                    entry, these too, is in strcmp order
  *
  * A payload that is cut short, extended, or has any byte changed is refused
  * at start-up with a message saying so; the runtime never runs part of a
@@ -68,6 +73,11 @@
 /* The trailer: the payload's last BUNDLE_TRAILER_SIZE bytes (format, payload size, CRC-32 of what precedes it). */
 #define BUNDLE_TRAILER_FORMAT "luamcp-bundle/%u payload=%012" PRIu64 " crc32=%08" PRIx32 "\n"
 #define BUNDLE_METADATA_NAME ".luamcp/bundle"
+/* Where the pure-Lua modules the scripts loaded from package.path go:
+ * module a.b as BUNDLE_LUA_DEPS_DIR "a/b.lua" (or "a/b/init.lua"). Hidden
+ * (a name starting with '.'), so no file of the folder and no
+ * mcp.bundle.read name can be one. */
+#define BUNDLE_LUA_DEPS_DIR ".luamcp/lua/"
 
 /* One file of the bundle. name is NUL-terminated and owned by the bundle;
  * data points into the bundle's payload. */

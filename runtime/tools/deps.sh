@@ -9,15 +9,19 @@ set -eu
 # libcurl4-openssl-dev: curl's headers (mcp.http loads libcurl4 at run time).
 # libhiredis-dev: --redis (mcp.store, the bus), with its libuv adapter,
 # linked statically.
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev libhiredis-dev"
+# lua-busted: the test framework `luamcp test` runs, so that it works after
+# `make` alone (it is Lua: nothing links it).
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev libhiredis-dev lua-busted"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec
 # (groff's warnings, man -l); bsdutils: script(1), a terminal for the
 # colour and trace specs; redis-server: spec/redis_spec.lua and
 # spec/scaleout_spec.lua; nginx-light: the load balancer in front of
-# spec/scaleout_spec.lua and bench/scale.sh.
-test_pkgs="lua5.4 lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
+# spec/scaleout_spec.lua and bench/scale.sh; lua-penlight and
+# lua-filesystem: the pure-Lua module and the C module of
+# spec/second_week_deps_spec.lua (luamcp build carries one, refuses the other).
+test_pkgs="lua5.4 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
            openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light"
 bench_pkgs="wrk"
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/bundle.h"
+#include "core/ignore.h"
 #include "check.h"
 #include "core/zip.h"
 
@@ -318,7 +319,34 @@ static void test_foreign_runtimes(void) {
   unlink(path);
 }
 
+/* .luamcpignore: what each kind of line leaves out. */
+static void test_ignore(void) {
+  const char *text = "# notes\n\nspec/\nREADME.md\n/top.txt\ndocs/*.png\n**/cache/**\n*.tmp\n!keep.tmp\r\n"
+                     "data/?.csv\n  \n";
+  ignore_list l = {0};
+  ignore_list_parse(&l, text, strlen(text));
+  CHECK(l.count == 8, "%zu rules", l.count);
+  struct {
+    const char *path;
+    bool is_dir, ignored;
+  } cases[] = {
+      {"spec", true, true},           {"spec", false, false},       {"lib/spec", true, true},
+      {"README.md", false, true},     {"lib/README.md", false, true}, {"README.mdx", false, false},
+      {"top.txt", false, true},       {"lib/top.txt", false, false}, {"docs/a.png", false, true},
+      {"docs/x/a.png", false, false}, {"lib/docs/a.png", false, false}, {"cache/x", false, true},
+      {"a/b/cache/c/d", false, true}, {"a/cache", true, false},      {"x.tmp", false, true},
+      {"a/keep.tmp", false, false},   {"data/1.csv", false, true},   {"data/12.csv", false, false},
+      {"server.lua", false, false},   {"# notes", false, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    CHECK(ignore_list_match(&l, cases[i].path, cases[i].is_dir) == cases[i].ignored, "%s%s: %s", cases[i].path,
+          cases[i].is_dir ? "/" : "", cases[i].ignored ? "should be left out" : "should be kept");
+  ignore_list_free(&l);
+  CHECK(l.count == 0 && !ignore_list_match(&l, "x", false), "an empty list leaves nothing out");
+}
+
 int main(void) {
+  test_ignore();
   test_crc32();
   test_zip_round_trip();
   test_zip_deflate();
