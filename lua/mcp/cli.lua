@@ -81,6 +81,15 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --json JSON all the arguments as one JSON object
   --raw       print the whole result as JSON
   --timeout MS how long to wait for the answer (default 60000)
+]==] .. [==[
+  --http URL  the Streamable HTTP server at URL; an error status is
+              reported with what the server said and its WWW-Authenticate
+  --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
+  --header 'Name: value'  send this header too (repeatable)
+  --root DIR  answer the server's roots/list with DIR (repeatable)
+  --answer key=value  answer a question the server asks (elicitation),
+              typed by its schema (repeatable); without it the question
+              is asked on the terminal, or cancelled when there is none
 ]==],
   read = [==[
 Usage: luamcp read PATH URI
@@ -89,6 +98,8 @@ Usage: luamcp read PATH URI
   a line saying its type and size, or into a file with --output FILE).
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
+  --http, --bearer-env, --header, --root, --answer, --timeout: as for
+  luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -96,6 +107,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   Get a prompt with its arguments and print its messages. Without NAME,
   list the prompts.
   --raw   print the whole result as JSON
+  --http, --bearer-env, --header, --root, --answer, --timeout: as for
+  luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
