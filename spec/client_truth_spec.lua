@@ -35,6 +35,7 @@ const answers = {
   '/gone': [404, {'content-type': 'text/plain'}, 'no MCP endpoint here'],
   '/broken': [502, {'content-type': 'text/html'}, '<html><body>Bad Gateway</body></html>'],
   '/page': [200, {'content-type': 'text/html'}, '<html>Welcome to my blog</html>'],
+  '/accepted': [202, {}, ''],
   '/oauth': [401, {'content-type': 'application/json',
     'www-authenticate': 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"'},
     JSON.stringify({error: 'invalid_token', error_description: 'The access token expired'})],
@@ -135,6 +136,7 @@ describe("luamcp call --http tells the truth", function()
       { "/broken", "answered HTTP 502 Bad Gateway: <html><body>Bad Gateway</body></html>" },
       { "/other", "answered HTTP 500 Internal Server Error: internal error: /other" },
       { "/page", "answered HTTP 200 OK with text/html, not JSON-RPC: <html>Welcome to my blog</html>" },
+      { "/accepted", "answered HTTP 202 Accepted without a response to the request" },
     }
     for _, case in ipairs(cases) do
       local code, out, err = luamcp("call --http " .. base .. case[1] .. " add a=1 b=2")

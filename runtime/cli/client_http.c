@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -51,6 +52,7 @@ struct http_conn {
   char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
   int extra_count;
   http_exchange *exchanges;
+  char idle_reason[300]; /* what the last answer was, for a request it did not answer */
 };
 
 /* ---- Reading answers ------------------------------------------------- */
@@ -204,6 +206,8 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   http_conn *c = x->conn;
   long status = 0;
   c->api->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  snprintf(c->idle_reason, sizeof c->idle_reason, "%s answered HTTP %s%s without a response to the request", c->url,
+           x->status_line ? x->status_line : "", x->sse ? " (an SSE stream that ended)" : "");
   if (result != CURLE_OK) {
     client_conn_fail(&c->base, "cannot reach %s: %s", c->url, c->api->easy_strerror(result));
   } else if (status >= 400) {
@@ -349,6 +353,7 @@ client_conn *client_http_open(const char *url, buf *err) {
   c->api = api;
   c->multi = api->multi_init();
   c->url = strdup(url);
-  c->base.idle_reason = "the server ended its answer without a response to the request";
+  snprintf(c->idle_reason, sizeof c->idle_reason, "%s ended its answer without a response to the request", url);
+  c->base.idle_reason = c->idle_reason;
   return &c->base;
 }
