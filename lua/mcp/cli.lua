@@ -133,12 +133,12 @@ Usage: luamcp init DIR [--name NAME]
 ]==],
 }
 
+-- Options that may be given more than once: o.root and o.answer are lists.
+local REPEATABLE = { ["--root"] = true, ["--answer"] = true }
+
 local function usage(command)
   return USAGE[command]
 end
-
--- Options that may be given more than once: o.root and o.answer are lists.
-local REPEATABLE = { ["--root"] = true, ["--answer"] = true }
 
 -- Split a command line into the target (path, url with headers, or a
 -- command), the options, and the positional words.
