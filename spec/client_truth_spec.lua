@@ -216,6 +216,12 @@ describe("luamcp call -- COMMAND", function()
     assert.are.equal("", out)
     assert.truthy(err:find("the server printed something that is not JSON-RPC on stdout: Starting my server v1.0 on stdio",
       1, true), err)
+    -- JSON that is no JSON-RPC message (a structured log line) is named too
+    client.write_file(dir .. "/logger.sh", '#!/bin/sh\necho \'{"level":"info","msg":"ready"}\'\nexec cat >/dev/null\n')
+    assert(os.execute("chmod +x " .. quote(dir .. "/logger.sh")))
+    code, _, err = luamcp("call -- " .. quote(dir .. "/logger.sh"))
+    assert.are.equal(1, code)
+    assert.truthy(err:find('not JSON-RPC on stdout: {"level":"info","msg":"ready"}', 1, true), err)
     client.remove_tree(dir)
   end)
 end)

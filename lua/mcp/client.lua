@@ -157,7 +157,9 @@ end
 -- to stdout has broken the stream).
 function Client:_handle(text)
   local message = core.json_decode(text)
-  if type(message) ~= "table" or M.is_array(message) and #message == 0 then
+  local rpc = type(message) == "table" and (M.is_array(message) and #message > 0
+    or message.method ~= nil or message.id ~= nil or message.result ~= nil or message.error ~= nil)
+  if not rpc then
     local shown = #text > 200 and (text:sub(1, 200) .. "...") or text
     self.garbage = self.garbage or ("the server printed something that is not JSON-RPC %s: %s"):format(
       self.carrier or "on stdout", shown)
