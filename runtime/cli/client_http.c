@@ -166,7 +166,7 @@ static void exchange_free(http_exchange *x) {
 static void describe_body(buf *out, const buf *body) {
   if (!body->len) return;
   json_error why;
-  json_doc *doc = json_parse(body->data, body->len, 16, &why);
+  json_doc *doc = json_parse(body->data, body->len, MAX_JSON_DEPTH, &why);
   const json_value *root = doc ? json_doc_root(doc) : NULL, *message = NULL;
   if (root && root->type == JSON_OBJECT) {
     const json_value *error = json_object_get(root, "error");
