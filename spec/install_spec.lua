@@ -159,6 +159,126 @@ describe("luamcp install", function()
     assert.is_true(exists(home .. "/xdg/Claude/claude_desktop_config.json"))
   end)
 
+  it("writes the project's file in the current folder with --project, in each client's format", function()
+    local project = home .. "/work"
+    local files = {
+      { id = "claude-code", file = ".mcp.json", key = "mcpServers", typed = true },
+      { id = "cursor", file = ".cursor/mcp.json", key = "mcpServers" },
+      { id = "vscode", file = ".vscode/mcp.json", key = "servers", typed = true },
+      { id = "gemini", file = ".gemini/settings.json", key = "mcpServers" },
+    }
+    for _, c in ipairs(files) do
+      local code, out, err = luamcp("install " .. c.id .. " ../demo --project")
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find(project .. "/" .. c.file, 1, true), out)
+      assert.are.same({ [c.key] = { demo = { command = LUAMCP, args = { "run", home .. "/demo" },
+                                            type = c.typed and "stdio" or nil } } },
+        cjson.decode(client.read_file(project .. "/" .. c.file)))
+    end
+    -- a project's file is for sharing: readable by all, unlike the user's
+    local _, mode = sh("stat -c %a " .. quote(project .. "/.mcp.json"))
+    assert.are.equal("644\n", mode)
+    -- nothing under HOME but what the test put there
+    assert.is_false(exists(home .. "/.claude.json"))
+    assert.is_false(exists(home .. "/.cursor/mcp.json"))
+    local code, _, err = luamcp("install claude-desktop ../demo --project")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("Claude Desktop has no project configuration", 1, true), err)
+  end)
+
+  it("writes a remote entry with --url in each client's format, headers and all", function()
+    local url = "http://127.0.0.1:8080/mcp"
+    local expected = {
+      ["claude-code"] = { key = "mcpServers", entry = { type = "http", url = url } },
+      cursor = { key = "mcpServers", entry = { url = url } },
+      vscode = { key = "servers", entry = { type = "http", url = url } },
+      gemini = { key = "mcpServers", entry = { httpUrl = url } },
+    }
+    for id, e in pairs(expected) do
+      local code, out, err = luamcp("install " .. id .. " --url " .. url .. " --name notes --print")
+      assert.are.equal(0, code, err)
+      assert.are.same({ [e.key] = { notes = e.entry } }, cjson.decode(out))
+    end
+    local code, _, err = luamcp("install claude-code --url " .. url
+      .. " --name notes --header 'Authorization: Bearer ${NOTES_TOKEN}' --header 'X-Team: blue' --project")
+    assert.are.equal(0, code, err)
+    assert.are.same({ mcpServers = { notes = { type = "http", url = url,
+      headers = { Authorization = "Bearer ${NOTES_TOKEN}", ["X-Team"] = "blue" } } } },
+      cjson.decode(client.read_file(elsewhere .. "/.mcp.json")))
+    -- the name comes from the scripts when PATH is given too
+    local out
+    code, out, err = luamcp("install cursor ../demo --url " .. url .. " --print")
+    assert.are.equal(0, code, err)
+    assert.are.same({ mcpServers = { demo = { url = url } } }, cjson.decode(out))
+    code, _, err = luamcp("install claude-desktop --url " .. url .. " --name notes")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("Settings > Connectors", 1, true), err)
+    code, _, err = luamcp("install cursor --url " .. url)
+    assert.are.equal(2, code)
+    assert.truthy(err:find("--url needs --name NAME", 1, true), err)
+    code, _, err = luamcp("install cursor --url ftp://x --name n")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("--url needs an http:// or https:// URL", 1, true), err)
+  end)
+
+  it("writes an entry that runs luamcp dev with --dev", function()
+    local code, out, err = luamcp("install cursor ../demo --dev --print")
+    assert.are.equal(0, code, err)
+    assert.are.same({ mcpServers = { demo = { command = LUAMCP, args = { "dev", home .. "/demo" } } } },
+      cjson.decode(out))
+    assert.are.equal(0, luamcp("build ../demo -o ../demo-server"))
+    code, _, err = luamcp("install cursor ../demo-server --dev")
+    assert.are.equal(1, code)
+    assert.truthy(err:find("--dev reloads scripts", 1, true), err)
+  end)
+
+  it("takes an entry out with luamcp uninstall, keeping the rest and a backup", function()
+    local path = home .. "/.cursor/mcp.json"
+    assert(os.execute("mkdir -p " .. quote(home .. "/.cursor")))
+    local before = '{"theme": "dark", "mcpServers": {"first": {"command": "a"}, "demo": {"command": "old"},'
+      .. ' "last": {"command": "b"}}}'
+    client.write_file(path, before)
+    local code, out, err = luamcp("uninstall cursor demo")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find('Removed "demo" from Cursor: ' .. path, 1, true), out)
+    assert.are.equal(before, client.read_file(path .. ".bak"))
+    local after = client.read_file(path)
+    assert.are.same({ theme = "dark", mcpServers = { first = { command = "a" }, last = { command = "b" } } },
+      cjson.decode(after))
+    assert.truthy(after:find('"first".*"last"'), after)
+    code, _, err = luamcp("uninstall cursor demo")
+    assert.are.equal(1, code)
+    assert.truthy(err:find(path .. ' has no server "demo" in its "mcpServers": nothing to take out', 1, true), err)
+    assert.are.equal(after, client.read_file(path))
+    -- the project's file with --project
+    assert.are.equal(0, luamcp("install vscode ../demo --project"))
+    code, _, err = luamcp("uninstall vscode demo --project")
+    assert.are.equal(0, code, err)
+    assert.are.same({ servers = {} }, cjson.decode(client.read_file(elsewhere .. "/.vscode/mcp.json")))
+    code, _, err = luamcp("uninstall cursor")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("uninstall needs a CLIENT and the NAME of an entry", 1, true), err)
+  end)
+
+  it("warns when a required mcp.server{config} setting is given no value", function()
+    assert(os.execute("mkdir -p " .. quote(home .. "/weather")))
+    client.write_file(home .. "/weather/main.lua", [[
+local mcp = require "mcp"
+mcp.server { name = "weather", config = {
+  api_key = { type = "string", title = "API key", description = "From example.com/keys", required = true },
+  units = { type = "string", title = "Units", description = "metric or imperial", default = "metric" },
+} }
+]])
+    local code, _, err = luamcp("install cursor ../weather")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find('warning: no value for the required setting API_KEY (config api_key "API key")', 1, true), err)
+    assert.truthy(err:find("luamcp install cursor ../weather --env API_KEY=VALUE", 1, true), err)
+    assert.falsy(err:find("UNITS", 1, true), err)
+    code, _, err = luamcp("install cursor ../weather --env API_KEY=k-123")
+    assert.are.equal(0, code, err)
+    assert.falsy(err:find("warning", 1, true), err)
+  end)
+
   it("installs nothing for scripts that do not load, and explains its usage", function()
     local code, _, err = luamcp("install cursor " .. quote(io.popen("readlink -f spec/fixtures/build_broken"):read("l")))
     assert.are.equal(1, code)

@@ -81,6 +81,15 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --json JSON all the arguments as one JSON object
   --raw       print the whole result as JSON
   --timeout MS how long to wait for the answer (default 60000)
+]==] .. [==[
+  --http URL  the Streamable HTTP server at URL; an error status is
+              reported with what the server said and its WWW-Authenticate
+  --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
+  --header 'Name: value'  send this header too (repeatable)
+  --root DIR  answer the server's roots/list with DIR (repeatable)
+  --answer key=value  answer a question the server asks (elicitation),
+              typed by its schema (repeatable); without it the question
+              is asked on the terminal, or cancelled when there is none
 ]==],
   read = [==[
 Usage: luamcp read PATH URI
@@ -89,6 +98,8 @@ Usage: luamcp read PATH URI
   a line saying its type and size, or into a file with --output FILE).
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
+  --http, --bearer-env, --header, --root, --answer, --timeout: as for
+  luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -96,6 +107,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   Get a prompt with its arguments and print its messages. Without NAME,
   list the prompts.
   --raw   print the whole result as JSON
+  --http, --bearer-env, --header, --root, --answer, --timeout: as for
+  luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -121,6 +134,9 @@ Usage: luamcp init DIR [--name NAME]
   and add it to a client.
 ]==],
 }
+
+-- Options that may be given more than once: o.root and o.answer are lists.
+local REPEATABLE = { ["--root"] = true, ["--answer"] = true }
 
 local function usage(command)
   return USAGE[command]
@@ -158,6 +174,10 @@ local function parse(command, args, flags)
           local name, value = v:match("^([^:]+):%s*(.*)$")
           if not name then fail("luamcp " .. command .. ": --header needs 'Name: value'", 2) end
           o.headers[name] = value
+        elseif REPEATABLE[a] then
+          local list = o[a:sub(3)] or {}
+          list[#list + 1] = v
+          o[a:sub(3)] = list
         else
           o[a:sub(3)] = v
         end
@@ -181,7 +201,10 @@ end
 
 -- The options of call, read and prompt: which server, and how to print
 -- (true: the option takes a value).
-local CLIENT_FLAGS = { ["--http"] = true, ["--header"] = true, ["--timeout"] = true, ["--raw"] = false }
+local CLIENT_FLAGS = {
+  ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
+  ["--timeout"] = true, ["--raw"] = false,
+}
 
 local function print_notification(message)
   local p = message.params or {}
@@ -195,10 +218,36 @@ local function print_notification(message)
   end
 end
 
+-- --root DIR: file:// URIs of the folders, as roots/list answers them.
+local function roots_of(command, dirs)
+  local roots = {}
+  for _, dir in ipairs(dirs or {}) do
+    if core.exists(dir) ~= "directory" then fail("luamcp " .. command .. ": --root " .. dir .. ": no such folder", 2) end
+    local path = assert(core.realpath(dir))
+    local uri = "file://" .. path:gsub("[^%w/%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end)
+    roots[#roots + 1] = { uri = uri, name = path:match("([^/]+)/*$") or path }
+  end
+  return roots
+end
+
 -- Connect to what the options name; the first word is PATH unless --http
 -- or -- named the server.
 local function connect(command, o)
   local target = { headers = o.headers, on_notification = print_notification }
+  if o["bearer-env"] then
+    local var = o["bearer-env"]
+    local token = os.getenv(var)
+    if token == nil or token == "" then
+      fail(("luamcp %s: --bearer-env %s: the variable %s is %s"):format(command, var, var,
+        token == nil and "not set" or "empty"), 2)
+    end
+    target.headers.Authorization = "Bearer " .. token
+  end
+  if next(target.headers) ~= nil and not o.http then
+    fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
+  end
+  if o.root then target.roots = roots_of(command, o.root) end
+  target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail)
   if o.timeout then
     target.timeout_ms = math.tointeger(tonumber(o.timeout))
     if not target.timeout_ms then fail("luamcp " .. command .. ": --timeout needs a whole number of ms", 2) end

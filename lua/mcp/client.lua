@@ -78,13 +78,16 @@ end
 ---                     carried a verified token (JSON text; mcp.testing's auth)
 --- Returns the client, or nil and a message.
 function M.connect(target)
-  local conn, err
+  local conn, err, carrier
   if target.path then
     conn, err = core.open_inprocess(target.path, target.server)
+    carrier = "in its answers"
   elseif target.url then
     conn, err = core.open_http(target.url)
+    carrier = "in its HTTP answer"
   elseif target.command then
     conn, err = core.open_child(target.command)
+    carrier = "on stdout"
   else
     error("mcp.client.connect needs path, url or command", 2)
   end
@@ -98,6 +101,7 @@ function M.connect(target)
     answers = {},
     notifications = {},
     timeout_ms = target.timeout_ms,
+    carrier = carrier,
     on_notification = target.on_notification,
     identity = target.identity,
     handlers = { elicit = target.elicit, sample = target.sample, roots = target.roots },
@@ -152,9 +156,19 @@ function Client:_answer_server(message)
   self:_send(reply)
 end
 
+-- A message taken in; a line that is not a JSON-RPC message is what the
+-- request waiting for its answer fails with (a stdio server that prints
+-- to stdout has broken the stream).
 function Client:_handle(text)
   local message = core.json_decode(text)
-  if type(message) ~= "table" then return end
+  local rpc = type(message) == "table" and (M.is_array(message) and #message > 0
+    or message.method ~= nil or message.id ~= nil or message.result ~= nil or message.error ~= nil)
+  if not rpc then
+    local shown = #text > 200 and (text:sub(1, 200) .. "...") or text
+    self.garbage = self.garbage or ("the server printed something that is not JSON-RPC %s: %s"):format(
+      self.carrier or "on stdout", shown)
+    return
+  end
   if message.method ~= nil then
     if message.id ~= nil then
       self:_answer_server(message)
@@ -198,6 +212,11 @@ function Client:request(method, params, identity)
       return nil, request_error(method, { code = -32000, message = why })
     end
     self:_handle(text)
+    if self.garbage then
+      local why = self.garbage
+      self.garbage = nil
+      return nil, request_error(method, { code = -32000, message = why })
+    end
   end
   local answer = self.answers[id]
   self.answers[id] = nil

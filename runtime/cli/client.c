@@ -215,7 +215,8 @@ static int conn_receive(lua_State *L) {
     waited = true;
     if (!c->ops->wait(c, left) && !c->inbox && !c->failure && !c->ended) {
       lua_pushnil(L);
-      lua_pushliteral(L, "the server has nothing running that could answer (a request it dropped?)");
+      lua_pushstring(L, c->idle_reason ? c->idle_reason
+                                       : "the server has nothing running that could answer (a request it dropped?)");
       lua_pushliteral(L, "idle");
       return 3;
     }

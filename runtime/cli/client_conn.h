@@ -58,6 +58,7 @@ struct client_conn {
   client_message *inbox, *inbox_tail;
   char *ended;   /* why no more messages will come (the server exited, the stream closed), or NULL */
   char *failure; /* a transport error for the request just sent (HTTP status, refused connection), or NULL */
+  const char *idle_reason; /* why nothing can answer once wait says so (static text), or NULL for the default */
 };
 
 /* Append a received message to the inbox (copied). */

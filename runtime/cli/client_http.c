@@ -11,12 +11,14 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "app/curl_lib.h"
 #include "cli/client_conn.h"
+#include "core/json.h"
 #include "core/luamcp_limits.h"
 
 enum { MAX_EXTRA_HEADERS = 32 };
@@ -34,6 +36,9 @@ typedef struct http_exchange {
   bool json;          /* the answer is application/json */
   buf pending;        /* SSE: a line read in part; JSON: the body so far */
   buf event_data;     /* SSE: the data lines of the event being read */
+  char *status_line;  /* "401 Unauthorized", from the last response's first line */
+  char *challenge;    /* its WWW-Authenticate, or NULL */
+  char *content_type; /* its Content-Type, or NULL */
   struct http_exchange *next;
 } http_exchange;
 
@@ -47,6 +52,7 @@ struct http_conn {
   char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
   int extra_count;
   http_exchange *exchanges;
+  char idle_reason[300]; /* what the last answer was, for a request it did not answer */
 };
 
 /* ---- Reading answers ------------------------------------------------- */
@@ -110,8 +116,23 @@ static size_t on_header(char *data, size_t size, size_t count, void *arg) {
   http_exchange *x = arg;
   size_t n = size * count, vlen;
   const char *v;
-  if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) x->sse = x->json = false; /* a new response (after 100 or a redirect) */
+  if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (after 100 or a redirect) */
+    x->sse = x->json = false;
+    free(x->challenge);
+    free(x->content_type);
+    free(x->status_line);
+    x->challenge = x->content_type = NULL;
+    const char *sp = memchr(data, ' ', n), *end = data + n;
+    while (end > data && isspace((unsigned char)end[-1])) end--;
+    x->status_line = sp && sp + 1 < end ? strndup(sp + 1, (size_t)(end - sp - 1)) : NULL;
+  }
+  if ((v = header_value(data, n, "www-authenticate", &vlen))) {
+    free(x->challenge);
+    x->challenge = strndup(v, vlen);
+  }
   if ((v = header_value(data, n, "content-type", &vlen))) {
+    free(x->content_type);
+    x->content_type = strndup(v, vlen);
     x->sse = vlen >= 17 && strncasecmp(v, "text/event-stream", 17) == 0;
     x->json = vlen >= 16 && strncasecmp(v, "application/json", 16) == 0;
   } else if ((v = header_value(data, n, "mcp-session-id", &vlen)) && vlen > 0) {
@@ -134,7 +155,50 @@ static void exchange_free(http_exchange *x) {
   free(x->body);
   buf_free(&x->pending);
   buf_free(&x->event_data);
+  free(x->status_line);
+  free(x->challenge);
+  free(x->content_type);
   free(x);
+}
+
+/* What a body says, for a person: a JSON-RPC error's message (or an
+ * OAuth error's error_description), else its first bytes as text. */
+static void describe_body(buf *out, const buf *body) {
+  if (!body->len) return;
+  json_error why;
+  json_doc *doc = json_parse(body->data, body->len, MAX_JSON_DEPTH, &why);
+  const json_value *root = doc ? json_doc_root(doc) : NULL, *message = NULL;
+  if (root && root->type == JSON_OBJECT) {
+    const json_value *error = json_object_get(root, "error");
+    if (error && error->type == JSON_OBJECT) message = json_object_get(error, "message");
+    if (!message) message = json_object_get(root, "error_description");
+    if (!message || message->type != JSON_STRING) message = error && error->type == JSON_STRING ? error : NULL;
+  }
+  if (message && message->type == JSON_STRING) {
+    buf_printf(out, ": %.*s", (int)(message->len > 500 ? 500 : message->len), message->u.string);
+  } else {
+    size_t n = body->len > 200 ? 200 : body->len;
+    while (n && isspace((unsigned char)body->data[n - 1])) n--;
+    buf_puts(out, ": ");
+    for (size_t i = 0; i < n; i++) buf_putc(out, body->data[i] == '\n' || body->data[i] == '\r' ? ' ' : body->data[i]);
+    if (n < body->len) buf_puts(out, "...");
+  }
+  json_doc_free(doc);
+}
+
+/* An answer that carries no message: say what the server did answer. */
+static void fail_with_status(http_exchange *x, long status) {
+  http_conn *c = x->conn;
+  buf why = BUF_INIT;
+  buf_printf(&why, "%s answered HTTP %s", c->url, x->status_line ? x->status_line : "");
+  if (!x->status_line) buf_printf(&why, "%ld", status);
+  if (status < 400) buf_printf(&why, " with %s, not JSON-RPC", x->content_type ? x->content_type : "no Content-Type");
+  describe_body(&why, &x->pending);
+  if (x->challenge) buf_printf(&why, " (WWW-Authenticate: %s)", x->challenge);
+  if (status == 401 && !x->challenge) buf_puts(&why, " (give a token with --bearer-env VAR or --header)");
+  else if (status == 401) buf_puts(&why, "; give a token with --bearer-env VAR or --header 'Authorization: ...'");
+  client_conn_fail(&c->base, "%s", why.data);
+  buf_free(&why);
 }
 
 /* A finished exchange: hand over what it carried, or say why nothing. */
@@ -142,18 +206,21 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   http_conn *c = x->conn;
   long status = 0;
   c->api->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  snprintf(c->idle_reason, sizeof c->idle_reason, "%s answered HTTP %s%s without a response to the request", c->url,
+           x->status_line ? x->status_line : "", x->sse ? " (an SSE stream that ended)" : "");
   if (result != CURLE_OK) {
     client_conn_fail(&c->base, "cannot reach %s: %s", c->url, c->api->easy_strerror(result));
+  } else if (status >= 400) {
+    /* Whatever the body (a JSON-RPC error with a null id, an OAuth error,
+     * a proxy's page), the status is what the user needs to hear. */
+    fail_with_status(x, status);
   } else if (x->sse) {
     if (x->pending.len) sse_line(x, x->pending.data, x->pending.len);
     sse_line(x, "", 0);
   } else if (x->json && x->pending.len) {
-    /* An error status with a JSON-RPC body is an answer like any other. */
     client_conn_deliver(&c->base, x->pending.data, x->pending.len);
-  } else if (status >= 400) {
-    int shown = x->pending.len > 200 ? 200 : (int)x->pending.len;
-    client_conn_fail(&c->base, "%s answered HTTP %ld%s%.*s", c->url, status, shown ? ": " : "", shown,
-                     x->pending.data ? x->pending.data : "");
+  } else if (x->pending.len) {
+    fail_with_status(x, status); /* a page, not an MCP endpoint */
   }
   exchange_free(x);
 }
@@ -286,5 +353,7 @@ client_conn *client_http_open(const char *url, buf *err) {
   c->api = api;
   c->multi = api->multi_init();
   c->url = strdup(url);
+  snprintf(c->idle_reason, sizeof c->idle_reason, "%s ended its answer without a response to the request", url);
+  c->base.idle_reason = c->idle_reason;
   return &c->base;
 }

@@ -10,6 +10,8 @@
 
 /* argv holds what follows "install". Returns the process exit code. */
 int install_command(int argc, char **argv);
+/* `luamcp uninstall CLIENT NAME`: argv holds what follows "uninstall". */
+int uninstall_command(int argc, char **argv);
 void install_usage(FILE *to);
 
 #endif

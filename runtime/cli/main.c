@@ -99,7 +99,9 @@ static void usage_commands(FILE *to) {
           "  luamcp test [SPEC...]       run busted specs in the runtime (require \"mcp.testing\")\n"
           "  luamcp init DIR             start a new server: a tool, a resource, a prompt, a spec\n"
           "  luamcp install CLIENT PATH  add PATH to the MCP configuration of claude-desktop,\n"
-          "                              claude-code, cursor, vscode or gemini\n"
+          "                              claude-code, cursor, vscode or gemini (--project:\n"
+          "                              the project's file; --url URL: a remote server)\n"
+          "  luamcp uninstall CLIENT NAME take the entry NAME out of CLIENT's configuration\n"
           "  luamcp help COMMAND         the options of one command (or: luamcp COMMAND --help)\n"
           "  luamcp --version            print the version\n"
           "  luamcp --help               print this help\n"
@@ -838,6 +840,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
   if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);
+  if (strcmp(cmd, "uninstall") == 0) return uninstall_command(argc - 2, argv + 2);
   if (strcmp(cmd, "inspect") == 0) return inspect_command(argc - 2, argv + 2);
   static const char *const client_commands[] = {"call", "read", "prompt", "test", "init"};
   for (size_t i = 0; i < sizeof client_commands / sizeof *client_commands; i++)
