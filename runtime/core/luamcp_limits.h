@@ -51,6 +51,17 @@
 /* completion/complete answers at most this many values (spec: 100). */
 #define MAX_COMPLETION_VALUES 100
 
+/* OAuth access tokens (core/jwt.c). A bearer token longer than this is
+ * refused unread: real JWTs are 1-2 KiB, and a bound keeps the decoding
+ * and the JSON parse of a hostile header cheap. */
+#define AUTH_MAX_TOKEN_BYTES (16u * 1024u)
+/* A JWK Set's first this-many keys are used, the rest ignored (an issuer
+ * publishes a handful: current, next, previous). */
+#define AUTH_MAX_JWKS_KEYS 64
+/* A token without a kid is tried against at most this many keys of its
+ * alg, so one request costs a bounded number of signature checks. */
+#define AUTH_MAX_KEYS_TRIED 8
+
 /* How long the server waits for in-flight work to stop after stdin ends. */
 #define SHUTDOWN_GRACE_MS 1500
 
