@@ -169,7 +169,8 @@ AUTH_DRIVER_OBJ := build/obj/app/auth_verifier.o build/obj/app/curl_loop.o build
 build/tests/auth_verifier_driver: runtime/app/tests/auth_verifier_driver.c $(AUTH_DRIVER_OBJ) | deps build/obj
 	$(CC) $(CFLAGS) -o $@ $< $(AUTH_DRIVER_OBJ) $(LIBDIR)/libuv_a.a $(CORE_LIBS) $(LDLIBS)
 
-test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient
+test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient \
+      build/tests/auth_verifier_driver
 	@spec/run-all.sh
 
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen

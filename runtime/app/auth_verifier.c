@@ -846,7 +846,7 @@ static bool check(void *verifier, const char *token, size_t len, const char *res
     return true;
   }
   if (len > AUTH_MAX_TOKEN_BYTES) {
-    refuse(out, "the bearer token is longer than %d bytes", AUTH_MAX_TOKEN_BYTES);
+    refuse(out, "the bearer token is longer than %u bytes", AUTH_MAX_TOKEN_BYTES); /* before it is hashed, copied or sent */
     return true;
   }
   uint8_t key[OS_SHA256_BYTES];

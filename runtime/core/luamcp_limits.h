@@ -281,9 +281,6 @@
 
 /* Clock skew forgiven on a token's exp and nbf (--auth-leeway). */
 #define AUTH_DEFAULT_LEEWAY_S 60
-/* A bearer token longer than this is refused (401) before anything is
- * hashed, copied or sent on to introspection. */
-#define AUTH_MAX_TOKEN_BYTES 8192
 /* One fetch of the authorization server's metadata, JWK Set or an
  * introspection answer: past this long it fails (503 to whoever waits);
  * connecting alone gets at most AUTH_CONNECT_TIMEOUT_MS of it. */
