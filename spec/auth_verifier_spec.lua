@@ -248,6 +248,8 @@ describe("the token verifier", function()
         audience = mint(dir, { kid = "rsa1", claims = claims(as.issuer, { aud = "https://other.example/mcp" }) }),
         issuer = mint(dir, { kid = "rsa1", claims = claims("https://evil.example") }),
         tampered = mint(dir, { kid = "rsa1", claims = claims(as.issuer), tamper = true }),
+        none = mint(dir, { kid = "rsa1", claims = claims(as.issuer), none = true }),
+        hs256 = mint(dir, { kid = "rsa1", claims = claims(as.issuer), hs256_with_public_key = true }),
       }
       d = start_driver { "--issuer", as.issuer }
       for name, token in pairs(bad) do check(d, name, token) end
