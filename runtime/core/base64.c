@@ -64,3 +64,44 @@ bool base64_decode(const char *s, size_t n, unsigned char *out, size_t *out_len,
   *out_len = (size_t)(o - out);
   return true;
 }
+
+static const char URL_ALPHABET[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+size_t base64url_encode(const unsigned char *src, size_t n, char *dst) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)src[i] << 16;
+    if (i + 1 < n) v |= (uint32_t)src[i + 1] << 8;
+    if (i + 2 < n) v |= src[i + 2];
+    size_t chars = i + 2 < n ? 4 : i + 1 < n ? 3 : 2;
+    for (size_t k = 0; k < chars; k++) dst[len++] = URL_ALPHABET[(v >> (18 - 6 * k)) & 63];
+  }
+  return len;
+}
+
+bool base64url_decode(const char *s, size_t n, unsigned char *out, size_t *out_len) {
+  static signed char value[256];
+  static bool ready;
+  if (!ready) {
+    memset(value, -1, sizeof value);
+    for (int k = 0; k < 64; k++) value[(unsigned char)URL_ALPHABET[k]] = (signed char)k;
+    ready = true;
+  }
+  if (n % 4 == 1) return false;
+  unsigned char *o = out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    int v = value[(unsigned char)s[i]];
+    if (v < 0) return false;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      *o++ = (unsigned char)(acc >> bits);
+    }
+  }
+  if (acc & ((1u << bits) - 1)) return false; /* bits past the last byte: not the canonical spelling */
+  *out_len = (size_t)(o - out);
+  return true;
+}

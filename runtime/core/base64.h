@@ -26,4 +26,14 @@ static inline size_t base64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
  * bytes written in *out_len. */
 bool base64_decode(const char *s, size_t n, unsigned char *out, size_t *out_len, size_t *bad);
 
+/* base64url without padding (RFC 4648 section 5, RFC 7515 section 2): what
+ * JWTs and JWKs carry. The encoding of n bytes at dst, room
+ * base64_encoded_len(n); returns its length (no '=', no NUL). */
+size_t base64url_encode(const unsigned char *src, size_t n, char *dst);
+/* Strict: only [A-Za-z0-9_-], no padding, no length that no encoding has
+ * (n % 4 == 1), and the unused bits of the last character zero, so each
+ * byte string has exactly one encoding (a signature cannot be respelled).
+ * out has room base64_decoded_max(n). False for anything else. */
+bool base64url_decode(const char *s, size_t n, unsigned char *out, size_t *out_len);
+
 #endif

@@ -1,15 +1,25 @@
 /*
  * crypto_posix.c - os/crypto.h from OpenSSL's libcrypto (linked
- * statically; the Makefile's CORE_LIBS).
+ * statically; the Makefile's CORE_LIBS). The public keys are EVP_PKEYs
+ * made from their JWK parts with OSSL_PARAM (OpenSSL 3).
  */
 #include "os/crypto.h"
 
 #include <limits.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/param_build.h>
 #include <openssl/rand.h>
+#include <openssl/rsa.h>
 #include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 bool os_random_bytes(void *out, size_t n) {
   /* RAND_bytes takes an int: fill larger requests a chunk at a time. */
@@ -31,3 +41,182 @@ void os_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n,
 }
 
 bool os_equal_secret(const void *a, const void *b, size_t n) { return CRYPTO_memcmp(a, b, n) == 0; }
+
+/* ---- Public-key signatures ---------------------------------------------- */
+
+/* RFC 7518 3.3: a key of 2048 bits or larger MUST be used with RS256/PS256. */
+enum { RSA_MIN_BITS = 2048, P256_COORD_BYTES = 32, ED25519_KEY_BYTES = 32 };
+
+/* Owner: whoever imported it (os_pubkey_free). */
+struct os_pubkey {
+  EVP_PKEY *pkey;
+  int type; /* EVP_PKEY_RSA, EVP_PKEY_EC or EVP_PKEY_ED25519 */
+};
+
+static void say(char *why, size_t why_len, const char *text) {
+  if (why && why_len) snprintf(why, why_len, "%s", text);
+}
+
+/* An EVP_PKEY of keytype from the params, or NULL. */
+static EVP_PKEY *from_params(const char *keytype, OSSL_PARAM_BLD *bld) {
+  EVP_PKEY *pkey = NULL;
+  OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
+  EVP_PKEY_CTX *ctx = params ? EVP_PKEY_CTX_new_from_name(NULL, keytype, NULL) : NULL;
+  if (ctx && EVP_PKEY_fromdata_init(ctx) == 1) {
+    if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) pkey = NULL;
+  }
+  EVP_PKEY_CTX_free(ctx);
+  OSSL_PARAM_free(params);
+  return pkey;
+}
+
+static EVP_PKEY *import_rsa(const uint8_t *n, size_t n_len, const uint8_t *e, size_t e_len, char *why,
+                            size_t why_len) {
+  if (!n_len || !e_len || n_len > 2048 || e_len > 16) {
+    say(why, why_len, "the RSA key's n or e has an impossible size");
+    return NULL;
+  }
+  BIGNUM *bn_n = BN_bin2bn(n, (int)n_len, NULL), *bn_e = BN_bin2bn(e, (int)e_len, NULL);
+  EVP_PKEY *pkey = NULL;
+  OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+  if (bn_n && bn_e && BN_num_bits(bn_n) < RSA_MIN_BITS) {
+    say(why, why_len, "the RSA key is shorter than 2048 bits");
+  } else if (bld && bn_n && bn_e && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) == 1 &&
+             OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) == 1) {
+    pkey = from_params("RSA", bld);
+    if (!pkey) say(why, why_len, "the RSA key's n and e do not make a key");
+  } else {
+    say(why, why_len, "out of memory importing an RSA key");
+  }
+  OSSL_PARAM_BLD_free(bld);
+  BN_free(bn_n);
+  BN_free(bn_e);
+  return pkey;
+}
+
+static EVP_PKEY *import_p256(const uint8_t *x, size_t x_len, const uint8_t *y, size_t y_len, char *why,
+                             size_t why_len) {
+  if (x_len != P256_COORD_BYTES || y_len != P256_COORD_BYTES) {
+    say(why, why_len, "a P-256 key's x and y are 32 bytes each");
+    return NULL;
+  }
+  uint8_t point[1 + 2 * P256_COORD_BYTES]; /* SEC 1 uncompressed: 0x04 || x || y */
+  point[0] = 0x04;
+  memcpy(point + 1, x, P256_COORD_BYTES);
+  memcpy(point + 1 + P256_COORD_BYTES, y, P256_COORD_BYTES);
+  EVP_PKEY *pkey = NULL;
+  OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+  if (bld && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1 &&
+      OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof point) == 1) {
+    pkey = from_params("EC", bld);
+    /* fromdata does not check that the point is on the curve: a point
+     * off it is the invalid-curve attack's way in. */
+    if (pkey) {
+      EVP_PKEY_CTX *check = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+      if (!check || EVP_PKEY_public_check(check) != 1) {
+        EVP_PKEY_free(pkey);
+        pkey = NULL;
+      }
+      EVP_PKEY_CTX_free(check);
+    }
+    if (!pkey) say(why, why_len, "the EC key's x and y are not a point of P-256");
+  } else {
+    say(why, why_len, "out of memory importing an EC key");
+  }
+  OSSL_PARAM_BLD_free(bld);
+  return pkey;
+}
+
+os_pubkey *os_pubkey_import(const char *kty, const char *crv, const uint8_t *a, size_t a_len, const uint8_t *b,
+                            size_t b_len, char *why, size_t why_len) {
+  EVP_PKEY *pkey = NULL;
+  int type;
+  if (kty && strcmp(kty, "RSA") == 0) {
+    type = EVP_PKEY_RSA;
+    pkey = import_rsa(a, a_len, b, b_len, why, why_len);
+  } else if (kty && strcmp(kty, "EC") == 0 && crv && strcmp(crv, "P-256") == 0) {
+    type = EVP_PKEY_EC;
+    pkey = import_p256(a, a_len, b, b_len, why, why_len);
+  } else if (kty && strcmp(kty, "OKP") == 0 && crv && strcmp(crv, "Ed25519") == 0) {
+    type = EVP_PKEY_ED25519;
+    if (a_len != ED25519_KEY_BYTES) {
+      say(why, why_len, "an Ed25519 key's x is 32 bytes");
+      return NULL;
+    }
+    pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, a, a_len);
+    if (!pkey) say(why, why_len, "the Ed25519 key's x is not a key");
+  } else {
+    say(why, why_len, "a key type or curve luamcp does not know");
+    return NULL;
+  }
+  if (!pkey) return NULL;
+  os_pubkey *key = malloc(sizeof *key);
+  if (!key) {
+    EVP_PKEY_free(pkey);
+    say(why, why_len, "out of memory");
+    return NULL;
+  }
+  key->pkey = pkey;
+  key->type = type;
+  return key;
+}
+
+void os_pubkey_free(os_pubkey *key) {
+  if (!key) return;
+  EVP_PKEY_free(key->pkey);
+  free(key);
+}
+
+/* JWS's ES256 signature is r || s, 32 bytes each (RFC 7518 3.4); libcrypto
+ * verifies the DER form of ECDSA-Sig-Value. NULL for another size. */
+static unsigned char *es256_to_der(const uint8_t *sig, size_t sig_len, int *der_len) {
+  if (sig_len != 2 * P256_COORD_BYTES) return NULL;
+  ECDSA_SIG *ecdsa = ECDSA_SIG_new();
+  BIGNUM *r = BN_bin2bn(sig, P256_COORD_BYTES, NULL), *s = BN_bin2bn(sig + P256_COORD_BYTES, P256_COORD_BYTES, NULL);
+  unsigned char *der = NULL;
+  if (ecdsa && r && s && ECDSA_SIG_set0(ecdsa, r, s) == 1) {
+    r = s = NULL; /* the signature owns them now */
+    *der_len = i2d_ECDSA_SIG(ecdsa, &der);
+    if (*der_len <= 0) der = NULL;
+  }
+  BN_free(r);
+  BN_free(s);
+  ECDSA_SIG_free(ecdsa);
+  return der;
+}
+
+bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, size_t n, const uint8_t *sig,
+                      size_t sig_len) {
+  if (!key) return false;
+  int want = alg == OS_SIG_RS256 || alg == OS_SIG_PS256 ? EVP_PKEY_RSA
+             : alg == OS_SIG_ES256                      ? EVP_PKEY_EC
+             : alg == OS_SIG_EDDSA                      ? EVP_PKEY_ED25519
+                                                        : -1;
+  if (want != key->type) return false;
+  unsigned char *der = NULL;
+  if (alg == OS_SIG_ES256) {
+    int der_len = 0;
+    if (!(der = es256_to_der(sig, sig_len, &der_len))) return false;
+    sig = der;
+    sig_len = (size_t)der_len;
+  }
+  bool ok = false;
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  EVP_PKEY_CTX *pctx = NULL;
+  /* Ed25519 hashes inside the signature scheme: no digest is named. */
+  const EVP_MD *digest = alg == OS_SIG_EDDSA ? NULL : EVP_sha256();
+  if (md && EVP_DigestVerifyInit(md, &pctx, digest, NULL, key->pkey) == 1) {
+    bool padded = true;
+    if (alg == OS_SIG_PS256) /* RFC 7518 3.5: MGF1 with SHA-256, a salt as long as the hash */
+      padded = EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1 &&
+               EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha256()) == 1 &&
+               EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, OS_SHA256_BYTES) == 1;
+    else if (alg == OS_SIG_RS256)
+      padded = EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) == 1;
+    ok = padded && EVP_DigestVerify(md, sig, sig_len, data, n) == 1;
+  }
+  EVP_MD_CTX_free(md);
+  OPENSSL_free(der);
+  ERR_clear_error();
+  return ok;
+}
