@@ -307,3 +307,78 @@ describe("the static bearer token (--bearer-token-env)", function()
     s:stop_cleanly()
   end)
 end)
+
+-- A JWK Set served over HTTP by Node, each answer after delay_ms: the
+-- verifier has to fetch it, so the first request waits for its token's
+-- verdict (held, then resumed on the loop).
+local JWKS_SERVER = [[
+const http = require("http"), fs = require("fs");
+const [file, delay] = [process.argv[1], Number(process.argv[2])];
+let fetches = 0;
+const srv = http.createServer((req, res) => {
+  fetches++;
+  setTimeout(() => {
+    res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "max-age=300" });
+    res.end(fs.readFileSync(file));
+  }, delay);
+});
+srv.listen(0, "127.0.0.1", () => process.stderr.write("port " + srv.address().port + "\n"));
+]]
+
+describe("a token checked later (the JWK Set fetched over HTTP)", function()
+  local jwks, s, trace
+  setup(function()
+    jwks = client.spawn({ "-e", JWKS_SERVER, keys_dir .. "/jwks.json", "700" }, { bin = NODE })
+    assert(client.wait_until(function() return jwks.stderr:match("port (%d+)") or jwks.exited end, 30000))
+    local port = assert(jwks.stderr:match("port (%d+)"), jwks.stderr)
+    trace = keys_dir .. "/trace.log"
+    s = http.start { FIXTURE, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%s/jwks.json"):format(port), "--trace", trace, "--log-level", "debug" }
+  end)
+  teardown(function()
+    s:stop_cleanly()
+    jwks:terminate(5000)
+  end)
+
+  it("holds the request until the verdict, and forgets a request whose client went away meanwhile", function()
+    local token = mint { claims = claims(s, { sub = "erin" }) }
+    -- A client that gives up while the JWK Set is on its way: its
+    -- connection closes under the pending check.
+    local gone = s:connect()
+    gone:send_request { method = "POST", headers = bearer(token, { Accept = http.ACCEPT_BOTH,
+      ["Content-Type"] = "application/json" }), body = call(1, "whoami") }
+    client.sleep(100)
+    gone:close()
+    -- Others wait for the same fetch and are answered.
+    local r = modern_call(s, 2, "whoami", token)
+    assert.are.equal(200, r.status, r.body)
+    assert.are.equal("erin", text_of(r))
+    local legacy = initialize_as(s, token)
+    assert.is_string(legacy)
+    assert.is_true(s:alive())
+    assert.truthy(s:stderr():find("holding the request while its token is checked", 1, true), s:stderr())
+    -- The token is in neither the trace nor the log.
+    local traced = client.read_file(trace)
+    assert.truthy(traced:find("whoami", 1, true))
+    assert.falsy(traced:find(token, 1, true))
+    assert.falsy(s:stderr():find(token, 1, true))
+  end)
+end)
+
+describe("a token that cannot be checked now", function()
+  it("is answered 503 with a JSON-RPC error (the key server cannot be reached), not 401", function()
+    -- A port nothing listens on: bind one, note it, close it.
+    local uv = require "luv"
+    local probe = uv.new_tcp()
+    probe:bind("127.0.0.1", 0)
+    local port = probe:getsockname().port
+    probe:close()
+    uv.run("nowait")
+    local s = http.start { FIXTURE, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%d/jwks.json"):format(port) }
+    local r = s:post(call(4, "whoami"), bearer(mint { claims = claims(s) }))
+    http.assert_error(r, 503, -32000, "Service Unavailable", 4)
+    assert.is_nil(r.headers["www-authenticate"])
+    s:stop_cleanly()
+  end)
+end)
