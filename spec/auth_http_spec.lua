@@ -382,3 +382,30 @@ describe("a token that cannot be checked now", function()
     s:stop_cleanly()
   end)
 end)
+
+describe("OAuth under --workers 2", function()
+  local s
+  setup(function()
+    s = http.start { FIXTURE, "--workers", "2", "--auth-issuer", ISSUER, "--auth-jwks-file", keys_dir .. "/jwks.json",
+      "--auth-scopes", "notes:read" }
+  end)
+  teardown(function() s:stop_cleanly() end)
+
+  it("checks tokens in every worker, and a session stays its initializer's whichever worker reads the request", function()
+    local alice = mint { claims = claims(s, { sub = "alice" }) }
+    local bob = mint { claims = claims(s, { sub = "bob" }) }
+    local session = initialize_as(s, alice)
+    assert.truthy(session:match("^w%d%-"), session)
+    local h = function(token) return bearer(token, { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = V }) end
+    -- Fresh connections: the kernel gives them to either worker; a request
+    -- for the other worker's session is handed over, and checked there.
+    for i = 1, 8 do
+      http.assert_error(s:post(call(i, "whoami"), h(bob)), 404, -32001, "Session not found", i)
+      assert.are.equal("alice", text_of(s:post(call(100 + i, "whoami"), h(alice))))
+      local r = s:post(call(200 + i, "whoami"), { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = V })
+      assert.are.equal(401, r.status)
+      assert.truthy(r.headers["www-authenticate"]:find('scope="notes:read"', 1, true))
+      assert.are.equal("bob", text_of(modern_call(s, 300 + i, "whoami", bob)))
+    end
+  end)
+end)
