@@ -409,3 +409,31 @@ describe("OAuth under --workers 2", function()
     end
   end)
 end)
+
+describe("a check still pending when the server stops", function()
+  it("is cancelled: the server stops cleanly", function()
+    -- A key server that accepts and never answers.
+    local uv = require "luv"
+    local silent, accepted = uv.new_tcp(), {}
+    silent:bind("127.0.0.1", 0)
+    silent:listen(16, function()
+      local c = uv.new_tcp()
+      silent:accept(c)
+      accepted[#accepted + 1] = c
+    end)
+    local port = silent:getsockname().port
+    local s = http.start { FIXTURE, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%d/jwks.json"):format(port), "--log-level", "debug" }
+    local conn = s:connect()
+    conn:send_request { method = "POST", headers = bearer(mint { claims = claims(s) }, { Accept = http.ACCEPT_BOTH,
+      ["Content-Type"] = "application/json" }), body = call(1, "whoami") }
+    assert.truthy(client.wait_until(function()
+      return s:stderr():find("holding the request while its token is checked", 1, true)
+    end, 30000), s:stderr())
+    assert.truthy(client.wait_until(function() return #accepted > 0 end, 30000))
+    s:stop_cleanly()
+    for _, c in ipairs(accepted) do c:close() end
+    silent:close()
+    uv.run("nowait")
+  end)
+end)
