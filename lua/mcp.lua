@@ -18,6 +18,7 @@ local config = require "mcp.config"
 -- modules) before any script runs; they do nothing until permissions are
 -- declared.
 local permissions = require "mcp.permissions"
+local auth = require "mcp.auth"
 require "mcp.context" -- adds ctx:sample, ctx:elicit and ctx:roots
 
 local M = {}
@@ -151,6 +152,7 @@ local server_info_json
 ---@field license? string for the manifest (an SPDX identifier such as "MIT")
 ---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
+---@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (README "Authorization"); each --auth-* flag wins over its field
 ---@field permissions? mcp.Permissions what the tools may touch (README "Permissions"); nothing declared: unconfined
 ---@field mask_errors? boolean a tool's internal error reaches the client as a reference id; the details go to the log
 
@@ -187,6 +189,7 @@ function M.server(info)
     for key in pairs(info.config or registry.server.config or {}) do env[#env + 1] = config.env_name(key) end
     permissions.declare(info.permissions, 3, env)
   end
+  if info.auth ~= nil then auth.declare(info.auth, 2) end
   if info.extensions then
     local ok, err = pcall(core.json_encode, core.object(info.extensions))
     if not ok then error("extensions: " .. tostring(err), 2) end
@@ -628,6 +631,7 @@ function M._describe()
     extensions = extensions_json(),
     cache = ('"ttlMs":%d,"cacheScope":"%s"'):format(dispatch.cache_hints()),
     param_headers = param_headers(),
+    auth = auth.json(core, s.auth),
   }
 end
 

@@ -1,9 +1,6 @@
 /*
  * lua_http.c - mcp.http: HTTP/1.1 and HTTP/2 requests, over TLS, on the
- * loop. libcurl does the protocol; this file drives its multi-socket
- * interface from libuv (the integration curl documents): curl says which
- * sockets to watch and when to time out, uv_poll and one uv_timer watch
- * them, and every event goes back to curl_multi_socket_action.
+ * loop. libcurl does the protocol, driven from libuv by app/curl_loop.h.
  *
  *   core.http_request { url, method, headers = {name = value}, body,
  *                       timeout_ms, max_bytes, max_redirects, ca_file,
@@ -36,6 +33,7 @@
  * callbacks, and a resumed handler may start or cancel transfers).
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +44,7 @@
 #include "core/log.h"
 #include "app/app.h"
 #include "app/curl_lib.h"
+#include "app/curl_loop.h"
 #include "app/lua_http.h"
 #include "app/lua_task.h"
 
@@ -61,14 +60,12 @@ static int misuse(lua_State *L, const char *fmt, ...) {
 
 /* ---- The multi handle ------------------------------------------------------ */
 
-/* The process's one multi handle and what drives it. Owner: this file,
- * for the life of the process (created on the first request). */
+/* The process's one multi handle on the loop. Owner: this file, for the
+ * life of the process (created on the first request). */
 static struct {
   char why[256]; /* why libcurl could not be loaded ("" until tried) */
   const curl_api *api;
-  uv_loop_t *loop;
-  CURLM *multi;
-  uv_timer_t timer;          /* curl's timeout */
+  curl_loop *curl;
   struct http_op *woken;     /* ops with news for their task, resumed after curl returns */
 } H;
 
@@ -89,9 +86,8 @@ typedef struct http_op {
   task_op op; /* first member: the task waits on it */
   vm *vm;
   task *task;
-  CURL *easy;
+  curl_transfer transfer;   /* its easy handle, in H.curl while it runs */
   CURLU *url;               /* the parsed URL curl was handed (CURLOPT_CURLU) */
-  bool in_multi;            /* added to H.multi and not yet removed */
   struct curl_slist *headers;
   char *request_body;
   size_t request_len;
@@ -128,10 +124,11 @@ static void wake(http_op *op) {
 /* Take the transfer out of curl (closing its connection if it was not
  * done) and free what curl used. */
 static void detach_easy(http_op *op) {
-  if (op->in_multi) H.api->multi_remove_handle(H.multi, op->easy);
-  op->in_multi = false;
-  if (op->easy) H.api->easy_cleanup(op->easy);
-  op->easy = NULL;
+  if (op->transfer.easy) {
+    if (H.curl) curl_loop_remove(H.curl, &op->transfer);
+    H.api->easy_cleanup(op->transfer.easy);
+  }
+  op->transfer.easy = NULL;
   if (op->url) H.api->url_cleanup(op->url); /* after the easy handle that used it */
   op->url = NULL;
   if (op->headers) H.api->slist_free_all(op->headers);
@@ -198,35 +195,20 @@ static size_t on_header(char *data, size_t size, size_t n, void *userp) {
 
 /* ---- Driving curl from libuv ------------------------------------------------ */
 
-/* A socket curl asked us to watch. Owner: curl's socket (curl_multi_assign)
- * until CURL_POLL_REMOVE; then the close callback frees it. */
-typedef struct http_socket {
-  uv_poll_t poll;
-  curl_socket_t fd;
-} http_socket;
-
-static void wake_tasks(void);
-
-static void check_done(void) {
-  CURLMsg *msg;
-  int left;
-  while ((msg = H.api->multi_info_read(H.multi, &left))) {
-    if (msg->msg != CURLMSG_DONE) continue;
-    http_op *op = NULL;
-    H.api->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&op);
-    if (!op) continue;
-    op->result = msg->data.result;
-    op->finished = true;
-    H.api->multi_remove_handle(H.multi, op->easy);
-    op->in_multi = false;
-    wake(op);
-  }
+/* curl_transfer.done: the transfer ended; its task hears of it once curl
+ * has returned (wake_tasks). */
+static void on_transfer_done(curl_transfer *t, CURLcode result) {
+  http_op *op = (http_op *)((char *)t - offsetof(http_op, transfer));
+  op->result = result;
+  op->finished = true;
+  wake(op);
 }
 
-/* After every call into curl: hand what happened to the tasks. A resumed
+/* After every turn of curl: hand what happened to the tasks. A resumed
  * handler may start or cancel transfers (cancel_op unwakes its op), so the
  * list is popped one op at a time. */
-static void wake_tasks(void) {
+static void wake_tasks(void *unused) {
+  (void)unused;
   while (H.woken) {
     http_op *op = H.woken;
     H.woken = op->woken_next;
@@ -236,83 +218,19 @@ static void wake_tasks(void) {
   }
 }
 
-static void socket_action(curl_socket_t fd, int flags) {
-  int running;
-  H.api->multi_socket_action(H.multi, fd, flags, &running);
-  check_done();
-  wake_tasks();
-}
-
-static void on_poll(uv_poll_t *poll, int status, int events) {
-  http_socket *s = poll->data;
-  int flags = 0;
-  if (status < 0) flags = CURL_CSELECT_ERR;
-  if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
-  if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-  socket_action(s->fd, flags);
-}
-
-static void on_socket_closed(uv_handle_t *h) { free(h->data); }
-
-static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-  (void)easy;
-  (void)userp;
-  http_socket *s = socketp;
-  if (what == CURL_POLL_REMOVE) {
-    if (s) {
-      uv_poll_stop(&s->poll);
-      uv_close((uv_handle_t *)&s->poll, on_socket_closed);
-      H.api->multi_assign(H.multi, fd, NULL);
-    }
-    return 0;
-  }
-  if (!s) {
-    s = calloc(1, sizeof *s);
-    if (!s || uv_poll_init_socket(H.loop, &s->poll, fd) != 0) {
-      free(s);
-      return -1;
-    }
-    s->fd = fd;
-    s->poll.data = s;
-    H.api->multi_assign(H.multi, fd, s);
-  }
-  int events = 0;
-  if (what & CURL_POLL_IN) events |= UV_READABLE;
-  if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
-  uv_poll_start(&s->poll, events, on_poll);
-  return 0;
-}
-
-static void on_timer(uv_timer_t *timer) {
-  (void)timer;
-  socket_action(CURL_SOCKET_TIMEOUT, 0);
-}
-
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp) {
-  (void)multi;
-  (void)userp;
-  if (timeout_ms < 0) uv_timer_stop(&H.timer);
-  else uv_timer_start(&H.timer, on_timer, (uint64_t)timeout_ms, 0);
-  return 0;
-}
-
 /* Load libcurl and make the multi handle, once. */
 static bool http_ready(vm *v, const char **why) {
-  if (H.multi) return true;
+  if (H.curl) return true;
   if (H.why[0]) {
     *why = H.why;
     return false;
   }
-  if (!(H.api = curl_lib_load("mcp.http", H.why, sizeof H.why)) || !(H.multi = H.api->multi_init())) {
+  if (!(H.api = curl_lib_load("mcp.http", H.why, sizeof H.why)) ||
+      !(H.curl = curl_loop_new(v->loop, H.api, wake_tasks, NULL))) {
     if (!H.why[0]) snprintf(H.why, sizeof H.why, "mcp.http: libcurl could not make a multi handle");
     *why = H.why;
     return false;
   }
-  H.loop = v->loop;
-  uv_timer_init(H.loop, &H.timer);
-  uv_unref((uv_handle_t *)&H.timer); /* never keeps the server alive by itself */
-  H.api->multi_setopt(H.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-  H.api->multi_setopt(H.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
   return true;
 }
 
@@ -377,7 +295,7 @@ static void push_headers(lua_State *L, const buf *head) {
 
 static int push_outcome(lua_State *L, http_op *op) {
   char *url = NULL;
-  H.api->easy_getinfo(op->easy, CURLINFO_EFFECTIVE_URL, &url);
+  H.api->easy_getinfo(op->transfer.easy, CURLINFO_EFFECTIVE_URL, &url);
   if (!url) url = "";
   if (op->result != CURLE_OK || op->too_large) {
     lua_pushnil(L);
@@ -389,7 +307,7 @@ static int push_outcome(lua_State *L, http_op *op) {
     return 3;
   }
   long status = 0;
-  H.api->easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &status);
+  H.api->easy_getinfo(op->transfer.easy, CURLINFO_RESPONSE_CODE, &status);
   lua_createtable(L, 0, 4);
   lua_pushinteger(L, status);
   lua_setfield(L, -2, "status");
@@ -769,7 +687,8 @@ int lua_http_request(lua_State *L) {
   op->op.cancel = cancel_op;
   op->vm = v;
   op->task = t;
-  op->easy = e;
+  op->transfer.easy = e;
+  op->transfer.done = on_transfer_done;
   op->streaming = streaming;
   op->max_bytes = (size_t)max_bytes;
   if (body) {
@@ -782,7 +701,6 @@ int lua_http_request(lua_State *L) {
     op->request_len = body_len;
   }
   H.api->easy_setopt(e, CURLOPT_CURLU, parsed);
-  H.api->easy_setopt(e, CURLOPT_PRIVATE, (char *)op);
   H.api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   H.api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   H.api->easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -824,11 +742,10 @@ int lua_http_request(lua_State *L) {
   op->next = v->https;
   if (op->next) op->next->prev = op;
   v->https = op;
-  if (H.api->multi_add_handle(H.multi, e) != CURLM_OK) {
+  if (!curl_loop_add(H.curl, &op->transfer)) {
     op_free(op);
     return misuse(L, "mcp.http: libcurl refused the request");
   }
-  op->in_multi = true;
   /* Slot 1: the op; slot 2: the stream function (or nil). */
   lua_getfield(L, 1, "stream");
   lua_pushlightuserdata(L, op);
@@ -848,10 +765,6 @@ void lua_http_abort_all(vm *v) {
 }
 
 void lua_http_shutdown(void) {
-  if (!H.multi) return;
-  /* Closes the cached connections; curl says CURL_POLL_REMOVE for any
-   * socket still watched, which closes its watcher. */
-  H.api->multi_cleanup(H.multi);
-  H.multi = NULL;
-  uv_close((uv_handle_t *)&H.timer, NULL);
+  curl_loop_close(H.curl);
+  H.curl = NULL;
 }

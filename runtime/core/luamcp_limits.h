@@ -277,4 +277,41 @@
  * as a worker that restarts does, instead of the supervisor growing. */
 #define WORKER_BUS_BACKLOG_BYTES (64u * 1024u * 1024u)
 
+/* ---- OAuth resource server (core/auth.h, app/auth_verifier.c) -------- */
+
+/* Clock skew forgiven on a token's exp and nbf (--auth-leeway). */
+#define AUTH_DEFAULT_LEEWAY_S 60
+/* The most --auth-leeway / auth.leeway_s may forgive: beyond it exp means little. */
+#define AUTH_MAX_LEEWAY_S 600
+/* One fetch of the authorization server's metadata, JWK Set or an
+ * introspection answer: past this long it fails (503 to whoever waits);
+ * connecting alone gets at most AUTH_CONNECT_TIMEOUT_MS of it. */
+#define AUTH_FETCH_TIMEOUT_MS 10000
+#define AUTH_CONNECT_TIMEOUT_MS 5000
+/* The largest metadata document, JWK Set or introspection answer read. */
+#define AUTH_MAX_DOCUMENT_BYTES (256u * 1024u)
+/* How long a fetched JWK Set is used: its Cache-Control max-age, clamped
+ * to [MIN, MAX] (MIN keeps a max-age=0 from costing a fetch per request),
+ * or DEFAULT when it gives none. */
+#define AUTH_JWKS_DEFAULT_TTL_MS (5 * 60 * 1000)
+#define AUTH_JWKS_MIN_TTL_MS (30 * 1000)
+#define AUTH_JWKS_MAX_TTL_MS (24 * 60 * 60 * 1000)
+/* A token naming a kid the key set lacks fetches the set again (the
+ * issuer rotated its keys), but at most once per this long: a stream of
+ * made-up kids cannot turn into a stream of fetches. The same floor keeps
+ * a failed discovery from being retried sooner. */
+#define AUTH_JWKS_REFETCH_FLOOR_MS 5000
+/* Checks waiting for a fetch (keys, metadata, introspection) at once;
+ * beyond: 503 at once. */
+#define AUTH_MAX_WAITERS 1024
+/* Verified tokens remembered (by SHA-256 of token and resource, never the
+ * token), so the same token on every request costs a hash, not a
+ * signature check or an introspection round trip; the oldest goes first. */
+#define AUTH_TOKEN_CACHE_ENTRIES 4096
+/* A remembered token is checked again after at most this long even if its
+ * exp is later: bounds how long a revoked opaque token still works. */
+#define AUTH_TOKEN_CACHE_MAX_MS (5 * 60 * 1000)
+/* An introspection answer of "not active" is remembered this long. */
+#define AUTH_NEGATIVE_CACHE_MS (30 * 1000)
+
 #endif

@@ -8,6 +8,9 @@
  *                      MCP endpoint, and the HTTP state of each session
  *   http_sse.c         where a session's messages go: JSON or SSE streams,
  *                      event ids and the Last-Event-ID replay ring
+ *   http_auth.c        OAuth 2.1 resource server: Protected Resource Metadata,
+ *                      bearer tokens checked (a request held while the
+ *                      verifier answers later), 401/403 challenges
  */
 #ifndef LUAMCP_HTTP_H
 #define LUAMCP_HTTP_H
@@ -63,6 +66,9 @@ struct http_stream {
   bool complete;               /* its final message was produced */
   int replay_refs;             /* events of this stream in the ring */
   bool held;                   /* handle_post is still using it: do not free */
+  /* Who sent the request that opened it (a reference; NULL without
+   * OAuth): transport_ops.request_identity of the messages it carries. */
+  auth_identity *identity;
   uint64_t last_write_ms;
   http_stream *prev, *next;
 };
@@ -156,6 +162,15 @@ struct http_conn {
    * protocol core's send. */
   bool deferred, close_pending;
   bool request_held; /* arrived while a handler computed: handled on a later turn */
+  /* OAuth (http_auth.c): the verified caller of the request being handled
+   * (a reference, dropped with the request); the verifier's pending check
+   * while the request is held for it (cancelled if the connection goes);
+   * its verdict, once told, until the request is handled again. */
+  auth_identity *identity;
+  void *auth_pending;
+  bool auth_answered;
+  auth_verdict auth_answer;
+  char *auth_resource;
   http_conn *deferred_next;
   http_conn *prev, *next;
 };
@@ -232,6 +247,24 @@ void conn_adopt(http_server *h, uv_stream_t *from, const char *bytes, size_t len
 void conn_accept_socket(http_server *h, int fd);
 /* One of the server's own handles closed (after http_stop). */
 void http_server_handle_closed(http_server *h);
+
+/* ---- http_auth.c ---------------------------------------------------- */
+
+bool http_auth_on(const http_server *h);
+/* /.well-known/oauth-protected-resource, or that followed by the MCP path
+ * (RFC 9728), while OAuth is on. */
+bool http_auth_is_metadata_path(const http_conn *c);
+/* Answer GET/HEAD/OPTIONS on the metadata path (public, CORS for any origin). */
+void http_auth_answer_metadata(http_conn *c);
+/* Check the bearer token of the request on the MCP path: true when it may
+ * go on (c->identity set); false when answered (401, 503) or held while
+ * the verifier checks (the request is handled again with the verdict). */
+bool http_auth_request(http_conn *c);
+/* Append the 403 challenge for a call that needs the scopes required. */
+void http_auth_scope_challenge(const http_conn *c, buf *headers, const char *required);
+/* The connection or its request is going: cancel a pending check, drop
+ * the identity. */
+void http_auth_conn_release(http_conn *c);
 
 /* ---- http_worker.c -------------------------------------------------- */
 

@@ -198,7 +198,7 @@ void conn_write_status_line(http_conn *c, buf *out, int status) {
   if (c->origin && c->origin_allowed) {
     /* CORS for an allowed browser origin: it may read the response, and
      * the session id in it (origins not allowed got a 403 already). */
-    buf_printf(out, "Access-Control-Allow-Origin: %s\r\nAccess-Control-Expose-Headers: Mcp-Session-Id\r\nVary: Origin\r\n",
+    buf_printf(out, "Access-Control-Allow-Origin: %s\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, WWW-Authenticate\r\nVary: Origin\r\n",
                c->origin);
   }
 }
@@ -324,6 +324,7 @@ static void reset_request(http_conn *c) {
     *headers[i] = NULL;
   }
   buf_clear(&c->mcp_headers);
+  http_auth_conn_release(c);
   c->reject_status = 0;
   c->origin_allowed = false;
   c->request_ready = false;
@@ -496,6 +497,9 @@ static void check_headers(http_conn *c) {
     reject(c, 403, -32000, "Forbidden: Host not allowed");
     return;
   }
+  /* Protected Resource Metadata is public (any page may read it: see
+   * http_auth_answer_metadata), and needs no token. */
+  if (http_auth_is_metadata_path(c)) return;
   if (c->origin) {
     char origin_name[256];
     if (!http_origin_host(c->origin, origin_name, sizeof origin_name) || !origin_allowed(h, c->origin, origin_name)) {
@@ -769,6 +773,7 @@ static void probe_stop(http_conn *c) {
 /* A response in progress that a client gone for good cannot use: a JSON
  * answer still being computed, or an SSE stream. */
 static bool awaiting_answer(http_conn *c) {
+  if (c->state == CONN_RESPONDING && c->auth_pending) return true; /* held while its token is checked */
   return c->state == CONN_RESPONDING && c->stream && c->stream->mode != STREAM_JSON && !c->stream->complete;
 }
 
@@ -806,7 +811,7 @@ static void input_ended(http_conn *c) {
   conn_pump(c);
   if (c->closing || !awaiting_answer(c) || c->probing) return;
   bool http11 = c->parser.http_major == 1 && c->parser.http_minor >= 1;
-  if (c->stream->mode == STREAM_SSE) sse_write(c->stream, ": \n\n", 3);
+  if (c->stream && c->stream->mode == STREAM_SSE) sse_write(c->stream, ": \n\n", 3);
   else if (http11) conn_write(c, "HTTP/1.1 102 Processing\r\n\r\n", sizeof "HTTP/1.1 102 Processing\r\n\r\n" - 1);
   else return; /* HTTP/1.0 has no interim responses: the answer is just sent */
   if (c->closing || c->close_pending) return; /* the write failed: gone */
@@ -909,6 +914,7 @@ static void conn_detach_stream(http_conn *c) {
 void conn_close_now(http_conn *c) {
   if (c->closing || c->handover_sent) return; /* a socket being handed over: its write callback closes it */
   conn_detach_stream(c);
+  http_auth_conn_release(c); /* a check still pending will not call back into a freed connection */
   lru_remove(c);
   c->closing = true;
   c->server->conns_closing++;

@@ -23,6 +23,7 @@ http_stream *stream_new(http_session *hs, http_conn *c, const protocol_version *
   st->conn = c;
   st->version = v;
   st->mode = standalone ? STREAM_SSE : STREAM_PENDING;
+  st->identity = auth_identity_ref(c ? c->identity : NULL);
   st->next = hs->streams;
   if (st->next) st->next->prev = st;
   hs->streams = st;
@@ -36,6 +37,7 @@ void stream_free(http_stream *st) {
   if (st->prev) st->prev->next = st->next;
   else hs->streams = st->next;
   if (st->next) st->next->prev = st->prev;
+  auth_identity_unref(st->identity);
   free(st);
 }
 
@@ -236,6 +238,11 @@ static void http_send(session *s, const session_message *m) {
     buf headers = BUF_INIT;
     session_header(hs, &headers);
     int status = m->http_status ? m->http_status : m->unaddressed_error ? 400 : 200;
+    /* A call refused for its scopes: the challenge tells the client which
+     * to ask for (step-up). Once an SSE stream has started, only the
+     * JSON-RPC error can say it. */
+    if (status == 403 && m->required_scopes && http_auth_on(hs->server))
+      http_auth_scope_challenge(c, &headers, m->required_scopes);
     conn_send_response(c, status, headers.data, "application/json", m->json, m->len);
     buf_free(&headers);
     st->conn = NULL;
@@ -324,7 +331,15 @@ static void http_release(session *s, size_t bytes) {
   h->session_bytes -= bytes;
 }
 
+/* transport_ops.request_identity: who sent the request a stream answers. */
+static auth_identity *http_request_identity(session *s, void *origin) {
+  (void)s;
+  http_stream *st = origin;
+  return st ? st->identity : NULL;
+}
+
 const transport_ops HTTP_SESSION_OPS = {.send = http_send,
+                                        .request_identity = http_request_identity,
                                         .call_ended = http_call_ended,
                                         .close_stream = http_close_stream,
                                         .request_header = http_request_header,

@@ -139,6 +139,9 @@ static http_session *lookup_session(http_conn *c) {
     return NULL;
   }
   http_session *hs = strmap_get(&c->server->sessions_by_id, c->session_id);
+  /* A legacy session is its initializer's: to anyone else it does not
+   * exist (the same 404, so that ids cannot be probed). */
+  if (hs && !auth_same_principal(hs->session->owner, c->identity)) hs = NULL;
   if (!hs) {
     conn_send_error(c, 404, -32001, "Session not found", NULL);
     return NULL;
@@ -265,6 +268,7 @@ static void handle_get(http_conn *c) {
     }
     if (!st) st = stream_new(hs, NULL, v, true);
   }
+  if (!st->identity) st->identity = auth_identity_ref(c->identity);
   st->conn = c;
   c->stream = st;
   c->state = CONN_RESPONDING;
@@ -301,7 +305,8 @@ static void handle_delete(http_conn *c) {
 static bool hold_request(http_conn *c) {
   http_server *h = c->server;
   if (h->srv->nested_poll == 0 || c->reject_status || !path_matches(c)) return false;
-  http_session *hs = c->session_id ? strmap_get(&h->sessions_by_id, c->session_id) : NULL;
+  /* With OAuth, nothing is acted on before the token is checked. */
+  http_session *hs = c->session_id && !http_auth_on(h) ? strmap_get(&h->sessions_by_id, c->session_id) : NULL;
   if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
       session_receive_urgent(hs->session, c->body.data ? c->body.data : "", c->body.len)) {
     conn_send_response(c, 202, NULL, NULL, NULL, 0);
@@ -379,6 +384,10 @@ void streamable_handle_request(http_conn *c) {
                c->reject_status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
     return;
   }
+  if (http_auth_is_metadata_path(c)) {
+    http_auth_answer_metadata(c);
+    return;
+  }
   if (!path_matches(c)) {
     conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
     return;
@@ -387,6 +396,10 @@ void streamable_handle_request(http_conn *c) {
     conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
     return;
   }
+  /* OAuth: the bearer token first (a CORS preflight carries none). The
+   * verifier may answer later: the request is then held, and handled
+   * again from the top with its verdict. */
+  if (http_auth_on(c->server) && c->parser.method != HTTP_OPTIONS && !http_auth_request(c)) return;
   switch (c->parser.method) {
     case HTTP_POST: handle_post(c); break;
     case HTTP_GET: handle_get(c); break;
