@@ -4,12 +4,17 @@
 -- URLs in the MCP specification's order, the JWK Set fetched once and kept,
 -- fetched again once for an unknown kid, introspection of opaque tokens
 -- and its cache, 503 when the server cannot be reached, and checks that
--- overlap instead of waiting in line. The verifier runs alone on a loop in
--- build/tests/auth_verifier_driver (runtime/app/tests/auth_verifier_driver.c),
--- which takes "check ID RESOURCE TOKEN" lines and prints each verdict.
--- Tokens are minted by spec/helpers/jwt_mint.mjs.
+-- overlap instead of waiting in line.
+--
+-- First through the real binary (`luamcp run --http` with the --auth-*
+-- flags), then alone on a loop in build/tests/auth_verifier_driver
+-- (runtime/app/tests/auth_verifier_driver.c, "check ID RESOURCE TOKEN"
+-- lines in, each verdict out) for what a server does not show: whether an
+-- answer came inside check or later, cancelled checks, and a verifier
+-- freed with checks waiting. Tokens are minted by spec/helpers/jwt_mint.mjs.
 
 local client = require "mcp_client"
+local http = require "http_client"
 local services = require "services"
 local uv = require "luv"
 local cjson = client.json
@@ -125,7 +130,144 @@ describe("the token verifier", function()
     if dir2 then client.remove_tree(dir2) end
   end)
 
-  describe("with keys found by discovery", function()
+  describe("in luamcp run --http", function()
+    local as, server
+
+    after_each(function()
+      if server then server:stop_cleanly() end
+      if as then as.stop() end
+      server, as = nil, nil
+    end)
+
+    -- luamcp behind OAuth with this issuer; the resource is RESOURCE.
+    local function serve(issuer, extra)
+      local args = { "--auth-issuer", issuer, "--auth-audience", RESOURCE, "--auth-client-id", "rs",
+        "--auth-client-secret-env", "LUAMCP_TEST_AS_SECRET" }
+      for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+      args[#args + 1] = "spec/fixtures/auth_verifier"
+      return http.start(args, { env = { "LUAMCP_TEST_AS_SECRET=secret" } })
+    end
+
+    -- A stateless (2026-07-28) tools/call of whoami with token, sent on
+    -- conn (a new connection when nil); read = false leaves the answer
+    -- unread (conn:read_response later).
+    local function whoami_request(token)
+      return { method = "POST", path = "/mcp", body = { jsonrpc = "2.0", id = 1, method = "tools/call",
+        params = { name = "whoami", arguments = cjson.decode("{}"), _meta = http.modern_meta() } },
+        headers = http.modern_headers("tools/call", "whoami", { Authorization = "Bearer " .. token,
+          Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }) }
+    end
+
+    local function subject_of(r)
+      local m = http.rpc(r)
+      return m and m.result and m.result.content[1].text
+    end
+
+    local function whoami(token)
+      local r = server:request(whoami_request(token))
+      return r, subject_of(r)
+    end
+
+    it("discovers, fetches the key set once for many tokens, and fetches it again once for a new kid", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, discovery = { "/.well-known/openid-configuration" } }
+      local tokens = {}
+      for i, kid in ipairs { "rsa1", "ps1", "ec1", "ed1" } do
+        tokens[i] = mint(dir, { kid = kid, claims = claims(as.issuer, { sub = "user" .. i, client_id = "app" }) })
+      end
+      local rotated = mint(dir2, { kid = "rsa1", header = { kid = "rsa1-next" },
+        claims = claims(as.issuer, { sub = "next" }) })
+      server = serve(as.issuer)
+      for round = 1, 3 do
+        for i, token in ipairs(tokens) do
+          local r, who = whoami(token)
+          assert.are.equal(200, r.status, r.body)
+          assert.are.equal("user" .. i .. " app", who, round)
+        end
+      end
+      local counts = as.counts()
+      assert.are.equal(1, counts.jwks)
+      assert.are.same({ "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration" },
+        counts.discovery_order)
+      -- The issuer rotates in a new key; past the refetch floor (5 s), a
+      -- token signed with it makes the verifier fetch the set again, once.
+      as.config { jwks = { { file = dir .. "/jwks.json" }, { file = dir2 .. "/jwks.json", kid_suffix = "-next" } } }
+      client.sleep(5500)
+      local r, who = whoami(rotated)
+      assert.are.equal(200, r.status, r.body)
+      assert.are.equal("next -", who)
+      assert.are.equal(2, as.counts().jwks)
+      -- A refused token: 401 with the challenge, and the reason.
+      r = whoami(mint(dir, { kid = "rsa1", claims = claims(as.issuer, { aud = "https://other.example/mcp" }) }))
+      assert.are.equal(401, r.status)
+      assert.truthy(r.headers["www-authenticate"]:find('error="invalid_token"', 1, true), r.headers["www-authenticate"])
+      assert.falsy(server:stderr():find(tokens[1], 1, true))
+    end)
+
+    it("introspects opaque tokens as the resource server's client, and remembers the answer", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
+        good = { active = true, sub = "carol", client_id = "app", exp = now + 3600, iss = as.issuer, aud = RESOURCE } } }
+      server = serve(as.issuer)
+      for _ = 1, 3 do
+        local r, who = whoami("good")
+        assert.are.equal(200, r.status, r.body)
+        assert.are.equal("carol app", who)
+      end
+      local r = whoami("revoked")
+      assert.are.equal(401, r.status)
+      assert.truthy(r.headers["www-authenticate"]:find("not active", 1, true), r.headers["www-authenticate"])
+      local counts = as.counts()
+      assert.are.equal(2, counts.introspect)
+      assert.are.equal("Basic " .. capture("printf rs:secret | base64"), counts.introspect_auth[1].authorization)
+    end)
+
+    it("holds requests while their tokens are checked, serving others meanwhile", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
+        one = { active = true, sub = "one" }, two = { active = true, sub = "two" } } }
+      server = serve(as.issuer)
+      local jwt = mint(dir, { kid = "ec1", claims = claims(as.issuer, { sub = "zed" }) })
+      assert.are.equal(200, whoami(jwt).status) -- discovery and keys first
+      as.config { hold = true }
+      local conns = {}
+      for i, token in ipairs { "one", "two" } do
+        conns[i] = server:connect()
+        assert.is_true(conns[i]:send_request(whoami_request(token)))
+      end
+      -- Both introspections are at the server at once, unanswered...
+      assert.is_true(client.poll_until(function() return as.counts().held == 2 end, 30000))
+      -- ... and meanwhile the server answers a request whose token it knows.
+      local r, who = whoami(jwt)
+      assert.are.same({ 200, "zed -" }, { r.status, who })
+      as.config { hold = false }
+      for i, name in ipairs { "one", "two" } do
+        r = conns[i]:read_response()
+        assert.are.same({ 200, name .. " -" }, { r and r.status, subject_of(r) })
+      end
+    end)
+
+    it("answers 503 while the authorization server cannot be reached", function()
+      server = serve("http://127.0.0.1:" .. services.free_port())
+      local r = whoami(mint(dir, { kid = "rsa1", claims = claims("http://127.0.0.1:1") }))
+      assert.are.equal(503, r.status, r.body)
+      assert.truthy(r.body:find("cannot be checked now", 1, true), r.body)
+      r = whoami("opaque")
+      assert.are.equal(503, r.status, r.body)
+    end)
+
+    it("with --auth-jwks-file, fetches nothing", function()
+      as = start_as("")
+      server = serve(as.issuer, { "--auth-jwks-file", dir .. "/jwks.json" })
+      local r, who = whoami(mint(dir, { kid = "ed1", claims = claims(as.issuer, { sub = "ed" }) }))
+      assert.are.same({ 200, "ed -" }, { r.status, who })
+      assert.are.equal(401, whoami("opaque").status)
+      local counts = as.counts()
+      assert.are.same({ 0, 0, 0 }, { #counts.discovery_order, counts.jwks, counts.introspect })
+    end)
+  end)
+
+  describe("alone on a loop, with keys found by discovery", function()
     local as, d
 
     after_each(function()
@@ -414,7 +556,7 @@ describe("the token verifier", function()
     end)
   end)
 
-  describe("with a key set on disk", function()
+  describe("alone on a loop, with a key set on disk", function()
     it("fetches nothing at all", function()
       local as = start_as("")
       local d, ready = start_driver { "--issuer", as.issuer, "--jwks-file", dir .. "/jwks.json" }
