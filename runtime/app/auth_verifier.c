@@ -113,6 +113,10 @@ struct auth_verifier {
   uint64_t keys_until_ms;         /* fetch again after this (uv_now time) */
   bool jwks_running, jwks_tried;
   uint64_t jwks_started_ms;
+  /* Armed when a check names an unknown kid before the floor has passed
+   * since the last fetch: the fetch starts when it fires. Owner: this
+   * verifier; freed in its close callback (the verifier may go first). */
+  uv_timer_t *refetch_timer;
   char jwks_why[160];
 
   auth_waiter *waiters;
@@ -511,6 +515,32 @@ static bool keys_start(auth_verifier *v) {
   return true;
 }
 
+static void settle(auth_verifier *v);
+
+/* The floor has passed: fetch the set for the checks that wait on an
+ * unknown kid (if none is left, nothing). */
+static void on_refetch_timer(uv_timer_t *t) {
+  auth_verifier *v = t->data;
+  bool wanted = false;
+  for (auth_waiter *w = v->waiters; w && !wanted; w = w->next) wanted = w->refetch_asked && !w->introspection;
+  if (wanted && !keys_start(v)) settle(v); /* it could not start: they are answered with the keys at hand */
+}
+
+/* Fetch the set once the floor has passed since the last fetch; true when
+ * that is arranged (the timer runs). */
+static bool refetch_later(auth_verifier *v) {
+  if (!v->refetch_timer) {
+    if (!(v->refetch_timer = malloc(sizeof *v->refetch_timer))) return false;
+    uv_timer_init(v->loop, v->refetch_timer);
+    v->refetch_timer->data = v;
+  }
+  if (uv_is_active((uv_handle_t *)v->refetch_timer)) return true;
+  uint64_t since = uv_now(v->loop) - v->jwks_started_ms;
+  uint64_t wait = since < AUTH_JWKS_REFETCH_FLOOR_MS ? AUTH_JWKS_REFETCH_FLOOR_MS - since : 0;
+  uv_timer_start(v->refetch_timer, on_refetch_timer, wait, 0);
+  return true;
+}
+
 /* A string member that is an allowed URL, copied; else NULL (logged). */
 static char *metadata_url(auth_verifier *v, const json_value *doc, const char *name) {
   const json_value *s = json_object_get(doc, name);
@@ -632,9 +662,11 @@ static outcome evaluate_jwt(auth_verifier *v, const check_view *c, bool may_star
     return ANSWERED;
   }
   /* A kid we do not know: the issuer may have rotated its keys. Fetch the
-   * set again, once for this check, and no sooner than the floor. */
-  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file) {
-    if (v->jwks_running || (may_start && keys_start(v))) {
+   * set again, once for this check, and no sooner than the floor (until
+   * then the check waits: a key rotated in just after a fetch is found
+   * all the same, and a stream of made-up kids costs one fetch per floor). */
+  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file && jwks_source(v)) {
+    if (v->jwks_running || (may_start && (keys_start(v) || refetch_later(v)))) {
       *c->refetch_asked = true;
       return WAIT;
     }
@@ -906,6 +938,8 @@ const auth_verifier_ops AUTH_VERIFIER_OPS = {check, cancel};
 
 static char *copy(const char *s) { return s && *s ? strdup(s) : NULL; }
 
+static void free_timer(uv_handle_t *h) { free(h); }
+
 /* The JWK Set of a file, read once. */
 static jwk_set *read_jwks_file(const char *path, char *why, size_t why_len) {
   FILE *fp = fopen(path, "rb");
@@ -994,6 +1028,10 @@ static void really_free(auth_verifier *v) {
   }
   while (v->fetches) fetch_free(v->fetches);
   curl_loop_close(v->curl);
+  if (v->refetch_timer) {
+    uv_timer_stop(v->refetch_timer);
+    uv_close((uv_handle_t *)v->refetch_timer, free_timer);
+  }
   while (v->oldest) cache_drop(v, v->oldest);
   strmap_free(&v->cache);
   jwk_set_free(v->keys);
