@@ -10,14 +10,16 @@
  * for at most one, so a server that is down answers 503 instead of a
  * request hanging on.
  *
- * Verified tokens are remembered by the SHA-256 of token and resource
- * (never the token), until their exp, at most AUTH_TOKEN_CACHE_MAX_MS.
+ * Verified tokens are remembered (app/auth_cache.h) until their exp, at
+ * most AUTH_TOKEN_CACHE_MAX_MS; introspection's refusals for
+ * AUTH_NEGATIVE_CACHE_MS.
  *
  * The URLs fetched are https, or http on a loopback host (the MCP
  * authorization specification's exception for development); TLS is
  * verified, redirects are not followed, every document is bounded.
  */
 #include "app/auth_verifier.h"
+#include "app/auth_cache.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +36,6 @@
 #include "core/jwt.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
-#include "core/strmap.h"
 #include "os/crypto.h"
 #include "app/curl_lib.h"
 #include "app/curl_loop.h"
@@ -81,16 +82,6 @@ typedef struct auth_waiter {
   unsigned pass;               /* the settle pass that last looked at it */
 } auth_waiter;
 
-/* A remembered answer. Owner: the verifier's cache (by hex key) and its
- * age list; evicted oldest first, or when out of date. */
-typedef struct cache_entry {
-  char hex[2 * OS_SHA256_BYTES + 1];
-  struct cache_entry *older, *newer;
-  uint64_t until_ms;        /* uv_now time */
-  auth_identity *identity;  /* one reference; NULL: a refusal (introspection said not active) */
-  char description[160];
-} cache_entry;
-
 typedef enum discovery_state { DISCOVERY_NOT_STARTED, DISCOVERY_RUNNING, DISCOVERY_DONE, DISCOVERY_FAILED } discovery_state;
 
 /* Owner: whoever called auth_verifier_new, until auth_verifier_free. */
@@ -124,9 +115,7 @@ struct auth_verifier {
   unsigned pass;
   auth_fetch *fetches;
 
-  strmap cache;
-  cache_entry *oldest, *newest;
-  size_t cache_count;
+  auth_cache cache;
 
   unsigned logged;
   int settling;                   /* settle() frames on the stack */
@@ -179,69 +168,18 @@ static void log_once(auth_verifier *v, unsigned kind, const char *fmt, ...) {
 
 /* ---- The cache of answers ---------------------------------------------------- */
 
-static void cache_key(const char *token, size_t len, const char *resource, uint8_t key[OS_SHA256_BYTES]) {
-  buf b = BUF_INIT;
-  buf_append(&b, token, len);
-  buf_putc(&b, '\0'); /* neither a token nor a URI holds a NUL: the pair is unambiguous */
-  buf_append_str(&b, resource ? resource : "");
-  os_sha256(b.data, b.len, key);
-  buf_free(&b);
-}
-
-static void key_hex(const uint8_t key[OS_SHA256_BYTES], char hex[2 * OS_SHA256_BYTES + 1]) {
-  static const char digits[] = "0123456789abcdef";
-  for (int i = 0; i < OS_SHA256_BYTES; i++) {
-    hex[2 * i] = digits[key[i] >> 4];
-    hex[2 * i + 1] = digits[key[i] & 15];
-  }
-  hex[2 * OS_SHA256_BYTES] = '\0';
-}
-
-static void cache_drop(auth_verifier *v, cache_entry *e) {
-  strmap_remove(&v->cache, e->hex);
-  if (e->older) e->older->newer = e->newer;
-  else v->oldest = e->newer;
-  if (e->newer) e->newer->older = e->older;
-  else v->newest = e->older;
-  v->cache_count--;
-  auth_identity_unref(e->identity);
-  free(e);
-}
-
-/* Remember an answer (identity: one reference taken; NULL: a refusal
- * with description) for ttl_ms. */
 static void cache_put(auth_verifier *v, const uint8_t key[OS_SHA256_BYTES], auth_identity *identity,
                       const char *description, uint64_t ttl_ms) {
-  if (ttl_ms == 0) return;
-  cache_entry *e = calloc(1, sizeof *e);
-  if (!e) return;
-  key_hex(key, e->hex);
-  cache_entry *old = strmap_get(&v->cache, e->hex);
-  if (old) cache_drop(v, old);
-  while (v->cache_count >= AUTH_TOKEN_CACHE_ENTRIES && v->oldest) cache_drop(v, v->oldest);
-  e->until_ms = uv_now(v->loop) + ttl_ms;
-  e->identity = auth_identity_ref(identity);
-  snprintf(e->description, sizeof e->description, "%s", description ? description : "");
-  e->older = v->newest;
-  if (v->newest) v->newest->newer = e;
-  else v->oldest = e;
-  v->newest = e;
-  v->cache_count++;
-  strmap_set(&v->cache, e->hex, e);
+  auth_cache_put(&v->cache, key, identity, description, uv_now(v->loop), ttl_ms);
 }
 
 /* The remembered answer for key, if still good: true with *out filled. */
 static bool cache_answer(auth_verifier *v, const uint8_t key[OS_SHA256_BYTES], auth_verdict *out) {
-  char hex[2 * OS_SHA256_BYTES + 1];
-  key_hex(key, hex);
-  cache_entry *e = strmap_get(&v->cache, hex);
-  if (!e) return false;
-  if (uv_now(v->loop) >= e->until_ms) {
-    cache_drop(v, e);
-    return false;
-  }
-  if (e->identity) accept_identity(out, auth_identity_ref(e->identity));
-  else refuse(out, "%s", e->description);
+  auth_identity *id = NULL;
+  char description[sizeof out->description];
+  if (!auth_cache_get(&v->cache, key, uv_now(v->loop), &id, description, sizeof description)) return false;
+  if (id) accept_identity(out, id);
+  else refuse(out, "%s", description);
   return true;
 }
 
@@ -882,7 +820,7 @@ static bool check(void *verifier, const char *token, size_t len, const char *res
     return true;
   }
   uint8_t key[OS_SHA256_BYTES];
-  cache_key(token, len, resource, key);
+  auth_cache_key(token, len, resource, key);
   if (cache_answer(v, key, out)) return true;
   bool refetch_asked = false;
   check_view c = {token, len, resource, &refetch_asked};
@@ -995,7 +933,7 @@ auth_verifier *auth_verifier_new(uv_loop_t *loop, const auth_settings *settings,
   v->client_secret = copy(settings->client_secret);
   v->algorithms = copy(settings->algorithms);
   v->leeway_s = settings->leeway_s < 0 ? AUTH_DEFAULT_LEEWAY_S : settings->leeway_s;
-  strmap_init(&v->cache);
+  auth_cache_init(&v->cache);
   if (v->jwks_file && !(v->keys = read_jwks_file(v->jwks_file, why, why_len))) {
     really_free(v);
     return NULL;
@@ -1032,8 +970,7 @@ static void really_free(auth_verifier *v) {
     uv_timer_stop(v->refetch_timer);
     uv_close((uv_handle_t *)v->refetch_timer, free_timer);
   }
-  while (v->oldest) cache_drop(v, v->oldest);
-  strmap_free(&v->cache);
+  auth_cache_free(&v->cache);
   jwk_set_free(v->keys);
   if (v->client_secret) memset(v->client_secret, 0, strlen(v->client_secret));
   free(v->issuer);
