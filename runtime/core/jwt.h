@@ -28,8 +28,8 @@ size_t jwk_set_count(const jwk_set *set);
 
 /* What a token must satisfy. Strings are borrowed for the call. */
 typedef struct jwt_policy {
-  const char *issuer;     /* iss must equal it exactly */
-  const char *audience;   /* aud (a string, or an array) must contain it (RFC 8707) */
+  const char *issuer;     /* iss must equal it exactly (NULL: every token is refused) */
+  const char *audience;   /* aud (a string, or an array) must contain it (RFC 8707; NULL: every token is refused) */
   const char *algorithms; /* the allowed algs, space-separated; NULL: JWT_DEFAULT_ALGORITHMS. Never none or HS* */
   int leeway_s;           /* clock skew forgiven on exp and nbf */
   int64_t now_s;          /* unix seconds */
@@ -39,7 +39,8 @@ typedef struct jwt_policy {
 
 typedef enum jwt_verdict {
   JWT_OK,
-  JWT_MALFORMED,      /* not three base64url parts, bad JSON, a claim of the wrong type */
+  JWT_MALFORMED,      /* too long, not three base64url parts, bad JSON, a claim of the wrong type, no exp,
+                         no sub nor client id, a typ that is not an access token's, crit */
   JWT_ALG_REFUSED,    /* none, HS*, or not in the allow-list, or not the alg of the key */
   JWT_UNKNOWN_KEY,    /* no key of the set has its kid (the verifier re-fetches the set once) */
   JWT_BAD_SIGNATURE,
