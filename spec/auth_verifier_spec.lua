@@ -507,6 +507,27 @@ describe("the token verifier", function()
       freed:close()
     end)
 
+    it("bounds the checks that wait (AUTH_MAX_WAITERS, 1024): beyond, 503 at once", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, hold = true }
+      local token = mint(dir, { kid = "rsa1", claims = claims(as.issuer) })
+      d = start_driver { "--issuer", as.issuer }
+      -- Discovery is held: every check waits for it, none fetches alone.
+      local lines = {}
+      for i = 1, 1025 do lines[i] = ("check w%d %s %s"):format(i, RESOURCE, token) end
+      d:write(table.concat(lines, "\n") .. "\n")
+      local v = verdict(d, "w1025")
+      assert.are.same({ 503, "now" }, { v.status, v.when })
+      assert.truthy(v.description:find("too many", 1, true), v.description)
+      assert.is_false(has_verdict(d, "w1024"))
+      as.config { hold = false }
+      for _, id in ipairs { "w1", "w512", "w1024" } do
+        v = verdict(d, id)
+        assert.are.same({ 0, "later" }, { v.status, v.when })
+      end
+      assert.are.equal(1, as.counts().jwks)
+    end)
+
     it("answers 503 temporarily_unavailable while the server cannot be reached, and keeps keys it has", function()
       -- Nobody listens on the issuer's port.
       local nobody = "http://127.0.0.1:" .. services.free_port()

@@ -762,14 +762,17 @@ static void settle(auth_verifier *v) {
     if (w->introspection) continue;
     check_view c = {w->token, w->len, w->resource, &w->refetch_asked};
     auth_verdict verdict;
-    outcome o = evaluate(v, &c, false, &verdict);
+    /* Waiters with the same token (a client's burst) cost one check. */
+    bool remembered = cache_answer(v, w->key, &verdict);
+    outcome o = remembered ? ANSWERED : evaluate(v, &c, false, &verdict);
     if (o == WAIT) continue;
     char why[160];
     if (o == INTROSPECT) {
       if (introspection_start(v, w, why, sizeof why)) continue;
       unavailable(&verdict, "the introspection endpoint could not be asked: %s", why);
     }
-    if (verdict.status == 0) cache_put(v, w->key, verdict.identity, NULL, identity_ttl_ms(verdict.identity));
+    if (verdict.status == 0 && !remembered)
+      cache_put(v, w->key, verdict.identity, NULL, identity_ttl_ms(verdict.identity));
     waiter_answer(v, w, &verdict);
   }
   v->settling--;
