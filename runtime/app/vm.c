@@ -219,12 +219,14 @@ static int search_bundled_deps(lua_State *L) {
 /* package.searchers entry around Lua's own package.path searcher: records
  * each module it loads, name -> file (registry[VM_LUA_MODULES]), for
  * `luamcp build` to pack. */
-static int search_lua_path(lua_State *L) {
+/* Run the standard searcher (upvalue 1) for the module named at 1 and,
+ * when it found a file, note module -> file in the registry table key. */
+static int search_and_record(lua_State *L, const char *key) {
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushvalue(L, 1);
   lua_call(L, 1, 2);
   if (lua_isfunction(L, -2) && lua_type(L, -1) == LUA_TSTRING) {
-    lua_getfield(L, LUA_REGISTRYINDEX, VM_LUA_MODULES);
+    lua_getfield(L, LUA_REGISTRYINDEX, key);
     lua_pushvalue(L, 1);
     lua_pushvalue(L, -3);
     lua_rawset(L, -3);
@@ -232,6 +234,8 @@ static int search_lua_path(lua_State *L) {
   }
   return 2;
 }
+
+static int search_lua_path(lua_State *L) { return search_and_record(L, VM_LUA_MODULES); }
 
 /* package.path and package.cpath without relative entries ("./?.lua"):
  * what a script requires must not depend on the directory luamcp was
@@ -276,17 +280,7 @@ static int search_c_modules(lua_State *L) {
     lua_pushfstring(L, "no C module '%s' (a fully static luamcp loads none)", name);
     return 1;
   }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_pushvalue(L, 1);
-  lua_call(L, 1, 2);
-  if (lua_isfunction(L, -2)) {
-    lua_getfield(L, LUA_REGISTRYINDEX, VM_C_MODULES);
-    lua_pushvalue(L, 1);
-    lua_pushvalue(L, -3);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
-  }
-  return 2;
+  return search_and_record(L, VM_C_MODULES);
 }
 
 static void add_searchers(lua_State *L, vm *v) {

@@ -46,28 +46,46 @@ void auth_identity_unref(auth_identity *id) {
   free(id);
 }
 
+bool auth_scope_next(const char **cursor, const char **word, size_t *len) {
+  const char *p = *cursor;
+  while (*p == ' ') p++;
+  const char *end = p;
+  while (*end && *end != ' ') end++;
+  *cursor = end;
+  *word = p;
+  *len = (size_t)(end - p);
+  return end > p;
+}
+
 /* Is the scope word (len bytes) one of the space-separated granted? */
 static bool granted(const char *scopes, const char *word, size_t len) {
-  for (const char *p = scopes; *p;) {
-    while (*p == ' ') p++;
-    const char *end = p;
-    while (*end && *end != ' ') end++;
-    if ((size_t)(end - p) == len && memcmp(p, word, len) == 0) return true;
-    p = end;
-  }
+  const char *have;
+  size_t have_len;
+  for (const char *p = scopes; auth_scope_next(&p, &have, &have_len);)
+    if (have_len == len && memcmp(have, word, len) == 0) return true;
   return false;
 }
 
 bool auth_has_scopes(const auth_identity *id, const char *required) {
   if (!id || !required) return true;
-  for (const char *p = required; *p;) {
-    while (*p == ' ') p++;
-    const char *end = p;
-    while (*end && *end != ' ') end++;
-    if (end > p && !granted(id->scopes, p, (size_t)(end - p))) return false;
-    p = end;
-  }
+  const char *word;
+  size_t len;
+  for (const char *p = required; auth_scope_next(&p, &word, &len);)
+    if (!granted(id->scopes, word, len)) return false;
   return true;
+}
+
+/* scopes (space-separated) as a JSON array of strings. */
+void auth_write_scopes_json(const char *scopes, buf *out) {
+  buf_putc(out, '[');
+  const char *word;
+  size_t len;
+  bool first = true;
+  for (const char *p = scopes ? scopes : ""; auth_scope_next(&p, &word, &len); first = false) {
+    if (!first) buf_putc(out, ',');
+    json_write_string(out, word, len);
+  }
+  buf_putc(out, ']');
 }
 
 bool auth_same_principal(const auth_identity *a, const auth_identity *b) {
@@ -100,20 +118,7 @@ void auth_identity_write_json(const auth_identity *id, buf *out) {
     json_write_string(out, id->client_id, strlen(id->client_id));
   }
   write_field(out, &first, "scopes");
-  buf_putc(out, '[');
-  bool first_scope = true;
-  for (const char *p = id->scopes; *p;) {
-    while (*p == ' ') p++;
-    const char *end = p;
-    while (*end && *end != ' ') end++;
-    if (end > p) {
-      if (!first_scope) buf_putc(out, ',');
-      first_scope = false;
-      json_write_string(out, p, (size_t)(end - p));
-    }
-    p = end;
-  }
-  buf_putc(out, ']');
+  auth_write_scopes_json(id->scopes, out);
   if (id->expires_s) {
     write_field(out, &first, "expires_at");
     buf_printf(out, "%lld", (long long)id->expires_s);

@@ -48,6 +48,9 @@ auth_identity *auth_identity_new(const char *principal, const char *subject, con
 auth_identity *auth_identity_ref(auth_identity *id); /* NULL passes through */
 void auth_identity_unref(auth_identity *id);         /* NULL is fine */
 
+/* The next word of a space-separated list (scopes, algs) at *cursor: true with
+ * *word and *len set and the cursor moved past it; false at the end. */
+bool auth_scope_next(const char **cursor, const char **word, size_t *len);
 /* Does id hold every scope of required (space-separated; NULL or "" needs
  * none)? A NULL id (no authorization configured, stdio, the static bearer
  * token) holds every scope: authorization is the transport's to require. */
@@ -58,6 +61,9 @@ bool auth_same_principal(const auth_identity *a, const auth_identity *b);
 /* The principal, or "" for NULL: what a binding string (requestState, a
  * forwarded task request) carries. */
 const char *auth_principal(const auth_identity *id);
+/* scopes (space-separated, NULL for none) as a JSON array of strings,
+ * appended to out. */
+void auth_write_scopes_json(const char *scopes, buf *out);
 /* ctx.auth for Lua: {"subject":...,"client_id":...,"scopes":[...],
  * "expires_at":N,"claims":{...}} (absent fields left out), appended to
  * out as JSON; "null" for NULL. */

@@ -234,13 +234,10 @@ const char *jwt_verdict_text(jwt_verdict v) {
 
 /* Is the alg (len bytes) one of the space-separated list? */
 static bool listed(const char *list, const char *alg, size_t len) {
-  for (const char *p = list; *p;) {
-    while (*p == ' ') p++;
-    const char *end = p;
-    while (*end && *end != ' ') end++;
-    if ((size_t)(end - p) == len && memcmp(p, alg, len) == 0) return true;
-    p = end;
-  }
+  const char *word;
+  size_t word_len;
+  for (const char *p = list; auth_scope_next(&p, &word, &word_len);)
+    if (word_len == len && memcmp(word, alg, len) == 0) return true;
   return false;
 }
 

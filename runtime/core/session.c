@@ -378,20 +378,9 @@ bool session_client_has_capability(const session *s, const char *name) {
 
 /* The data of an insufficient-scope error: {"requiredScopes":[...]}. */
 static void write_scope_data(buf *data, const char *required_scopes) {
-  buf_puts(data, "{\"requiredScopes\":[");
-  bool first = true;
-  for (const char *p = required_scopes ? required_scopes : ""; *p;) {
-    while (*p == ' ') p++;
-    const char *end = p;
-    while (*end && *end != ' ') end++;
-    if (end > p) {
-      if (!first) buf_putc(data, ',');
-      first = false;
-      json_write_string(data, p, (size_t)(end - p));
-    }
-    p = end;
-  }
-  buf_puts(data, "]}");
+  buf_puts(data, "{\"requiredScopes\":");
+  auth_write_scopes_json(required_scopes, data);
+  buf_putc(data, '}');
 }
 
 /* May who read uri (for following it)? 1: yes; 0: the app knows no such
