@@ -192,7 +192,8 @@ function M.server(info)
   server_info_json = nil
   if info.coerce ~= nil then
     for _, tool in ipairs(registry.tools.entries) do
-      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce, tool.timeout_ms, table.unpack(tool.task, 1, 3))
+      core.tool_input(tool.name, tool.input_schema, tool.coerce or info.coerce, tool.timeout_ms, tool.task[1],
+        tool.task[2], tool.task[3], tool.scopes)
     end
   end
 end
@@ -209,6 +210,7 @@ end
 ---@field coerce? boolean forgive "5" for 5, "true" for true and JSON text for objects/arrays in arguments
 ---@field timeout_ms? integer this tool's deadline (default: --timeout); 0 for none
 ---@field task? boolean|"required"|{after_ms?: integer, required?: boolean, poll_ms?: integer} run calls as MCP tasks (the tasks extension) for clients that declare it
+---@field scopes? string[] OAuth scopes a caller needs (listed to everyone; a call without them is refused with 403 insufficient_scope)
 ---@field handler fun(args: table, ctx: mcp.Context): any
 
 -- A tool's schema as JSON text, compiled: raises naming the tool, the
@@ -279,6 +281,7 @@ function M.tool(def)
   end
   check_type(def, "timeout_ms", "number", true)
   local task = task_plan(def)
+  local scopes = check.scopes(def, "mcp.tool " .. def.name, 2)
   if def.inputSchema == nil then def = setmetatable({ inputSchema = { type = "object" } }, { __index = def }) end
   local input_json, input_schema, input_table = tool_schema(def, "inputSchema", 3)
   local output_json, output_schema, output_table
@@ -297,9 +300,11 @@ function M.tool(def)
     output_table = output_table,
     header_params = header_params(def.name, input_table),
     task = task,
+    scopes = scopes,
   }
   registry.tools:add(def.name, entry)
-  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms, table.unpack(task, 1, 3))
+  core.tool_input(def.name, input_schema, def.coerce or registry.server.coerce, def.timeout_ms, task[1], task[2], task[3],
+    scopes)
   entry.on_remove = function() core.tool_input(def.name, nil) end
   return handle(registry.tools, entry)
 end
@@ -313,6 +318,7 @@ end
 ---@field read fun(uri: string, ctx: mcp.Context): string|table|nil
 ---@field ttlMs? integer 2026-07-28 cache hint for its reads (a read's result may set its own)
 ---@field cacheScope? "public"|"private"
+---@field scopes? string[] OAuth scopes a caller needs to read/get it (listed to everyone; 403 insufficient_scope without them)
 
 --- Register a resource with a fixed URI.
 ---@param def mcp.ResourceDefinition
@@ -325,7 +331,7 @@ function M.resource(def)
     { "title", "description", "mimeType", "size", "annotations", "_meta" })
   check_cache_hints(def)
   local entry = { uri = def.uri, mimeType = def.mimeType, read = def.read, wire = core.raw(core.json_encode(wire)),
-                  ttlMs = def.ttlMs, cacheScope = def.cacheScope }
+                  ttlMs = def.ttlMs, cacheScope = def.cacheScope, scopes = check.scopes(def, "mcp.resource " .. def.name, 2) }
   return handle(registry.resources, registry.resources:add(def.uri, entry))
 end
 
@@ -336,6 +342,7 @@ end
 ---@field complete? table<string, fun(value: string, ctx: mcp.Context, arguments: table): table>
 ---@field ttlMs? integer 2026-07-28 cache hint for its reads (a read's result may set its own)
 ---@field cacheScope? "public"|"private"
+---@field scopes? string[] OAuth scopes a caller needs to read/get it (listed to everyone; 403 insufficient_scope without them)
 
 --- Register a resource template.
 ---@param def mcp.TemplateDefinition
@@ -353,6 +360,7 @@ function M.template(def)
   local entry = {
     uriTemplate = def.uriTemplate, mimeType = def.mimeType, read = def.read, matcher = compiled,
     complete = def.complete, wire = core.raw(core.json_encode(wire)), ttlMs = def.ttlMs, cacheScope = def.cacheScope,
+    scopes = check.scopes(def, "mcp.template " .. def.name, 2),
   }
   return handle(registry.templates, registry.templates:add(def.uriTemplate, entry))
 end
@@ -364,6 +372,7 @@ end
 ---@field arguments? {name: string, description?: string, required?: boolean}[]
 ---@field get fun(args: table, ctx: mcp.Context): string|table
 ---@field complete? table<string, fun(value: string, ctx: mcp.Context, arguments: table): table>
+---@field scopes? string[] OAuth scopes a caller needs to read/get it (listed to everyone; 403 insufficient_scope without them)
 
 --- Register a prompt.
 ---@param def mcp.PromptDefinition
@@ -384,7 +393,7 @@ function M.prompt(def)
   if #arguments > 0 then wire.arguments = arguments end
   local entry = {
     name = def.name, description = def.description, arguments = def.arguments or {}, get = def.get,
-    complete = def.complete, wire = core.raw(core.json_encode(wire)),
+    complete = def.complete, wire = core.raw(core.json_encode(wire)), scopes = check.scopes(def, "mcp.prompt " .. def.name, 2),
   }
   return handle(registry.prompts, registry.prompts:add(def.name, entry))
 end
@@ -485,6 +494,7 @@ local dispatch = require "mcp.dispatch"
 local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
 M._resource_known = dispatch.resource_known
+M._resource_scopes = dispatch.resource_scopes
 
 -- serverInfo (initialize) and _meta["io.modelcontextprotocol/serverInfo"]
 -- (every 2026-07-28 result).

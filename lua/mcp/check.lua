@@ -37,11 +37,12 @@ M.FIELDS = {
   server = fields("version", "websiteUrl", "instructions", "coerce", "ttlMs", "cacheScope", "requestStateTtlMs",
     "extensions", "author", "license", "icon", "config", "permissions"),
   config = set(M.CONFIG_FIELDS),
-  tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler"),
+  tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler",
+    "scopes"),
   ["tool task"] = set { "after_ms", "required", "poll_ms" },
-  resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope"),
-  template = fields("uriTemplate", "mimeType", "annotations", "read", "complete", "ttlMs", "cacheScope"),
-  prompt = fields("arguments", "get", "complete"),
+  resource = fields("uri", "mimeType", "size", "annotations", "read", "ttlMs", "cacheScope", "scopes"),
+  template = fields("uriTemplate", "mimeType", "annotations", "read", "complete", "ttlMs", "cacheScope", "scopes"),
+  prompt = fields("arguments", "get", "complete", "scopes"),
   skill = set { "name", "description", "frontmatter", "read" },
 }
 
@@ -93,6 +94,27 @@ function M.fields(kind, def, level, label)
   local hint = M.suggest(f, known)
   label = label or ("mcp." .. kind .. (type(def.name) == "string" and (" " .. def.name) or ""))
   error(("%s: unknown field %s%s"):format(label, f, hint and (" (did you mean " .. hint .. "?)") or ""), level + 1)
+end
+
+--- scopes = {"notes:write", ...} on a tool, resource, template or prompt:
+--- the OAuth scopes a caller needs. Returns them space-separated (what C
+--- and the 403 challenge take), or nil when there are none.
+function M.scopes(def, label, level)
+  local scopes = def.scopes
+  if scopes == nil then return nil end
+  local function bad(why) error(("%s: scopes %s"):format(label, why), level + 2) end
+  if type(scopes) ~= "table" then bad("must be a list of scope names, e.g. {\"notes:write\"}") end
+  local count = 0
+  for _ in pairs(scopes) do count = count + 1 end
+  if count ~= #scopes then bad("must be a list (no keys), e.g. {\"notes:write\"}") end
+  for i, s in ipairs(scopes) do
+    if type(s) ~= "string" or s == "" or s:find("[%s%c\"\\]") then
+      bad(("[%d] must be a non-empty scope name without spaces, quotes or backslashes, got %s")
+        :format(i, type(s) == "string" and ("%q"):format(s) or type(s)))
+    end
+  end
+  if #scopes == 0 then return nil end
+  return table.concat(scopes, " ")
 end
 
 --- Tool names: what clients accept (SEP-986).

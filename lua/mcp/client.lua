@@ -20,6 +20,7 @@ local core = require "luamcp.client"
 local M = {}
 
 M.PROTOCOL_VERSION = "2025-11-25"
+M.now_ms = core.now_ms
 M.null = core.null
 M.json = { encode = core.json_encode, decode = core.json_decode, array = core.array, object = core.object }
 
@@ -73,6 +74,8 @@ end
 ---   sample(params)    answers sampling/createMessage (declares it)
 ---   roots             a list of URIs (or {uri, name}), or a function returning one (declares it)
 ---   on_notification(message)  called for each notification as it arrives
+---   identity          in process: who every message comes from, as if it
+---                     carried a verified token (JSON text; mcp.testing's auth)
 --- Returns the client, or nil and a message.
 function M.connect(target)
   local conn, err
@@ -96,6 +99,7 @@ function M.connect(target)
     notifications = {},
     timeout_ms = target.timeout_ms,
     on_notification = target.on_notification,
+    identity = target.identity,
     handlers = { elicit = target.elicit, sample = target.sample, roots = target.roots },
   }, Client)
   local capabilities = {}
@@ -120,8 +124,8 @@ function M.connect(target)
   return self
 end
 
-function Client:_send(message)
-  local ok, err = self.conn:send(core.json_encode(message))
+function Client:_send(message, identity)
+  local ok, err = self.conn:send(core.json_encode(message), identity or self.identity)
   return ok, err
 end
 
@@ -175,11 +179,12 @@ end
 
 --- Send a request and wait for its answer. Returns the result, or nil and
 --- a RequestError ({method, code, message, data}; a transport failure has
---- code -32000 and says what failed).
-function Client:request(method, params)
+--- code -32000 and says what failed). identity: who this one request
+--- comes from (in process; JSON text), instead of the client's.
+function Client:request(method, params, identity)
   self.next_id = self.next_id + 1
   local id = self.next_id
-  local ok, err = self:_send { jsonrpc = "2.0", id = id, method = method, params = params }
+  local ok, err = self:_send({ jsonrpc = "2.0", id = id, method = method, params = params }, identity)
   if not ok then return nil, request_error(method, { code = -32000, message = err }) end
   -- One deadline for the whole request: notifications on the way do not
   -- extend it.

@@ -25,6 +25,20 @@ local M = {}
 local methods = {}
 local check_param_headers
 
+-- A primitive's scopes (mcp.tool/resource/template/prompt{scopes = ...},
+-- space-separated): a caller without them is refused before anything of
+-- the primitive runs, with -32003, which C answers with call_fail_scope
+-- (over HTTP a 403 whose challenge names them). Nobody authenticated
+-- (stdio, auth off) holds every scope.
+local function require_scopes(owner, ctx, what)
+  local scopes = owner.scopes
+  if scopes == nil or ctx:_has_scopes(scopes) then return end
+  local list = array()
+  for s in scopes:gmatch("%S+") do list[#list + 1] = s end
+  rpc_error(core.INSUFFICIENT_SCOPE, ("Forbidden: %s needs the scope%s %s, which the token does not grant")
+    :format(what, #list > 1 and "s" or "", scopes), { requiredScopes = list })
+end
+
 local function text_block(s)
   return { type = "text", text = s }
 end
@@ -325,6 +339,7 @@ methods["resources/read"] = function(params, ctx)
   if type(uri) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: uri must be a string") end
   local resource = registry.resources:get(uri)
   if resource then
+    require_scopes(resource, ctx, "reading " .. uri)
     local r = resource.read(uri, ctx)
     if r == nil then not_found(uri, ctx) end
     return read_result(r, uri, resource, ctx)
@@ -332,6 +347,7 @@ methods["resources/read"] = function(params, ctx)
   for _, t in ipairs(registry.templates:enabled_entries()) do
     local vars = uri_template.match(t.matcher, uri)
     if vars then
+      require_scopes(t, ctx, "reading " .. uri)
       local r = t.read(vars, ctx, uri)
       if r ~= nil then return read_result(r, uri, t, ctx) end
     end
@@ -347,6 +363,18 @@ function M.resource_known(uri)
     if uri_template.match(t.matcher, uri) then return true end
   end
   return false
+end
+
+--- The scopes reading uri needs ("" for none), or nil when no resource or
+--- template serves it: resources/subscribe and subscriptions/listen follow
+--- a URI only for a caller that holds them.
+function M.resource_scopes(uri)
+  local resource = registry.resources:get(uri)
+  if resource then return resource.scopes or "" end
+  for _, t in ipairs(registry.templates:enabled_entries()) do
+    if uri_template.match(t.matcher, uri) then return t.scopes or "" end
+  end
+  return nil
 end
 
 -- ---- Prompts ------------------------------------------------------------
@@ -375,6 +403,7 @@ methods["prompts/get"] = function(params, ctx)
   if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
   local prompt = registry.prompts:get(name)
   if not prompt then rpc_error(INVALID_PARAMS, "Unknown prompt: " .. name) end
+  require_scopes(prompt, ctx, "prompt " .. name)
   local args = params.arguments or {}
   if type(args) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params: arguments must be an object") end
   local declared = {}
@@ -424,6 +453,7 @@ methods["completion/complete"] = function(params, ctx)
   else
     rpc_error(INVALID_PARAMS, "Invalid params: ref.type must be ref/prompt or ref/resource")
   end
+  require_scopes(owner, ctx, ref.type == "ref/prompt" and ("prompt " .. ref.name) or ("template " .. ref.uri))
   local fn = owner.complete and owner.complete[argument.name]
   if not fn then return completion_result({}) end
   local context = type(params.context) == "table" and params.context.arguments or {}

@@ -40,11 +40,13 @@ local requests = setmetatable({}, { __mode = "k" })
 -- The methods that may end with input_required (SEP-2322).
 local CAN_ASK = { ["tools/call"] = true, ["prompts/get"] = true, ["resources/read"] = true }
 
--- Who asked. Nothing yet (there is no authentication): once requests carry
--- an identity (an OAuth subject), return it here, and a state then opens
--- only for the caller it was issued to.
-local function caller(_ctx)
-  return ""
+-- Who asked: the principal of the verified caller (auth.h: issuer and
+-- subject, or issuer and client id), "" when nobody is authenticated. It is
+-- part of what the state's MAC binds, so a state issued to one caller opens
+-- for no other: to anyone else it is as forged (in every process sharing
+-- the key).
+local function caller(ctx)
+  return ctx:_principal()
 end
 
 local function binding(method, params, ctx)

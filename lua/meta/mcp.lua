@@ -139,6 +139,7 @@ local mcp = {}
 ---@field coerce? boolean forgive "5" for 5, "true" for true and JSON text for objects and arrays, when that makes the arguments valid
 ---@field timeout_ms? integer this tool's deadline (default: --timeout, 60 s); 0: none. A task keeps only this one.
 ---@field task? boolean|"required"|mcp.TaskOptions run calls as MCP tasks for clients that declare the tasks extension
+---@field scopes? string[] OAuth scopes a caller must hold (e.g. {"notes:write"}): listed to every caller; a call without them is refused before the handler runs (-32003; over HTTP 403 insufficient_scope naming them)
 ---@field handler async fun(args: table, ctx: mcp.Context): mcp.ToolResult, string?
 
 ---@class mcp.ResourceDefinition
@@ -152,6 +153,7 @@ local mcp = {}
 ---@field icons? mcp.Icon[]
 ---@field _meta? table
 ---@field read async fun(uri: string, ctx: mcp.Context): mcp.ReadResult
+---@field scopes? string[] OAuth scopes a caller must hold to read it, subscribe to it or complete it (listed to every caller; -32003, over HTTP 403, without them)
 ---@field ttlMs? integer 2026-07-28 cache hint of its reads (a read's result may set its own)
 ---@field cacheScope? mcp.CacheScope
 
@@ -166,6 +168,7 @@ local mcp = {}
 ---@field _meta? table
 ---@field read async fun(vars: table<string, string>, ctx: mcp.Context, uri: string): mcp.ReadResult
 ---@field complete? table<string, mcp.Completer> completion of each variable
+---@field scopes? string[] OAuth scopes a caller must hold to read it, subscribe to it or complete it (listed to every caller; -32003, over HTTP 403, without them)
 ---@field ttlMs? integer 2026-07-28 cache hint of its reads (a read's result may set its own)
 ---@field cacheScope? mcp.CacheScope
 
@@ -184,6 +187,7 @@ local mcp = {}
 ---@field arguments? mcp.PromptArgument[] prompts/get refuses arguments not listed here (-32602)
 ---@field get async fun(args: table<string, string>, ctx: mcp.Context): mcp.PromptResult
 ---@field complete? table<string, mcp.Completer> completion of each argument
+---@field scopes? string[] OAuth scopes a caller must hold to get or complete it (listed to every caller; -32003, over HTTP 403, without them)
 
 ---@class mcp.SkillDefinition
 ---@field name string lowercase letters, digits and single hyphens inside, at most 64 characters
@@ -711,6 +715,16 @@ function mcp.bundle.list(dir) end
 ---see once); in a call that became a task, they are the task's
 ---inputRequests. Asking for a capability the client did not declare raises
 ---at once.
+---The caller of a request, from its verified access token (ctx.auth).
+---Read-only (writing raises); it encodes as JSON as what it shows, so a
+---tool may return it, and mcp.object(ctx.auth) is a copy of it.
+---@class mcp.Auth
+---@field subject string? the token's sub
+---@field client_id string? the OAuth client it was issued to (client_id, azp or cid)
+---@field scopes string[] the granted scopes
+---@field expires_at integer? exp, seconds since the epoch
+---@field claims table the verified claims (the JWT's payload, or the introspection answer)
+
 ---@class mcp.Context
 ---@field id integer|string the request's JSON-RPC id
 ---@field method string e.g. "tools/call"
@@ -722,6 +736,7 @@ function mcp.bundle.list(dir) end
 ---@field task_id string? the MCP task id, when the call runs as a task
 ---@field features mcp.Features
 ---@field cancelled boolean true once the request was cancelled or answered
+---@field auth mcp.Auth? who is calling (a verified OAuth token), read-only; nil when nobody is authenticated (stdio, no --auth-issuer). Never the token itself
 local Context = {}
 
 ---notifications/message for this request, filtered by the client's level

@@ -12,6 +12,25 @@ local testing = {}
 ---@field timeout_ms? integer how long a request waits for its answer (default 60000)
 ---@field server? {timeout_ms?: integer, client_timeout_ms?: integer, page_size?: integer, memory_limit_mb?: integer} run's options
 ---@field on_notification? fun(message: table) called for each notification as it arrives
+---@field auth? mcp.testing.Auth who every request of this client comes from (it owns the session), as if it carried a verified OAuth token
+
+---Any caller, as a verified OAuth token would make it: ctx.auth, the
+---primitives' scopes and everything bound to the caller (MCP tasks,
+---requestState, subscriptions) see it. The principal it is bound to is
+---"ISSUER SUBJECT", or "ISSUER client:CLIENT_ID" without a subject.
+---@class mcp.testing.Auth
+---@field subject? string sub (a subject or a client_id is needed)
+---@field client_id? string
+---@field scopes? string[]|string the granted scopes (a list, or space-separated)
+---@field expires_at? integer exp, seconds since the epoch
+---@field claims? table more claims (iss, sub, client_id, scope and exp are made from the fields above)
+---@field issuer? string iss (default "https://mcp.testing")
+
+---What every request method takes last.
+---@class mcp.testing.RequestOptions
+---@field auth? mcp.testing.Auth who this one request comes from; on a 2025 session only its own caller (over HTTP another gets 404), any with modern = true
+---@field modern? boolean send it as a 2026-07-28 request (the protocol envelope in _meta, no session)
+---@field capabilities? table the client capabilities a modern request declares, e.g. {extensions = {["io.modelcontextprotocol/tasks"] = {}}}
 
 ---@class mcp.testing.Error
 ---@field method string the request that failed
@@ -52,26 +71,30 @@ testing.null = nil
 --- JSON-RPC error raises an mcp.testing.Error.
 ---@param name string
 ---@param arguments? table
+---@param options? mcp.testing.RequestOptions
 ---@return {content: table[], structuredContent?: table, isError?: boolean}
-function Server:call(name, arguments) end
+function Server:call(name, arguments, options) end
 
 --- resources/read: {contents = {...}}; an unknown resource raises (-32002).
 ---@param uri string
+---@param options? mcp.testing.RequestOptions
 ---@return {contents: table[]}
-function Server:read(uri) end
+function Server:read(uri, options) end
 
 --- prompts/get with string arguments: {messages = {...}, description?}.
 ---@param name string
 ---@param arguments? table<string, string>
+---@param options? mcp.testing.RequestOptions
 ---@return {messages: table[], description?: string}
-function Server:prompt(name, arguments) end
+function Server:prompt(name, arguments, options) end
 
 --- completion/complete.
 ---@param ref {type: "ref/prompt", name: string}|{type: "ref/resource", uri: string}
 ---@param argument {name: string, value: string}
 ---@param context? {arguments?: table<string, string>}
+---@param options? mcp.testing.RequestOptions
 ---@return {completion: {values: string[], total?: integer, hasMore?: boolean}}
-function Server:complete(ref, argument, context) end
+function Server:complete(ref, argument, context, options) end
 
 --- Every item of a list, across pages.
 ---@param kind "tools"|"resources"|"resources/templates"|"prompts"
@@ -81,8 +104,23 @@ function Server:list(kind) end
 --- resources/subscribe: resources/updated notifications for uri land in
 --- notifications.
 ---@param uri string
+---@param options? mcp.testing.RequestOptions
 ---@return table
-function Server:subscribe(uri) end
+function Server:subscribe(uri, options) end
+
+--- subscriptions/listen (2026-07-28): open a subscription and wait for its
+--- acknowledgment. Returns the notifications object the server agreed to
+--- (the task ids and resource URIs it will follow for this caller) and the
+--- subscription's id; its notifications land in notifications.
+---@param filter {taskIds?: string[], resourceSubscriptions?: string[], toolsListChanged?: boolean, promptsListChanged?: boolean, resourcesListChanged?: boolean}
+---@param options? mcp.testing.RequestOptions
+---@return table agreed
+---@return integer id
+function Server:listen(filter, options) end
+
+--- notifications/cancelled for a request in flight (a listen's id).
+---@param id integer
+function Server:cancel(id) end
 
 --- logging/setLevel: the level of the log notifications the server sends.
 ---@param level "debug"|"info"|"notice"|"warning"|"error"|"critical"|"alert"|"emergency"
@@ -121,9 +159,10 @@ function Server:clear() end
 --- Any request: the result, or nil and the error (never raises).
 ---@param method string
 ---@param params? table
+---@param options? mcp.testing.RequestOptions
 ---@return table|nil result
 ---@return mcp.testing.Error|nil error
-function Server:request(method, params) end
+function Server:request(method, params, options) end
 
 --- Send a notification to the server.
 ---@param method string

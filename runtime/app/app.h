@@ -156,6 +156,10 @@ struct task {
   int open_handles;       /* timers still closing; the task is freed after */
   task *live_next, *live_prev; /* vm->tasks */
   bool input_timed_out;   /* TASK_WAIT_INPUT: --client-timeout passed before the answers came */
+  /* root: who made the request (a reference, auth.h), or NULL: ctx.auth,
+   * the scopes checks, and what the call's MCP task keeps when the call
+   * is gone. */
+  auth_identity *identity;
 };
 
 /* A directory watched for script changes (luamcp dev). Owner: the app. */

@@ -110,6 +110,10 @@ void bus_forward_job(bus *b, call *c, const json_value *params) {
   json_write_string(&m, c->method, strlen(c->method));
   buf_puts(&m, ",\"params\":");
   json_write_value(&m, params);
+  /* Who asks: the job's process answers only its owner (jobs_handle). */
+  buf_puts(&m, ",\"principal\":");
+  const char *principal = auth_principal(c->identity);
+  json_write_string(&m, principal, strlen(principal));
   buf_putc(&m, '}');
   const char *why = NULL;
   bool sent = publish(b, &m, &why);
@@ -148,15 +152,26 @@ static void answer_task_request(bus *b, const json_value *root, const json_value
   const json_value *params = json_object_get(root, "params");
   const json_value *seq = json_object_get(root, "seq");
   const json_value *id = json_object_get(params, "taskId");
+  const json_value *who = json_object_get(root, "principal");
+  /* Another principal's job is not ours to speak of: silence, as for a
+   * job we do not hold (the asker times out into "no such task"). */
   if (!(text_is(method, "tasks/get") || text_is(method, "tasks/update") || text_is(method, "tasks/cancel")) ||
-      !seq || seq->type != JSON_INTEGER || !id || id->type != JSON_STRING || !job_find(b->srv, id->u.string, id->len))
+      !seq || seq->type != JSON_INTEGER || !id || id->type != JSON_STRING || !who || who->type != JSON_STRING ||
+      memchr(who->u.string, '\0', who->len))
     return;
+  char *principal = strndup(who->u.string, who->len);
+  bool ours = job_find_for(b->srv, id->u.string, id->len, principal) != NULL;
+  if (!ours) {
+    free(principal);
+    return;
+  }
   char name[16];
   snprintf(name, sizeof name, "%.*s", (int)method->len, method->u.string);
   buf out = BUF_INIT;
   job *changed = NULL;
   const char *message = NULL;
-  int code = jobs_handle(b->srv, name, params, &out, &changed, &message);
+  int code = jobs_handle(b->srv, name, params, principal, &out, &changed, &message);
+  free(principal);
   buf m = BUF_INIT;
   start_message(b, &m, "task_reply");
   buf_puts(&m, ",\"to\":");
@@ -205,12 +220,18 @@ static void take_task_reply(bus *b, const json_value *root) {
 }
 
 /* srv->job_changed: tell the others of a change to one of our jobs. */
-static void publish_job_changed(void *data, const char *id, const char *params_json, size_t len) {
+static void publish_job_changed(void *data, const char *id, const char *owner_principal, const char *params_json,
+                                size_t len) {
   bus *b = data;
   buf m = BUF_INIT;
   start_message(b, &m, "job_changed");
   buf_puts(&m, ",\"id\":");
   json_write_string(&m, id, strlen(id));
+  if (owner_principal) {
+    /* Only its owner's listeners hear of it, in every process. */
+    buf_puts(&m, ",\"owner\":");
+    json_write_string(&m, owner_principal, strlen(owner_principal));
+  }
   buf_puts(&m, ",\"params\":");
   buf_append(&m, params_json, len);
   buf_putc(&m, '}');
@@ -275,13 +296,17 @@ void bus_receive(bus *b, const char *text, size_t len) {
   } else if (text_is(kind, "job_changed")) {
     const json_value *id = json_object_get(root, "id");
     const json_value *params = json_object_get(root, "params");
-    if (id && id->type == JSON_STRING && params && params->type == JSON_OBJECT) {
+    const json_value *owner = json_object_get(root, "owner");
+    if (id && id->type == JSON_STRING && params && params->type == JSON_OBJECT &&
+        (!owner || owner->type == JSON_STRING)) {
       char *key = strndup(id->u.string, id->len);
+      char *owner_principal = owner ? strndup(owner->u.string, owner->len) : NULL;
       buf p = BUF_INIT;
       json_write_value(&p, params);
-      server_job_notify(b->srv, key, p.data, p.len);
+      server_job_notify(b->srv, key, owner_principal, p.data, p.len);
       buf_free(&p);
       free(key);
+      free(owner_principal);
     }
   }
 done:

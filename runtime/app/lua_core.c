@@ -326,6 +326,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"RESOURCE_NOT_FOUND", MCP_RESOURCE_NOT_FOUND},
       {"MISSING_CAPABILITY", MCP_MISSING_CAPABILITY},
       {"HEADER_MISMATCH", MCP_HEADER_MISMATCH},
+      {"INSUFFICIENT_SCOPE", MCP_INSUFFICIENT_SCOPE},
       {"MAX_COMPLETION_VALUES", MAX_COMPLETION_VALUES},
   };
   for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {

@@ -104,7 +104,7 @@ static void path_prepend_key(encoder *e, const char *key, size_t len, bool is_nu
 }
 
 /* Which marker metatable, if any, the table at idx carries. */
-typedef enum { MARK_NONE, MARK_ARRAY, MARK_OBJECT, MARK_RAW } table_mark;
+typedef enum { MARK_NONE, MARK_ARRAY, MARK_OBJECT, MARK_RAW, MARK_VIEW } table_mark;
 
 static table_mark get_mark(encoder *e, int idx) {
   lua_State *L = e->L;
@@ -113,6 +113,11 @@ static table_mark get_mark(encoder *e, int idx) {
   if (lua_rawequal(L, -1, e->array_mt)) mark = MARK_ARRAY;
   else if (lua_rawequal(L, -1, e->object_mt)) mark = MARK_OBJECT;
   else if (lua_rawequal(L, -1, e->raw_mt)) mark = MARK_RAW;
+  else {
+    lua_pushliteral(L, LJSON_VIEW_FIELD);
+    if (lua_rawget(L, -2) == LUA_TTABLE) mark = MARK_VIEW;
+    lua_pop(L, 1);
+  }
   lua_pop(L, 1);
   return mark;
 }
@@ -344,6 +349,16 @@ static bool encode_table(encoder *e, int idx, int depth) {
       lua_pop(L, 1);
       return s != NULL || encode_fail(e, "%s", "a raw JSON marker lost its text");
     }
+    case MARK_VIEW: {
+      /* A read-only view (ctx.auth): the table behind it. */
+      lua_getmetatable(L, idx);
+      lua_pushliteral(L, LJSON_VIEW_FIELD);
+      lua_rawget(L, -2);
+      lua_remove(L, -2);
+      bool ok = encode_table(e, lua_gettop(L), depth + 1);
+      lua_pop(L, 1);
+      return ok;
+    }
     case MARK_NONE: break;
   }
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
@@ -506,6 +521,22 @@ static int mark_table(lua_State *L, const char *mt) {
   if (lua_isnoneornil(L, 1)) lua_newtable(L);
   else luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
+  if (lua_getmetatable(L, 1)) {
+    lua_pushliteral(L, LJSON_VIEW_FIELD);
+    if (lua_rawget(L, -2) == LUA_TTABLE) {
+      /* A read-only view (ctx.auth) stays as it is: the marked table is a
+       * copy of what it shows (its nested views encode as theirs). */
+      lua_newtable(L);
+      lua_pushnil(L);
+      while (lua_next(L, -3)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -4);
+      }
+      lua_replace(L, 1);
+    }
+    lua_settop(L, 1);
+  }
   luaL_setmetatable(L, mt);
   return 1;
 }

@@ -35,6 +35,10 @@
 void ljson_init(lua_State *L);
 
 /* Push a parsed value. Raises a Lua error only when out of memory. */
+/* A read-only view of a table (ctx.auth) keeps the table in this field of
+ * its metatable: the encoder writes that table. */
+#define LJSON_VIEW_FIELD "__view_of"
+
 void ljson_push(lua_State *L, const json_value *v);
 
 /* Encode the value at idx. On failure returns false and leaves a message in

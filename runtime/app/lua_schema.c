@@ -30,6 +30,8 @@ typedef struct tool_input {
   tool_task_mode task;
   int task_after_ms; /* TOOL_TASK_*: become a task after this long (0: at once) */
   int task_poll_ms;  /* the pollIntervalMs it suggests (0: the default) */
+  bool has_scopes;
+  char scopes[];     /* mcp.tool{scopes = ...}, space-separated: checked before the handler runs */
 } tool_input;
 
 /* One report for the whole process: validation runs on the loop thread and
@@ -110,15 +112,22 @@ int lua_schema_validate(lua_State *L) {
   return 2;
 }
 
-/* tool_input(name, schema | nil [, coerce [, timeout_ms]]): what tools/call
+/* tool_input(name, schema | nil [, coerce [, timeout_ms [, task, after_ms,
+ * poll_ms [, scopes]]]]): what tools/call
  * checks for the tool called name (nil forgets it). */
 int lua_schema_tool_input(lua_State *L) {
   vm *v = lua_touserdata(L, lua_upvalueindex(1));
   const char *name = luaL_checkstring(L, 1);
   free(strmap_remove(&v->tool_inputs, name));
   if (lua_isnoneornil(L, 2)) return 0;
-  tool_input *in = malloc(sizeof *in);
-  in->compiled = check_schema(L, 2);
+  size_t scopes_len = 0;
+  const char *scopes = luaL_optlstring(L, 8, NULL, &scopes_len);
+  schema *compiled = check_schema(L, 2);
+  tool_input *in = malloc(sizeof *in + scopes_len + 1);
+  if (!in) return luaL_error(L, "not enough memory");
+  in->compiled = compiled;
+  in->has_scopes = scopes && scopes_len;
+  memcpy(in->scopes, scopes ? scopes : "", scopes_len + 1);
   in->coerce = lua_toboolean(L, 3);
   in->timeout_ms = (int)luaL_optinteger(L, 4, -1);
   /* 5: nil | "optional" | "required"; 6: after_ms; 7: poll_ms */
@@ -151,6 +160,7 @@ void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int p
     plan->own_timeout = true;
   }
   if (in) {
+    if (in->has_scopes) plan->scopes = in->scopes;
     plan->task = in->task;
     plan->task_after_ms = in->task_after_ms;
     plan->task_poll_ms = in->task_poll_ms;

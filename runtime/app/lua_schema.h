@@ -23,6 +23,9 @@ typedef struct tool_plan {
   tool_task_mode task;
   int task_after_ms;
   int task_poll_ms;
+  /* mcp.tool{scopes = ...}: what the caller must hold (space-separated,
+   * borrowed from the tool's registration), or NULL. */
+  const char *scopes;
 } tool_plan;
 
 /* Check a tools/call's arguments against the tool's inputSchema. Pushes nil

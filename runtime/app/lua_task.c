@@ -221,6 +221,8 @@ static void task_free(task *t) {
       if (was_running) server_job_changed(v->srv, j);
     }
     if (t->deadline_armed) uv_timer_stop(&t->deadline_timer);
+    auth_identity_unref(t->identity);
+    t->identity = NULL;
   } else {
     task *root = t->root;
     if (t->prev_child) t->prev_child->next_child = t->next_child;
@@ -453,6 +455,30 @@ static void answer_error(task *t, int code, const char *message, const char *dat
   answer(t, false, data_json, data_len, code, message);
 }
 
+/* The caller lacks the scopes a primitive needs: the call is refused with
+ * call_fail_scope (over HTTP a 403 whose challenge names them). The
+ * library raised it as an rpc_error whose data (on top of co's stack) is
+ * {requiredScopes = {...}}. */
+static void answer_scope(lua_State *co, task *t, const char *message) {
+  buf required = BUF_INIT;
+  if (lua_type(co, -1) == LUA_TTABLE && lua_checkstack(co, 3)) {
+    if (lua_getfield(co, -1, "requiredScopes") == LUA_TTABLE) {
+      for (lua_Integer i = 1; lua_rawgeti(co, -1, i) == LUA_TSTRING && i <= 64; i++) {
+        if (required.len) buf_putc(&required, ' ');
+        buf_append_str(&required, lua_tostring(co, -1));
+        lua_pop(co, 1);
+      }
+      lua_pop(co, 1); /* the value that ended the list */
+    }
+    lua_pop(co, 1); /* requiredScopes */
+  }
+  call *c = t->call;
+  t->call = NULL;
+  c->app_data = NULL;
+  call_fail_scope(c, required.len ? required.data : "", message);
+  buf_free(&required);
+}
+
 /* Turn a Lua error value into the JSON-RPC error that answers the call. */
 static void fail_with_error(lua_State *co, task *t) {
   if (lua_type(co, -1) == LUA_TTABLE && lua_getmetatable(co, -1)) {
@@ -465,6 +491,11 @@ static void fail_with_error(lua_State *co, task *t) {
       lua_getfield(co, -3, "data");
       int code = (int)lua_tointeger(co, -3);
       const char *message = lua_tostring(co, -2);
+      if (code == MCP_INSUFFICIENT_SCOPE && t->call) {
+        answer_scope(co, t, message);
+        lua_pop(co, 3);
+        return;
+      }
       buf data = BUF_INIT;
       char err[160];
       bool has_data = !lua_isnil(co, -1) && ljson_encode(co, -1, &data, err, sizeof err);
@@ -895,7 +926,7 @@ static bool become_job(task *t, char *why, size_t why_size) {
   if (call_client_info(c)) envelope += strlen(call_client_info(c));
   size_t work_bytes = t->params_bytes > envelope ? t->params_bytes - envelope : 0;
   job *j = job_create(srv, c->method, c->id.raw, call_client_capabilities(c), call_client_info(c), c->version,
-                      t->job_poll_ms, client_key, work_bytes, why, why_size);
+                      t->job_poll_ms, client_key, auth_principal(t->identity), work_bytes, why, why_size);
   if (!j) return false;
   j->app_data = t;
   t->job = j;
@@ -970,7 +1001,7 @@ static int task_entry(lua_State *co) {
   lua_pushstring(co, t->call->method);
   if (params) push_params(co, params);
   else lua_newtable(co);
-  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 2); /* params._meta, then ctx.features once made */
+  ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 3); /* params._meta, then ctx.features and ctx.auth once made */
   h->task = t;
   t->ctx = h;
   luaL_setmetatable(co, CTX_MT);
@@ -985,6 +1016,15 @@ static int task_entry(lua_State *co) {
   if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0)
     lua_schema_check_call(co, t->vm, params, 3, &plan);
   else lua_pushnil(co);
+  if (plan.scopes && !auth_has_scopes(t->identity, plan.scopes)) {
+    /* mcp.tool{scopes = ...}: refused before the handler runs, and before
+     * the call could become a task. */
+    call *c = t->call;
+    t->call = NULL;
+    c->app_data = NULL;
+    call_fail_scope(c, plan.scopes, "Forbidden: this tool needs scopes the token does not grant");
+    return 0;
+  }
   if (!plan_job(t, &plan, lua_isnil(co, -1))) return 0;
   if (plan.timeout_ms > 0 && (has_destination(t) && (t->call || plan.own_timeout))) {
     t->timeout_ms = plan.timeout_ms;
@@ -1002,6 +1042,7 @@ void task_start_call(vm *v, call *c, const json_value *params) {
     return;
   }
   t->call = c;
+  t->identity = auth_identity_ref(c->identity);
   t->params_bytes = params ? params->src_len : 0;
   c->app_data = t;
   lua_pushcfunction(t->co, task_entry);
@@ -1590,6 +1631,119 @@ static bool ctx_facts_of(const ctx_handle *h, ctx_facts *f) {
   return false;
 }
 
+/* ---- ctx.auth -------------------------------------------------------- */
+
+static int readonly_newindex(lua_State *L) {
+  return luaL_error(L, "ctx.auth is read-only (copy what you need into a table of your own)");
+}
+
+/* The table behind a read-only view (the view's __index). */
+static void push_behind(lua_State *L) {
+  lua_getmetatable(L, 1);
+  lua_getfield(L, -1, "__index");
+}
+
+static int readonly_len(lua_State *L) {
+  push_behind(L);
+  lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
+  return 1;
+}
+
+static int readonly_next(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  if (lua_next(L, 1)) return 2;
+  lua_pushnil(L);
+  return 1;
+}
+
+static int readonly_pairs(lua_State *L) {
+  lua_pushcfunction(L, readonly_next);
+  push_behind(L);
+  lua_remove(L, -2); /* the metatable */
+  lua_pushnil(L);
+  return 3;
+}
+
+/* Replace the table on top with a read-only view of it, its nested tables
+ * first: reading, # , ipairs and pairs work; writing raises. */
+static void make_readonly(lua_State *L, int depth) {
+  luaL_checkstack(L, 6, "ctx.auth");
+  int t = lua_gettop(L);
+  if (depth < MAX_JSON_DEPTH) {
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+      if (lua_type(L, -1) == LUA_TTABLE) {
+        make_readonly(L, depth + 1);
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, t); /* an existing key: next goes on */
+      } else {
+        lua_pop(L, 1);
+      }
+    }
+  }
+  lua_createtable(L, 0, 0);          /* the view */
+  lua_createtable(L, 0, 6);          /* its metatable */
+  lua_pushvalue(L, t);
+  lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, t);
+  lua_setfield(L, -2, LJSON_VIEW_FIELD); /* it encodes as its table */
+  lua_pushcfunction(L, readonly_newindex);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushcfunction(L, readonly_len);
+  lua_setfield(L, -2, "__len");
+  lua_pushcfunction(L, readonly_pairs);
+  lua_setfield(L, -2, "__pairs");
+  lua_pushliteral(L, "read-only");
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_replace(L, t);
+}
+
+/* ctx.auth: who made the request (auth_identity_write_json's shape,
+ * read-only), nil when nobody is authenticated. Made on first use and
+ * kept in the ctx: a call that never reads it pays nothing. */
+static int push_auth(lua_State *L, const task *root) {
+  if (!root->identity) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (lua_getiuservalue(L, 1, 3) == LUA_TTABLE) return 1;
+  lua_pop(L, 1);
+  buf text = BUF_INIT;
+  auth_identity_write_json(root->identity, &text);
+  json_doc *doc = json_parse(text.data, text.len, MAX_JSON_DEPTH, NULL);
+  buf_free(&text);
+  if (!doc) {
+    lua_pushnil(L);
+    return 1;
+  }
+  ljson_push(L, json_doc_root(doc));
+  json_doc_free(doc);
+  make_readonly(L, 0);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, 1, 3);
+  return 1;
+}
+
+/* ctx:_has_scopes(required): does the caller hold every scope of required
+ * (space-separated)? True when nobody is authenticated (auth.h). */
+static int ctx_has_scopes(lua_State *L) {
+  ctx_handle *h = luaL_checkudata(L, 1, CTX_MT);
+  const char *required = luaL_checkstring(L, 2);
+  lua_pushboolean(L, auth_has_scopes(h->task ? h->task->root->identity : NULL, required));
+  return 1;
+}
+
+/* ctx:_principal(): what the caller's requests are bound to (auth.h), ""
+ * for nobody: mcp.input binds a requestState to it. */
+static int ctx_principal(lua_State *L) {
+  ctx_handle *h = luaL_checkudata(L, 1, CTX_MT);
+  lua_pushstring(L, auth_principal(h->task ? h->task->root->identity : NULL));
+  return 1;
+}
+
 static int ctx_index(lua_State *L) {
   ctx_handle *h = check_ctx(L);
   const char *key = luaL_checkstring(L, 2);
@@ -1626,6 +1780,7 @@ static int ctx_index(lua_State *L) {
     return 1;
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);
+  if (strcmp(key, "auth") == 0) return push_auth(L, h->task->root);
   if (strcmp(key, "features") == 0) {
     /* What the request's protocol version offers (from the one table),
      * made on first use and kept: the library reads it on every call. */
@@ -1689,6 +1844,8 @@ void task_register_ctx(lua_State *L) {
       {"_finish", ctx_finish},
       {"_task_ask", ctx_task_ask},
       {"_header", ctx_header},
+      {"_has_scopes", ctx_has_scopes},
+      {"_principal", ctx_principal},
       {"close_sse_stream", ctx_close_sse_stream},
       {NULL, NULL},
   };

@@ -893,6 +893,22 @@ static bool app_resource_known(void *app, const char *uri, size_t len) {
   return known;
 }
 
+/* mcp._resource_scopes(uri): nil (unknown) or the scopes reading it
+ * needs, as resource_known runs. */
+static bool app_resource_scopes(void *app, const char *uri, size_t len, buf *required) {
+  vm *v = ((lua_app *)app)->current;
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushlstring(L, uri, len);
+  bool ok = vm_call_library(v, "_resource_scopes", 1);
+  bool known = ok && lua_type(L, -1) == LUA_TSTRING;
+  if (known) buf_append_str(required, lua_tostring(L, -1));
+  else if (!ok && lua_type(L, -1) == LUA_TSTRING)
+    log_write(LOG_ERROR, "checking a resource URI failed: %s", lua_tostring(L, -1));
+  lua_settop(L, top);
+  return known;
+}
+
 const app_ops VM_APP_OPS = {
     .call_start = app_call_start,
     .call_cancel = app_call_cancel,
@@ -900,4 +916,5 @@ const app_ops VM_APP_OPS = {
     .job_answered = app_job_answered,
     .describe = app_describe,
     .resource_known = app_resource_known,
+    .resource_scopes = app_resource_scopes,
 };

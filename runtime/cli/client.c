@@ -156,13 +156,20 @@ static int push_outcome(lua_State *L, bool ok, buf *err, const char *fallback) {
   return ok ? 1 : 2;
 }
 
-/* conn:send(json) -> true | nil, message */
+/* conn:send(json [, identity_json]) -> true | nil, message
+ * With an identity (mcp.testing's auth), the message reaches the server as
+ * one whose token was verified as that caller: in process only. */
 static int conn_send(lua_State *L) {
   client_conn *c = check_conn(L);
   size_t len;
   const char *json = luaL_checklstring(L, 2, &len);
+  const char *identity = luaL_optstring(L, 3, NULL);
   buf err = BUF_INIT;
-  bool ok = c->ops->send(c, json, len, &err);
+  if (identity && !c->ops->send_as) {
+    buf_puts(&err, "an identity (auth) can only be given to a server loaded in process");
+    return push_outcome(L, false, &err, "cannot send");
+  }
+  bool ok = identity ? c->ops->send_as(c, json, len, identity, &err) : c->ops->send(c, json, len, &err);
   return push_outcome(L, ok, &err, "cannot send");
 }
 

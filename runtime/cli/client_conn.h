@@ -32,6 +32,11 @@ typedef struct client_conn client_conn;
 typedef struct client_conn_ops {
   /* Send one message. On failure, false with the reason in err. */
   bool (*send)(client_conn *c, const char *json, size_t len, buf *err);
+  /* Send one message as if it carried a verified token: identity_json
+   * ({"principal","subject","client_id","scopes":"a b","expires_at",
+   * "claims":{...}}) is who the server's core sees (transport_ops.
+   * request_identity). In process only (mcp.testing); NULL elsewhere. */
+  bool (*send_as)(client_conn *c, const char *json, size_t len, const char *identity_json, buf *err);
   /* Let the connection make progress for at most timeout_ms (< 0: until
    * something happens). Returns false when nothing can happen any more
    * (no transfer, no handle, no task that could still answer). */

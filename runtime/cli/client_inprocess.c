@@ -15,7 +15,10 @@
 #include "app/reload.h"
 #include "app/vm.h"
 #include "cli/client_conn.h"
+#include "core/auth.h"
 #include "core/jobs.h"
+#include "core/json.h"
+#include "core/luamcp_limits.h"
 #include "core/server.h"
 #include "core/session.h"
 
@@ -28,6 +31,9 @@ typedef struct inprocess_conn {
   session *session;
   loop_waiter waiter;
   int closing_handles; /* the waiter's, once closed: the struct goes after them */
+  /* Who the message being received comes from (send_as), while
+   * session_receive runs; the calls it starts keep their own reference. */
+  auth_identity *identity;
 } inprocess_conn;
 
 /* transport_ops.send: the server's message goes to the client's inbox.
@@ -37,12 +43,63 @@ static void loopback_send(session *s, const session_message *m) {
   client_conn_deliver(&c->base, m->json, m->len);
 }
 
-static const transport_ops LOOPBACK_OPS = {.send = loopback_send};
+/* transport_ops.request_identity: what HTTP learns from a verified bearer
+ * token, mcp.testing says with send_as. */
+static auth_identity *loopback_identity(session *s, void *origin) {
+  (void)origin;
+  inprocess_conn *c = s->transport_data;
+  return c->identity;
+}
+
+static const transport_ops LOOPBACK_OPS = {.send = loopback_send, .request_identity = loopback_identity};
+
+/* The identity described by mcp.testing (client.lua's auth_json). */
+static auth_identity *identity_from_json(const char *text, buf *err) {
+  json_doc *doc = json_parse(text, strlen(text), MAX_JSON_DEPTH, NULL);
+  const json_value *root = doc ? json_doc_root(doc) : NULL;
+  const json_value *principal = json_object_get(root, "principal");
+  if (!principal || principal->type != JSON_STRING || principal->len == 0) {
+    json_doc_free(doc);
+    buf_puts(err, "an identity needs a principal");
+    return NULL;
+  }
+  const json_value *subject = json_object_get(root, "subject"), *client_id = json_object_get(root, "client_id");
+  const json_value *scopes = json_object_get(root, "scopes"), *expires = json_object_get(root, "expires_at");
+  const json_value *claims = json_object_get(root, "claims");
+  char *p = strndup(principal->u.string, principal->len);
+  char *sub = subject && subject->type == JSON_STRING ? strndup(subject->u.string, subject->len) : NULL;
+  char *cid = client_id && client_id->type == JSON_STRING ? strndup(client_id->u.string, client_id->len) : NULL;
+  char *sc = scopes && scopes->type == JSON_STRING ? strndup(scopes->u.string, scopes->len) : NULL;
+  buf claims_json = BUF_INIT;
+  if (claims && claims->type == JSON_OBJECT) json_write_value(&claims_json, claims);
+  else buf_puts(&claims_json, "{}");
+  int64_t exp = expires && expires->type == JSON_INTEGER ? (int64_t)expires->u.integer : 0;
+  auth_identity *id = auth_identity_new(p, sub, cid, sc ? sc : "", exp, claims_json.data);
+  free(p);
+  free(sub);
+  free(cid);
+  free(sc);
+  buf_free(&claims_json);
+  json_doc_free(doc);
+  if (!id) buf_puts(err, "out of memory");
+  return id;
+}
 
 static bool inprocess_send(client_conn *base, const char *json, size_t len, buf *err) {
   inprocess_conn *c = (inprocess_conn *)base;
   (void)err;
   session_receive(c->session, json, len, NULL);
+  return true;
+}
+
+static bool inprocess_send_as(client_conn *base, const char *json, size_t len, const char *identity_json, buf *err) {
+  inprocess_conn *c = (inprocess_conn *)base;
+  auth_identity *id = identity_from_json(identity_json, err);
+  if (!id) return false;
+  c->identity = id;
+  session_receive(c->session, json, len, NULL);
+  c->identity = NULL;
+  auth_identity_unref(id);
   return true;
 }
 
@@ -86,6 +143,7 @@ static void inprocess_close(client_conn *base) {
 
 static const client_conn_ops INPROCESS_OPS = {
     .send = inprocess_send,
+    .send_as = inprocess_send_as,
     .wait = inprocess_wait,
     .reload = inprocess_reload,
     .close = inprocess_close,

@@ -50,6 +50,7 @@ static void job_free(job *j) {
   free(j->client_capabilities_json);
   free(j->client_info_json);
   free(j->client_key);
+  free(j->owner_principal);
   free(j);
 }
 
@@ -200,8 +201,8 @@ static char *keep_client_field(const char *json) {
 static size_t text_bytes(const char *s) { return s ? strlen(s) : 0; }
 
 job *job_create(server *srv, const char *method, const char *request_id, const char *caps, const char *info,
-                const protocol_version *version, int poll_interval_ms, const char *client_key, size_t work_bytes,
-                char *why, size_t why_size) {
+                const protocol_version *version, int poll_interval_ms, const char *client_key,
+                const char *owner_principal, size_t work_bytes, char *why, size_t why_size) {
   job_store *st = store(srv);
   jobs_expire(srv);
   if (srv->opts.max_tasks > 0 && st->running >= (size_t)srv->opts.max_tasks) {
@@ -243,6 +244,7 @@ job *job_create(server *srv, const char *method, const char *request_id, const c
   j->client_capabilities_json = kept_caps;
   j->client_info_json = kept_info;
   j->client_key = strdup(client_key);
+  j->owner_principal = owner_principal && *owner_principal ? strdup(owner_principal) : NULL;
   j->version = version;
   j->prev = st->last;
   if (st->last) st->last->next = j;
@@ -253,7 +255,17 @@ job *job_create(server *srv, const char *method, const char *request_id, const c
   count_client(st, client_key);
   j->held = held;
   charge(st, j, held);
+  charge(st, j, text_bytes(j->owner_principal)); /* kept for the job's whole life, beside its record */
   return j;
+}
+
+bool job_owned_by(const job *j, const char *principal) {
+  return strcmp(j->owner_principal ? j->owner_principal : "", principal ? principal : "") == 0;
+}
+
+job *job_find_for(server *srv, const char *id, size_t len, const char *principal) {
+  job *j = job_find(srv, id, len);
+  return j && job_owned_by(j, principal) ? j : NULL;
 }
 
 job *job_find(server *srv, const char *id, size_t len) {
@@ -456,8 +468,8 @@ void job_write(buf *out, const job *j, job_view view) {
 
 static bool is(const char *method, const char *name) { return strcmp(method, name) == 0; }
 
-int jobs_handle(server *srv, const char *method, const json_value *params, buf *out, job **changed,
-                const char **message) {
+int jobs_handle(server *srv, const char *method, const json_value *params, const char *principal, buf *out,
+                job **changed, const char **message) {
   *changed = NULL;
   const json_value *id = json_object_get(params, "taskId");
   if (!id || id->type != JSON_STRING) {
@@ -472,7 +484,7 @@ int jobs_handle(server *srv, const char *method, const json_value *params, buf *
       return JSONRPC_INVALID_PARAMS;
     }
   }
-  job *j = job_find(srv, id->u.string, id->len);
+  job *j = job_find_for(srv, id->u.string, id->len, principal);
   if (!j) {
     *message = "Invalid params: no such task (unknown, or expired and discarded)";
     return JSONRPC_INVALID_PARAMS;

@@ -111,13 +111,19 @@ int jobs_client_cap(const server *srv);
 
 /* A new working job, or NULL with why it was refused in why (the server
  * runs --max-tasks, this client its share, or the running jobs hold the
- * whole JOB_KEPT_BYTES). The strings are copied (the client's fields cut
+ * whole JOB_KEPT_BYTES). owner_principal (auth_principal of its creator;
+ * NULL or "": nobody was authenticated) is the only caller it answers. The strings are copied (the client's fields cut
  * down to JOB_CLIENT_FIELD_BYTES); work_bytes is what the work keeps of
  * the request besides them, charged while it runs. */
 job *job_create(server *srv, const char *method, const char *request_id, const char *client_capabilities_json,
                 const char *client_info_json, const protocol_version *version, int poll_interval_ms,
-                const char *client_key, size_t work_bytes, char *why, size_t why_size);
+                const char *client_key, const char *owner_principal, size_t work_bytes, char *why, size_t why_size);
 job *job_find(server *srv, const char *id, size_t len);
+/* job_find for a caller (its principal, auth_principal: "" for nobody):
+ * NULL when the job is another principal's, exactly as for an unknown id. */
+job *job_find_for(server *srv, const char *id, size_t len, const char *principal);
+/* Is the job principal's (the one that created it)? */
+bool job_owned_by(const job *j, const char *principal);
 static inline bool job_terminal(const job *j) { return j->status >= JOB_COMPLETED; }
 
 /* The work ended: completed with a result object, or failed with a
@@ -148,13 +154,15 @@ bool job_waiting(const job *j, void *waiter);
 typedef enum job_view { JOB_VIEW_CREATED, JOB_VIEW_GET, JOB_VIEW_NOTIFICATION } job_view;
 void job_write(buf *out, const job *j, job_view view);
 
-/* tasks/get, tasks/update, tasks/cancel (params is the request's params).
+/* tasks/get, tasks/update, tasks/cancel (params is the request's params)
+ * from principal (auth_principal of the caller): another principal's job
+ * is answered as an unknown one.
  * Writes the result object into out and returns 0, or returns a JSON-RPC
  * error code with its message in *message. *changed is the job whose state
  * changed (listeners should hear of it), or NULL. A cancel tells the app
  * (app_ops.job_cancel) and an answer wakes it (app_ops.job_answered). */
-int jobs_handle(server *srv, const char *method, const json_value *params, buf *out, job **changed,
-                const char **message);
+int jobs_handle(server *srv, const char *method, const json_value *params, const char *principal, buf *out,
+                job **changed, const char **message);
 
 /* Drop finished jobs past JOB_KEEP_MS (called as the store is used). */
 void jobs_expire(server *srv);

@@ -137,7 +137,8 @@ static bool jwk_read(const json_value *obj, jwk *k) {
   uint8_t *a = jwk_bytes(obj, a_name, &a_len), *b = b_name ? jwk_bytes(obj, b_name, &b_len) : NULL;
   if (a && (b || !b_name)) {
     char why[128];
-    k->key = os_pubkey_import(kty->u.string, crv ? crv->u.string : NULL, a, a_len, b, b_len, why, sizeof why);
+    const char *curve = k->kind == KEY_RSA ? NULL : crv->u.string; /* a string: checked above */
+    k->key = os_pubkey_import(kty->u.string, curve, a, a_len, b, b_len, why, sizeof why);
   } else {
     k->key = NULL;
   }
@@ -364,7 +365,7 @@ static jwt_verdict check_signature(const char *token, size_t signed_len, const j
   return JWT_BAD_SIGNATURE;
 }
 
-/* The claims: types, then iss, aud, exp, nbf. */
+/* The claims: types, then exp, nbf, iss, aud. */
 static jwt_verdict check_claims(const json_value *claims, const jwt_policy *policy, char *why, size_t why_len) {
   static const char *const STRINGS[] = {"iss", "sub", "client_id", "azp", "cid", "scope"};
   static const char *const NUMBERS[] = {"exp", "nbf", "iat"};
@@ -388,10 +389,7 @@ static jwt_verdict check_claims(const json_value *claims, const jwt_policy *poli
     say(why, why_len, "the token names a claim twice");
     return JWT_MALFORMED;
   }
-  if (scp && scp->type == JSON_ARRAY) {
-    for (uint32_t i = 0; i < scp->len; i++)
-      if (!plain_string(&scp->u.items[i])) scp = NULL;
-  }
+  /* scp's items that are not strings are left out of the scopes, not refused. */
   if (scp && !plain_string(scp) && scp->type != JSON_ARRAY) {
     say(why, why_len, "the token's scp claim is not a string or an array of strings");
     return JWT_MALFORMED;
@@ -408,20 +406,6 @@ static jwt_verdict check_claims(const json_value *claims, const jwt_policy *poli
     return JWT_MALFORMED;
   }
 
-  const json_value *iss = json_object_get(claims, "iss");
-  if (policy->issuer && !string_is(iss, policy->issuer)) {
-    say(why, why_len, "the token was not issued by %s", policy->issuer);
-    return JWT_WRONG_ISSUER;
-  }
-  if (policy->audience) {
-    bool ours = string_is(aud, policy->audience);
-    for (uint32_t i = 0; !ours && aud && aud->type == JSON_ARRAY && i < aud->len; i++)
-      ours = string_is(&aud->u.items[i], policy->audience);
-    if (!ours) {
-      say(why, why_len, "the token's audience is not %s", policy->audience);
-      return JWT_WRONG_AUDIENCE;
-    }
-  }
   int64_t leeway = policy->leeway_s > 0 ? policy->leeway_s : 0;
   const json_value *exp = json_object_get(claims, "exp"), *nbf = json_object_get(claims, "nbf");
   /* RFC 9068 2.2: exp is REQUIRED; a token that never expires is refused. */
@@ -437,6 +421,20 @@ static jwt_verdict check_claims(const json_value *claims, const jwt_policy *poli
   if (nbf && compare_time(nbf, saturating_add(policy->now_s, leeway)) > 0) {
     say(why, why_len, "the token is not valid yet (nbf)");
     return JWT_NOT_YET_VALID;
+  }
+  /* No issuer or audience to check against refuses every token: a
+   * verifier that lost its configuration fails closed. */
+  const json_value *iss = json_object_get(claims, "iss");
+  if (!policy->issuer || !string_is(iss, policy->issuer)) {
+    say(why, why_len, "the token was not issued by %s", policy->issuer ? policy->issuer : "the configured issuer");
+    return JWT_WRONG_ISSUER;
+  }
+  bool ours = policy->audience && string_is(aud, policy->audience);
+  for (uint32_t i = 0; policy->audience && !ours && aud && aud->type == JSON_ARRAY && i < aud->len; i++)
+    ours = string_is(&aud->u.items[i], policy->audience);
+  if (!ours) {
+    say(why, why_len, "the token's audience is not %s", policy->audience ? policy->audience : "this server");
+    return JWT_WRONG_AUDIENCE;
   }
   return JWT_OK;
 }

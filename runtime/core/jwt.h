@@ -28,8 +28,8 @@ size_t jwk_set_count(const jwk_set *set);
 
 /* What a token must satisfy. Strings are borrowed for the call. */
 typedef struct jwt_policy {
-  const char *issuer;     /* iss must equal it exactly */
-  const char *audience;   /* aud (a string, or an array) must contain it (RFC 8707) */
+  const char *issuer;     /* iss must equal it exactly (NULL: every token is refused) */
+  const char *audience;   /* aud (a string, or an array) must contain it (RFC 8707; NULL: every token is refused) */
   const char *algorithms; /* the allowed algs, space-separated; NULL: JWT_DEFAULT_ALGORITHMS. Never none or HS* */
   int leeway_s;           /* clock skew forgiven on exp and nbf */
   int64_t now_s;          /* unix seconds */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/buf.h"
 #include "core/json.h"
 
 /* Sessions and calls are session.h's: the server only lists them. */
@@ -53,6 +54,12 @@ typedef struct app_ops {
    * it)? resources/subscribe takes no other: it would never hear of it.
    * Optional: without it any URI is taken. */
   bool (*resource_known)(void *app, const char *uri, size_t len);
+  /* resource_known, and the scopes reading the URI needs (mcp.resource or
+   * mcp.template {scopes = ...}), appended to required space-separated
+   * (nothing when none): resources/subscribe and subscriptions/listen
+   * follow a URI only for a caller that holds them. Optional: without it
+   * resource_known decides alone. */
+  bool (*resource_scopes)(void *app, const char *uri, size_t len, buf *required);
 } app_ops;
 
 typedef struct server_options {
@@ -97,9 +104,9 @@ struct server {
    * the tasks/ method), and subscriptions/listen follows such ids. */
   bool jobs_elsewhere;
   /* Told of every notifications/tasks this process sends for one of its
-   * jobs (params: the whole task), to pass on to the other processes; the
-   * app's. NULL: nobody. */
-  void (*job_changed)(void *data, const char *id, const char *params_json, size_t len);
+   * jobs (params: the whole task; owner_principal: its creator's, or NULL),
+   * to pass on to the other processes; the app's. NULL: nobody. */
+  void (*job_changed)(void *data, const char *id, const char *owner_principal, const char *params_json, size_t len);
   void *job_changed_data;
 };
 

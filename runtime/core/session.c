@@ -145,6 +145,16 @@ static auth_identity *request_identity(session *s, void *origin) {
   return s->transport && s->transport->request_identity ? s->transport->request_identity(s, origin) : NULL;
 }
 
+/* Who a request on origin comes from (borrowed): the token it carries,
+ * whose scopes are the current ones (a client that stepped up for more
+ * scopes presents a new token; the transport has already made sure a
+ * legacy session's requests come from its owner's principal), else the
+ * session's owner. */
+static auth_identity *identity_of(session *s, void *origin) {
+  auth_identity *id = request_identity(s, origin);
+  return id ? id : s->owner;
+}
+
 /* The response is out, or pieces when not NULL. */
 static void call_send_response_scoped(call *c, const buf *out, const chain *pieces, int http_status,
                                       const char *required_scopes);
@@ -208,22 +218,11 @@ void call_fail(call *c, int code, const char *message, const char *data_json, si
   buf_free(&out);
 }
 
+static void write_scope_data(buf *data, const char *required_scopes);
+
 void call_fail_scope(call *c, const char *required_scopes, const char *message) {
   buf data = BUF_INIT, out = BUF_INIT;
-  buf_puts(&data, "{\"requiredScopes\":[");
-  bool first = true;
-  for (const char *p = required_scopes ? required_scopes : ""; *p;) {
-    while (*p == ' ') p++;
-    const char *end = p;
-    while (*end && *end != ' ') end++;
-    if (end > p) {
-      if (!first) buf_putc(&data, ',');
-      first = false;
-      json_write_string(&data, p, (size_t)(end - p));
-    }
-    p = end;
-  }
-  buf_puts(&data, "]}");
+  write_scope_data(&data, required_scopes);
   jsonrpc_write_error(&out, c->id.raw, c->id.raw_len, MCP_INSUFFICIENT_SCOPE,
                       message ? message : "Forbidden: insufficient scope", data.data, data.len);
   call_send_response_scoped(c, &out, NULL, 403, required_scopes);
@@ -373,6 +372,61 @@ bool call_client_has_capability(const call *c, const char *name) {
 
 bool session_client_has_capability(const session *s, const char *name) {
   return capabilities_have(s->client_capabilities_json, name);
+}
+
+/* ---- Scopes ------------------------------------------------------------ */
+
+/* The data of an insufficient-scope error: {"requiredScopes":[...]}. */
+static void write_scope_data(buf *data, const char *required_scopes) {
+  buf_puts(data, "{\"requiredScopes\":[");
+  bool first = true;
+  for (const char *p = required_scopes ? required_scopes : ""; *p;) {
+    while (*p == ' ') p++;
+    const char *end = p;
+    while (*end && *end != ' ') end++;
+    if (end > p) {
+      if (!first) buf_putc(data, ',');
+      first = false;
+      json_write_string(data, p, (size_t)(end - p));
+    }
+    p = end;
+  }
+  buf_puts(data, "]}");
+}
+
+/* May who read uri (for following it)? 1: yes; 0: the app knows no such
+ * URI; -1: it needs scopes who lacks (appended to required, when given). */
+static int resource_access(server *srv, const char *uri, size_t len, const auth_identity *who, buf *required) {
+  const app_ops *app = srv->app;
+  if (!app) return 1;
+  if (!app->resource_scopes) return !app->resource_known || app->resource_known(srv->app_data, uri, len) ? 1 : 0;
+  buf scopes = BUF_INIT;
+  bool known = app->resource_scopes(srv->app_data, uri, len, &scopes);
+  int access = !known ? 0 : auth_has_scopes(who, scopes.data) ? 1 : -1;
+  if (access < 0 && required) buf_append(required, scopes.data, scopes.len);
+  buf_free(&scopes);
+  return access;
+}
+
+/* A request the core answers itself, refused for want of scopes: as
+ * call_fail_scope (MCP_INSUFFICIENT_SCOPE, HTTP 403 with a challenge). */
+static void reply_scope_error(session *s, batch *b, void *origin, const json_value *id, const char *src,
+                              const char *required_scopes, const char *message) {
+  buf out = BUF_INIT, tmp = BUF_INIT, data = BUF_INIT;
+  size_t id_len = 0;
+  const char *id_text = jsonrpc_id_text(id, src, &tmp, &id_len);
+  write_scope_data(&data, required_scopes);
+  jsonrpc_write_error(&out, id_text, id_len, MCP_INSUFFICIENT_SCOPE, message, data.data, data.len);
+  if (b) {
+    send_reply(s, b, origin, &out, false, 403);
+  } else {
+    session_message m = {.json = out.data, .len = out.len, .origin = origin, .final = true, .http_status = 403,
+                         .required_scopes = required_scopes};
+    send_message(s, &m);
+  }
+  buf_free(&out);
+  buf_free(&tmp);
+  buf_free(&data);
 }
 
 /* ---- What a session keeps from its client ---------------------------- */
@@ -599,7 +653,16 @@ static void handle_subscription(session *s, const jsonrpc_message *m, const char
     return;
   }
   server *srv = s->server;
-  if (srv->app && srv->app->resource_known && !srv->app->resource_known(srv->app_data, uri->u.string, uri->len)) {
+  buf required = BUF_INIT;
+  int access = resource_access(srv, uri->u.string, uri->len, identity_of(s, origin), &required);
+  if (access < 0) {
+    reply_scope_error(s, b, origin, m->id, src, required.data,
+                      "Forbidden: subscribing to this resource needs scopes the token does not grant");
+    buf_free(&required);
+    return;
+  }
+  buf_free(&required);
+  if (access == 0) {
     /* As resources/read answers an unknown URI in the session's version. */
     buf message = BUF_INIT, data = BUF_INIT;
     buf_puts(&message, "Resource not found: ");
@@ -680,7 +743,7 @@ static call *call_new(session *s, const jsonrpc_message *m, const char *src, bat
   c->version = s->version;
   c->transport_data = origin;
   c->log_level = -1;
-  c->identity = auth_identity_ref(s->owner ? s->owner : request_identity(s, origin));
+  c->identity = auth_identity_ref(identity_of(s, origin));
   const json_value *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
   if (token && (token->type == JSON_STRING || token->type == JSON_INTEGER)) c->progress_token = value_to_json(token);
   if (b) {
@@ -764,9 +827,11 @@ static void reply_missing_jobs(session *s, void *origin, const jsonrpc_message *
 
 /* A job another process may hold: not here, and a bus reaches the others
  * (the request then becomes a call the app forwards). */
-static bool job_elsewhere(server *srv, const json_value *params) {
+static bool job_elsewhere(server *srv, const json_value *params, const char *principal) {
   const json_value *id = json_object_get(params, "taskId");
-  return srv->jobs_elsewhere && id && id->type == JSON_STRING && !job_find(srv, id->u.string, id->len);
+  /* Another principal's job here is looked for elsewhere too, as an
+   * unknown id is: the same answer ("no such task"), after the same wait. */
+  return srv->jobs_elsewhere && id && id->type == JSON_STRING && !job_find_for(srv, id->u.string, id->len, principal);
 }
 
 /* tasks/get, tasks/update, tasks/cancel: the store answers; listeners hear
@@ -776,7 +841,8 @@ static void handle_jobs(session *s, const jsonrpc_message *m, const char *src, v
   buf out = BUF_INIT;
   job *changed = NULL;
   const char *message = NULL;
-  int code = jobs_handle(s->server, m->method, m->params, &out, &changed, &message);
+  int code = jobs_handle(s->server, m->method, m->params, auth_principal(identity_of(s, origin)), &out, &changed,
+                         &message);
   if (code) reply_error(s, NULL, origin, m->id, src, code, message, NULL, 0);
   else reply_result(s, NULL, origin, m->id, src, out.data, out.len);
   buf_free(&out);
@@ -847,6 +913,8 @@ static void listen_start(call *c, const jsonrpc_message *m) {
     for (uint32_t i = 0; i < uris->len && i < LISTEN_MAX_URIS; i++) {
       const json_value *u = &uris->u.items[i];
       if (u->type != JSON_STRING || u->len > MAX_RESOURCE_URI_BYTES) continue;
+      /* Only what this caller may read (a resource's scopes). */
+      if (resource_access(s->server, u->u.string, u->len, c->identity, NULL) < 0) continue;
       if (l->uri_count) buf_putc(&agreed, ',');
       l->uris[l->uri_count++] = strndup(u->u.string, u->len);
       json_write_string(&agreed, u->u.string, u->len);
@@ -862,9 +930,11 @@ static void listen_start(call *c, const jsonrpc_message *m) {
     for (uint32_t i = 0; i < ids->len && i < LISTEN_MAX_URIS; i++) {
       const json_value *id = &ids->u.items[i];
       /* With a bus, another process may hold it and tell of it. */
-      if (id->type != JSON_STRING || id->len > 64 ||
-          !(job_find(s->server, id->u.string, id->len) || s->server->jobs_elsewhere))
-        continue;
+      /* Another principal's task is unknown to this caller; one held
+       * elsewhere is told of only to its owner (server_job_notify). */
+      if (id->type != JSON_STRING || id->len > 64) continue;
+      job *held = job_find(s->server, id->u.string, id->len);
+      if (held ? !job_owned_by(held, auth_principal(c->identity)) : !s->server->jobs_elsewhere) continue;
       if (l->task_id_count) buf_putc(&agreed, ',');
       l->task_ids[l->task_id_count++] = strndup(id->u.string, id->len);
       json_write_string(&agreed, id->u.string, id->len);
@@ -948,7 +1018,8 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
     return;
   }
   if (is_method(m, "server/discover")) return handle_discover(s, m, src, origin);
-  bool elsewhere = is_jobs_method(m) && declares_jobs(caps) && job_elsewhere(s->server, m->params);
+  bool elsewhere = is_jobs_method(m) && declares_jobs(caps) &&
+                   job_elsewhere(s->server, m->params, auth_principal(identity_of(s, origin)));
   if (is_jobs_method(m) && !elsewhere) return handle_jobs(s, m, src, origin, caps);
   const json_value *task_ids = json_object_get(json_object_get(m->params, "notifications"), "taskIds");
   if (is_method(m, "subscriptions/listen") && task_ids && !declares_jobs(caps))
@@ -1178,12 +1249,13 @@ void server_resource_updated(server *srv, const char *uri, size_t len) {
   buf_free(&params);
 }
 
-void server_job_notify(server *srv, const char *id, const char *params_json, size_t len) {
+void server_job_notify(server *srv, const char *id, const char *owner_principal, const char *params_json, size_t len) {
+  const char *owner = owner_principal ? owner_principal : "";
   for (session *s = srv->sessions; s; s = s->next) {
     if (s->state == SESSION_CLOSED) continue;
     for (call *c = s->calls; c; c = c->next) {
       listener *l = c->listener;
-      if (!l) continue;
+      if (!l || strcmp(auth_principal(c->identity), owner) != 0) continue;
       for (size_t i = 0; i < l->task_id_count; i++) {
         if (strcmp(l->task_ids[i], id) != 0) continue;
         listener_notify(c, "notifications/tasks", params_json, len);
@@ -1196,8 +1268,8 @@ void server_job_notify(server *srv, const char *id, const char *params_json, siz
 void server_job_changed(server *srv, const job *j) {
   buf params = BUF_INIT;
   job_write(&params, j, JOB_VIEW_NOTIFICATION);
-  server_job_notify(srv, j->id, params.data, params.len);
-  if (srv->job_changed) srv->job_changed(srv->job_changed_data, j->id, params.data, params.len);
+  server_job_notify(srv, j->id, j->owner_principal, params.data, params.len);
+  if (srv->job_changed) srv->job_changed(srv->job_changed_data, j->id, j->owner_principal, params.data, params.len);
   buf_free(&params);
 }
 

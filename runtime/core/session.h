@@ -267,8 +267,9 @@ void server_resource_updated(server *srv, const char *uri, size_t len);
  * and to srv->job_changed. */
 void server_job_changed(server *srv, const job *j);
 /* The same for a job of another process (params: the whole task), to this
- * process's listeners only. */
-void server_job_notify(server *srv, const char *id, const char *params_json, size_t len);
+ * process's listeners only: those of its owner (owner_principal, NULL for
+ * nobody). */
+void server_job_notify(server *srv, const char *id, const char *owner_principal, const char *params_json, size_t len);
 /* End every subscriptions/listen call (a cancellation: their streams end
  * cleanly); returns how many. For a server that stops taking work. */
 int server_end_listeners(server *srv);

@@ -97,7 +97,7 @@ const char *state_verdict_text(state_verdict v) {
   switch (v) {
     case STATE_OK: return "valid";
     case STATE_MALFORMED: return "not a requestState this server issued";
-    case STATE_FORGED: return "was altered, or was issued for another request";
+    case STATE_FORGED: return "was altered, or was issued for another request or caller";
     case STATE_EXPIRED: return "has expired";
   }
   return "invalid";

@@ -41,7 +41,7 @@ typedef enum os_sig_alg {
  * EC P-256 (x, y, 32 bytes each) or OKP Ed25519 (x). kty is "RSA", "EC"
  * or "OKP"; crv "P-256" or "Ed25519" (NULL for RSA). NULL with why when
  * the parts do not make a key of that kind, or the platform cannot (an RSA
- * modulus under 2048 bits is refused). */
+ * modulus under 2048 bits is refused; Windows' CNG has no Ed25519). */
 os_pubkey *os_pubkey_import(const char *kty, const char *crv, const uint8_t *a, size_t a_len, const uint8_t *b,
                             size_t b_len, char *why, size_t why_len);
 void os_pubkey_free(os_pubkey *key);

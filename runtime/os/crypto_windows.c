@@ -3,18 +3,24 @@
  * (bcrypt.dll, Vista and later): the system's preferred generator for
  * randomness, and its SHA-256 provider for the hash and the HMAC.
  *
- * The two providers (plain and HMAC) are opened once, on first use, and
- * kept for the life of the process: opening one is the costly step, and
- * a hash object made from an open provider is cheap. InitOnce makes the
- * first use safe from any thread.
+ * The providers (SHA-256 plain and HMAC, RSA, ECDSA P-256) are opened
+ * once, on first use, and kept for the life of the process: opening one
+ * is the costly step, and a hash or key made from an open provider is
+ * cheap. InitOnce makes the first use safe from any thread.
+ *
+ * Public keys (JWT access tokens): RSA (PKCS#1 v1.5 and PSS) and ECDSA
+ * P-256 through BCryptImportKeyPair and BCryptVerifySignature. CNG has no
+ * Ed25519, so EdDSA keys are refused on Windows.
  */
 #include "os/crypto.h"
 
 #include <windows.h>
 #include <bcrypt.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-static BCRYPT_ALG_HANDLE sha256_alg, hmac_alg;
+static BCRYPT_ALG_HANDLE sha256_alg, hmac_alg, rsa_alg, p256_alg;
 static INIT_ONCE providers_once = INIT_ONCE_STATIC_INIT;
 
 static BOOL CALLBACK open_providers(PINIT_ONCE once, PVOID param, PVOID *context) {
@@ -23,6 +29,8 @@ static BOOL CALLBACK open_providers(PINIT_ONCE once, PVOID param, PVOID *context
   if (!BCRYPT_SUCCESS(
           BCryptOpenAlgorithmProvider(&hmac_alg, BCRYPT_SHA256_ALGORITHM, NULL, BCRYPT_ALG_HANDLE_HMAC_FLAG)))
     hmac_alg = NULL;
+  if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&rsa_alg, BCRYPT_RSA_ALGORITHM, NULL, 0))) rsa_alg = NULL;
+  if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p256_alg, BCRYPT_ECDSA_P256_ALGORITHM, NULL, 0))) p256_alg = NULL;
   return TRUE;
 }
 
@@ -75,4 +83,140 @@ bool os_equal_secret(const void *a, const void *b, size_t n) {
   unsigned char diff = 0;
   for (size_t i = 0; i < n; i++) diff |= (unsigned char)(x[i] ^ y[i]);
   return diff == 0;
+}
+
+/* ---- Public-key signatures ---------------------------------------------- */
+
+/* RFC 7518 3.3: a key of 2048 bits or larger MUST be used with RS256/PS256. */
+enum { RSA_MIN_BITS = 2048, RSA_MAX_BYTES = 2048, P256_COORD_BYTES = 32 };
+
+/* Owner: whoever imported it (os_pubkey_free). */
+struct os_pubkey {
+  BCRYPT_KEY_HANDLE key;
+  bool rsa; /* else ECDSA P-256 */
+};
+
+static void say(char *why, size_t why_len, const char *text) {
+  if (why && why_len) snprintf(why, why_len, "%s", text);
+}
+
+/* A big-endian number without its leading zero bytes. */
+static const uint8_t *strip_zeros(const uint8_t *p, size_t *len) {
+  while (*len > 0 && *p == 0) p++, (*len)--;
+  return p;
+}
+
+static BCRYPT_KEY_HANDLE import_rsa(const uint8_t *n, size_t n_len, const uint8_t *e, size_t e_len, char *why,
+                                    size_t why_len) {
+  n = strip_zeros(n, &n_len);
+  e = strip_zeros(e, &e_len);
+  if (!n_len || !e_len || n_len > RSA_MAX_BYTES || e_len > 16) {
+    say(why, why_len, "the RSA key's n or e has an impossible size");
+    return NULL;
+  }
+  unsigned bits = (unsigned)n_len * 8;
+  for (uint8_t top = n[0]; !(top & 0x80); top <<= 1) bits--;
+  if (bits < RSA_MIN_BITS) {
+    say(why, why_len, "the RSA key is shorter than 2048 bits");
+    return NULL;
+  }
+  /* BCRYPT_RSAPUBLIC_BLOB: the header, then e and n, big-endian. */
+  size_t size = sizeof(BCRYPT_RSAKEY_BLOB) + e_len + n_len;
+  BCRYPT_RSAKEY_BLOB *blob = calloc(1, size);
+  if (!blob) {
+    say(why, why_len, "out of memory");
+    return NULL;
+  }
+  blob->Magic = BCRYPT_RSAPUBLIC_MAGIC;
+  blob->BitLength = bits;
+  blob->cbPublicExp = (ULONG)e_len;
+  blob->cbModulus = (ULONG)n_len;
+  memcpy((uint8_t *)(blob + 1), e, e_len);
+  memcpy((uint8_t *)(blob + 1) + e_len, n, n_len);
+  BCRYPT_KEY_HANDLE key = NULL;
+  if (!rsa_alg || !BCRYPT_SUCCESS(BCryptImportKeyPair(rsa_alg, NULL, BCRYPT_RSAPUBLIC_BLOB, &key, (PUCHAR)blob,
+                                                      (ULONG)size, 0))) {
+    key = NULL;
+    say(why, why_len, "the RSA key's n and e do not make a key");
+  }
+  free(blob);
+  return key;
+}
+
+static BCRYPT_KEY_HANDLE import_p256(const uint8_t *x, size_t x_len, const uint8_t *y, size_t y_len, char *why,
+                                     size_t why_len) {
+  if (x_len != P256_COORD_BYTES || y_len != P256_COORD_BYTES) {
+    say(why, why_len, "a P-256 key's x and y are 32 bytes each");
+    return NULL;
+  }
+  /* BCRYPT_ECCPUBLIC_BLOB: the header, then x and y. CNG checks the point
+   * is on the curve. */
+  struct {
+    BCRYPT_ECCKEY_BLOB header;
+    uint8_t xy[2 * P256_COORD_BYTES];
+  } blob;
+  blob.header.dwMagic = BCRYPT_ECDSA_PUBLIC_P256_MAGIC;
+  blob.header.cbKey = P256_COORD_BYTES;
+  memcpy(blob.xy, x, P256_COORD_BYTES);
+  memcpy(blob.xy + P256_COORD_BYTES, y, P256_COORD_BYTES);
+  BCRYPT_KEY_HANDLE key = NULL;
+  if (!p256_alg || !BCRYPT_SUCCESS(BCryptImportKeyPair(p256_alg, NULL, BCRYPT_ECCPUBLIC_BLOB, &key, (PUCHAR)&blob,
+                                                       sizeof blob, 0))) {
+    key = NULL;
+    say(why, why_len, "the EC key's x and y are not a point of P-256");
+  }
+  return key;
+}
+
+os_pubkey *os_pubkey_import(const char *kty, const char *crv, const uint8_t *a, size_t a_len, const uint8_t *b,
+                            size_t b_len, char *why, size_t why_len) {
+  InitOnceExecuteOnce(&providers_once, open_providers, NULL, NULL);
+  BCRYPT_KEY_HANDLE key;
+  bool rsa = false;
+  if (kty && strcmp(kty, "RSA") == 0) {
+    rsa = true;
+    key = import_rsa(a, a_len, b, b_len, why, why_len);
+  } else if (kty && strcmp(kty, "EC") == 0 && crv && strcmp(crv, "P-256") == 0) {
+    key = import_p256(a, a_len, b, b_len, why, why_len);
+  } else if (kty && strcmp(kty, "OKP") == 0 && crv && strcmp(crv, "Ed25519") == 0) {
+    say(why, why_len, "EdDSA (Ed25519) keys are not available in the Windows build");
+    return NULL;
+  } else {
+    say(why, why_len, "a key type or curve luamcp does not know");
+    return NULL;
+  }
+  if (!key) return NULL;
+  os_pubkey *k = malloc(sizeof *k);
+  if (!k) {
+    BCryptDestroyKey(key);
+    say(why, why_len, "out of memory");
+    return NULL;
+  }
+  k->key = key;
+  k->rsa = rsa;
+  return k;
+}
+
+void os_pubkey_free(os_pubkey *key) {
+  if (!key) return;
+  BCryptDestroyKey(key->key);
+  free(key);
+}
+
+bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, size_t n, const uint8_t *sig,
+                      size_t sig_len) {
+  if (!key || sig_len > 0x10000) return false;
+  bool rsa_alg_wanted = alg == OS_SIG_RS256 || alg == OS_SIG_PS256;
+  if (alg == OS_SIG_EDDSA || rsa_alg_wanted != key->rsa) return false;
+  /* JWS's ES256 signature is r || s, which is CNG's form too. */
+  if (alg == OS_SIG_ES256 && sig_len != 2 * P256_COORD_BYTES) return false;
+  uint8_t hash[OS_SHA256_BYTES];
+  os_sha256(data, n, hash);
+  BCRYPT_PKCS1_PADDING_INFO pkcs1 = {BCRYPT_SHA256_ALGORITHM};
+  /* RFC 7518 3.5: MGF1 with SHA-256, a salt as long as the hash. */
+  BCRYPT_PSS_PADDING_INFO pss = {BCRYPT_SHA256_ALGORITHM, OS_SHA256_BYTES};
+  void *padding = alg == OS_SIG_RS256 ? (void *)&pkcs1 : alg == OS_SIG_PS256 ? (void *)&pss : NULL;
+  ULONG flags = alg == OS_SIG_RS256 ? BCRYPT_PAD_PKCS1 : alg == OS_SIG_PS256 ? BCRYPT_PAD_PSS : 0;
+  return BCRYPT_SUCCESS(
+      BCryptVerifySignature(key->key, padding, hash, sizeof hash, (PUCHAR)sig, (ULONG)sig_len, flags));
 }

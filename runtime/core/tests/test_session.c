@@ -538,6 +538,197 @@ static void test_state_tokens(void) {
   CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+/* ---- Who is calling (issue 29): identities, owners, scopes ------------ */
+
+/* A transport whose every exchange carries the verified caller
+ * current_identity (HTTP with OAuth), remembering the last message's
+ * status and challenge scopes. */
+static auth_identity *current_identity;
+static int last_status;
+static char last_scopes[128];
+static void id_send(session *s, const session_message *m) {
+  last_status = m->http_status;
+  snprintf(last_scopes, sizeof last_scopes, "%s", m->required_scopes ? m->required_scopes : "");
+  stub_send(s, m);
+}
+static auth_identity *id_request_identity(session *s, void *origin) {
+  (void)s;
+  (void)origin;
+  return current_identity;
+}
+static const transport_ops ID_TRANSPORT = {.send = id_send, .request_identity = id_request_identity};
+
+/* a://secret... needs "notes:read"; a://unknown... is not served. */
+static bool id_resource_scopes(void *app, const char *uri, size_t len, buf *required) {
+  if (!stub_resource_known(app, uri, len)) return false;
+  if (len >= 10 && memcmp(uri, "a://secret", 10) == 0) buf_puts(required, "notes:read");
+  return true;
+}
+static void id_describe(void *app, app_description *d) {
+  stub_describe(app, d);
+  d->resources = true;
+}
+static const app_ops ID_APP = {.call_start = stub_call_start, .call_cancel = stub_call_cancel,
+                               .describe = id_describe, .resource_known = stub_resource_known,
+                               .resource_scopes = id_resource_scopes};
+
+static session *new_id_session(void) {
+  new_session();
+  session_free(srv.sessions);
+  server_init(&srv, &srv.opts, &ID_APP, NULL);
+  return session_new(&srv, &ID_TRANSPORT, NULL, "test-auth");
+}
+
+#define MODERN_META                                                                                   \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                            \
+  "\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}"
+
+static void modern(session *s, int id, const char *method, const char *params) {
+  buf msg = BUF_INIT;
+  buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":{%s%s" MODERN_META "}}", id, method,
+             params, *params ? "," : "");
+  clear_sent();
+  session_receive(s, msg.data, msg.len, NULL);
+  buf_free(&msg);
+}
+
+static void test_call_identity(void) {
+  auth_identity *alice = auth_identity_new("iss alice", "alice", "app", "read", 0, "{\"sub\":\"alice\"}");
+  auth_identity *alice_more = auth_identity_new("iss alice", "alice", "app", "read write", 0, NULL);
+  auth_identity *bob = auth_identity_new("iss bob", "bob", NULL, "", 0, NULL);
+  session *s = new_id_session();
+  current_identity = alice;
+  initialize(s, "2025-11-25");
+  CHECK(s->owner == alice && alice->refs == 2, "the session keeps who initialized it");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hold\"}");
+  CHECK(held_count == 1 && held[0]->identity == alice, "a call is its request's caller's");
+  /* A stepped-up token of the same principal: the call sees its scopes. */
+  current_identity = alice_more;
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hold\"}");
+  CHECK(held_count == 2 && held[1]->identity == alice_more, "the request's token, with its current scopes");
+  CHECK(auth_has_scopes(held[1]->identity, "write") && !auth_has_scopes(held[0]->identity, "write"), "scopes");
+  /* No token on the exchange (cannot happen over HTTP with OAuth): the owner. */
+  current_identity = NULL;
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"hold\"}");
+  CHECK(held_count == 3 && held[2]->identity == alice, "else the session's owner");
+  call_fail_scope(held[0], "notes:write", NULL);
+  CHECK(last_status == 403, "a scope refusal is 403, got %d", last_status);
+  CHECK_STR(last_scopes, "notes:write");
+  CHECK(strstr(last_sent(), "\"code\":-32003") && strstr(last_sent(), "\"requiredScopes\":[\"notes:write\"]"),
+        "-32003 naming the scopes: %s", last_sent());
+  session_free(s);
+  CHECK(alice->refs == 1 && alice_more->refs == 1, "the calls and the session let their references go");
+  /* A 2026-07-28 request on a sessionless exchange is its token's. */
+  s = new_id_session();
+  current_identity = bob;
+  modern(s, 4, "hold", "");
+  CHECK(held_count == 1 && held[0]->identity == bob && s->owner == NULL, "a modern request is its caller's");
+  session_free(s);
+  current_identity = NULL;
+  auth_identity_unref(alice);
+  auth_identity_unref(alice_more);
+  auth_identity_unref(bob);
+}
+
+static void test_job_owners(void) {
+  auth_identity *alice = auth_identity_new("iss alice", "alice", NULL, "", 0, NULL);
+  auth_identity *bob = auth_identity_new("iss bob", "bob", NULL, "", 0, NULL);
+  session *s = new_id_session();
+  char why[200];
+  job *j = job_create(&srv, "tools/call", "1", NULL, NULL, NULL, 0, "k", auth_principal(alice), 0, why, sizeof why);
+  job *anon = job_create(&srv, "tools/call", "2", NULL, NULL, NULL, 0, "k", NULL, 0, why, sizeof why);
+  CHECK(j && anon && strcmp(j->owner_principal, "iss alice") == 0 && anon->owner_principal == NULL, "owners kept");
+  CHECK(job_find_for(&srv, j->id, 32, "iss alice") == j && !job_find_for(&srv, j->id, 32, "iss bob") &&
+            !job_find_for(&srv, j->id, 32, ""),
+        "found for its owner only");
+  CHECK(job_find_for(&srv, anon->id, 32, "") == anon && !job_find_for(&srv, anon->id, 32, "iss alice"),
+        "nobody's job is nobody's");
+  char params[128], unknown[512];
+  /* What an unknown id gets, word for word. */
+  current_identity = bob;
+  modern(s, 1, "tasks/get", "\"taskId\":\"00000000000000000000000000000000\"");
+  snprintf(unknown, sizeof unknown, "%s", strstr(last_sent(), "\"error\""));
+  CHECK(strstr(unknown, "-32602") != NULL, "unknown: %s", unknown);
+  snprintf(params, sizeof params, "\"taskId\":\"%s\"", j->id);
+  const char *methods[] = {"tasks/get", "tasks/cancel"};
+  for (int i = 0; i < 2; i++) {
+    modern(s, 2, methods[i], params);
+    CHECK(sent_count == 1 && strcmp(strstr(last_sent(), "\"error\""), unknown) == 0, "%s by another: %s", methods[i],
+          last_sent());
+  }
+  snprintf(params, sizeof params, "\"taskId\":\"%s\",\"inputResponses\":{}", j->id);
+  modern(s, 3, "tasks/update", params);
+  CHECK(strcmp(strstr(last_sent(), "\"error\""), unknown) == 0, "tasks/update by another: %s", last_sent());
+  CHECK(j->status == JOB_WORKING, "another's cancel did nothing");
+  /* Listening: another's task is dropped from the filter. */
+  snprintf(params, sizeof params, "\"notifications\":{\"taskIds\":[\"%s\"]}", j->id);
+  modern(s, 10, "subscriptions/listen", params);
+  CHECK(strstr(last_sent(), "\"taskIds\":[]") != NULL, "bob follows nothing: %s", last_sent());
+  current_identity = alice;
+  modern(s, 11, "subscriptions/listen", params);
+  CHECK(strstr(last_sent(), j->id) != NULL, "alice follows her task: %s", last_sent());
+  clear_sent();
+  server_job_notify(&srv, j->id, "iss alice", "{}", 2);
+  CHECK(sent_count == 1 && strstr(sent[0], "subscriptionId\":11"), "only alice's listener hears");
+  clear_sent();
+  server_job_notify(&srv, j->id, "iss bob", "{}", 2);
+  CHECK(sent_count == 0, "a job of bob's (another process) is not told to alice's listener");
+  snprintf(params, sizeof params, "\"taskId\":\"%s\"", j->id);
+  modern(s, 4, "tasks/get", params);
+  CHECK(strstr(last_sent(), "\"status\":\"working\"") != NULL, "alice gets it: %s", last_sent());
+  /* With other processes (a bus): bob's tasks/get for alice's job here
+   * goes to the app to ask the others, as for an id held nowhere here;
+   * alice's is answered here. */
+  srv.jobs_elsewhere = true;
+  current_identity = bob;
+  modern(s, 6, "tasks/get", params);
+  CHECK(strstr(last_sent(), "-32601") != NULL, "forwarded like an unknown id (the stub app answers -32601): %s",
+        last_sent());
+  current_identity = alice;
+  modern(s, 7, "tasks/get", params);
+  CHECK(strstr(last_sent(), "\"status\":\"working\"") != NULL, "alice's is answered here: %s", last_sent());
+  srv.jobs_elsewhere = false;
+  modern(s, 5, "tasks/cancel", params);
+  CHECK(j->status == JOB_CANCELLED, "alice cancels it");
+  session_free(s);
+  current_identity = NULL;
+  auth_identity_unref(alice);
+  auth_identity_unref(bob);
+}
+
+static void test_subscribe_scopes(void) {
+  auth_identity *reader = auth_identity_new("iss r", "r", NULL, "notes:read", 0, NULL);
+  auth_identity *none = auth_identity_new("iss n", "n", NULL, "", 0, NULL);
+  session *s = new_id_session();
+  current_identity = none;
+  initialize(s, "2025-11-25");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"a://secret/1\"}}");
+  CHECK(strstr(last_sent(), "\"code\":-32003") && last_status == 403, "refused: %s", last_sent());
+  CHECK_STR(last_scopes, "notes:read");
+  CHECK(!session_subscribed(s, "a://secret/1", 12), "not subscribed");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"a://open\"}}");
+  CHECK(session_subscribed(s, "a://open", 8), "a resource with no scopes is followed");
+  session_free(s);
+  s = new_id_session();
+  current_identity = reader;
+  initialize(s, "2025-11-25");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"a://secret/1\"}}");
+  CHECK(session_subscribed(s, "a://secret/1", 12), "with the scope it is followed");
+  session_free(s);
+  /* subscriptions/listen drops the URIs the caller may not read. */
+  s = new_id_session();
+  current_identity = none;
+  modern(s, 5, "subscriptions/listen", "\"notifications\":{\"resourceSubscriptions\":[\"a://secret/1\",\"a://open\"]}");
+  CHECK(strstr(last_sent(), "\"resourceSubscriptions\":[\"a://open\"]") != NULL, "listen: %s", last_sent());
+  clear_sent();
+  server_resource_updated(&srv, "a://secret/1", 12);
+  CHECK(sent_count == 0, "no update of what it may not read");
+  session_free(s);
+  current_identity = NULL;
+  auth_identity_unref(reader);
+  auth_identity_unref(none);
+}
+
 int main(void) {
   test_negotiation();
   test_batches();
@@ -551,6 +742,9 @@ int main(void) {
   test_kept_fields();
   test_in_place();
   test_state_tokens();
+  test_call_identity();
+  test_job_owners();
+  test_subscribe_scopes();
   clear_sent();
   return check_report();
 }

@@ -1,7 +1,7 @@
 /*
  * test_seams_windows.c - the Windows seams checked on their own, under
  * wine (runtime/os/tests/seams_windows.sh builds and runs it): BCrypt's
- * hashes against published vectors, the executable's path, a DLL and its
+ * hashes and public-key signatures against published vectors, the executable's path, a DLL and its
  * symbols, no confinement, the watchdog's interruption of a busy main
  * thread, a child killed through its Job object, and a console event
  * reaching the loop. Prints one line per check and "N passed, N failed".
@@ -48,6 +48,102 @@ static void check_crypto(void) {
   check(os_random_bytes(a, sizeof a) && os_random_bytes(b, sizeof b) && memcmp(a, b, sizeof a) != 0,
         "random bytes, different each time");
   check(os_equal_secret("abc", "abc", 3) && !os_equal_secret("abc", "abd", 3), "equal_secret");
+}
+
+/* base64url text to bytes (the vectors are written as JWS writes them). */
+static size_t unb64url(const char *s, uint8_t *out) {
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  size_t n = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (; *s; s++) {
+    acc = acc << 6 | (uint32_t)(strchr(alphabet, *s) - alphabet);
+    if ((bits += 6) >= 8) out[n++] = (uint8_t)(acc >> (bits -= 8));
+  }
+  return n;
+}
+
+/* RFC 7515 A.2 (RS256) and A.3 (ES256); a PS256 signature made with
+ * `openssl dgst -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:32
+ * -sigopt rsa_mgf1_md:sha256` (test_jwt.c checks it with libcrypto too). */
+static const char RS256_N[] =
+    "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-"
+    "pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2Cap"
+    "Hg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4"
+    "FRWyuXpoQ";
+static const char RS256_INPUT[] =
+    "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
+static const char RS256_SIG[] =
+    "cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1"
+    "dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jz"
+    "DwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe"
+    "77Rw";
+static const char ES256_X[] = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU";
+static const char ES256_Y[] = "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0";
+static const char ES256_INPUT[] =
+    "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
+static const char ES256_SIG[] = "DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q";
+static const char PS256_N[] =
+    "p99byMCk5Tq0e5vTrHNzvia-yAurMpt-5C3rhRPU4ToY3YhZD-6lPlOYnviRi--ErOLbe2IaRmk5KHap8FYEYlPCBOR9oX7xqDGW0WgDNy5FZJPef"
+    "fTtennrd5TvoPocqclYwjWerMDgwBhIGAfABKpZUIhcCBXfgBDrkKuqAMfr22Obx_D8PI4Qw8rJjoOQHHYCtSqiCNnMLkp3lmLfpFFSXRIgvNWwT"
+    "2KSJvQjKvomzbZsMiYwjy5cIMQcDblwzVObOyfgVbMrSncXoJlANVO94vYH1xYVplTJq1byLHy6EBOIxIPelXQnXO1DaDs421svVZ_eIJcmhKQGDs"
+    "u1fQ";
+static const char PS256_INPUT[] = "eyJhbGciOiJQUzI1NiJ9.eyJzdWIiOiJwcyJ9";
+static const char PS256_SIG[] =
+    "i6CJg1cvblaz5eHh74DSZZ9NPK-M3mzXm8v-Rtv92ZrRGzcj6G-NpRlw9SCIyNOfW_JB0O9W0TVwlmnqfd9_pqea-thnG9x9EaNKz-2SRI9f7r1je"
+    "LukbV9WIkB55lrEi0ugdH4wihidvEZN7WcfALbQxIHATuMaPeC3COk5PDeD5f0Vc5CGEJaqNopYELrjk8eP8c13DF0lFq0bEPGGMhkdowR21yAtO"
+    "sV-VXLpQQDcRXFVmQDJY1jSEiYSM8SdnMDc1nHTF-UuhDvtWVc2h7l8eNCVMJ-oWCgAYxEF0yi55nDRUyS_36wnWjirkJol1pqqdHLxY-aHaolaU"
+    "LZ1gQ";
+static const char ED25519_X[] = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
+
+/* Does the key made of a (and b) verify sig over input as alg? tamper: the
+ * signature's byte at that index flipped first (-1: none). */
+static bool vector_verifies(const char *kty, const char *crv, const char *a, const char *b, os_sig_alg alg,
+                            const char *input, const char *sig, int tamper) {
+  uint8_t ab[512], bb[512], sb[512];
+  size_t a_len = unb64url(a, ab), b_len = b ? unb64url(b, bb) : 0, s_len = unb64url(sig, sb);
+  char why[160];
+  os_pubkey *key = os_pubkey_import(kty, crv, ab, a_len, bb, b_len, why, sizeof why);
+  if (!key) {
+    printf("     import: %s\n", why);
+    return false;
+  }
+  if (tamper >= 0) sb[tamper] ^= 1;
+  bool ok = os_pubkey_verify(key, alg, input, strlen(input), sb, s_len);
+  os_pubkey_free(key);
+  return ok;
+}
+
+static void check_pubkeys(void) {
+  static const uint8_t e[] = {1, 0, 1};
+  check(vector_verifies("RSA", NULL, RS256_N, "AQAB", OS_SIG_RS256, RS256_INPUT, RS256_SIG, -1),
+        "RS256 verifies (RFC 7515 A.2)");
+  check(!vector_verifies("RSA", NULL, RS256_N, "AQAB", OS_SIG_RS256, RS256_INPUT, RS256_SIG, 40),
+        "RS256: a changed signature fails");
+  check(!vector_verifies("RSA", NULL, RS256_N, "AQAB", OS_SIG_PS256, RS256_INPUT, RS256_SIG, -1),
+        "RS256's signature is not a PS256 one");
+  check(vector_verifies("RSA", NULL, PS256_N, "AQAB", OS_SIG_PS256, PS256_INPUT, PS256_SIG, -1),
+        "PS256 verifies (PSS, MGF1 SHA-256, salt 32)");
+  check(!vector_verifies("RSA", NULL, PS256_N, "AQAB", OS_SIG_PS256, PS256_INPUT, PS256_SIG, 7),
+        "PS256: a changed signature fails");
+  check(!vector_verifies("RSA", NULL, PS256_N, "AQAB", OS_SIG_RS256, PS256_INPUT, PS256_SIG, -1),
+        "PS256's signature is not an RS256 one");
+  check(vector_verifies("EC", "P-256", ES256_X, ES256_Y, OS_SIG_ES256, ES256_INPUT, ES256_SIG, -1),
+        "ES256 verifies (RFC 7515 A.3, r || s)");
+  check(!vector_verifies("EC", "P-256", ES256_X, ES256_Y, OS_SIG_ES256, ES256_INPUT, ES256_SIG, 3),
+        "ES256: a changed signature fails");
+  check(!vector_verifies("EC", "P-256", ES256_X, ES256_Y, OS_SIG_RS256, ES256_INPUT, ES256_SIG, -1),
+        "an EC key does not verify RS256");
+  uint8_t n[256], x[32];
+  char why[160] = "";
+  size_t n_len = unb64url(RS256_N, n);
+  check(!os_pubkey_import("RSA", NULL, n, n_len / 2, e, sizeof e, why, sizeof why) && strstr(why, "2048"),
+        "a 1024-bit RSA key is refused");
+  size_t x_len = unb64url(ED25519_X, x);
+  check(!os_pubkey_import("OKP", "Ed25519", x, x_len, NULL, 0, why, sizeof why) &&
+            strcmp(why, "EdDSA (Ed25519) keys are not available in the Windows build") == 0,
+        "EdDSA keys are refused, and it says why");
+  printf("     %s\n", why);
 }
 
 static void check_self_dynlib_confine(const char *argv0, char *self, size_t self_size) {
@@ -153,6 +249,7 @@ int main(int argc, char **argv) {
   }
   char self[1024];
   check_crypto();
+  check_pubkeys();
   check_self_dynlib_confine(argv[0], self, sizeof self);
   check_interrupt();
   uv_loop_t *loop = uv_default_loop();
