@@ -17,6 +17,7 @@ local config = require "mcp.config"
 -- modules) before any script runs; they do nothing until permissions are
 -- declared.
 local permissions = require "mcp.permissions"
+local auth = require "mcp.auth"
 require "mcp.context" -- adds ctx:sample, ctx:elicit and ctx:roots
 
 local M = {}
@@ -150,6 +151,7 @@ local server_info_json
 ---@field license? string for the manifest (an SPDX identifier such as "MIT")
 ---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
+---@field auth? table OAuth 2.1 resource server: issuer, audience, scopes, jwks_uri, jwks_file, introspection_endpoint, client_id, client_secret_env, algorithms, leeway_s (README "Authorization"); --auth-* flags win
 ---@field permissions? mcp.Permissions what the tools may touch (README "Permissions"); nothing declared: unconfined
 
 ---@class mcp.Permissions what the tools may touch; what is not listed is denied
@@ -184,6 +186,7 @@ function M.server(info)
     for key in pairs(info.config or registry.server.config or {}) do env[#env + 1] = config.env_name(key) end
     permissions.declare(info.permissions, 3, env)
   end
+  if info.auth ~= nil then auth.declare(info.auth, 2) end
   if info.extensions then
     local ok, err = pcall(core.json_encode, core.object(info.extensions))
     if not ok then error("extensions: " .. tostring(err), 2) end
@@ -561,6 +564,7 @@ function M._describe()
     extensions = extensions_json(),
     cache = ('"ttlMs":%d,"cacheScope":"%s"'):format(dispatch.cache_hints()),
     param_headers = param_headers(),
+    auth = auth.json(core, s.auth),
   }
 end
 

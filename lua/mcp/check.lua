@@ -35,7 +35,7 @@ M.CONFIG_FIELDS = { "type", "title", "description", "required", "default", "mult
 --- The fields each kind of definition takes.
 M.FIELDS = {
   server = fields("version", "websiteUrl", "instructions", "coerce", "ttlMs", "cacheScope", "requestStateTtlMs",
-    "extensions", "author", "license", "icon", "config", "permissions"),
+    "extensions", "author", "license", "icon", "config", "permissions", "auth"),
   config = set(M.CONFIG_FIELDS),
   tool = fields("inputSchema", "outputSchema", "annotations", "coerce", "timeout_ms", "task", "handler",
     "scopes"),

@@ -68,6 +68,7 @@ struct vm {
   char *extensions_json;  /* last describe: capabilities.extensions (JSON object), or NULL */
   char *cache_json;       /* last describe: server/discover's cache hints, or NULL */
   char *param_headers;    /* last describe: the tools' Mcp-Param-* headers, or NULL */
+  char *auth_json;        /* last describe: mcp.server{auth} as JSON, or NULL */
   strmap tool_inputs;     /* tool name -> what tools/call validates (lua_schema.c) */
   /* Limits (lua_task.c, and the allocator in vm.c). */
   size_t mem_used, mem_limit; /* bytes the Lua state holds, and its cap (0: none) */

@@ -791,6 +791,7 @@ void vm_free(vm *v) {
   free(v->extensions_json);
   free(v->cache_json);
   free(v->param_headers);
+  free(v->auth_json);
   for (size_t i = 0; i < v->file_count; i++) free(v->files[i]);
   free(v->files);
   free(v);
@@ -856,6 +857,7 @@ static void app_describe(void *app, app_description *out) {
   free(v->extensions_json);
   free(v->cache_json);
   free(v->param_headers);
+  free(v->auth_json);
   lua_getfield(L, idx, "server_info");
   buf info = BUF_INIT;
   char why[160];
@@ -866,6 +868,8 @@ static void app_describe(void *app, app_description *out) {
   v->extensions_json = string_field(L, idx, "extensions");
   v->cache_json = string_field(L, idx, "cache");
   v->param_headers = string_field(L, idx, "param_headers");
+  v->auth_json = string_field(L, idx, "auth");
+  out->auth_json = v->auth_json;
   out->param_headers = v->param_headers;
   out->server_info_json = v->server_info_json;
   out->instructions = v->instructions;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "cli/auth_setup.h"
 #include "cli/build.h"
 #include "cli/client.h"
 #include "cli/inspect.h"
@@ -52,6 +53,7 @@ typedef struct runtime {
   http_server *http; /* NULL when serving stdio */
   redis_link *redis; /* --redis, or NULL */
   bus *bus;          /* to the other processes: over Redis, or the other workers (app/bus.h) */
+  auth_setup auth;   /* OAuth's verifier and settings (cli/auth_setup.h); empty when off */
   os_signals *signals; /* SIGTERM and SIGINT, or the console's events (os/signals.h) */
   uv_timer_t shutdown_timer;
   /* SIGTERM over HTTP: the drain (see on_signal). The timer ends it at
@@ -168,6 +170,20 @@ static void usage_options(FILE *to, bool bundled) {
           "  --allow-host NAME           accept this Host header name too (repeatable)\n"
           "  --allow-origin ORIGIN       accept this Origin too, e.g. https://app.example (repeatable)\n"
           "  --bearer-token-env NAME     require Authorization: Bearer $NAME on every request\n"
+          "OAuth 2.1 resource server (README \"Authorization\"; each flag wins over mcp.server{auth}):\n"
+          "  --auth-issuer URL           accept access tokens from this authorization server (turns\n"
+          "                              OAuth on; not with --bearer-token-env)\n"
+          "  --auth-audience URI         this server's canonical URI, the audience tokens must name\n"
+          "                              (default on loopback: http://HOST/PATH of each request;\n"
+          "                              required on any other address)\n"
+          "  --auth-scopes \"A B\"         scopes_supported, and the scope= of a 401 challenge\n"
+          "  --auth-jwks-uri URL         the JWK Set (default: found by discovery from the issuer)\n"
+          "  --auth-jwks-file FILE       ... or read from a file (no fetching)\n"
+          "  --auth-introspection-endpoint URL  check opaque tokens there (RFC 7662), as\n"
+          "  --auth-client-id ID         ... this client, with the secret in the environment\n"
+          "  --auth-client-secret-env NAME  variable NAME\n"
+          "  --auth-algorithms \"RS256 ES256\"  the JWT algs allowed (default \"RS256 PS256 ES256 EdDSA\")\n"
+          "  --auth-leeway SECONDS       clock skew forgiven on exp and nbf (default 60)\n"
           "  --max-connections N         connections at once (default %d)\n"
           "  --max-sessions N            sessions at once (default %d)\n"
           "  --session-timeout SECONDS   end sessions idle this long (default %d)\n"
@@ -259,6 +275,7 @@ typedef struct run_options {
   int drain_time_s;  /* --drain-time SECONDS */
   const char *node;  /* --node NAME */
   http_options http_opts;
+  auth_flags auth;   /* --auth-*: over mcp.server{auth}, field by field */
   const char *allow_hosts[MAX_ALLOWED];
   const char *allow_origins[MAX_ALLOWED];
   /* --allow-read and the others, as lua/mcp/permissions.lua reads them:
@@ -293,6 +310,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
   o->drain_time_s = DEFAULT_DRAIN_TIME_S;
   o->http_opts.allow_hosts = o->allow_hosts;
   o->http_opts.allow_origins = o->allow_origins;
+  auth_flags_init(&o->auth);
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -398,6 +416,16 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       if (!token || !*token) fail_usage("--bearer-token-env: the environment variable %s is empty or unset", value);
       o->http_opts.bearer_token = token;
       i++;
+    } else if (strncmp(a, "--auth-", 7) == 0) {
+      const char *why;
+      auth_flag_parse(&o->auth, a, value, &why);
+      if (why && strcmp(why, "unknown option") == 0) fail_usage("unknown option %s", a);
+      if (why) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s %s", a, why);
+        fail_usage("%s", msg);
+      }
+      i++;
     } else if (strcmp(a, "--max-connections") == 0) {
       o->http_opts.max_connections = (int)parse_count(a, value, 1);
       i++;
@@ -435,6 +463,9 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
   if (o->workers > 1 && !o->http)
     fail_usage("%s", "--workers needs --http: over stdio one client talks to one process");
   if (o->node && !o->http) fail_usage("%s", "--node needs --http: it names the node in HTTP session ids");
+  if (o->auth.any && !o->http) fail_usage("%s", "the --auth-* options need --http: OAuth protects HTTP requests");
+  if (o->auth.issuer && o->http_opts.bearer_token)
+    fail_usage("%s", "--bearer-token-env and --auth-issuer cannot be used together: give one way to authenticate");
   if (o->worker_index && (o->workers < 2 || o->worker_index > o->workers || !o->worker_port || !o->http))
     fail_usage("%s", "--worker is for the supervisor of --workers N to start its workers with");
   if (o->permissions.len) {
@@ -694,6 +725,14 @@ static int serve(int argc, char **argv, bool watch) {
 
   if (o.http) {
     char err_text[400];
+    /* OAuth: the scripts' mcp.server{auth} is known now; the flags win. */
+    app_description d;
+    memset(&d, 0, sizeof d);
+    rt->srv.app->describe(rt->srv.app_data, &d);
+    if (!auth_setup_start(&rt->auth, rt->loop, &o.auth, d.auth_json, &o.http_opts, err_text, sizeof err_text)) {
+      fprintf(stderr, "luamcp: %s\n", err_text);
+      return 1;
+    }
     rt->http = http_start(rt->loop, &rt->srv, &o.http_opts, err_text, sizeof err_text);
     if (!rt->http) {
       fprintf(stderr, "luamcp: %s\n", err_text);
@@ -730,6 +769,7 @@ static int serve(int argc, char **argv, bool watch) {
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
   redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
+  auth_setup_free(&rt->auth);   /* after the server: no connection waits on it */
   bus_free(rt->bus);
   jobs_release(&rt->srv);
   os_signals_stop(rt->signals);

@@ -281,6 +281,8 @@
 
 /* Clock skew forgiven on a token's exp and nbf (--auth-leeway). */
 #define AUTH_DEFAULT_LEEWAY_S 60
+/* The most --auth-leeway / auth.leeway_s may forgive: beyond it exp means little. */
+#define AUTH_MAX_LEEWAY_S 600
 /* One fetch of the authorization server's metadata, JWK Set or an
  * introspection answer: past this long it fails (503 to whoever waits);
  * connecting alone gets at most AUTH_CONNECT_TIMEOUT_MS of it. */

@@ -30,6 +30,10 @@ typedef struct app_description {
    * a list "Mcp-Param-a, Mcp-Param-b", or NULL: a CORS preflight allows
    * them. */
   const char *param_headers;
+  /* mcp.server{auth = {...}} as a JSON object (lists as space-separated
+   * strings), or NULL: the command line reads it once the scripts have
+   * loaded, under its own --auth-* flags. */
+  const char *auth_json;
   bool tools, resources, prompts, completions;
 } app_description;
 
