@@ -91,6 +91,13 @@ function resourceServer(indicator, client) {
   };
 }
 
+// Dynamic registration accepts only scopes the provider announces, so the
+// resource servers' scopes are announced too.
+const announcedScopes = new Set(["openid", "offline_access"]);
+for (const r of [...Object.values(config.resources ?? {}), config.any_resource ?? {}]) {
+  for (const s of (r.scope ?? "").split(" ").filter(Boolean)) announcedScopes.add(s);
+}
+
 let issuer; // known once the server listens
 let provider;
 
@@ -98,6 +105,7 @@ function makeProvider(keysDir) {
   const p = new Provider(issuer, {
     jwks: { keys: signingKeys(keysDir) },
     clients: providerClients,
+    scopes: [...announcedScopes],
     cookies: { keys: ["oidc-provider spec cookie key"] },
     findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
     pkce: { required: () => true },
