@@ -29,9 +29,11 @@
 // "rs-secret"); dynamic client registration is open at /reg.
 //
 // Prints one JSON line when it listens: { issuer, port, kids, endpoints }.
-// Stdin takes one JSON command per line: {"rotate":"DIR"} replaces the
-// signing keys with those of another jwt_mint directory, on the same port
-// and keeping registered clients and grants (it answers {"rotated":[kids]}).
+// Stdin takes one JSON command per line: {"rotate":"DIR","suffix":"-2"}
+// replaces the signing keys with those of another jwt_mint directory (their
+// kids renamed with suffix), on the same port and keeping registered clients
+// and grants (it answers {"rotated":[kids]}); {"stats":true} answers
+// {"hits":{PATH:N}}, the requests served per path.
 // Stops on SIGTERM, SIGINT or stdin's end.
 import fs from "node:fs";
 import http from "node:http";
@@ -48,9 +50,11 @@ const config = JSON.parse(arg.trimStart().startsWith("{") ? arg : fs.readFileSyn
 const alg = config.alg ?? "RS256";
 const ttl = config.ttl ?? 600;
 
-function signingKeys(dir) {
+// suffix renames the kids ("rsa1" + "-2"): a rotated set whose kids the
+// resource server has never seen.
+function signingKeys(dir, suffix = "") {
   const priv = JSON.parse(fs.readFileSync(path.join(dir, "private.json"), "utf8"));
-  return Object.entries(priv).map(([kid, { alg: keyAlg, jwk }]) => ({ ...jwk, kid, alg: keyAlg, use: "sig" }));
+  return Object.entries(priv).map(([kid, { alg: keyAlg, jwk }]) => ({ ...jwk, kid: kid + suffix, alg: keyAlg, use: "sig" }));
 }
 
 const builtinClients = [
@@ -101,9 +105,9 @@ for (const r of [...Object.values(config.resources ?? {}), config.any_resource ?
 let issuer; // known once the server listens
 let provider;
 
-function makeProvider(keysDir) {
+function makeProvider(keysDir, suffix) {
   const p = new Provider(issuer, {
-    jwks: { keys: signingKeys(keysDir) },
+    jwks: { keys: signingKeys(keysDir, suffix) },
     clients: providerClients,
     scopes: [...announcedScopes],
     cookies: { keys: ["oidc-provider spec cookie key"] },
@@ -159,7 +163,11 @@ async function interaction(req, res) {
   res.end(`unexpected prompt ${prompt.name}`);
 }
 
+// Requests per path, for {"stats":true}: a spec counts the JWKS fetches.
+const hits = {};
 const server = http.createServer((req, res) => {
+  const where = req.url.split("?")[0];
+  hits[where] = (hits[where] ?? 0) + 1;
   if (req.url.startsWith("/interaction/")) {
     interaction(req, res).catch((err) => {
       process.stderr.write(`interaction failed: ${err.stack}\n`);
@@ -171,8 +179,8 @@ const server = http.createServer((req, res) => {
   provider.callback()(req, res);
 });
 
-function kids(dir) {
-  return signingKeys(dir).map((k) => k.kid);
+function kids(dir, suffix) {
+  return signingKeys(dir, suffix).map((k) => k.kid);
 }
 
 server.listen(config.port ?? 0, "127.0.0.1", () => {
@@ -210,8 +218,10 @@ commands.on("line", (line) => {
   if (command.rotate) {
     // A new provider over the same store (oidc-provider's memory adapter is
     // shared by the process): the same clients and grants, other keys.
-    provider = makeProvider(command.rotate);
-    process.stdout.write(JSON.stringify({ rotated: kids(command.rotate) }) + "\n");
+    provider = makeProvider(command.rotate, command.suffix);
+    process.stdout.write(JSON.stringify({ rotated: kids(command.rotate, command.suffix) }) + "\n");
+  } else if (command.stats) {
+    process.stdout.write(JSON.stringify({ hits }) + "\n");
   } else {
     process.stdout.write(JSON.stringify({ error: "unknown command" }) + "\n");
   }
