@@ -40,7 +40,7 @@ local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 local CLIENTS = {}
 for _, who in ipairs { "alice", "bob" } do
   CLIENTS[#CLIENTS + 1] = { client_id = who, client_secret = who .. "-secret", grant_types = { "client_credentials" },
-    response_types = cjson.decode("[]"), redirect_uris = cjson.decode("[]"), token_endpoint_auth_method = "client_secret_basic" }
+    response_types = {}, redirect_uris = {}, token_endpoint_auth_method = "client_secret_basic" }
 end
 local SECRETS = { m2m = "m2m-secret", ["opaque-m2m"] = "opaque-secret", alice = "alice-secret", bob = "bob-secret" }
 
@@ -138,7 +138,7 @@ local function modern_post(port, token, id, method, params, caps)
   params._meta = http.modern_meta(caps or TASKS)
   local conn = assert(http.connect(port))
   local r = conn:request({ method = "POST", body = { jsonrpc = "2.0", id = id, method = method, params = params },
-    headers = http.modern_headers(method, params.name, bearer(token, {
+    headers = http.modern_headers(method, params.name or params.taskId or params.uri, bearer(token, {
       Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" })) })
   conn:close()
   return r
@@ -157,8 +157,10 @@ local function legacy_session(s, token)
   return session
 end
 
-local function in_session(session, token)
-  return bearer(token, { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = LEGACY })
+local function in_session(session, token, extra)
+  local h = bearer(token, { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = LEGACY })
+  for k, v in pairs(extra or {}) do h[k] = v end
+  return h
 end
 
 local function text_of(message)
@@ -420,5 +422,261 @@ describe("OAuth with a real authorization server (oidc-provider)", function()
       assert.are.equal("written by m2m", text_of(http.rpc(modern_post(s.port, writer, 9, "tools/call",
         { name = "write_note", arguments = EMPTY }))))
     end)
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- One caller kept out of another's things
+---------------------------------------------------------------------------
+
+-- The error of a 2026-07-28 request (asserting there is one).
+local function error_of(r)
+  local m = http.rpc(r)
+  assert.is_table(m, "no response: " .. cjson.encode(r or {}))
+  assert.is_table(m.error, "not refused: " .. cjson.encode(m))
+  return m.error
+end
+
+-- alice and bob with their tokens for audience; A and B are the ports to
+-- ask (the same one for a single process or for --workers 2: then each
+-- request on a fresh connection goes to whichever worker the kernel picks).
+local function isolation_checks(p, audience, A, B, workers)
+  local alice = provider_token(p, "alice", audience, "notes:read notes:write")
+  local bob = provider_token(p, "bob", audience, "notes:read notes:write")
+  local ports = { A, B }
+
+  -- bob's MCP task, created on A.
+  local created = http.rpc(modern_post(A, bob, 1, "tools/call", { name = "job", arguments = { ms = 4000 } }))
+  assert.is_table(created and created.result, cjson.encode(created or {}))
+  assert.are.equal("task", created.result.resultType)
+  local id = created.result.taskId
+  -- Listeners for that task on every port: alice's and bob's.
+  local function listen(port, token)
+    local conn = assert(http.connect(port))
+    local params = { notifications = { taskIds = { id } }, _meta = http.modern_meta(TASKS) }
+    conn:send_request({ method = "POST", body = { jsonrpc = "2.0", id = "l", method = "subscriptions/listen",
+      params = params }, headers = http.modern_headers("subscriptions/listen", nil, bearer(token, {
+        Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" })) })
+    local head = conn:read_head(10000)
+    assert.are.equal(200, head and head.status)
+    local ack = conn:read_event(10000)
+    assert.are.equal("notifications/subscriptions/acknowledged", ack.json.method)
+    return { conn = conn, agreed = ack.json.params.notifications.taskIds or {} }
+  end
+  local listeners = { alice = {}, bob = {} }
+  for _, port in ipairs(ports) do
+    listeners.alice[#listeners.alice + 1] = listen(port, alice)
+    listeners.bob[#listeners.bob + 1] = listen(port, bob)
+  end
+  -- The notifications/tasks a listener got about the task so far (up to
+  -- its completion, read for at most ms).
+  local function heard(l, ms)
+    l.heard = l.heard or {}
+    while true do
+      local e = l.conn:read_event(ms)
+      if not e then break end
+      if e.json and e.json.method == "notifications/tasks" and e.json.params.taskId == id then
+        l.heard[#l.heard + 1] = e.json.params.status
+        if e.json.params.status == "completed" then break end
+      end
+    end
+    return l.heard
+  end
+
+  -- What an id nobody made gets: alice must get exactly that for bob's.
+  local unknown = error_of(modern_post(A, alice, 2, "tasks/get", { taskId = string.rep("0", 32) }))
+  assert.are.equal(-32602, unknown.code, unknown.message)
+
+  -- bob's question (requestState), asked on A.
+  local asked = http.rpc(modern_post(A, bob, 3, "tools/call", { name = "greet", arguments = EMPTY }))
+  assert.are.equal("input_required", asked.result.resultType, cjson.encode(asked))
+  local key = next(asked.result.inputRequests)
+  local answer = { name = "greet", arguments = EMPTY, requestState = asked.result.requestState,
+    inputResponses = { [key] = { action = "accept", content = { name = "Ada" } } } }
+
+  local workers_seen, rounds = {}, 0
+  local function round()
+    rounds = rounds + 1
+    for _, port in ipairs(ports) do
+      for _, m in ipairs { "tasks/get", "tasks/cancel" } do
+        local e = error_of(modern_post(port, alice, 4, m, { taskId = id }))
+        assert.are.same({ unknown.code, unknown.message }, { e.code, e.message }, m)
+      end
+      local e = error_of(modern_post(port, alice, 5, "tasks/update", { taskId = id, inputResponses = EMPTY }))
+      assert.are.same({ unknown.code, unknown.message }, { e.code, e.message })
+      -- bob's answer, given by alice, is refused.
+      e = error_of(modern_post(port, alice, 6, "tools/call", answer))
+      assert.are.equal(-32602, e.code)
+      -- bob still sees his task, wherever he asks.
+      local mine = http.rpc(modern_post(port, bob, 7, "tasks/get", { taskId = id }))
+      assert.is_table(mine.result, cjson.encode(mine))
+      assert.are_not.equal("cancelled", mine.result.status)
+      workers_seen[rpc_text(modern_post(port, bob, 8, "tools/call", { name = "where", arguments = EMPTY }))] = true
+    end
+  end
+  round()
+  if workers then
+    -- Until requests on fresh connections reached both workers.
+    while rounds < 60 do
+      local n = 0
+      for _ in pairs(workers_seen) do n = n + 1 end
+      if n >= 2 then break end
+      round()
+    end
+  end
+  local seen = {}
+  for w in pairs(workers_seen) do seen[#seen + 1] = w end
+
+  -- bob gets his result and his answer (on B); alice still nothing.
+  local done
+  assert.is_true(client.poll_until(function()
+    done = http.rpc(modern_post(B, bob, 9, "tasks/get", { taskId = id })).result
+    return done.status ~= "working"
+  end, 60000), "bob's task never ended")
+  assert.are.equal("completed", done.status)
+  assert.are.equal("done for bob", done.result.content[1].text)
+  local e = error_of(modern_post(B, alice, 10, "tasks/get", { taskId = id }))
+  assert.are.same({ unknown.code, unknown.message }, { e.code, e.message })
+  assert.are.equal("hello Ada from bob", rpc_text(modern_post(B, bob, 11, "tools/call", answer)))
+
+  -- Streams: each of bob's listeners heard his task complete; none of
+  -- alice's heard anything of it (read once bob's had heard it all).
+  for _, l in ipairs(listeners.bob) do
+    local statuses = heard(l, 30000)
+    assert.are.equal("completed", statuses[#statuses])
+  end
+  for _, l in ipairs(listeners.alice) do assert.are.same({}, heard(l, 1000)) end
+  local agreed = {}
+  for who, ls in pairs(listeners) do
+    agreed[who] = {}
+    for i, l in ipairs(ls) do
+      agreed[who][i] = l.agreed
+      l.conn:close()
+    end
+  end
+
+  -- bob's legacy session, on A: alice cannot post to it, open its stream or
+  -- end it; bob still can.
+  local function post(port, token, session, message)
+    local conn = assert(http.connect(port))
+    local r = conn:request({ method = "POST", body = message, headers = in_session(session, token,
+      { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }) })
+    conn:close()
+    return r
+  end
+  local function other(port, token, session, method)
+    local conn = assert(http.connect(port))
+    local r = conn:request({ method = method, headers = in_session(session, token, { Accept = "text/event-stream" }),
+      timeout_ms = 10000 })
+    conn:close()
+    return r
+  end
+  local session = legacy_session({ post = function(_, message, headers)
+    local conn = assert(http.connect(A))
+    local h = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }
+    for k, v in pairs(headers or {}) do h[k] = v end
+    local r = conn:request({ method = "POST", body = message, headers = h })
+    conn:close()
+    return r
+  end }, bob)
+  local ping = { jsonrpc = "2.0", id = 12, method = "ping" }
+  for _ = 1, workers and 4 or 1 do
+    assert.are.equal(404, post(A, alice, session, ping).status)
+    assert.are.equal(404, other(A, alice, session, "GET").status)
+    assert.are.equal(404, other(A, alice, session, "DELETE").status)
+  end
+  assert.are.equal(200, post(A, bob, session, ping).status)
+  return seen, agreed, id
+end
+
+describe("isolation of callers", function()
+  if missing then return end
+  local keys, p
+  setup(function()
+    keys = new_keys()
+    p = start_provider(keys)
+  end)
+  teardown(function()
+    if p then p.proc:terminate() end
+    if keys then client.remove_tree(keys) end
+  end)
+
+  it("on one process: session, task, requestState and streams", function()
+    local s = start_luamcp(p)
+    local ok, err, agreed, id = pcall(isolation_checks, p, s.url, s.port, s.port, false)
+    s:stop_cleanly()
+    assert(ok, err)
+    -- The listen filters said so at once: alice's dropped bob's task.
+    assert.are.same({ {}, {} }, agreed.alice)
+    assert.are.same({ { id }, { id } }, agreed.bob)
+  end)
+
+  it("across --workers 2", function()
+    local s = start_luamcp(p, { "--workers", "2" })
+    local ok, seen = pcall(isolation_checks, p, s.url, s.port, s.port, true)
+    s:stop_cleanly()
+    assert(ok, seen)
+    assert.are.equal(2, #seen, "requests reached one worker only: " .. table.concat(seen, " "))
+  end)
+
+  it("across two instances sharing Redis", function()
+    local redis, why = services.redis()
+    if not redis then return pending(why) end
+    local audience = "http://127.0.0.1:" .. services.free_port() .. "/mcp" -- the address a proxy would have
+    local a, b
+    local ok, seen = pcall(function()
+      a = start_luamcp(p, { "--redis", redis.url, "--node", "a", "--auth-audience", audience },
+        { env = { "NODE_NAME=a", "PATH=" .. os.getenv("PATH") } })
+      b = start_luamcp(p, { "--redis", redis.url, "--node", "b", "--auth-audience", audience },
+        { env = { "NODE_NAME=b", "PATH=" .. os.getenv("PATH") } })
+      return isolation_checks(p, audience, a.port, b.port, false)
+    end)
+    if a then a:stop_cleanly() end
+    if b then b:stop_cleanly() end
+    redis:stop()
+    assert(ok, seen)
+    table.sort(seen)
+    assert.are.equal("a", seen[1]:sub(1, 1))
+    assert.are.equal("b", seen[2]:sub(1, 1))
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- Key rotation
+---------------------------------------------------------------------------
+
+describe("the provider's keys rotated mid-run", function()
+  if missing then return end
+  it("are followed: a token under an unknown kid makes luamcp fetch the JWK Set again", function()
+    local keys, fresh = new_keys(), new_keys()
+    local p = start_provider(keys)
+    local s = start_luamcp(p)
+    local ok, err = pcall(function()
+      local before = provider_token(p, "m2m", s.url)
+      local session = legacy_session(s, before)
+      assert.are.equal(200, s:post({ jsonrpc = "2.0", id = 1, method = "ping" }, in_session(session, before)).status)
+      local fetched = p:command({ stats = true }).hits["/jwks"]
+      assert.are.equal(1, fetched)
+      assert.are.same({ "rsa1-2", "ps1-2", "ec1-2", "ed1-2" }, p:command({ rotate = fresh, suffix = "-2" }).rotated)
+      local after = provider_token(p, "m2m", s.url)
+      assert.truthy(after ~= before)
+      -- luamcp fetches no sooner than its floor after the last fetch.
+      client.sleep(FLOOR_MS + 500)
+      -- The same session goes on with the new token (the same caller).
+      local r = s:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "whoami", arguments = EMPTY } },
+        in_session(session, after))
+      assert.are.equal(200, r.status, r.body)
+      assert.are.equal("m2m", rpc_text(r).subject)
+      assert.are.equal(2, p:command({ stats = true }).hits["/jwks"])
+      -- A token under the old key that luamcp never saw is now refused.
+      p.keys = keys
+      assert_refused(s, mint(p, { claims = { iss = p.issuer, aud = s.url, sub = "old", exp = os.time() + 600 } }),
+        "signed with a retired key")
+    end)
+    s:stop_cleanly()
+    p.proc:terminate()
+    client.remove_tree(keys)
+    client.remove_tree(fresh)
+    assert(ok, err)
   end)
 end)

@@ -67,7 +67,10 @@ const builtinClients = [
   { client_id: "luamcp-rs", client_secret: "rs-secret", grant_types: [], response_types: [], redirect_uris: [],
     token_endpoint_auth_method: "client_secret_basic" },
 ];
-const clients = [...builtinClients, ...(config.clients ?? [])];
+// An empty list may arrive as {} (Lua's JSON encoders cannot tell them apart).
+const lists = (c) => Object.fromEntries(Object.entries(c).map(([k, v]) =>
+  [k, v && typeof v === "object" && !Array.isArray(v) && !Object.keys(v).length ? [] : v]));
+const clients = [...builtinClients, ...(config.clients ?? []).map(lists)];
 // Which clients get opaque tokens; oidc-provider itself would refuse the
 // unknown x_format field, so it is taken off here.
 const opaqueClients = new Set(clients.filter((c) => c.x_format === "opaque").map((c) => c.client_id));
