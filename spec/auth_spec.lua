@@ -62,7 +62,9 @@ local function start_provider(keys)
   p.proc, p.keys = proc, keys
   function p.command(_, t)
     proc:send(t)
-    return cjson.decode(assert(proc:read_line(10000), "oidc-provider did not answer:\n" .. proc.stderr))
+    local answer = proc:read_line(10000)
+    assert(answer, "oidc-provider did not answer:\n" .. proc.stderr)
+    return cjson.decode(answer)
   end
   return p
 end
