@@ -164,7 +164,7 @@ build/tests/test_path: runtime/os/tests/test_path.c $(filter runtime/os/path_%,$
 # app/auth_verifier.c alone on a loop, driven line by line by
 # spec/auth_verifier_spec.lua (its fetches counted by a fake authorization
 # server): the core, the OS seams, libuv, and the two app files it needs.
-AUTH_DRIVER_OBJ := build/obj/app/auth_verifier.o build/obj/app/curl_loop.o build/obj/app/curl_lib.o \
+AUTH_DRIVER_OBJ := build/obj/app/auth_verifier.o build/obj/app/auth_cache.o build/obj/app/curl_loop.o build/obj/app/curl_lib.o \
                    $(patsubst runtime/%.c,build/obj/%.o,$(CORE_SRC) $(OS_SRC))
 build/tests/auth_verifier_driver: runtime/app/tests/auth_verifier_driver.c $(AUTH_DRIVER_OBJ) | deps build/obj
 	$(CC) $(CFLAGS) -o $@ $< $(AUTH_DRIVER_OBJ) $(LIBDIR)/libuv_a.a $(CORE_LIBS) $(LDLIBS)

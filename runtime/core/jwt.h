@@ -39,7 +39,8 @@ typedef struct jwt_policy {
 
 typedef enum jwt_verdict {
   JWT_OK,
-  JWT_MALFORMED,      /* not three base64url parts, bad JSON, a claim of the wrong type */
+  JWT_MALFORMED,      /* too long, not three base64url parts, bad JSON, a claim of the wrong type, no exp,
+                         no sub nor client id, a typ that is not an access token's, crit */
   JWT_ALG_REFUSED,    /* none, HS*, or not in the allow-list, or not the alg of the key */
   JWT_UNKNOWN_KEY,    /* no key of the set has its kid (the verifier re-fetches the set once) */
   JWT_BAD_SIGNATURE,

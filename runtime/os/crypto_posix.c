@@ -204,7 +204,12 @@ bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, si
   EVP_MD_CTX *md = EVP_MD_CTX_new();
   EVP_PKEY_CTX *pctx = NULL;
   /* Ed25519 hashes inside the signature scheme: no digest is named. */
-  const EVP_MD *digest = alg == OS_SIG_EDDSA ? NULL : EVP_sha256();
+  /* SHA-256 fetched from the provider once and kept: EVP_sha256() makes
+   * OpenSSL 3 look it up again on every call, a lock and a search for
+   * each token. The core verifies on one thread (the loop's). */
+  static EVP_MD *sha256;
+  if (!sha256) sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+  const EVP_MD *digest = alg == OS_SIG_EDDSA ? NULL : sha256 ? sha256 : EVP_sha256();
   if (md && EVP_DigestVerifyInit(md, &pctx, digest, NULL, key->pkey) == 1) {
     bool padded = true;
     if (alg == OS_SIG_PS256) /* RFC 7518 3.5: MGF1 with SHA-256, a salt as long as the hash */

@@ -8,6 +8,9 @@
  *                      MCP endpoint, and the HTTP state of each session
  *   http_sse.c         where a session's messages go: JSON or SSE streams,
  *                      event ids and the Last-Event-ID replay ring
+ *   http_auth.c        OAuth 2.1 resource server: Protected Resource Metadata,
+ *                      bearer tokens checked (a request held while the
+ *                      verifier answers later), 401/403 challenges
  */
 #ifndef LUAMCP_HTTP_H
 #define LUAMCP_HTTP_H

@@ -229,6 +229,7 @@ bool http_auth_request(http_conn *c) {
 void http_auth_conn_release(http_conn *c) {
   if (c->auth_pending) {
     const auth_config *a = &c->server->opts.auth;
+    log_write(LOG_DEBUG, "http#%u: gone while its token was being checked: check cancelled", c->id);
     if (a->ops && a->ops->cancel) a->ops->cancel(a->verifier, c->auth_pending);
     c->auth_pending = NULL;
   }

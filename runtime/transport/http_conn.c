@@ -773,6 +773,7 @@ static void probe_stop(http_conn *c) {
 /* A response in progress that a client gone for good cannot use: a JSON
  * answer still being computed, or an SSE stream. */
 static bool awaiting_answer(http_conn *c) {
+  if (c->state == CONN_RESPONDING && c->auth_pending) return true; /* held while its token is checked */
   return c->state == CONN_RESPONDING && c->stream && c->stream->mode != STREAM_JSON && !c->stream->complete;
 }
 
@@ -810,7 +811,7 @@ static void input_ended(http_conn *c) {
   conn_pump(c);
   if (c->closing || !awaiting_answer(c) || c->probing) return;
   bool http11 = c->parser.http_major == 1 && c->parser.http_minor >= 1;
-  if (c->stream->mode == STREAM_SSE) sse_write(c->stream, ": \n\n", 3);
+  if (c->stream && c->stream->mode == STREAM_SSE) sse_write(c->stream, ": \n\n", 3);
   else if (http11) conn_write(c, "HTTP/1.1 102 Processing\r\n\r\n", sizeof "HTTP/1.1 102 Processing\r\n\r\n" - 1);
   else return; /* HTTP/1.0 has no interim responses: the answer is just sent */
   if (c->closing || c->close_pending) return; /* the write failed: gone */
