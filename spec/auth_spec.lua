@@ -127,6 +127,13 @@ local function start_luamcp(p, extra, opts)
   return http.start(args, opts)
 end
 
+-- Stop a luamcp: exit 0, no signal, and no sanitizer report (the ASan run).
+local function stop(s)
+  local stderr = s:stderr()
+  s:stop_cleanly()
+  assert(not stderr:find("Sanitizer", 1, true) and not stderr:find("runtime error:", 1, true), stderr)
+end
+
 local function bearer(token, extra)
   local h = { Authorization = "Bearer " .. token }
   for k, v in pairs(extra or {}) do h[k] = v end
@@ -220,7 +227,7 @@ describe("OAuth with a real authorization server (oidc-provider)", function()
       { env = { "RS_SECRET=rs-secret" } })
   end)
   teardown(function()
-    if s then s:stop_cleanly() end
+    if s then stop(s) end
     if p then p.proc:terminate() end
     if keys then client.remove_tree(keys) end
   end)
@@ -605,7 +612,7 @@ describe("isolation of callers", function()
   it("on one process: session, task, requestState and streams", function()
     local s = start_luamcp(p)
     local ok, err, agreed, id = pcall(isolation_checks, p, s.url, s.port, s.port, false)
-    s:stop_cleanly()
+    stop(s)
     assert(ok, err)
     -- The listen filters said so at once: alice's dropped bob's task.
     assert.are.same({ {}, {} }, agreed.alice)
@@ -615,7 +622,7 @@ describe("isolation of callers", function()
   it("across --workers 2", function()
     local s = start_luamcp(p, { "--workers", "2" })
     local ok, seen = pcall(isolation_checks, p, s.url, s.port, s.port, true)
-    s:stop_cleanly()
+    stop(s)
     assert(ok, seen)
     assert.are.equal(2, #seen, "requests reached one worker only: " .. table.concat(seen, " "))
   end)
@@ -632,8 +639,8 @@ describe("isolation of callers", function()
         { env = { "NODE_NAME=b", "PATH=" .. os.getenv("PATH") } })
       return isolation_checks(p, audience, a.port, b.port, false)
     end)
-    if a then a:stop_cleanly() end
-    if b then b:stop_cleanly() end
+    if a then stop(a) end
+    if b then stop(b) end
     redis:stop()
     assert(ok, seen)
     table.sort(seen)
@@ -674,7 +681,7 @@ describe("the provider's keys rotated mid-run", function()
       assert_refused(s, mint(p, { claims = { iss = p.issuer, aud = s.url, sub = "old", exp = os.time() + 600 } }),
         "signed with a retired key")
     end)
-    s:stop_cleanly()
+    stop(s)
     p.proc:terminate()
     client.remove_tree(keys)
     client.remove_tree(fresh)
