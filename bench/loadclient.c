@@ -401,6 +401,7 @@ static struct {
   const char *payload; /* text, echo, structured, blob: the payload sweep (bench/payload.sh) */
   uint64_t bytes;      /* the payload's size */
   const char *extra_args; /* more members for the arguments object, e.g. "\"c\":1,\"d\":\"x\"" */
+  const char *header;     /* one more HTTP request header, "Name: value" (--header; e.g. a bearer token) */
   const char *proto;
   bool quiet;
   const char *url;
@@ -713,6 +714,7 @@ static void chan_send(chan *c, int kind, uint64_t k) {
                  "POST %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json, text/event-stream\r\n"
                  "Content-Type: application/json\r\n",
                  http_path, http_hostport);
+      if (opt.header) buf_printf(&c->out, "%s\r\n", opt.header);
     } else {
       if (!c->hdr_ok || strcmp(c->hdr_sid, c->sid)) {
         buf_clear(&c->hdr);
@@ -720,6 +722,7 @@ static void chan_send(chan *c, int kind, uint64_t k) {
                    "POST %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json, text/event-stream\r\n"
                    "Content-Type: application/json\r\n",
                    http_path, http_hostport);
+        if (opt.header) buf_printf(&c->hdr, "%s\r\n", opt.header);
         if (c->sid[0]) buf_printf(&c->hdr, "Mcp-Session-Id: %s\r\n", c->sid);
         buf_printf(&c->hdr, "MCP-Protocol-Version: %s\r\n", R.proto_neg[0] ? R.proto_neg : opt.proto);
         if (modern_era()) buf_printf(&c->hdr, "Mcp-Method: tools/call\r\nMcp-Name: %s\r\n", opt.tool);
@@ -1612,6 +1615,8 @@ static void usage(FILE *f) {
       "                         MCP-Protocol-Version, Mcp-Method and Mcp-Name) and\n"
       "                         must come back with resultType \"complete\"\n"
       "  --label STR            copied into the JSON output\n"
+      "  --header 'NAME: VALUE' HTTP: one more header on every request (e.g.\n"
+      "                         'Authorization: Bearer TOKEN')\n"
       "  -q, --quiet            no human line on stderr\n"
       "output: one JSON line on stdout, one human line on stderr.\n"
       "exit: 0 ok, 1 wrong/missing responses or server died, 2 usage/set-up error\n",
@@ -1775,6 +1780,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--bytes")) opt.bytes = num_arg(NEXT(), a);
     else if (!strcmp(a, "--protocol-version")) opt.proto = NEXT();
     else if (!strcmp(a, "--label")) opt.label = NEXT();
+    else if (!strcmp(a, "--header")) opt.header = NEXT();
     else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) opt.quiet = true;
     else if (!strcmp(a, "--http")) opt.url = NEXT();
     else if (!strcmp(a, "--free-port")) {

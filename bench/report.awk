@@ -1,6 +1,6 @@
 # bench/report.awk -- turns bench/run.sh's raw records into markdown tables.
 # Input: TSV lines "server placement metric value". POSIX awk (mawk is fine).
-# Variables: servers="luamcp ts ts2 floor echo", placements="same split",
+# Variables: servers="luamcp luamcp-jwt ts ts2 floor echo", placements="same split",
 #            luamcp=path of the binary (for the "not built" note).
 
 function isnum(v) { return v ~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/ }
@@ -47,6 +47,7 @@ function ratio(s1, s2, p, m,    a, b) {
 function header(extra,    i, h, l) {
   h = "| " extra " |"; l = "|---|"
   for (i = 1; i <= ns; i++) { h = h " " name[sv[i]] " |"; l = l "---:|" }
+  if (has_luamcp && has_jwt) { h = h " JWT/no auth |"; l = l "---:|" }
   if (has_luamcp) {
     if (has_ts) { h = h " luamcp/TS v1 |"; l = l "---:|" }
     if (has_ts2) { h = h " luamcp/TS v2 |"; l = l "---:|" }
@@ -62,6 +63,7 @@ function row(label, p, m, unit, only,    i, r, s) {
     else if (m ~ /^(m?http_|sessions_)/ && nohttp[s] && !missing[s]) r = r " no HTTP |"
     else r = r " " cell(s, p, m, unit) " |"
   }
+  if (has_luamcp && has_jwt) r = r " " ratio("luamcp-jwt", "luamcp", p, m) " |"
   if (has_luamcp) {
     if (has_ts) r = r " " ratio("luamcp", "ts", p, m) " |"
     if (has_ts2) r = r " " ratio("luamcp", "ts2", p, m) " |"
@@ -97,11 +99,12 @@ BEGIN { FS = "\t" }
   val[k, ++cnt[k]] = v
 }
 END {
-  name["luamcp"] = "luamcp"; name["ts"] = "TS SDK v1"; name["ts2"] = "TS SDK v2"
+  name["luamcp"] = "luamcp"; name["luamcp-jwt"] = "luamcp, JWT each request"; name["ts"] = "TS SDK v1"; name["ts2"] = "TS SDK v2"
   name["floor"] = "floor (Lua+cjson)"; name["echo"] = "echo (raw C; HTTP: httpecho)"
   ns = split(servers, sv, " ")
   for (i = 1; i <= ns; i++) {
     if (sv[i] == "luamcp") has_luamcp = 1
+    if (sv[i] == "luamcp-jwt") has_jwt = 1
     if (sv[i] == "ts") has_ts = 1
     if (sv[i] == "ts2") has_ts2 = 1
     if (sv[i] == "floor") has_floor = 1
@@ -110,6 +113,7 @@ END {
   if (missing["luamcp"]) print "**luamcp: not built** (" luamcp " missing): its cells say \"not built\".\n"
   for (i = 1; i <= ns; i++) if (nohttp[sv[i]] && !missing[sv[i]]) print "**" name[sv[i]] ": no HTTP** (its Streamable HTTP server exited at start; see the run log).\n"
   print "Cells: median over the rounds (min–max). Ratios: luamcp's median / the other's median (for calls/s higher is better, for everything else lower is better)."
+  if (has_jwt) print "luamcp, JWT each request: the same luamcp and script as an OAuth resource server (--auth-issuer, --auth-jwks-file), every HTTP request carrying `Authorization: Bearer` with one RS256 JWT (checked in full once, then found in luamcp's cache of verified tokens by its SHA-256, its exp still checked); JWT/no auth: its median / plain luamcp's. HTTP only."
   print "CPU µs/call: the server process's time on CPU (all threads) over the measured phase / calls, from /proc/PID/task/*/schedstat (ns; the same quantity as utime+stime in /proc/PID/stat, which the raw JSON also has, without its 10 ms ticks). RSS: VmRSS of the server process. MiB = 1024 kB."
   print ""
   np = split(placements, pl, " ")
@@ -141,18 +145,18 @@ END {
       if (kk[2] == p && kk[3] ~ /^http_c[0-9]+_cps$/) { c = kk[3]; sub(/^http_c/, "", c); sub(/_cps$/, "", c); conns[c] = 1 }
       if (kk[2] == p && kk[3] ~ /^mhttp_c[0-9]+_cps$/) { c = kk[3]; sub(/^mhttp_c/, "", c); sub(/_cps$/, "", c); mconns[c] = 1; has_modern[p] = 1 }
     }
-    http_rows(p, "http", conns, "luamcp ts ts2 echo")
+    http_rows(p, "http", conns, "luamcp luamcp-jwt ts ts2 echo")
     delete conns
-    row("idle RSS (1 session), MiB", p, "http_rss_idle_kb", "kb", "luamcp ts ts2 echo")
-    row("RSS after all HTTP runs, MiB", p, "http_rss_after_kb", "kb", "luamcp ts ts2 echo")
+    row("idle RSS (1 session), MiB", p, "http_rss_idle_kb", "kb", "luamcp luamcp-jwt ts ts2 echo")
+    row("RSS after all HTTP runs, MiB", p, "http_rss_after_kb", "kb", "luamcp luamcp-jwt ts ts2 echo")
     print ""
     if (!has_modern[p]) continue
     print "## Streamable HTTP, 2026-07-28 (stateless: no initialize, no session; each request carries its version, capabilities and client info) — " desc
     print ""
     header("HTTP 2026-07-28, " p)
-    http_rows(p, "mhttp", mconns, "luamcp ts2")
+    http_rows(p, "mhttp", mconns, "luamcp luamcp-jwt ts2")
     delete mconns
-    row("RSS after all 2026-07-28 runs, MiB", p, "mhttp_rss_after_kb", "kb", "luamcp ts2")
+    row("RSS after all 2026-07-28 runs, MiB", p, "mhttp_rss_after_kb", "kb", "luamcp luamcp-jwt ts2")
     print ""
   }
   print "## Once per server (split placement: server CPU 0, client CPU 1)"

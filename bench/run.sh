@@ -10,7 +10,10 @@
 #
 #   LUAMCP=build/luamcp     the binary under test ("not built" rows if missing)
 #   ROUNDS=5                rounds (each runs every server once per placement)
-#   SERVERS="luamcp ts ts2 floor echo"
+#   SERVERS="luamcp luamcp-jwt ts ts2 floor echo"
+#                           luamcp-jwt: luamcp as an OAuth resource server
+#                           (--auth-jwks-file), a JWT on every HTTP request;
+#                           HTTP only (beside luamcp: what the token check costs)
 #   PLACEMENTS="same split" same: client and server both on CPU 0;
 #                           split: server on CPU 0, client on CPU 1
 #   SEQ_SECONDS=3           sequential (one in flight) stdio phase, seconds
@@ -43,7 +46,7 @@ if [[ -n "${QUICK:-}" ]]; then
   : "${STARTUP_REPEAT:=2}" "${SESSIONS:=500}" "${LONG_CALLS:=20000}"
 fi
 ROUNDS=${ROUNDS:-5}
-SERVERS=${SERVERS:-"luamcp ts ts2 floor echo"}
+SERVERS=${SERVERS:-"luamcp luamcp-jwt ts ts2 floor echo"}
 PLACEMENTS=${PLACEMENTS:-"same split"}
 SEQ_SECONDS=${SEQ_SECONDS:-3}
 SEQ_CALLS=${SEQ_CALLS:-}
@@ -126,6 +129,7 @@ fi
 have_server() {
   case $1 in
     luamcp) [[ -x $LUAMCP ]] ;;
+    luamcp-jwt) [[ -x $LUAMCP && -x $NODE ]] ;;
     ts) [[ -x $NODE && -d spec/node_modules/@modelcontextprotocol/sdk ]] ;;
     ts2) [[ -x $NODE && -d spec/node_modules/@modelcontextprotocol/server && -d spec/node_modules/@modelcontextprotocol/node ]] ;;
     floor) [[ -x $BB/luafloor ]] ;;
@@ -133,9 +137,10 @@ have_server() {
     *) return 1 ;;
   esac
 }
-has_http() { [[ $1 == luamcp || $1 == ts || $1 == ts2 || $1 == echo ]]; }
+has_http() { [[ $1 == luamcp || $1 == luamcp-jwt || $1 == ts || $1 == ts2 || $1 == echo ]]; }
+has_stdio() { [[ $1 != luamcp-jwt ]]; }
 # serves 2026-07-28 requests statelessly (no initialize, no session)
-has_modern() { [[ $1 == luamcp || $1 == ts2 ]]; }
+has_modern() { [[ $1 == luamcp || $1 == luamcp-jwt || $1 == ts2 ]]; }
 stdio_cmd() {
   case $1 in
     luamcp) echo "$LUAMCP run bench/servers/add" ;;
@@ -148,13 +153,35 @@ stdio_cmd() {
 http_cmd() { # server port [era]
   case $1 in
     luamcp) echo "$LUAMCP run --http 127.0.0.1:$2 bench/servers/add" ;;
+    luamcp-jwt) echo "$LUAMCP run --http 127.0.0.1:$2 --auth-issuer $JWT_ISSUER --auth-audience $JWT_AUDIENCE --auth-jwks-file $JWT_DIR/jwks.json bench/servers/add" ;;
     ts) echo "$NODE bench/peer/ts-http.mjs --port $2" ;;
     ts2) [[ ${3:-legacy} == modern ]] && echo "$NODE bench/peer/ts2-http-modern.mjs --port $2" ||
       echo "$NODE bench/peer/ts2-http.mjs --port $2" ;;
     echo) echo "$BB/httpecho $2" ;;
   esac
 }
-http_path() { [[ $1 == luamcp ]] && echo "$LUAMCP_HTTP_PATH" || echo /mcp; }
+http_path() { [[ $1 == luamcp || $1 == luamcp-jwt ]] && echo "$LUAMCP_HTTP_PATH" || echo /mcp; }
+# luamcp-jwt: keys made by spec/helpers/jwt_mint.mjs, and one RS256 token
+# (a day's life) that every request carries: the check is the whole path
+# (signature, iss, aud, exp), then luamcp's cache of verified tokens.
+JWT_DIR=$BB/jwt
+JWT_ISSUER=https://bench-issuer.example
+JWT_AUDIENCE=https://bench.example/mcp
+JWT_TOKEN=
+jwt_setup() {
+  [[ -n $JWT_TOKEN ]] && return 0
+  "$NODE" spec/helpers/jwt_mint.mjs keys "$JWT_DIR" || return 1
+  local now
+  now=$(date +%s)
+  JWT_TOKEN=$("$NODE" spec/helpers/jwt_mint.mjs token "$JWT_DIR" \
+    "{\"alg\":\"RS256\",\"claims\":{\"iss\":\"$JWT_ISSUER\",\"aud\":\"$JWT_AUDIENCE\",\"sub\":\"bench\",\"scope\":\"bench\",\"iat\":$now,\"exp\":$((now + 86400))}}")
+}
+# the loadclient options a server's HTTP runs need (an array: the header has spaces)
+http_flags() { # server -> HTTP_FLAGS
+  HTTP_FLAGS=()
+  [[ $1 == luamcp-jwt ]] && HTTP_FLAGS=(--header "Authorization: Bearer $JWT_TOKEN")
+  return 0
+}
 extra_flags() { [[ $1 == echo ]] && echo "--no-sum-check"; }
 
 client_cpu() { [[ $1 == same ]] && echo 0 || echo 1; } # server always on CPU 0
@@ -266,12 +293,13 @@ run_http() { # server placement [era]
   [[ -z ${NO_HTTP[$s]:-} ]] || return 0
   if [[ $era == modern ]]; then key=mhttp version=(--protocol-version 2026-07-28); fi
   c=$(client_cpu "$p")
+  http_flags "$s"
   start_http "$s" "$era"
   http_started "$s" || return 0
   for n in $HTTP_CONNS; do
     # shellcheck disable=SC2046
     if lc "$s" "$p" "${key}_c$n" -- --http "$HTTP_URL" --connect-timeout 30 -c "$n" -d "$HTTP_SECONDS" ${HTTP_CALLS:+-n "$HTTP_CALLS"} \
-        --warmup "$((WARMUP / 2))" --cpu "$c" --server-pid "$HTTP_PID" --timeout 600 "${version[@]}" $(extra_flags "$s"); then
+        --warmup "$((WARMUP / 2))" --cpu "$c" --server-pid "$HTTP_PID" --timeout 600 "${version[@]}" $(extra_flags "$s") "${HTTP_FLAGS[@]}"; then
       rec "$s" "$p" "${key}_c${n}_cps" "$(jget "$OUT" calls_per_s)"
       rec "$s" "$p" "${key}_c${n}_p50_us" "$(jget "$OUT" lat_p50_us)"
       rec "$s" "$p" "${key}_c${n}_p99_us" "$(jget "$OUT" lat_p99_us)"
@@ -285,6 +313,11 @@ run_http() { # server placement [era]
 
 AVAIL=()
 for s in $SERVERS; do
+  if [[ $s == luamcp-jwt ]] && have_server "$s" && ! jwt_setup; then
+    say "luamcp-jwt: no keys or token from spec/helpers/jwt_mint.mjs"
+    rec "$s" - missing 1
+    continue
+  fi
   if have_server "$s"; then AVAIL+=("$s")
   else
     say "$s: not available$([[ $s == luamcp ]] && echo " ($LUAMCP not built)")"
@@ -298,7 +331,7 @@ for r in $(seq "$ROUNDS"); do
   for p in $PLACEMENTS; do
     for s in "${AVAIL[@]}"; do
       say "round $r/$ROUNDS, $p, $s"
-      run_stdio "$s" "$p"
+      has_stdio "$s" && run_stdio "$s" "$p"
       has_http "$s" && run_http "$s" "$p"
       has_modern "$s" && run_http "$s" "$p" modern
     done
@@ -310,7 +343,7 @@ T_ROUNDS=$(($(date +%s) - T0))
 T0=$(date +%s)
 if ((SESSIONS > 0)); then
   for s in "${AVAIL[@]}"; do
-    if ! has_http "$s" || [[ $s == echo ]]; then continue; fi # echo keeps no sessions
+    if ! has_http "$s" || [[ $s == echo || $s == luamcp-jwt ]]; then continue; fi # echo keeps no sessions
     [[ -z ${NO_HTTP[$s]:-} ]] || continue
     say "$SESSIONS idle HTTP sessions: $s"
     start_http "$s"
@@ -332,6 +365,7 @@ T_SESSIONS=$(($(date +%s) - T0))
 T0=$(date +%s)
 if ((LONG_CALLS > 0)); then
   for s in "${AVAIL[@]}"; do
+    has_stdio "$s" || continue
     say "$LONG_CALLS stdio calls (RSS growth): $s"
     t=$(date +%s.%N)
     # shellcheck disable=SC2046
