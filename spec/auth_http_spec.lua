@@ -143,6 +143,25 @@ describe("an OAuth-protected server", function()
     assert.are.equal("carol", text_of(r))
   end)
 
+  it("takes the default audience's port from the server, not from the Host header", function()
+    local other = s.port == 9999 and 9998 or 9999
+    local forged = ("localhost:%d"):format(other)
+    local foreign = mint { claims = claims(s, { sub = "mallory", aud = ("http://%s/mcp"):format(forged) }) }
+    local r = modern_call(s, 4, "whoami", foreign)
+    assert.are.equal(401, r.status, r.body)
+    r = s:post({ jsonrpc = "2.0", id = 5, method = "tools/call",
+      params = { name = "whoami", arguments = EMPTY, _meta = http.modern_meta() } },
+      bearer(foreign, http.modern_headers("tools/call", "whoami", { Host = forged })))
+    assert.are.equal(401, r.status, r.body)
+    -- The Host's name counts, with this server's port whatever the Host says.
+    local own = mint { claims = claims(s, { sub = "dan", aud = ("http://localhost:%d/mcp"):format(s.port) }) }
+    r = s:post({ jsonrpc = "2.0", id = 6, method = "tools/call",
+      params = { name = "whoami", arguments = EMPTY, _meta = http.modern_meta() } },
+      bearer(own, http.modern_headers("tools/call", "whoami", { Host = forged })))
+    assert.are.equal(200, r.status, r.body)
+    assert.are.equal("dan", text_of(r))
+  end)
+
   it("refuses every bad token with 401 invalid_token and says why", function()
     local now = os.time()
     local bad = {
@@ -284,6 +303,13 @@ describe("starting with OAuth", function()
     local err = refused("--http 0.0.0.0:0 --allow-remote --auth-issuer " .. ISSUER .. " --auth-jwks-file " ..
       quote(keys_dir .. "/jwks.json"))
     assert.truthy(err:find("--auth-audience", 1, true), err)
+    assert.truthy(err:find("Host header", 1, true), err)
+  end)
+
+  it("refuses --allow-host without an audience, and says why", function()
+    local err = refused("--http 127.0.0.1:0 --allow-host mcp.example.com --auth-issuer " .. ISSUER ..
+      " --auth-jwks-file " .. quote(keys_dir .. "/jwks.json"))
+    assert.truthy(err:find("--allow-host needs --auth-audience", 1, true), err)
     assert.truthy(err:find("Host header", 1, true), err)
   end)
 

@@ -145,6 +145,14 @@ bool auth_setup_start(auth_setup *s, uv_loop_t *loop, const auth_flags *f, const
              http->host, http->path);
     goto done;
   }
+  if (!v[AUDIENCE] && http->allow_host_count) {
+    snprintf(why, why_len,
+             "OAuth with --allow-host needs --auth-audience URI (this server's canonical URI, e.g. "
+             "https://%s%s): the server is reached by another name than its own, so the Host header of each "
+             "request cannot say which tokens are meant for it",
+             http->allow_hosts[0], http->path);
+    goto done;
+  }
   if (v[JWKS_URI] && v[JWKS_FILE]) {
     snprintf(why, why_len, "give --auth-jwks-uri or --auth-jwks-file, not both");
     goto done;
