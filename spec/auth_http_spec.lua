@@ -502,3 +502,43 @@ describe("OAuth for scripts that declare permissions (confined, no net)", functi
     assert.truthy(text_of(f):find("^refused"), text_of(f))
   end)
 end)
+
+describe("a check still pending when the server drains (--drain-time)", function()
+  it("is cancelled and its request answered 503 with Retry-After and Connection: close, echoing the id", function()
+    -- A key server that accepts and never answers.
+    local uv = require "luv"
+    local silent, accepted = uv.new_tcp(), {}
+    silent:bind("127.0.0.1", 0)
+    silent:listen(16, function()
+      local c = uv.new_tcp()
+      silent:accept(c)
+      accepted[#accepted + 1] = c
+    end)
+    local port = silent:getsockname().port
+    local s = http.start({ FIXTURE, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%d/jwks.json"):format(port), "--log-level", "debug" }, { drain_time = 60 })
+    local ok, err = pcall(function()
+      local conn = s:connect()
+      conn:send_request { method = "POST", headers = bearer(mint { claims = claims(s) }, { Accept = http.ACCEPT_BOTH,
+        ["Content-Type"] = "application/json" }), body = call(17, "whoami") }
+      assert.truthy(client.wait_until(function()
+        return s:stderr():find("holding the request while its token is checked", 1, true)
+      end, 30000), s:stderr())
+      assert.truthy(client.wait_until(function() return #accepted > 0 end, 30000))
+      s.proc:kill("sigterm")
+      local r = conn:read_response(30000)
+      assert.is_table(r, "the held request was dropped:\n" .. s:stderr())
+      http.assert_error(r, 503, -32000, "shutting down", 17)
+      assert.is_string(r.headers["retry-after"])
+      assert.are.equal("close", r.headers.connection)
+      assert.is_true(conn:wait_eof(10000))
+      local code = s.proc:wait_exit(20000)
+      assert.are.equal(0, code, s:stderr())
+    end)
+    s:stop_cleanly()
+    for _, c in ipairs(accepted) do c:close() end
+    silent:close()
+    uv.run("nowait")
+    assert(ok, err)
+  end)
+end)

@@ -238,6 +238,16 @@ bool http_auth_request(http_conn *c) {
   return apply(c, &v);
 }
 
+void http_auth_drain(http_conn *c) {
+  if (!c->auth_pending) return;
+  const auth_config *a = &c->server->opts.auth;
+  log_write(LOG_DEBUG, "http#%u: the server drains while its token is checked: check cancelled", c->id);
+  if (a->ops && a->ops->cancel) a->ops->cancel(a->verifier, c->auth_pending);
+  c->auth_pending = NULL;
+  c->close_after_response = true;
+  conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
+}
+
 void http_auth_conn_release(http_conn *c) {
   if (c->auth_pending) {
     const auth_config *a = &c->server->opts.auth;
