@@ -162,6 +162,13 @@ describe("an OAuth-protected server", function()
     assert.are.equal("dan", text_of(r))
   end)
 
+  it("fails closed when a ctx kept past its request is asked for the caller", function()
+    local token = mint { claims = claims(s, { sub = "gil" }) }
+    assert.are.equal("kept", text_of(modern_call(s, 1, "keep_ctx", token)))
+    local said = text_of(modern_call(s, 2, "ask_kept_ctx", token))
+    assert.truthy(said:match("^false .*already ended.* | false .*already ended"), said)
+  end)
+
   it("refuses every bad token with 401 invalid_token and says why", function()
     local now = os.time()
     local bad = {
