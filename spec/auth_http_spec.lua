@@ -292,6 +292,18 @@ describe("OAuth configured in mcp.server{auth}", function()
     assert.truthy(err:find("server.lua:2:", 1, true), err)
     assert.truthy(err:find("isuer (did you mean issuer?)", 1, true), err)
   end)
+
+  it("refuses a leeway_s above the --auth-leeway cap at the script's line", function()
+    for _, bad in ipairs { "601", "-1", "1.5" } do
+      -- A key file that does not exist: without the check the start still fails, never serves.
+      local path = script(('{ issuer = "https://x.example", jwks_file = "/nonexistent/jwks.json", leeway_s = %s }')
+        :format(bad))
+      local code, _, err = client.sh(client.LUAMCP .. " run " .. quote(path) .. " --http 127.0.0.1:0 </dev/null")
+      assert.are_not.equal(0, code)
+      assert.truthy(err:find("server.lua:2:", 1, true), err)
+      assert.truthy(err:find("leeway_s must be a whole number of seconds (0 to 600)", 1, true), err)
+    end
+  end)
 end)
 
 describe("starting with OAuth", function()

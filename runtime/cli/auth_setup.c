@@ -8,7 +8,7 @@
 #include "core/luamcp_limits.h"
 #include "transport/http_util.h"
 
-_Static_assert(AUTH_MAX_LEEWAY_S == 600, "the --auth-leeway message names AUTH_MAX_LEEWAY_S");
+_Static_assert(AUTH_MAX_LEEWAY_S == 600, "the --auth-leeway message and lua/mcp/auth.lua's MAX_LEEWAY_S name AUTH_MAX_LEEWAY_S");
 
 void auth_flags_init(auth_flags *f) {
   memset(f, 0, sizeof *f);
