@@ -293,6 +293,29 @@ describe("OAuth configured in mcp.server{auth}", function()
     assert.truthy(err:find("isuer (did you mean issuer?)", 1, true), err)
   end)
 
+  it("warns at a reload (SIGHUP) that changes it: auth settings take effect at restart", function()
+    local auth = '{ issuer = %q, jwks_file = %q, scopes = { %q } }'
+    local path = script(auth:format(ISSUER, keys_dir .. "/jwks.json", "a"))
+    local s = http.start { path }
+    local ok, err = pcall(function()
+      local function reloads() local n = 0; for _ in s:stderr():gmatch("reloaded %(") do n = n + 1 end; return n end
+      -- Unchanged: no warning.
+      s.proc:kill("sighup")
+      assert.truthy(client.wait_until(function() return reloads() >= 1 end, 30000), s:stderr())
+      assert.falsy(s:stderr():find("take effect at restart", 1, true), s:stderr())
+      script(auth:format(ISSUER, keys_dir .. "/jwks.json", "b"))
+      s.proc:kill("sighup")
+      assert.truthy(client.wait_until(function() return reloads() >= 2 end, 30000), s:stderr())
+      assert.truthy(client.wait_until(function()
+        return s:stderr():find("the auth settings (OAuth) take effect at restart", 1, true)
+      end, 30000), s:stderr())
+      -- And indeed: the metadata still says what the server started with.
+      assert.are.same({ "a" }, s:request { path = "/.well-known/oauth-protected-resource/mcp" }.json.scopes_supported)
+    end)
+    s:stop_cleanly()
+    assert(ok, err)
+  end)
+
   it("refuses a leeway_s above the --auth-leeway cap at the script's line", function()
     for _, bad in ipairs { "601", "-1", "1.5" } do
       -- A key file that does not exist: without the check the start still fails, never serves.
