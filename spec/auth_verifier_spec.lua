@@ -289,7 +289,7 @@ describe("the token verifier", function()
       for i = 1, #tokens do
         local v = verdict(d, "t" .. i)
         assert.are.equal(0, v.status, cjson.encode(v))
-        assert.are.equal(as.issuer .. " user" .. i, v.principal)
+        assert.are.equal(as.issuer .. " sub:user" .. i, v.principal)
         assert.are.same({ "notes:read" }, v.identity.scopes)
       end
       -- Again: answered from the cache of verified tokens, at once.
@@ -364,7 +364,7 @@ describe("the token verifier", function()
       for i = 1, 3 do
         local v = verdict(d, "new" .. i)
         assert.are.same({ 0, "later" }, { v.status, v.when }, cjson.encode(v))
-        assert.are.equal(as.issuer .. " next" .. i, v.principal)
+        assert.are.equal(as.issuer .. " sub:next" .. i, v.principal)
       end
       assert.are.equal(2, as.counts().jwks)
       -- A kid nobody publishes, twice at once: one more fetch, then 401.
@@ -419,7 +419,7 @@ describe("the token verifier", function()
       check(d, "g1", "good")
       local v = verdict(d, "g1")
       assert.are.equal(0, v.status, cjson.encode(v))
-      assert.are.equal(as.issuer .. " carol", v.principal)
+      assert.are.equal(as.issuer .. " sub:carol", v.principal)
       assert.are.same({ "notes:read", "notes:write" }, v.identity.scopes)
       assert.are.equal("app", v.identity.client_id)
       check(d, "g2", "good")
@@ -451,7 +451,7 @@ describe("the token verifier", function()
       assert.are.equal(5, as.counts().introspect)
       -- No aud, no iss: accepted (aud and iss are checked when present).
       check(d, "bare", "bare")
-      assert.are.equal(as.issuer .. " frank", verdict(d, "bare").principal)
+      assert.are.equal(as.issuer .. " sub:frank", verdict(d, "bare").principal)
     end)
 
     it("overlaps checks instead of queueing them, and answers none inside check", function()
@@ -475,7 +475,7 @@ describe("the token verifier", function()
       as.config { hold = false }
       for _, id in ipairs { "one", "two" } do
         local v = verdict(d, id)
-        assert.are.same({ 0, "later", as.issuer .. " " .. id }, { v.status, v.when, v.principal })
+        assert.are.same({ 0, "later", as.issuer .. " sub:" .. id }, { v.status, v.when, v.principal })
       end
     end)
 

@@ -10,6 +10,8 @@ local STRINGS = { "issuer", "audience", "jwks_uri", "jwks_file", "introspection_
   "client_secret_env" }
 local LISTS = { "scopes", "algorithms" }
 local FIELDS = { leeway_s = true }
+-- AUTH_MAX_LEEWAY_S (runtime/core/luamcp_limits.h), the --auth-leeway cap.
+local MAX_LEEWAY_S = 600
 for _, k in ipairs(STRINGS) do FIELDS[k] = true end
 for _, k in ipairs(LISTS) do FIELDS[k] = true end
 check.FIELDS.auth = FIELDS
@@ -35,8 +37,8 @@ function M.declare(t, level)
       end
     end
   end
-  if t.leeway_s ~= nil and (math.type(t.leeway_s) ~= "integer" or t.leeway_s < 0) then
-    fail("leeway_s must be a whole number of seconds, 0 or more", level + 1)
+  if t.leeway_s ~= nil and (math.type(t.leeway_s) ~= "integer" or t.leeway_s < 0 or t.leeway_s > MAX_LEEWAY_S) then
+    fail(("leeway_s must be a whole number of seconds (0 to %d)"):format(MAX_LEEWAY_S), level + 1)
   end
   if t.issuer == nil then fail("issuer is required (the authorization server's issuer URL)", level + 1) end
   if t.jwks_file and t.jwks_uri then fail("give jwks_uri or jwks_file, not both", level + 1) end

@@ -80,7 +80,7 @@ local function identity(auth, level)
   local claims = { iss = issuer, sub = subject, client_id = client_id, exp = auth.expires_at }
   if #scopes > 0 then claims.scope = scope_text end
   for k, v in pairs(auth.claims or {}) do claims[k] = v end
-  local principal = subject and (issuer .. " " .. subject) or (issuer .. " client:" .. client_id)
+  local principal = subject and (issuer .. " sub:" .. subject) or (issuer .. " client:" .. client_id)
   local text = client.json.encode {
     principal = principal, subject = subject, client_id = client_id, scopes = scope_text,
     expires_at = auth.expires_at, claims = client.json.object(claims),

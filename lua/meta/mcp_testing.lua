@@ -17,7 +17,7 @@ local testing = {}
 ---Any caller, as a verified OAuth token would make it: ctx.auth, the
 ---primitives' scopes and everything bound to the caller (MCP tasks,
 ---requestState, subscriptions) see it. The principal it is bound to is
----"ISSUER SUBJECT", or "ISSUER client:CLIENT_ID" without a subject.
+---"ISSUER sub:SUBJECT", or "ISSUER client:CLIENT_ID" without a subject.
 ---@class mcp.testing.Auth
 ---@field subject? string sub (a subject or a client_id is needed)
 ---@field client_id? string

@@ -186,6 +186,11 @@ typedef struct lua_app {
   unsigned generations;   /* loaded so far */
   unsigned reloads, failed_reloads;
   bool watch;             /* luamcp dev: reload when a script changes */
+  /* mcp.server{auth} as JSON as the first generation declared it, which
+   * the HTTP server was set up with: a reload cannot change it (reload.c
+   * warns). Known once the first reload swaps a generation in. */
+  char *auth_at_start;
+  bool auth_at_start_known;
   app_watch *watches;
   uv_timer_t debounce;    /* one reload for a burst of file events */
   os_signals *signals;    /* reload on SIGHUP, in run and dev (os/signals.h) */

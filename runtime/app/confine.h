@@ -12,8 +12,9 @@
 /* Once the first generation has loaded and before serving (run, dev, a
  * built program; never build, inspect or mcp.testing): log what the
  * process may do, and confine it with Landlock when the scripts are
- * confined. Irreversible. */
-void confine_process(vm *v);
+ * confined. Irreversible. own_ports: TCP ports luamcp itself connects to
+ * (the OAuth authorization server's), allowed beside the scripts'. */
+void confine_process(vm *v, const unsigned *own_ports, size_t own_port_count);
 /* After a reload swapped in fresh: if its permissions differ from the
  * rules the kernel was given at start (which cannot change), say so on
  * stderr, and tell the library, whose denials then say so too. */

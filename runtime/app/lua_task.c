@@ -1777,20 +1777,28 @@ static int push_auth(lua_State *L, const task *root) {
   return 1;
 }
 
+/* The task of a ctx whose caller's identity is asked for. Its task gone,
+ * the caller is unknown: an error, never the answer for nobody (which
+ * holds every scope), so a ctx kept past its request fails closed. */
+static task *ctx_identity_task(lua_State *L) {
+  ctx_handle *h = luaL_checkudata(L, 1, CTX_MT);
+  if (!h->task) luaL_error(L, "this request has already ended; ctx is only valid during it");
+  return h->task;
+}
+
 /* ctx:_has_scopes(required): does the caller hold every scope of required
  * (space-separated)? True when nobody is authenticated (auth.h). */
 static int ctx_has_scopes(lua_State *L) {
-  ctx_handle *h = luaL_checkudata(L, 1, CTX_MT);
+  task *t = ctx_identity_task(L);
   const char *required = luaL_checkstring(L, 2);
-  lua_pushboolean(L, auth_has_scopes(h->task ? h->task->root->identity : NULL, required));
+  lua_pushboolean(L, auth_has_scopes(t->root->identity, required));
   return 1;
 }
 
 /* ctx:_principal(): what the caller's requests are bound to (auth.h), ""
  * for nobody: mcp.input binds a requestState to it. */
 static int ctx_principal(lua_State *L) {
-  ctx_handle *h = luaL_checkudata(L, 1, CTX_MT);
-  lua_pushstring(L, auth_principal(h->task ? h->task->root->identity : NULL));
+  lua_pushstring(L, auth_principal(ctx_identity_task(L)->root->identity));
   return 1;
 }
 

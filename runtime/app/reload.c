@@ -103,8 +103,33 @@ static void report_failure(lua_app *app, const char *why, const buf *err) {
 }
 
 /* The load of fresh succeeded: new requests go to it from now on. */
+/* The script's mcp.server{auth} of the current generation (its describe). */
+static const char *current_auth_json(lua_app *app) {
+  app_description d;
+  memset(&d, 0, sizeof d);
+  if (app->srv->app && app->srv->app->describe) app->srv->app->describe(app->srv->app_data, &d);
+  return d.auth_json;
+}
+
+/* The OAuth settings are read once, at start (cli/auth_setup.c): a reload
+ * that changes mcp.server{auth} must not look applied. */
+static void warn_auth_changed(lua_app *app) {
+  const char *now = current_auth_json(app);
+  const char *then = app->auth_at_start;
+  if ((now ? now : "")[0] == '\0' && (then ? then : "")[0] == '\0') return;
+  if (now && then && strcmp(now, then) == 0) return;
+  log_write(LOG_WARNING, "mcp.server{auth} changed at this reload, but the auth settings (OAuth) take effect at "
+                         "restart: the server still checks tokens as it did when it started; restart luamcp to "
+                         "apply them");
+}
+
 static void swap_in(lua_app *app, vm *fresh, const char *why, double t0) {
   vm *old = app->current;
+  if (!app->auth_at_start_known) {
+    const char *start = current_auth_json(app);
+    app->auth_at_start = start ? strdup(start) : NULL;
+    app->auth_at_start_known = true;
+  }
   lua_state_carry(old, fresh);
   fresh->app = app;
   fresh->generation = ++app->generations;
@@ -153,6 +178,7 @@ static void swap_in(lua_app *app, vm *fresh, const char *why, double t0) {
             fresh->generation, changed.len ? changed.data : "no list");
   buf_free(&changed);
   confine_after_reload(fresh);
+  warn_auth_changed(app);
   if (app->watch) watch_files(app);
 }
 
@@ -453,6 +479,9 @@ void app_stop(lua_app *app) {
   }
   vm_free(app->current);
   app->current = NULL;
+  free(app->auth_at_start);
+  app->auth_at_start = NULL;
+  app->auth_at_start_known = false;
   lua_store_free(app);
   lua_http_shutdown();
   app->loop = NULL;

@@ -8,7 +8,7 @@
 #include "core/luamcp_limits.h"
 #include "transport/http_util.h"
 
-_Static_assert(AUTH_MAX_LEEWAY_S == 600, "the --auth-leeway message names AUTH_MAX_LEEWAY_S");
+_Static_assert(AUTH_MAX_LEEWAY_S == 600, "the --auth-leeway message and lua/mcp/auth.lua's MAX_LEEWAY_S name AUTH_MAX_LEEWAY_S");
 
 void auth_flags_init(auth_flags *f) {
   memset(f, 0, sizeof *f);
@@ -70,6 +70,51 @@ static const char *pick(const auth_flags *f, size_t i, const json_value *script)
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
+/* The TCP port an http(s) URL connects to; 0 when it is not one. */
+static unsigned url_port(const char *url) {
+  unsigned port;
+  const char *p;
+  if (strncmp(url, "https://", 8) == 0) port = 443, p = url + 8;
+  else if (strncmp(url, "http://", 7) == 0) port = 80, p = url + 7;
+  else return 0;
+  size_t len = strcspn(p, "/?#");
+  const char *at = memchr(p, '@', len);
+  if (at) len -= (size_t)(at + 1 - p), p = at + 1;
+  const char *colon = NULL;
+  bool bracket = false;
+  for (size_t i = 0; i < len; i++) {
+    if (p[i] == '[') bracket = true;
+    else if (p[i] == ']') bracket = false;
+    else if (p[i] == ':' && !bracket) colon = p + i;
+  }
+  if (!colon) return port;
+  unsigned n = 0;
+  for (const char *d = colon + 1; d < p + len; d++) {
+    if (*d < '0' || *d > '9' || n > 65535) return 0;
+    n = n * 10 + (unsigned)(*d - '0');
+  }
+  return n >= 1 && n <= 65535 ? n : 0;
+}
+
+size_t auth_setup_ports(const auth_flags *f, const char *script_json, unsigned *ports, size_t max) {
+  json_doc *doc = script_json ? json_parse(script_json, strlen(script_json), MAX_JSON_DEPTH, NULL) : NULL;
+  const json_value *script = doc ? json_doc_root(doc) : NULL;
+  size_t n = 0;
+  /* issuer, jwks_uri, introspection_endpoint: the URLs the verifier fetches. */
+  static const size_t fetched[] = {0, 3, 5};
+  if (pick(f, 0, script)) {
+    for (size_t i = 0; i < sizeof fetched / sizeof *fetched && n < max; i++) {
+      const char *url = pick(f, fetched[i], script);
+      unsigned port = url ? url_port(url) : 0;
+      bool seen = false;
+      for (size_t j = 0; j < n; j++) seen = seen || ports[j] == port;
+      if (port && !seen) ports[n++] = port;
+    }
+  }
+  json_doc_free(doc);
+  return n;
+}
+
 bool auth_setup_start(auth_setup *s, uv_loop_t *loop, const auth_flags *f, const char *script_json, http_options *http,
                       char *why, size_t why_len) {
   memset(s, 0, sizeof *s);
@@ -98,6 +143,14 @@ bool auth_setup_start(auth_setup *s, uv_loop_t *loop, const auth_flags *f, const
              "https://mcp.example.com%s): without it the Host header of each request would decide which tokens are "
              "accepted",
              http->host, http->path);
+    goto done;
+  }
+  if (!v[AUDIENCE] && http->allow_host_count) {
+    snprintf(why, why_len,
+             "OAuth with --allow-host needs --auth-audience URI (this server's canonical URI, e.g. "
+             "https://%s%s): the server is reached by another name than its own, so the Host header of each "
+             "request cannot say which tokens are meant for it",
+             http->allow_hosts[0], http->path);
     goto done;
   }
   if (v[JWKS_URI] && v[JWKS_FILE]) {

@@ -42,5 +42,11 @@ typedef struct auth_setup {
 bool auth_setup_start(auth_setup *s, uv_loop_t *loop, const auth_flags *f, const char *script_json, http_options *http,
                       char *why, size_t why_len);
 void auth_setup_free(auth_setup *s);
+/* The TCP ports (at most max, no repeats) of the URLs the verifier will
+ * fetch: the issuer's (its discovery), and --auth-jwks-uri's and
+ * --auth-introspection-endpoint's when given. 0 when OAuth is off. For the
+ * process's confinement, which is applied before serving and cannot
+ * grow: a discovered endpoint on another port must be given explicitly. */
+size_t auth_setup_ports(const auth_flags *f, const char *script_json, unsigned *ports, size_t max);
 
 #endif

@@ -732,7 +732,19 @@ static int serve(int argc, char **argv, bool watch) {
                 o.state_key_env ? "" : ", and requestState is sealed with a key of this process until then "
                                        "(an input_required retry that reaches another process is refused)");
   }
-  confine_process(rt->app.current);
+  {
+    /* luamcp's own fetches (the OAuth server's metadata, JWKS,
+     * introspection) run under the same kernel rules as the scripts. */
+    unsigned own_ports[3];
+    size_t own_port_count = 0;
+    if (o.http) {
+      app_description d;
+      memset(&d, 0, sizeof d);
+      rt->srv.app->describe(rt->srv.app_data, &d);
+      own_port_count = auth_setup_ports(&o.auth, d.auth_json, own_ports, 3);
+    }
+    confine_process(rt->app.current, own_ports, own_port_count);
+  }
 
   uv_check_init(rt->loop, &rt->stop_check);
   uv_timer_init(rt->loop, &rt->drain_timer);

@@ -29,9 +29,10 @@
  * a session, a job). */
 typedef struct auth_identity {
   int refs;
-  /* What everything is bound to: the issuer and the subject ("ISS SUB"),
-   * or the issuer and the client id for a token with no subject (client
-   * credentials). Never empty. */
+  /* What everything is bound to: the issuer and the subject ("ISS
+   * sub:SUB"), or the issuer and the client id for a token with no subject
+   * (client credentials: "ISS client:ID"); tagged so the two never
+   * collide. Never empty. */
   char *principal;
   char *subject;     /* sub, or NULL */
   char *client_id;   /* client_id (RFC 9068), azp or cid; or NULL */

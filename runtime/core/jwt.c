@@ -511,7 +511,8 @@ auth_identity *jwt_identity_from_claims(const json_value *claims, const char *cl
   if (!sub && !client_id) return NULL;
 
   buf principal = BUF_INIT, scopes = BUF_INIT;
-  if (sub) buf_printf(&principal, "%s %s", iss, sub);
+  /* Tagged, so that a subject "client:x" is never the client x. */
+  if (sub) buf_printf(&principal, "%s sub:%s", iss, sub);
   else buf_printf(&principal, "%s client:%s", iss, client_id);
   /* "scope": space-separated (RFC 9068 2.2.3, RFC 7662); "scp": an array
    * of strings (Okta, Keycloak), or a string (Entra ID). */

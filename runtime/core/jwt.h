@@ -62,7 +62,7 @@ jwt_verdict jwt_verify(const char *token, size_t len, const jwk_set *keys, const
 const char *jwt_verdict_text(jwt_verdict v);
 
 /* The identity of verified claims (a JWT's payload, or an RFC 7662
- * introspection answer): principal "ISS SUB" (else "ISS client:CLIENT_ID"),
+ * introspection answer): principal "ISS sub:SUB" (else "ISS client:CLIENT_ID"),
  * scopes from "scope" (a string) or "scp" (an array), client id from
  * client_id, azp or cid. issuer is used when the claims carry no iss.
  * NULL when there is neither a sub nor a client id. */

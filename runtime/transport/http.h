@@ -265,6 +265,10 @@ void http_auth_scope_challenge(const http_conn *c, buf *headers, const char *req
 /* The connection or its request is going: cancel a pending check, drop
  * the identity. */
 void http_auth_conn_release(http_conn *c);
+/* The server drains: a request still waiting for its token's verdict is
+ * answered 503 now (check cancelled, connection closed after), since the
+ * loop may stop before the verdict. Nothing when no check is pending. */
+void http_auth_drain(http_conn *c);
 
 /* ---- http_worker.c -------------------------------------------------- */
 

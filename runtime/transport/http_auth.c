@@ -12,6 +12,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "transport/http.h"
+#include "transport/http_util.h"
 
 #define PRM_PATH "/.well-known/oauth-protected-resource"
 
@@ -30,11 +31,22 @@ bool http_auth_is_metadata_path(const http_conn *c) {
 }
 
 /* This server's canonical URI: the configured one, or (allowed on loopback
- * only, see cli) http://HOST/PATH from the request's Host header. */
+ * without --allow-host only, see cli) http://NAME:PORT/PATH with the name
+ * of the request's Host header and the port this server listens on (under
+ * --workers the shared one): the Host's own port is the client's to write,
+ * so a token for another local server's port would otherwise pass. */
 static void resource_uri(const http_conn *c, buf *out) {
   const auth_config *a = &c->server->opts.auth;
-  if (a->resource) buf_append_str(out, a->resource);
-  else buf_printf(out, "http://%s%s", c->host ? c->host : "localhost", c->server->opts.path);
+  if (a->resource) {
+    buf_append_str(out, a->resource);
+    return;
+  }
+  char name[256];
+  if (!c->host || !http_host_name(c->host, name, sizeof name)) snprintf(name, sizeof name, "localhost");
+  bool ipv6 = strchr(name, ':') != NULL;
+  buf_printf(out, "http://%s%s%s", ipv6 ? "[" : "", name, ipv6 ? "]" : "");
+  if (c->server->port != 80) buf_printf(out, ":%d", c->server->port);
+  buf_append_str(out, c->server->opts.path);
 }
 
 /* RFC 9728, 3.1: the well-known name goes between the authority and the
@@ -224,6 +236,16 @@ bool http_auth_request(http_conn *c) {
     return false;
   }
   return apply(c, &v);
+}
+
+void http_auth_drain(http_conn *c) {
+  if (!c->auth_pending) return;
+  const auth_config *a = &c->server->opts.auth;
+  log_write(LOG_DEBUG, "http#%u: the server drains while its token is checked: check cancelled", c->id);
+  if (a->ops && a->ops->cancel) a->ops->cancel(a->verifier, c->auth_pending);
+  c->auth_pending = NULL;
+  c->close_after_response = true;
+  conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
 }
 
 void http_auth_conn_release(http_conn *c) {

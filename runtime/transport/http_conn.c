@@ -1197,6 +1197,7 @@ int http_drain(http_server *h) {
    * one whose request is still in the socket (it crossed the signal):
    * shutting that one down would drop the request unanswered. */
   for (http_conn *c = h->conns; c; c = c->next) {
+    if (!c->closing && c->auth_pending) http_auth_drain(c);
     if (c->closing || c->lingering || c->handing_over || c->state == CONN_RESPONDING) continue;
     if (c->state != CONN_IDLE || c->input.len || c->deferred || bytes_waiting(c)) c->drain_owed = true;
     else conn_end(c);

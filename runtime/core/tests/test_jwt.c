@@ -423,7 +423,7 @@ static void test_each_alg(void) {
     jwt_verdict v = jwt_verify(t, strlen(t), keys, &p, &id, why, sizeof why);
     CHECK(v == JWT_OK && id, "%s token verifies: %s", all[i]->alg, why);
     if (id) {
-      CHECK_STR(id->principal, "https://issuer.example alice");
+      CHECK_STR(id->principal, "https://issuer.example sub:alice");
       CHECK_STR(id->subject, "alice");
       CHECK_STR(id->scopes, "notes:read notes:write");
       CHECK(id->expires_s == NOW + 600, "expires from exp");
@@ -783,11 +783,13 @@ static void test_malformed(void) {
 static void test_identity(void) {
   const char *cases[][2] = {
       /* claims, principal | subject | client_id | scopes | expires */
-      {"{\"iss\":\"I\",\"sub\":\"alice\",\"client_id\":\"app\",\"scope\":\"a b\",\"exp\":5}", "I alice|alice|app|a b|5"},
+      {"{\"iss\":\"I\",\"sub\":\"alice\",\"client_id\":\"app\",\"scope\":\"a b\",\"exp\":5}", "I sub:alice|alice|app|a b|5"},
       {"{\"iss\":\"I\",\"client_id\":\"svc\",\"scp\":[\"a\",\"b\",7,\"c\"]}", "I client:svc|-|svc|a b c|0"},
       {"{\"iss\":\"I\",\"azp\":\"web\",\"scp\":\"x y\",\"exp\":1e3}", "I client:web|-|web|x y|1000"},
-      {"{\"cid\":\"okta\",\"sub\":\"bob\"}", "DEFAULT bob|bob|okta||0"},
+      {"{\"cid\":\"okta\",\"sub\":\"bob\"}", "DEFAULT sub:bob|bob|okta||0"},
       {"{\"iss\":\"I\",\"sub\":\"\",\"client_id\":\"c\"}", "I client:c|-|c||0"},
+      /* A subject that looks like a client is still a subject: never the client svc above. */
+      {"{\"iss\":\"I\",\"sub\":\"client:svc\"}", "I sub:client:svc|client:svc|-||0"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_doc *doc = json_parse(cases[i][0], strlen(cases[i][0]), MAX_JSON_DEPTH, NULL);
