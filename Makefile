@@ -168,9 +168,14 @@ AUTH_DRIVER_OBJ := build/obj/app/auth_verifier.o build/obj/app/auth_cache.o buil
                    $(patsubst runtime/%.c,build/obj/%.o,$(CORE_SRC) $(OS_SRC))
 build/tests/auth_verifier_driver: runtime/app/tests/auth_verifier_driver.c $(AUTH_DRIVER_OBJ) | deps build/obj
 	$(CC) $(CFLAGS) -o $@ $< $(AUTH_DRIVER_OBJ) $(LIBDIR)/libuv_a.a $(CORE_LIBS) $(LDLIBS)
+# The same under ASan/UBSan, for the run of the specs under the sanitizers:
+# the sharing and freeing of checks, fetches and the verifier itself.
+AUTH_DRIVER_ASAN_OBJ := $(patsubst build/obj/%,build/asan/%,$(AUTH_DRIVER_OBJ))
+build/tests/auth_verifier_driver-asan: runtime/app/tests/auth_verifier_driver.c $(AUTH_DRIVER_ASAN_OBJ) | deps build/obj
+	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $< $(AUTH_DRIVER_ASAN_OBJ) $(LIBDIR)/libuv_a.a $(CORE_LIBS) $(LDLIBS)
 
 test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient \
-      build/tests/auth_verifier_driver
+      build/tests/auth_verifier_driver build/tests/auth_verifier_driver-asan
 	@spec/run-all.sh
 
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen

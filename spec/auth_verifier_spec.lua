@@ -224,7 +224,7 @@ describe("the token verifier", function()
     it("holds requests while their tokens are checked, serving others meanwhile", function()
       as = start_as("")
       as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
-        one = { active = true, sub = "one" }, two = { active = true, sub = "two" } } }
+        one = { active = true, sub = "one", aud = RESOURCE }, two = { active = true, sub = "two", aud = RESOURCE } } }
       server = serve(as.issuer)
       local jwt = mint(dir, { kid = "ec1", claims = claims(as.issuer, { sub = "zed" }) })
       assert.are.equal(200, whoami(jwt).status) -- discovery and keys first
@@ -413,7 +413,8 @@ describe("the token verifier", function()
           iss = as.issuer, aud = RESOURCE },
         expired = { active = true, sub = "dave", exp = now - 3600 },
         other_iss = { active = true, sub = "erin", iss = "https://evil.example" },
-        bare = { active = true, sub = "frank" },
+        bare = { active = true, sub = "frank", aud = RESOURCE },
+        aud_less = { active = true, sub = "gina", iss = as.issuer },
       } }
       d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
       check(d, "g1", "good")
@@ -449,15 +450,55 @@ describe("the token verifier", function()
       -- good, unknown (once: the second answer came from the cache),
       -- expired, other_iss, good for another resource.
       assert.are.equal(5, as.counts().introspect)
-      -- No aud, no iss: accepted (aud and iss are checked when present).
+      -- No iss: accepted (checked when present). No aud: refused, since
+      -- nothing then says the token was minted for this resource (RFC 8707).
       check(d, "bare", "bare")
       assert.are.equal(as.issuer .. " sub:frank", verdict(d, "bare").principal)
+      check(d, "aud_less", "aud_less")
+      v = verdict(d, "aud_less")
+      assert.are.same({ 401, "invalid_token" }, { v.status, v.error })
+      assert.truthy(v.description:find("no audience", 1, true), v.description)
+    end)
+
+    it("asks once for checks of the same opaque token, and runs at most 64 introspections: beyond, 503 at once", function()
+      as = start_as("")
+      local tokens = { same = { active = true, sub = "same", aud = RESOURCE } }
+      for i = 1, 65 do tokens["r" .. i] = { active = true, sub = "r" .. i, aud = RESOURCE } end
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = tokens }
+      d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
+      check(d, "warm", mint(dir, { kid = "rsa1", claims = claims(as.issuer) }))
+      assert.are.equal(0, verdict(d, "warm").status)
+      as.config { hold = true }
+      -- A client's burst of one token: one question.
+      for i = 1, 5 do check(d, "same" .. i, "same") end
+      assert.is_true(client.poll_until(function() return as.counts().held == 1 end, 30000))
+      -- 63 more tokens fill AUTH_MAX_INTROSPECTIONS; the next is refused
+      -- at once instead of becoming the 65th request to the server.
+      for i = 1, 63 do check(d, "r" .. i, "r" .. i) end
+      assert.is_true(client.poll_until(function() return as.counts().held == 64 end, 30000))
+      check(d, "r64", "r64")
+      local v = verdict(d, "r64")
+      assert.are.same({ 503, "now" }, { v.status, v.when })
+      assert.truthy(v.description:find("introspections are running", 1, true), v.description)
+      -- One of the burst goes away: the others still get the answer.
+      d:send("cancel same1")
+      as.config { hold = false }
+      for i = 2, 5 do
+        v = verdict(d, "same" .. i)
+        assert.are.same({ 0, "later", as.issuer .. " sub:same" }, { v.status, v.when, v.principal })
+      end
+      for _, i in ipairs { 1, 32, 63 } do assert.are.equal(0, verdict(d, "r" .. i).status) end
+      assert.is_false(has_verdict(d, "same1"))
+      assert.are.equal(64, as.counts().introspect)
+      -- With the slots free again, r64 is asked.
+      check(d, "r64again", "r64")
+      assert.are.equal(as.issuer .. " sub:r64", verdict(d, "r64again").principal)
     end)
 
     it("overlaps checks instead of queueing them, and answers none inside check", function()
       as = start_as("")
       as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
-        one = { active = true, sub = "one" }, two = { active = true, sub = "two" } } }
+        one = { active = true, sub = "one", aud = RESOURCE }, two = { active = true, sub = "two", aud = RESOURCE } } }
       d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
       local warm = mint(dir, { kid = "rsa1", claims = claims(as.issuer) })
       check(d, "warm", warm) -- discovery and keys done first
@@ -481,7 +522,7 @@ describe("the token verifier", function()
 
     it("drops a cancelled check, and frees itself with checks waiting without answering them", function()
       as = start_as("")
-      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = { one = { active = true, sub = "one" } } }
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = { one = { active = true, sub = "one", aud = RESOURCE } } }
       d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
       check(d, "warm", mint(dir, { kid = "rsa1", claims = claims(as.issuer) }))
       assert.are.equal(0, verdict(d, "warm").status)
@@ -494,7 +535,7 @@ describe("the token verifier", function()
       assert.are.equal(0, verdict(d, "after").status)
       assert.is_false(has_verdict(d, "gone"))
       -- Freed while a check waits: no answer, every handle closed.
-      as.config { hold = true, tokens = { two = { active = true, sub = "two" } } }
+      as.config { hold = true, tokens = { two = { active = true, sub = "two", aud = RESOURCE } } }
       check(d, "left", "two")
       assert.is_true(client.poll_until(function() return as.counts().held == 1 end, 30000))
       local freed = d
@@ -526,6 +567,36 @@ describe("the token verifier", function()
         assert.are.same({ 0, "later" }, { v.status, v.when })
       end
       assert.are.equal(1, as.counts().jwks)
+    end)
+
+    it("lets at most 64 checks wait for an unknown kid: beyond, 401 at once, while good tokens pass", function()
+      as = start_as("")
+      as.config { jwks = { { file = dir .. "/jwks.json" } } }
+      d = start_driver { "--issuer", as.issuer }
+      check(d, "warm", mint(dir, { kid = "rsa1", claims = claims(as.issuer) }))
+      assert.are.equal(0, verdict(d, "warm").status)
+      -- The refetch is held: made-up kids wait for it, 64 of them at most.
+      as.config { hold = true }
+      local forged = {}
+      for i = 1, 65 do
+        forged[i] = mint(dir2, { kid = "rsa1", header = { kid = "made-up-" .. i }, claims = claims(as.issuer) })
+      end
+      local lines = {}
+      for i = 1, 65 do lines[i] = ("check f%d %s %s"):format(i, RESOURCE, forged[i]) end
+      d:write(table.concat(lines, "\n") .. "\n")
+      local v = verdict(d, "f65")
+      assert.are.same({ 401, "invalid_token", "now" }, { v.status, v.error, v.when })
+      assert.is_false(has_verdict(d, "f64"))
+      -- A good token is not held behind them.
+      check(d, "good", mint(dir, { kid = "ec1", claims = claims(as.issuer, { sub = "good" }) }))
+      v = verdict(d, "good")
+      assert.are.same({ 0, "now" }, { v.status, v.when })
+      as.config { hold = false }
+      for _, id in ipairs { "f1", "f64" } do
+        v = verdict(d, id)
+        assert.are.same({ 401, "later" }, { v.status, v.when })
+      end
+      assert.are.equal(2, as.counts().jwks)
     end)
 
     it("answers 503 temporarily_unavailable while the server cannot be reached, and keeps keys it has", function()

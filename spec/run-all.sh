@@ -279,6 +279,7 @@ else
   # computations, cancellations, reloads and pipelined HTTP at once.
   release_luamcp=$LUAMCP
   export LUAMCP=build/luamcp-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+  export AUTH_VERIFIER_DRIVER=build/tests/auth_verifier_driver-asan
   run_busted "ASan/UBSan: concurrency specs" spec/core_safety_spec.lua spec/concurrency_spec.lua \
     spec/limits_spec.lua spec/reload_spec.lua spec/load_limits_spec.lua spec/http_hardening_spec.lua spec/modern_spec.lua \
     spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua spec/workers_spec.lua spec/redis_spec.lua \
@@ -287,7 +288,7 @@ else
   run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
   run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
   export LUAMCP=$release_luamcp
-  unset ASAN_OPTIONS UBSAN_OPTIONS
+  unset ASAN_OPTIONS UBSAN_OPTIONS AUTH_VERIFIER_DRIVER
   run_counted "MCP conformance suite" spec/conformance.sh
   # The foreign builds: linux-arm64 under qemu, Windows under wine.
   foreign_all

@@ -8,7 +8,14 @@
  * waiter is looked at again (settle) and answered, or keeps waiting. A
  * waiter never starts a second fetch of a shared document: a check waits
  * for at most one, so a server that is down answers 503 instead of a
- * request hanging on.
+ * request hanging on. Checks of the same opaque token share one
+ * introspection.
+ *
+ * Forged tokens are cheap to refuse: a made-up kid waits for the key set
+ * only while fewer than AUTH_MAX_UNKNOWN_KID_WAITERS do (then 401 at
+ * once), and at most AUTH_MAX_INTROSPECTIONS introspections run at once
+ * (then 503), so neither fills the AUTH_MAX_WAITERS slots that checks of
+ * good tokens wait in.
  *
  * Verified tokens are remembered (app/auth_cache.h) until their exp, at
  * most AUTH_TOKEN_CACHE_MAX_MS; introspection's refusals for
@@ -63,7 +70,12 @@ typedef struct auth_fetch {
   char *form;                  /* introspection's request body */
   buf body, head;
   bool too_large;
-  struct auth_waiter *waiter;  /* introspection: who asked; NULL once it was cancelled */
+  /* Introspection: the token's cache key, how many waiters share it (the
+   * fetch is freed when the last is cancelled), and whether its answer is
+   * being given (then a new check of the token starts its own). */
+  uint8_t key[OS_SHA256_BYTES];
+  unsigned sharers;
+  bool answering;
   struct auth_fetch *next, *prev;
 } auth_fetch;
 
@@ -77,8 +89,8 @@ typedef struct auth_waiter {
   uint8_t key[OS_SHA256_BYTES];
   auth_done_fn done;
   void *data;
-  bool refetch_asked;          /* it already waited for an unknown-kid fetch of the keys */
-  auth_fetch *introspection;   /* its own introspection, while it runs */
+  bool refetch_asked;          /* it waits, or waited, for an unknown-kid fetch of the keys */
+  auth_fetch *introspection;   /* the introspection it shares, while it runs */
   unsigned pass;               /* the settle pass that last looked at it */
 } auth_waiter;
 
@@ -112,6 +124,8 @@ struct auth_verifier {
 
   auth_waiter *waiters;
   size_t waiter_count;
+  size_t unknown_kid_waiters;     /* of those, with refetch_asked */
+  size_t introspections;          /* introspection fetches running */
   unsigned pass;
   auth_fetch *fetches;
 
@@ -247,7 +261,7 @@ static void fetch_free(auth_fetch *f) {
   if (f->prev) f->prev->next = f->next;
   else v->fetches = f->next;
   if (f->next) f->next->prev = f->prev;
-  if (f->waiter) f->waiter->introspection = NULL;
+  if (f->kind == FETCH_INTROSPECTION) v->introspections--;
   if (f->transfer.easy) {
     curl_loop_remove(v->curl, &f->transfer);
     v->api->easy_cleanup(f->transfer.easy);
@@ -286,6 +300,7 @@ static auth_fetch *fetch_start(auth_verifier *v, fetch_kind kind, const char *ur
   }
   f->v = v;
   f->kind = kind;
+  if (kind == FETCH_INTROSPECTION) v->introspections++;
   f->form = form;
   f->transfer.easy = e;
   f->transfer.done = on_fetch_done;
@@ -603,7 +618,8 @@ static outcome evaluate_jwt(auth_verifier *v, const check_view *c, bool may_star
    * set again, once for this check, and no sooner than the floor (until
    * then the check waits: a key rotated in just after a fetch is found
    * all the same, and a stream of made-up kids costs one fetch per floor). */
-  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file && jwks_source(v)) {
+  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file && jwks_source(v) &&
+      v->unknown_kid_waiters < AUTH_MAX_UNKNOWN_KID_WAITERS) {
     if (v->jwks_running || (may_start && (keys_start(v) || refetch_later(v)))) {
       *c->refetch_asked = true;
       return WAIT;
@@ -647,10 +663,21 @@ static void form_encode(buf *b, const char *s, size_t len) {
   }
 }
 
-/* Start w's introspection (RFC 7662 section 2.1: a form POST, this
- * server authenticated as a client with HTTP Basic, RFC 6749 2.3.1);
- * false with why. */
+/* Introspect w's token (RFC 7662 section 2.1: a form POST, this server
+ * authenticated as a client with HTTP Basic, RFC 6749 2.3.1), or join the
+ * introspection of the same token already running; false with why. */
 static bool introspection_start(auth_verifier *v, auth_waiter *w, char *why, size_t why_len) {
+  for (auth_fetch *f = v->fetches; f; f = f->next) {
+    if (f->kind == FETCH_INTROSPECTION && !f->answering && memcmp(f->key, w->key, sizeof f->key) == 0) {
+      f->sharers++;
+      w->introspection = f;
+      return true;
+    }
+  }
+  if (v->introspections >= AUTH_MAX_INTROSPECTIONS) {
+    snprintf(why, why_len, "more than %d introspections are running", AUTH_MAX_INTROSPECTIONS);
+    return false;
+  }
   const char *endpoint = v->introspection_endpoint ? v->introspection_endpoint : v->discovered_introspection;
   buf form = BUF_INIT, credentials = BUF_INIT, header = BUF_INIT;
   buf_puts(&form, "token=");
@@ -674,7 +701,8 @@ static bool introspection_start(auth_verifier *v, auth_waiter *w, char *why, siz
   buf_free(&credentials);
   buf_free(&header);
   if (!f) return false;
-  f->waiter = w;
+  memcpy(f->key, w->key, sizeof f->key);
+  f->sharers = 1;
   w->introspection = f;
   return true;
 }
@@ -712,7 +740,10 @@ static void introspection_verdict(auth_verifier *v, auth_fetch *f, const uint8_t
     refuse(out, "the token has expired");
   else if (iss && (iss->type != JSON_STRING || strcmp(iss->u.string, v->issuer) != 0))
     refuse(out, "the token was issued by another issuer");
-  else if (aud && !audience_names(aud, resource ? resource : ""))
+  /* RFC 7662 makes aud optional; MCP (RFC 8707) makes it the guard
+   * against a token minted for another resource: without it, refused. */
+  else if (!aud) refuse(out, "the introspection answer names no audience (aud)");
+  else if (!audience_names(aud, resource ? resource : ""))
     refuse(out, "the token is meant for another resource");
   else if (!(id = jwt_identity_from_claims(root, f->body.data, f->body.len, v->issuer)))
     refuse(out, "the token names neither a subject nor a client");
@@ -722,11 +753,17 @@ static void introspection_verdict(auth_verifier *v, auth_fetch *f, const uint8_t
   else cache_put(v, key, NULL, out->description, AUTH_NEGATIVE_CACHE_MS);
 }
 
+/* Take w out of the list, and out of the introspection it shares (freed
+ * when w was its last sharer). */
 static void waiter_unlink(auth_verifier *v, auth_waiter *w) {
+  auth_fetch *f = w->introspection;
+  w->introspection = NULL;
+  if (f && --f->sharers == 0) fetch_free(f);
   if (w->prev) w->prev->next = w->next;
   else v->waiters = w->next;
   if (w->next) w->next->prev = w->prev;
   v->waiter_count--;
+  if (w->refetch_asked) v->unknown_kid_waiters--;
 }
 
 static void waiter_free(auth_waiter *w) {
@@ -737,7 +774,6 @@ static void waiter_free(auth_waiter *w) {
 
 /* Tell w's owner and forget w. */
 static void waiter_answer(auth_verifier *v, auth_waiter *w, auth_verdict *verdict) {
-  if (w->introspection) fetch_free(w->introspection);
   waiter_unlink(v, w);
   auth_done_fn done = w->done;
   void *data = w->data;
@@ -764,7 +800,9 @@ static void settle(auth_verifier *v) {
     auth_verdict verdict;
     /* Waiters with the same token (a client's burst) cost one check. */
     bool remembered = cache_answer(v, w->key, &verdict);
+    bool asked = w->refetch_asked;
     outcome o = remembered ? ANSWERED : evaluate(v, &c, false, &verdict);
+    if (w->refetch_asked && !asked) v->unknown_kid_waiters++;
     if (o == WAIT) continue;
     char why[160];
     if (o == INTROSPECT) {
@@ -791,19 +829,34 @@ static void on_fetch_done(curl_transfer *t, CURLcode result) {
   else snprintf(why, sizeof why, "%s answered HTTP %ld", f->url, status);
   if (f->kind == FETCH_DISCOVERY) discovery_done(v, f, fetched, f->too_large ? CURLE_OK : result, why);
   else if (f->kind == FETCH_JWKS) jwks_done(v, f, fetched, why);
-  else if (f->waiter) {
-    /* Its waiter is still there (a cancel frees the fetch with it). */
-    auth_waiter *w = f->waiter;
+  else {
+    /* Its sharers are still there (the last one cancelled frees it). */
+    auth_waiter *w = v->waiters;
+    while (w && w->introspection != f) w = w->next;
     auth_verdict verdict;
-    if (fetched) introspection_verdict(v, f, w->key, w->resource, &verdict);
+    if (fetched) introspection_verdict(v, f, f->key, w ? w->resource : "", &verdict);
     else {
       unavailable(&verdict, "the introspection endpoint could not be asked: %s", why);
       log_once(v, LOGGED_INTROSPECTION, "the introspection endpoint could not be asked: %s", why);
     }
+    /* Answer every sharer. A done may check (then a new introspection, or
+     * the cache), cancel others or free the verifier: the list is searched
+     * again each time, and f is held by one more sharer meanwhile. */
+    f->answering = true;
+    f->sharers++;
     v->settling++;
-    waiter_answer(v, w, &verdict); /* frees f */
+    while (!v->freed) {
+      for (w = v->waiters; w && w->introspection != f; w = w->next) {}
+      if (!w) break;
+      auth_verdict each = verdict;
+      auth_identity_ref(each.identity);
+      waiter_answer(v, w, &each);
+    }
+    auth_identity_unref(verdict.identity);
     v->settling--;
-    if (v->freed && v->settling == 0) really_free(v);
+    if (v->freed) {
+      if (v->settling == 0) really_free(v); /* frees f */
+    } else if (--f->sharers == 0) fetch_free(f);
     return;
   }
   fetch_free(f);
@@ -849,6 +902,7 @@ static bool check(void *verifier, const char *token, size_t len, const char *res
   w->done = done;
   w->data = data;
   w->refetch_asked = refetch_asked;
+  if (refetch_asked) v->unknown_kid_waiters++;
   w->next = v->waiters;
   if (w->next) w->next->prev = w;
   v->waiters = w;
@@ -868,7 +922,6 @@ static void cancel(void *verifier, void *pending) {
   auth_verifier *v = verifier;
   auth_waiter *w = pending;
   if (!w) return;
-  if (w->introspection) fetch_free(w->introspection);
   waiter_unlink(v, w);
   waiter_free(w);
 }
@@ -963,7 +1016,6 @@ auth_verifier *auth_verifier_new(uv_loop_t *loop, const auth_settings *settings,
 static void really_free(auth_verifier *v) {
   while (v->waiters) {
     auth_waiter *w = v->waiters;
-    if (w->introspection) fetch_free(w->introspection);
     waiter_unlink(v, w);
     waiter_free(w); /* cancelled: its done is not called */
   }

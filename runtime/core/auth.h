@@ -80,7 +80,10 @@ typedef struct auth_verdict {
    * 503: it could not be checked now (the authorization server or its JWKS
    *      cannot be reached): try again later, the token may be fine. */
   int status;
-  const char *error;       /* RFC 6750: "invalid_token" (401), "temporarily_unavailable" (503); static */
+  /* Static. 401: "invalid_token", the WWW-Authenticate error (RFC 6750).
+   * 503: "temporarily_unavailable", for logs only: the answer goes out
+   * with Retry-After and no WWW-Authenticate (the token was not judged). */
+  const char *error;
   char description[160];   /* for the WWW-Authenticate error_description and the JSON-RPC message */
   auth_identity *identity;
 } auth_verdict;
