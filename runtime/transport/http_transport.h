@@ -25,6 +25,10 @@ typedef struct http_options {
   char host[256];
   int port; /* 0: any free port (see http_bound_port) */
   char path[256];
+  /* The 2024-11-05 HTTP+SSE transport (http_legacy_sse.c): GET here opens
+   * a session's stream, whose endpoint event names the path its POSTs go
+   * to; "" turns it off (--no-sse). */
+  char sse_path[256];
   bool allow_remote;          /* binding a non-loopback address was asked for explicitly */
   const char **allow_hosts;   /* extra Host names accepted */
   int allow_host_count;
