@@ -183,6 +183,28 @@ describe("HTTP+SSE on the wire", function()
   end)
 end)
 
+describe("HTTP+SSE while the server drains", function()
+  it("answers the calls in flight down the stream, then ends the stream and exits 0", function()
+    local server = http.start({ HARDENING }, { drain_time = 60 })
+    local conn, endpoint = session(server)
+    local idle, idle_endpoint = session(server)
+    assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", id = 30, method = "tools/call",
+      params = { name = "sleep", arguments = { ms = 1500 } } }).status)
+    server.proc:kill("sigterm")
+    local m = answer(conn, 30)
+    assert.is_table(m, "the call in flight was not answered:\n" .. server:stderr())
+    assert.are.equal("slept 1500", m.result.content[1].text)
+    -- Both streams end (the chunked body's end, then the connection).
+    assert.is_true(conn:wait_eof(30000))
+    assert.is_true(idle:wait_eof(30000))
+    assert.is_truthy(idle_endpoint)
+    local code, signal = server.proc:wait_exit(30000)
+    assert.are.equal(0, code, server:stderr())
+    assert.are.equal(0, signal)
+    server:stop()
+  end)
+end)
+
 describe("HTTP+SSE switched off or moved", function()
   it("--no-sse answers /sse 404; --sse-path moves the stream and its POSTs", function()
     local off = http.start { "--no-sse", HARDENING }
@@ -218,6 +240,59 @@ describe("HTTP+SSE with a bearer token", function()
     assert.is_table(answer(conn, 1).result)
     conn:close()
     server:stop_cleanly()
+  end)
+end)
+
+describe("HTTP+SSE with OAuth", function()
+  if not HAVE_NODE then
+    it("is skipped: Node 22 is not installed in spec/node_modules", function() pending("no node") end)
+    return
+  end
+
+  it("challenges GET /sse and POSTs without a token (401), and binds the session to its opener", function()
+    local keys = client.temp_dir()
+    local function quote(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
+    local code, _, err = client.sh(node.NODE .. " spec/helpers/jwt_mint.mjs keys " .. quote(keys))
+    assert(code == 0, err)
+    local server = http.start { "spec/fixtures/auth_http", "--auth-issuer", "https://issuer.example",
+      "--auth-jwks-file", keys .. "/jwks.json" }
+    local function token(sub)
+      local now = os.time()
+      local claims = { iss = "https://issuer.example", aud = server.url, sub = sub, iat = now, exp = now + 600,
+                       scope = "notes:read" }
+      local c, out, e = client.sh(node.NODE .. " spec/helpers/jwt_mint.mjs token " .. quote(keys) .. " "
+        .. quote(cjson.encode { claims = claims }))
+      assert(c == 0, e)
+      return { Authorization = "Bearer " .. out:gsub("%s+$", "") }
+    end
+    local ok, failure = pcall(function()
+      local challenge = ('Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-resource/mcp"')
+        :format(server.port)
+      local _, head = open_stream(server)
+      assert.are.equal(401, head.status)
+      assert.are.equal(challenge, head.headers["www-authenticate"])
+      local alice, bob = token("alice"), token("bob")
+      local conn, ok_head, endpoint = open_stream(server, alice)
+      assert.are.equal(200, ok_head.status)
+      local r = post(server, endpoint, init_message(1))
+      http.assert_error(r, 401, -32000, "Unauthorized", 1)
+      assert.are.equal(challenge, r.headers["www-authenticate"])
+      -- Another principal's POST: the session does not exist for it.
+      http.assert_error(post(server, endpoint, init_message(2), bob), 404, -32001, "Session not found", 2)
+      assert.are.equal(202, post(server, endpoint, init_message(3), alice).status)
+      assert.is_table(answer(conn, 3).result)
+      assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/initialized" }, alice).status)
+      assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", id = 4, method = "tools/call",
+        params = { name = "whoami", arguments = EMPTY } }, alice).status)
+      local whoami = answer(conn, 4)
+      assert.truthy(cjson.encode(whoami.result):find("alice", 1, true), cjson.encode(whoami))
+      http.assert_error(post(server, endpoint, { jsonrpc = "2.0", id = 5, method = "ping" }, bob), 404, -32001,
+        "Session not found", 5)
+      conn:close()
+    end)
+    server:stop_cleanly()
+    client.remove_tree(keys)
+    assert(ok, failure)
   end)
 end)
 
