@@ -183,6 +183,32 @@ describe("HTTP+SSE on the wire", function()
   end)
 end)
 
+-- MCP tasks belong to the 2026-07-28 era (declared in each request's
+-- _meta), which this transport does not serve: a session here, even one
+-- that declares the extension at initialize, gets the tool's result in
+-- the call, as every initialize-era client does.
+describe("HTTP+SSE and MCP tasks", function()
+  it("answers the demo's report (a task for 2026-07-28 clients) in the call itself", function()
+    local server = http.start { "scripts/demo" }
+    local conn, head, endpoint = open_stream(server)
+    assert.are.equal(200, head.status)
+    local caps = { extensions = { ["io.modelcontextprotocol/tasks"] = EMPTY } }
+    local init = init_message(1)
+    init.params.protocolVersion = "2025-11-25"
+    init.params.capabilities = caps
+    assert.are.equal(202, post(server, endpoint, init).status)
+    assert.is_table(answer(conn, 1).result)
+    assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/initialized" }).status)
+    assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", id = 2, method = "tools/call",
+      params = { name = "report", arguments = { sections = 2 } } }).status)
+    local created = answer(conn, 2)
+    assert.is_table(created and created.result, cjson.encode(created or "no answer"))
+    assert.is_nil(created.result.resultType)
+    assert.truthy(created.result.content[1].text:find("Section 2 of 2", 1, true), cjson.encode(created))
+    server:stop_cleanly()
+  end)
+end)
+
 describe("HTTP+SSE while the server drains", function()
   it("answers the calls in flight down the stream, then ends the stream and exits 0", function()
     local server = http.start({ HARDENING }, { drain_time = 60 })
@@ -361,6 +387,7 @@ describe("HTTP+SSE with real clients", function()
       assert.truthy(r.cancelled:find("^rejected"), r.cancelled)
       assert.are.equal("2", r.afterCancel.content[1].text)
       assert.truthy(r.listChanged >= 1)
+      assert.truthy(r.logs >= 1)
       local after = {}
       for _, n in ipairs(r.toolsAfter) do after[n] = true end
       assert.is_true(after.sse_added)
