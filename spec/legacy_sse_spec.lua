@@ -249,6 +249,23 @@ describe("HTTP+SSE switched off or moved", function()
   end)
 end)
 
+describe("HTTP+SSE and --trace", function()
+  it("traces the session's messages both ways", function()
+    local dir = client.temp_dir()
+    local server = http.start { "--trace", dir .. "/trace.log", HARDENING }
+    local conn, endpoint = session(server)
+    assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", id = 40, method = "tools/call",
+      params = { name = "add", arguments = { a = 40, b = 2 } } }).status)
+    assert.are.equal("42", answer(conn, 40).result.content[1].text)
+    conn:close()
+    server:stop_cleanly()
+    local trace = client.read_file(dir .. "/trace.log")
+    client.remove_tree(dir)
+    assert.truthy(trace:find('<%- {[^\n]*"id":40[,}]'), trace)
+    assert.truthy(trace:find('"text":"42"', 1, true), trace)
+  end)
+end)
+
 describe("HTTP+SSE with a bearer token", function()
   it("answers 401 with WWW-Authenticate on GET /sse and on POSTs without it", function()
     local server = http.start({ "--bearer-token-env", "SSE_TOKEN", HARDENING },
