@@ -66,7 +66,8 @@ void http_stop(http_server *h);
  * the listening socket, so that new connections go to other workers or
  * instances (or are refused); close idle connections; end the streams that
  * are no work (the GET stream of legacy sessions, subscriptions/listen
- * calls); answer every later request that would start work with 503 and
+ * calls; an HTTP+SSE stream carries its calls' answers, so it ends once
+ * they are answered); answer every later request that would start work with 503 and
  * Connection: close. Calls in flight carry on and their responses go out
  * as usual. Returns the number of calls in flight. */
 int http_drain(http_server *h);
