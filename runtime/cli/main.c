@@ -173,6 +173,10 @@ static void usage_options(FILE *to, bool bundled) {
           "  --allow-host NAME           accept this Host header name too (repeatable)\n"
           "  --allow-origin ORIGIN       accept this Origin too, e.g. https://app.example (repeatable)\n"
           "  --bearer-token-env NAME     require Authorization: Bearer $NAME on every request\n"
+          "  --sse-path PATH             serve the 2024-11-05 HTTP+SSE transport too: GET PATH opens a\n"
+          "                              session's stream, its POSTs go to messages beside it\n"
+          "                              (default /sse, POSTs to /messages?session_id=ID)\n"
+          "  --no-sse                    serve Streamable HTTP only\n"
           "OAuth 2.1 resource server (README \"Authorization\"; each flag wins over mcp.server{auth}):\n"
           "  --auth-issuer URL           accept access tokens from this authorization server (turns\n"
           "                              OAuth on; not with --bearer-token-env)\n"
@@ -438,6 +442,12 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
         fail_usage("%s", msg);
       }
       i++;
+    } else if (strcmp(a, "--sse-path") == 0) {
+      if (!value || value[0] != '/') fail_usage("%s", "--sse-path needs a path beginning with /, e.g. /sse");
+      snprintf(o->http_opts.sse_path, sizeof o->http_opts.sse_path, "%s", value);
+      i++;
+    } else if (strcmp(a, "--no-sse") == 0) {
+      o->http_opts.sse_path[0] = '\0';
     } else if (strcmp(a, "--max-connections") == 0) {
       o->http_opts.max_connections = (int)parse_count(a, value, 1);
       i++;

@@ -8,6 +8,9 @@
  *                      MCP endpoint, and the HTTP state of each session
  *   http_sse.c         where a session's messages go: JSON or SSE streams,
  *                      event ids and the Last-Event-ID replay ring
+ *   http_legacy_sse.c  the 2024-11-05 HTTP+SSE transport: a session whose
+ *                      every message goes down one GET stream, its POSTs
+ *                      on a second path, answered 202
  *   http_auth.c        OAuth 2.1 resource server: Protected Resource Metadata,
  *                      bearer tokens checked (a request held while the
  *                      verifier answers later), 401/403 challenges
@@ -82,6 +85,10 @@ struct http_session {
    * registered, no replay (a modern stream cannot be resumed), and a
    * request's stream closing cancels its call. */
   bool stateless;
+  /* A 2024-11-05 HTTP+SSE session (http_legacy_sse.c): every message goes
+   * down its standalone stream (no. 0, the GET that opened it), and the
+   * session ends with that stream. */
+  bool legacy;
   char id[HTTP_SESSION_ID_BYTES]; /* 128 random bits, hex; under --workers after "[NODE.]wK-" */
   bool registered;        /* in the map: initialize succeeded */
   uint64_t last_active_ms;
@@ -314,5 +321,38 @@ http_session *streamable_stateless_new(http_server *h);
  * case), or NULL. */
 const char *conn_mcp_header(const http_conn *c, const char *name);
 void http_session_destroy(http_session *hs);
+/* A new session, not registered yet; NULL without randomness for its id. */
+http_session *http_session_create(http_server *h);
+/* The session a request names (Mcp-Session-Id, or a legacy POST's
+ * session_id), which must be of the transport asked for (legacy or not)
+ * and its caller's: NULL after answering 400 or 404. */
+http_session *streamable_lookup_session(http_conn *c, bool legacy);
+/* Answer a CORS preflight on an MCP path. */
+void streamable_answer_preflight(http_conn *c);
+
+/* ---- http_legacy_sse.c ---------------------------------------------- */
+
+typedef enum legacy_sse_route {
+  LEGACY_SSE_NONE,     /* not one of its paths (or the transport is off) */
+  LEGACY_SSE_STREAM,   /* the path a GET opens a session's stream on */
+  LEGACY_SSE_MESSAGES, /* the path its POSTs go to (?session_id=ID) */
+} legacy_sse_route;
+
+legacy_sse_route legacy_sse_route_of(const http_conn *c);
+/* Headers read: a POST to the messages path names its session in the
+ * query; it becomes c->session_id, so that every check (and the hand-over
+ * to the owner worker) treats it as a Streamable HTTP session id. */
+void legacy_sse_take_session_id(http_conn *c);
+/* Answer a request on one of its paths (checks and auth already passed). */
+void legacy_sse_handle_request(http_conn *c);
+/* transport_ops.send for a legacy session: everything down its stream. */
+void legacy_sse_send(http_session *hs, const session_message *m);
+/* Its stream's connection went: cancel the session's calls now (the
+ * session is destroyed by the next sweep, where that is safe). */
+void legacy_sse_stream_closed(http_stream *st);
+/* The once-a-second sweep: destroys a legacy session whose stream has
+ * gone (true: hs is freed), and, draining, ends the stream of one with no
+ * call left. */
+bool legacy_sse_sweep(http_session *hs);
 
 #endif

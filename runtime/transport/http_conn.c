@@ -535,6 +535,7 @@ static int on_headers_complete(http_parser *p) {
   c->body_started_ms = now_ms(c->server);
   c->deadline_ms = c->body_started_ms + HTTP_BODY_GRACE_MS;
   c->keep_alive = http_should_keep_alive(p);
+  legacy_sse_take_session_id(c);
   if (!c->reject_status) check_headers(c);
   /* Under --workers, a request naming another worker's session goes to
    * that worker, connection and all (conn_pump hands it over); one that
@@ -897,6 +898,7 @@ static void conn_detach_stream(http_conn *c) {
   st->hs->last_active_ms = now_ms(c->server);
   st->conn = NULL;
   c->stream = NULL;
+  if (st->hs->legacy) legacy_sse_stream_closed(st);
   if ((st->mode == STREAM_PENDING || st->hs->stateless) && !st->complete) {
     /* A JSON answer has nowhere to go now: stop the work (a cancellation,
      * which is allowed under a computing handler). An SSE stream stays,
@@ -1037,6 +1039,7 @@ static void on_sweep(uv_timer_t *t) {
   }
   for (http_session *hs = h->sessions, *next; hs; hs = next) {
     next = hs->next;
+    if (legacy_sse_sweep(hs)) continue;
     if (hs->session->calls) continue;
     bool attached = false;
     for (http_stream *st = hs->streams; st; st = st->next) attached |= st->conn != NULL;
@@ -1053,6 +1056,7 @@ void http_options_defaults(http_options *o) {
   memset(o, 0, sizeof *o);
   snprintf(o->host, sizeof o->host, "127.0.0.1");
   snprintf(o->path, sizeof o->path, "/mcp");
+  snprintf(o->sse_path, sizeof o->sse_path, "/sse");
   o->max_connections = DEFAULT_HTTP_MAX_CONNECTIONS;
   o->max_sessions = DEFAULT_HTTP_MAX_SESSIONS;
   o->session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_S * 1000;
@@ -1187,7 +1191,7 @@ int http_drain(http_server *h) {
    * elsewhere. Calls still running keep their own streams. */
   for (http_session *hs = h->sessions; hs; hs = hs->next) {
     http_stream *st = stream_find(hs, 0);
-    if (st && st->conn) stream_detach(st);
+    if (st && st->conn && !hs->legacy) stream_detach(st); /* legacy: its calls' answers go there */
   }
   server_end_listeners(h->srv);
   /* Idle keep-alive connections would only bring new work: shut them down

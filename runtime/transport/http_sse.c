@@ -213,6 +213,10 @@ void stream_accept(http_stream *st) {
 /* transport_ops.send */
 static void http_send(session *s, const session_message *m) {
   http_session *hs = s->transport_data;
+  if (hs->legacy) {
+    legacy_sse_send(hs, m);
+    return;
+  }
   http_stream *st = m->origin ? (http_stream *)m->origin : standalone_stream(hs);
   /* The session is idle from its last message, not from the arrival of a
    * request that took longer than --session-timeout to answer. */
@@ -267,8 +271,8 @@ static void http_send(session *s, const session_message *m) {
 
 /* transport_ops.close_stream: end the call's SSE response early. */
 static bool http_close_stream(session *s, call *c) {
-  (void)s;
   http_stream *st = c->transport_data;
+  if (((http_session *)s->transport_data)->legacy) return false; /* one stream for everything */
   if (!st || st->complete || st->mode == STREAM_JSON) return false;
   if (st->mode == STREAM_PENDING) {
     if (!st->version || !st->version->sse_priming) return false; /* no id to resume from */
@@ -288,6 +292,7 @@ static bool http_close_stream(session *s, call *c) {
 static void http_call_ended(session *s, call *cl) {
   http_stream *st = cl->transport_data;
   if (!st || cl->batch || st->complete || s->state == SESSION_CLOSED) return;
+  if (st->hs->legacy) return; /* its stream is the session's, and goes on */
   st->complete = true;
   if (!st->conn) return; /* conn_close or a later resumption finishes it */
   /* A request must be answered with JSON or an event stream: an event

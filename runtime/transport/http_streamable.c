@@ -13,7 +13,7 @@
 
 /* ---- Sessions -------------------------------------------------------- */
 
-static http_session *session_create(http_server *h) {
+http_session *http_session_create(http_server *h) {
   http_session *hs = calloc(1, sizeof *hs);
   hs->server = h;
   unsigned char random[16];
@@ -132,8 +132,7 @@ static int body_is_initialize(http_conn *c) {
   return is;
 }
 
-/* The session a request names: NULL after answering 400 or 404. */
-static http_session *lookup_session(http_conn *c) {
+http_session *streamable_lookup_session(http_conn *c, bool legacy) {
   if (!c->session_id) {
     conn_send_error(c, 400, -32600, "Bad Request: the Mcp-Session-Id header is required", NULL);
     return NULL;
@@ -141,7 +140,11 @@ static http_session *lookup_session(http_conn *c) {
   http_session *hs = strmap_get(&c->server->sessions_by_id, c->session_id);
   /* A legacy session is its initializer's: to anyone else it does not
    * exist (the same 404, so that ids cannot be probed). */
-  if (hs && !auth_same_principal(hs->session->owner, c->identity)) hs = NULL;
+  if (hs && hs->legacy != legacy) hs = NULL; /* each transport's ids are its own */
+  /* A legacy HTTP+SSE session is its stream opener's from the start. */
+  http_stream *opener = hs && hs->legacy && !hs->session->owner ? stream_find(hs, 0) : NULL;
+  const auth_identity *owner = opener ? opener->identity : NULL;
+  if (hs && !auth_same_principal(owner ? owner : hs->session->owner, c->identity)) hs = NULL;
   if (!hs) {
     conn_send_error(c, 404, -32001, "Session not found", NULL);
     return NULL;
@@ -196,12 +199,12 @@ static void handle_post(http_conn *c) {
       conn_send_error(c, 503, -32000, "Service Unavailable: too many sessions", "Retry-After: 5\r\n");
       return;
     }
-    hs = session_create(h);
+    hs = http_session_create(h);
     if (!hs) {
       conn_send_error(c, 503, -32000, "Service Unavailable: no randomness for a session id", NULL);
       return;
     }
-  } else if (!(hs = lookup_session(c))) {
+  } else if (!(hs = streamable_lookup_session(c, false))) {
     return;
   }
   http_stream *st = stream_new(hs, c, v, false);
@@ -249,7 +252,7 @@ static void handle_get(http_conn *c) {
     conn_send_error(c, 400, -32600, "Bad Request: unsupported MCP-Protocol-Version", NULL);
     return;
   }
-  http_session *hs = lookup_session(c);
+  http_session *hs = streamable_lookup_session(c, false);
   if (!hs) return;
   http_stream *st;
   uint64_t after = 0;
@@ -290,7 +293,7 @@ static void handle_get(http_conn *c) {
 }
 
 static void handle_delete(http_conn *c) {
-  http_session *hs = lookup_session(c);
+  http_session *hs = streamable_lookup_session(c, false);
   if (!hs) return;
   log_write(LOG_DEBUG, "%s: deleted by the client", hs->session->name);
   http_session_destroy(hs);
@@ -304,7 +307,7 @@ static void handle_delete(http_conn *c) {
  * session's calls at once; everything else waits for a later turn. */
 static bool hold_request(http_conn *c) {
   http_server *h = c->server;
-  if (h->srv->nested_poll == 0 || c->reject_status || !path_matches(c)) return false;
+  if (h->srv->nested_poll == 0 || c->reject_status || (!path_matches(c) && !legacy_sse_route_of(c))) return false;
   /* With OAuth, nothing is acted on before the token is checked. */
   http_session *hs = c->session_id && !http_auth_on(h) ? strmap_get(&h->sessions_by_id, c->session_id) : NULL;
   if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
@@ -355,7 +358,7 @@ static bool drain_admits(http_conn *c) {
  * page's real request may use. Every header a client of ours sends, the
  * W3C trace context, and the Mcp-Param-* headers the tools declare (asked
  * of the app now: a reload may have changed them). */
-static void answer_preflight(http_conn *c) {
+void streamable_answer_preflight(http_conn *c) {
   server *srv = c->server->srv;
   app_description d;
   memset(&d, 0, sizeof d);
@@ -388,7 +391,8 @@ void streamable_handle_request(http_conn *c) {
     http_auth_answer_metadata(c);
     return;
   }
-  if (!path_matches(c)) {
+  bool legacy = legacy_sse_route_of(c) != LEGACY_SSE_NONE;
+  if (!legacy && !path_matches(c)) {
     conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
     return;
   }
@@ -400,11 +404,15 @@ void streamable_handle_request(http_conn *c) {
    * verifier may answer later: the request is then held, and handled
    * again from the top with its verdict. */
   if (http_auth_on(c->server) && c->parser.method != HTTP_OPTIONS && !http_auth_request(c)) return;
+  if (legacy) {
+    legacy_sse_handle_request(c);
+    return;
+  }
   switch (c->parser.method) {
     case HTTP_POST: handle_post(c); break;
     case HTTP_GET: handle_get(c); break;
     case HTTP_DELETE: handle_delete(c); break;
-    case HTTP_OPTIONS: answer_preflight(c); break;
+    case HTTP_OPTIONS: streamable_answer_preflight(c); break;
     default:
       conn_send_error(c, 405, -32000, "Method Not Allowed: use POST, GET or DELETE",
                       "Allow: GET, POST, DELETE, OPTIONS\r\n");

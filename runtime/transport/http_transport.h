@@ -25,6 +25,10 @@ typedef struct http_options {
   char host[256];
   int port; /* 0: any free port (see http_bound_port) */
   char path[256];
+  /* The 2024-11-05 HTTP+SSE transport (http_legacy_sse.c): GET here opens
+   * a session's stream, whose endpoint event names the path its POSTs go
+   * to; "" turns it off (--no-sse). */
+  char sse_path[256];
   bool allow_remote;          /* binding a non-loopback address was asked for explicitly */
   const char **allow_hosts;   /* extra Host names accepted */
   int allow_host_count;
@@ -62,7 +66,8 @@ void http_stop(http_server *h);
  * the listening socket, so that new connections go to other workers or
  * instances (or are refused); close idle connections; end the streams that
  * are no work (the GET stream of legacy sessions, subscriptions/listen
- * calls); answer every later request that would start work with 503 and
+ * calls; an HTTP+SSE stream carries its calls' answers, so it ends once
+ * they are answered); answer every later request that would start work with 503 and
  * Connection: close. Calls in flight carry on and their responses go out
  * as usual. Returns the number of calls in flight. */
 int http_drain(http_server *h);

@@ -1,0 +1,201 @@
+/* http_legacy_sse.c - MCP's 2024-11-05 HTTP+SSE transport, beside
+ * Streamable HTTP on the same port: for the clients and bridges that still
+ * speak only it (mcp-remote --transport sse-only, `claude mcp add
+ * --transport sse`, the TypeScript SDK v1's SSEClientTransport).
+ *
+ * GET on the SSE path (default /sse) creates a session and keeps the
+ * response open as its one stream; the first event, `endpoint`, names the
+ * URL the client POSTs its messages to ("messages" beside the SSE path,
+ * ?session_id=ID, the shape every official SDK's server uses). Each POST is
+ * answered 202 at once, and everything the session says (answers,
+ * notifications, requests to the client) goes down the stream as `event:
+ * message`, in order. Closing the stream ends the session as a Streamable
+ * HTTP DELETE does.
+ *
+ * It is an ordinary http_session (hs->legacy) whose every message goes to
+ * its standalone stream (no. 0): the session machinery, the connection
+ * limits, the buffer budget (a client that does not read its stream is
+ * dropped at its share), keep-alive comments, Host/Origin/CORS checks,
+ * OAuth and the hand-over to the owner worker under --workers (the query's
+ * session_id becomes the request's session id) are Streamable HTTP's,
+ * called from here or from the few hooks in http_conn.c, http_sse.c and
+ * http_streamable.c. No event ids and no replay: the 2024-11-05 transport
+ * has no resumption. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "core/jsonrpc.h"
+#include "core/log.h"
+#include "transport/http.h"
+#include "transport/http_util.h"
+
+/* The messages path: "messages" in the SSE path's folder ("/sse" ->
+ * "/messages", "/api/sse" -> "/api/messages"). */
+static void messages_path(const http_server *h, char *out, size_t n) {
+  const char *sse = h->opts.sse_path;
+  const char *slash = strrchr(sse, '/');
+  int dir = slash ? (int)(slash - sse) : 0;
+  snprintf(out, n, "%.*s/messages", dir, sse);
+}
+
+static bool url_path_is(const http_conn *c, const char *path) {
+  const char *url = c->url.data ? c->url.data : "";
+  size_t n = strcspn(url, "?#");
+  return strlen(path) == n && strncmp(url, path, n) == 0;
+}
+
+legacy_sse_route legacy_sse_route_of(const http_conn *c) {
+  const http_server *h = c->server;
+  if (!h->opts.sse_path[0] || !c->url.data) return LEGACY_SSE_NONE;
+  if (url_path_is(c, h->opts.sse_path)) return LEGACY_SSE_STREAM;
+  char messages[sizeof h->opts.sse_path + 16];
+  messages_path(h, messages, sizeof messages);
+  return url_path_is(c, messages) ? LEGACY_SSE_MESSAGES : LEGACY_SSE_NONE;
+}
+
+/* The value of a query parameter (raw: session ids need no decoding), or
+ * false. */
+static bool query_param(const char *url, const char *name, char *out, size_t n) {
+  const char *q = strchr(url, '?');
+  size_t name_len = strlen(name);
+  while (q) {
+    q++;
+    size_t len = strcspn(q, "&#");
+    if (len > name_len && strncmp(q, name, name_len) == 0 && q[name_len] == '=') {
+      size_t value_len = len - name_len - 1;
+      if (value_len == 0 || value_len >= n) return false;
+      memcpy(out, q + name_len + 1, value_len);
+      out[value_len] = '\0';
+      return true;
+    }
+    q = q[len] == '&' ? q + len : NULL;
+  }
+  return false;
+}
+
+void legacy_sse_take_session_id(http_conn *c) {
+  if (c->session_id || c->parser.method != HTTP_POST || legacy_sse_route_of(c) != LEGACY_SSE_MESSAGES) return;
+  char id[HTTP_SESSION_ID_BYTES];
+  /* session_id is what our endpoint event says (and the Python SDK);
+   * sessionId is the TypeScript SDK v1 server's spelling. */
+  if (query_param(c->url.data, "session_id", id, sizeof id) || query_param(c->url.data, "sessionId", id, sizeof id))
+    c->session_id = strdup(id);
+}
+
+/* GET on the SSE path: a new session, its stream, the endpoint event. */
+static void open_stream(http_conn *c) {
+  http_server *h = c->server;
+  if (h->session_count >= h->opts.max_sessions) {
+    conn_send_error(c, 503, -32000, "Service Unavailable: too many sessions", "Retry-After: 5\r\n");
+    return;
+  }
+  http_session *hs = http_session_create(h);
+  if (!hs) {
+    conn_send_error(c, 503, -32000, "Service Unavailable: no randomness for a session id", NULL);
+    return;
+  }
+  /* Registered now, not at initialize: the client's first POST (the
+   * initialize) names it. */
+  hs->legacy = true;
+  hs->registered = true;
+  strmap_set(&h->sessions_by_id, hs->id, hs);
+  http_stream *st = stream_new(hs, c, NULL, true);
+  c->state = CONN_RESPONDING;
+  sse_start(st);
+  char messages[sizeof h->opts.sse_path + 16];
+  messages_path(h, messages, sizeof messages);
+  buf event = BUF_INIT;
+  buf_printf(&event, "event: endpoint\ndata: %s?session_id=%s\n\n", messages, hs->id);
+  sse_write(st, event.data, event.len);
+  buf_free(&event);
+  log_write(LOG_DEBUG, "%s: HTTP+SSE stream opened on http#%u", hs->session->name, c->id);
+}
+
+/* POST on the messages path: the message goes to the session, 202. */
+static void post_message(http_conn *c) {
+  if (!c->session_id) {
+    conn_send_error(c, 400, -32600, "Bad Request: the session_id query parameter is required", NULL);
+    return;
+  }
+  if (!http_is_json(c->content_type)) {
+    conn_send_error(c, 415, -32000, "Unsupported Media Type: Content-Type must be application/json", NULL);
+    return;
+  }
+  http_session *hs = streamable_lookup_session(c, true);
+  if (!hs) return;
+  http_stream *st = stream_find(hs, 0);
+  if (!st || !st->conn || hs->session->state == SESSION_CLOSED) { /* its stream went: the session is over */
+    conn_send_error(c, 404, -32001, "Session not found", NULL);
+    return;
+  }
+  /* Unreadable JSON has no stream to be answered on in a useful way: the
+   * POST itself says so, as Streamable HTTP does. */
+  json_doc *doc = json_parse(c->body.data ? c->body.data : "", c->body.len, MAX_JSON_DEPTH, NULL);
+  if (!doc) {
+    conn_send_error(c, 400, JSONRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
+    return;
+  }
+  json_doc_free(doc);
+  c->state = CONN_RESPONDING;
+  /* Every call's origin is the stream: its answers go there, and closing
+   * it cancels them (legacy_sse_stream_closed). */
+  session_receive(hs->session, c->body.data ? c->body.data : "", c->body.len, st);
+  if (c->closing) return;
+  conn_send_response(c, 202, NULL, "text/plain", "Accepted", 8);
+  conn_response_done(c);
+}
+
+void legacy_sse_handle_request(http_conn *c) {
+  legacy_sse_route route = legacy_sse_route_of(c);
+  if (c->parser.method == HTTP_OPTIONS) {
+    streamable_answer_preflight(c);
+  } else if (route == LEGACY_SSE_STREAM && c->parser.method == HTTP_GET) {
+    open_stream(c);
+  } else if (route == LEGACY_SSE_MESSAGES && c->parser.method == HTTP_POST) {
+    post_message(c);
+  } else {
+    conn_send_error(c, 405, -32000,
+                    route == LEGACY_SSE_STREAM ? "Method Not Allowed: GET opens the stream"
+                                               : "Method Not Allowed: POST the messages",
+                    route == LEGACY_SSE_STREAM ? "Allow: GET, OPTIONS\r\n" : "Allow: POST, OPTIONS\r\n");
+  }
+}
+
+void legacy_sse_send(http_session *hs, const session_message *m) {
+  hs->last_active_ms = now_ms(hs->server);
+  /* The call is answered: it no longer refers to the stream (as in
+   * http_send). */
+  if (m->final && m->related) m->related->transport_data = NULL;
+  if (!m->json) return; /* a batch with nothing to answer */
+  http_stream *st = stream_find(hs, 0);
+  if (!st || !st->conn) return; /* the stream went: the session is ending */
+  buf event = BUF_INIT;
+  buf_puts(&event, "event: message\ndata: ");
+  buf_append(&event, m->json, m->len);
+  buf_puts(&event, "\n\n");
+  sse_write(st, event.data, event.len);
+  buf_free(&event);
+}
+
+void legacy_sse_stream_closed(http_stream *st) {
+  log_write(LOG_DEBUG, "%s: HTTP+SSE stream closed: the session ends", st->hs->session->name);
+  /* A cancellation, which is allowed even under a computing handler; the
+   * session itself is freed by the sweep, never from inside one. */
+  session_cancel_from(st->hs->session, st);
+}
+
+bool legacy_sse_sweep(http_session *hs) {
+  if (!hs->legacy) return false;
+  http_stream *st = stream_find(hs, 0);
+  bool over = !st || !st->conn;
+  if (!over && hs->server->draining && !hs->session->calls) {
+    /* Draining: its calls are answered; ending the stream (its connection
+     * closes after the last byte) sends the client elsewhere. */
+    stream_detach(st);
+    over = true;
+  }
+  if (over) http_session_destroy(hs);
+  return over;
+}
