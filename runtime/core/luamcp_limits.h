@@ -323,4 +323,25 @@
 /* An introspection answer of "not active" is remembered this long. */
 #define AUTH_NEGATIVE_CACHE_MS (30 * 1000)
 
+/* Traces (core/trace.h, app/otel.c). A tracestate is passed on only when
+ * it has at most this many members and bytes (the W3C Trace Context
+ * limits); a longer one is dropped whole, the traceparent kept. */
+#define TRACESTATE_MAX_MEMBERS 32
+#define TRACESTATE_MAX_BYTES 512
+/* The OTLP exporter's batching, the OpenTelemetry defaults
+ * (OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+ * OTEL_BSP_SCHEDULE_DELAY, OTEL_EXPORTER_OTLP_TIMEOUT change them): spans
+ * wait in a queue of at most MAX_QUEUE (past it, new spans are dropped and
+ * counted), and go out MAX_BATCH at a time, when that many wait or every
+ * SCHEDULE_DELAY ms. At most OTEL_MAX_EXPORTS_IN_FLIGHT posts run at once:
+ * a slow collector fills the queue, never the memory. */
+#define OTEL_DEFAULT_MAX_QUEUE 2048
+#define OTEL_DEFAULT_MAX_BATCH 512
+#define OTEL_DEFAULT_SCHEDULE_DELAY_MS 5000
+#define OTEL_DEFAULT_EXPORT_TIMEOUT_MS 10000
+#define OTEL_MAX_EXPORTS_IN_FLIGHT 2
+/* A span's attribute values are cut at this many bytes (a tool name or a
+ * URL from a script could be anything). */
+#define OTEL_MAX_ATTRIBUTE_BYTES 1024
+
 #endif
