@@ -28,6 +28,7 @@
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
+#include "core/observe.h"
 #include "core/protocol.h"
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
@@ -546,6 +547,7 @@ static void answer_problem(task *t, const char *what, const char *detail) {
   buf text = BUF_INIT;
   buf_printf(&text, "%s%s", what, detail);
   if (strcmp(answer_method(t), "tools/call") == 0) {
+    if (t->call && t->call->outcome == CALL_OK) call_set_outcome(t->call, CALL_TOOL_ERROR);
     buf result = BUF_INIT;
     buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
     json_write_string(&result, text.data, text.len);
@@ -562,6 +564,7 @@ static void answer_problem(task *t, const char *what, const char *detail) {
  * stop everything it started. */
 static void answer_timeout(task *t) {
   if (has_destination(t)) {
+    if (t->call) call_set_outcome(t->call, CALL_TIMEOUT);
     char limit[96];
     snprintf(limit, sizeof limit, "%d ms", t->timeout_ms);
     char subject[160];
@@ -600,6 +603,13 @@ static void finish_root(task *t, int status, bool stray_yield) {
     static chain out;
     chain_clear(&out);
     char err[200];
+    if (t->call && t->tool && call_observed(t->call) && lua_type(co, -1) == LUA_TTABLE) {
+      /* Counted apart: a tool that answered with isError. */
+      lua_pushliteral(co, "isError"); /* raw: a result's metatable must not run here */
+      if (lua_rawget(co, -2) == LUA_TBOOLEAN && lua_toboolean(co, -1))
+        call_set_outcome(t->call, CALL_TOOL_ERROR);
+      lua_pop(co, 1);
+    }
     if (ljson_encode_chain(co, -1, &out, err, sizeof err)) {
       if (out.count) out.lease = lease_new(t->vm, co);
       if (out.count && !out.lease) {

@@ -30,6 +30,8 @@
  * dropped unanswered, as if cancelled at once (MCP forbids reusing a
  * request id within a session, so no later request is mistaken). */
 #define SESSION_EARLY_CANCELS 16
+/* Call observers (observe.h) a server takes: metrics and traces. */
+#define OBSERVE_MAX_OBSERVERS 4
 /* A cancellation that came before its request is remembered only for an
  * id of at most this many bytes of JSON (ids are short; a longer one would
  * make the ring hold megabytes). */

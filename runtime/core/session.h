@@ -130,6 +130,12 @@ struct call {
   batch *batch;         /* the batch it arrived in, or NULL */
   void *app_data;       /* the app's state for this call */
   void *transport_data; /* HTTP: the exchange this call answers on */
+  /* Observation (observe.h), filled only while the server has observers:
+   * the target's name (owned), when it started, how its answer counts. */
+  char *target;
+  uint64_t started_ns;
+  unsigned char outcome; /* a call_outcome */
+  bool observed;
   call *prev, *next;    /* session->calls */
 };
 
