@@ -155,6 +155,8 @@ static void cancel_client_request(task *t) {
   }
 }
 
+static void end_client_span(task *t, const char *error_type);
+
 /* Disarm whatever the task waits for, so nothing resumes it. */
 static void stop_waiting(task *t) {
   switch (t->wait) {
@@ -162,6 +164,7 @@ static void stop_waiting(task *t) {
     case TASK_WAIT_CLIENT:
       uv_timer_stop(&t->timer);
       cancel_client_request(t);
+      if (t->client_span) end_client_span(t, "cancelled");
       break;
     case TASK_WAIT_OP:
       if (t->wait_op) t->wait_op->cancel(t->wait_op);
@@ -1087,6 +1090,7 @@ void task_start_call(vm *v, call *c, const json_value *params) {
   t->call = c;
   t->identity = auth_identity_ref(c->identity);
   t->params_bytes = params ? params->src_len : 0;
+  if (otel_on && c->trace_span) otel_span_ids(c->trace_span, &t->trace);
   c->app_data = t;
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
@@ -1254,8 +1258,28 @@ int task_lua_spawn(lua_State *L) {
  * to wait in the deferred queue after its message was freed. */
 enum { REPLY_RESULT = 1, REPLY_ERROR, REPLY_SESSION_ENDED, REPLY_TIMEOUT };
 
+/* The span of a request to the client ends (error_type NULL: answered). */
+static void end_client_span(task *t, const char *error_type) {
+  otel_span *s = t->client_span;
+  t->client_span = NULL;
+  if (error_type) otel_span_fail(s, error_type, NULL);
+  otel_span_end(s);
+}
+
+/* A request to the client, as a client span under the call's (the
+ * semantic conventions' "server initiates the operation"). */
+static void start_client_span(task *t, session *s, const char *method) {
+  t->client_span = otel_span_start(method, OTEL_KIND_CLIENT, &t->root->trace);
+  otel_attr_str(t->client_span, "mcp.method.name", method);
+  otel_attr_int(t->client_span, "jsonrpc.request.id", t->client_request_id);
+  otel_attr_str(t->client_span, "mcp.session.id", s->name);
+}
+
 static void resume_client_wait(task *t, int how, const json_value *value) {
   t->client_session = NULL;
+  if (t->client_span) end_client_span(t, how == REPLY_RESULT ? NULL : how == REPLY_ERROR ? "client_error"
+                                                                    : how == REPLY_TIMEOUT ? "timeout"
+                                                                                           : "session_ended");
   uv_timer_stop(&t->timer);
   lua_pushinteger(t->co, how);
   if (value) {
@@ -1363,6 +1387,7 @@ static int ctx_request(lua_State *L) {
   t->wait = TASK_WAIT_CLIENT;
   t->client_request_id = session_request(c->session, c, method, params.data, params.len, on_client_reply, t);
   buf_free(&params);
+  if (otel_on && t->root->trace.set) start_client_span(t, c->session, method);
   if (!t->timer_initialized) {
     uv_timer_init(t->vm->loop, &t->timer);
     t->timer_initialized = true;
@@ -1812,6 +1837,35 @@ static int ctx_principal(lua_State *L) {
   return 1;
 }
 
+/* ctx.trace_id: the trace of the request's span; with traces off, the
+ * trace the request named (params._meta's traceparent, else the HTTP
+ * header), read only when asked; else nil. */
+static int push_trace_id(lua_State *L, const task *root) {
+  char hex[TRACE_ID_HEX + 1];
+  if (root->trace.set) {
+    trace_hex(root->trace.trace_id, TRACE_ID_BYTES, hex);
+    lua_pushstring(L, hex);
+    return 1;
+  }
+  trace_context given;
+  size_t len = 0;
+  lua_getiuservalue(L, 1, 1); /* ctx.meta */
+  const char *tp = lua_istable(L, -1) && lua_getfield(L, -1, "traceparent") == LUA_TSTRING ? lua_tolstring(L, -1, &len)
+                                                                                           : NULL;
+  call *c = root->call;
+  if (!tp && c && c->session->transport && c->session->transport->request_header) {
+    tp = c->session->transport->request_header(c->session, c->transport_data, "traceparent");
+    len = tp ? strlen(tp) : 0;
+  }
+  if (!tp || !trace_parse_traceparent(tp, len, &given)) {
+    lua_pushnil(L);
+    return 1;
+  }
+  trace_hex(given.trace_id, TRACE_ID_BYTES, hex);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
 static int ctx_index(lua_State *L) {
   ctx_handle *h = check_ctx(L);
   const char *key = luaL_checkstring(L, 2);
@@ -1849,6 +1903,7 @@ static int ctx_index(lua_State *L) {
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);
   if (strcmp(key, "auth") == 0) return push_auth(L, h->task->root);
+  if (strcmp(key, "trace_id") == 0) return push_trace_id(L, h->task->root);
   if (strcmp(key, "features") == 0) {
     /* What the request's protocol version offers (from the one table),
      * made on first use and kept: the library reads it on every call. */

@@ -30,6 +30,7 @@
 #include "transport/stdio_transport.h"
 #include "transport/worker_ipc.h"
 #include "cli/version.h"
+#include "app/otel.h"
 #include "app/confine.h"
 #include "os/proc.h"
 #include "os/self.h"
@@ -692,6 +693,10 @@ static int serve(int argc, char **argv, bool watch) {
   uv_unref((uv_handle_t *)&rt->log_retry);
   o.server.one_client = !o.http; /* stdio: its one session is every client */
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
+  {
+    char why[300];
+    if (!otel_start(rt->loop, &rt->srv, why, sizeof why)) log_write(LOG_WARNING, "traces are off: %s", why);
+  }
   build_unset_unfilled_settings(); /* before the scripts' first os.getenv */
   buf err = BUF_INIT;
   while (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
@@ -735,7 +740,7 @@ static int serve(int argc, char **argv, bool watch) {
   {
     /* luamcp's own fetches (the OAuth server's metadata, JWKS,
      * introspection) run under the same kernel rules as the scripts. */
-    unsigned own_ports[3];
+    unsigned own_ports[4];
     size_t own_port_count = 0;
     if (o.http) {
       app_description d;
@@ -743,6 +748,7 @@ static int serve(int argc, char **argv, bool watch) {
       rt->srv.app->describe(rt->srv.app_data, &d);
       own_port_count = auth_setup_ports(&o.auth, d.auth_json, own_ports, 3);
     }
+    if (otel_collector_port()) own_ports[own_port_count++] = otel_collector_port(); /* the OTLP collector */
     confine_process(rt->app.current, own_ports, own_port_count);
   }
 
@@ -801,6 +807,7 @@ static int serve(int argc, char **argv, bool watch) {
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
+  otel_stop();
   redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
   auth_setup_free(&rt->auth);   /* after the server: no connection waits on it */
   bus_free(rt->bus);

@@ -1323,13 +1323,23 @@ static char *target_of(const char *method, const json_value *params) {
   return strndup(v->u.string, v->len);
 }
 
+/* The params of the call whose started callbacks run (call_params). */
+static const call *params_call;
+static const json_value *params_of_call;
+
+const json_value *call_params(const call *c) { return c == params_call ? params_of_call : NULL; }
+
 void observe_call_started(call *c, const json_value *params) {
   server *srv = c->session->server;
   c->observed = true;
   c->target = target_of(c->method, params);
   c->started_ns = observe_now_ns();
+  params_call = c;
+  params_of_call = params;
   for (int i = 0; i < srv->observer_count; i++)
     if (srv->observers[i].ops->started) srv->observers[i].ops->started(srv->observers[i].data, c);
+  params_call = NULL;
+  params_of_call = NULL;
 }
 
 void observe_call_finished(call *c) {

@@ -136,6 +136,7 @@ struct call {
   uint64_t started_ns;
   unsigned char outcome; /* a call_outcome */
   bool observed;
+  void *trace_span;     /* app/otel.c's server span for it, while traces are on; else NULL */
   call *prev, *next;    /* session->calls */
 };
 
