@@ -25,7 +25,7 @@
 #include "core/luamcp_limits.h"
 #include "core/strmap.h"
 #include "os/signals.h"
-#include "app/otel.h"
+#include "core/trace.h"
 
 typedef struct vm vm;
 typedef struct task task;
@@ -165,8 +165,8 @@ struct task {
   auth_identity *identity;
   /* root: the request's server span (app/otel.h), parent of the spans of
    * what it does; not set while traces are off. */
-  otel_ids trace;
-  otel_span *client_span; /* TASK_WAIT_CLIENT: the span of our request to the client, or NULL */
+  trace_ids trace;
+  struct otel_span *client_span; /* TASK_WAIT_CLIENT: the span of our request to the client, or NULL */
 };
 
 /* A directory watched for script changes (luamcp dev). Owner: the app. */

@@ -20,6 +20,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
+#include "app/otel.h"
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
 #include "os/proc.h"

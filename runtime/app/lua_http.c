@@ -43,6 +43,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
+#include "app/otel.h"
 #include "app/curl_lib.h"
 #include "app/curl_loop.h"
 #include "app/lua_http.h"

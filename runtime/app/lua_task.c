@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/observe.h"
 #include "core/protocol.h"
+#include "app/otel.h"
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"

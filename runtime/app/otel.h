@@ -26,14 +26,8 @@ typedef struct call call;
  * call below. */
 extern bool otel_on;
 
-/* Where a span sits, copied into whatever outlives it (a task): its
- * trace, its id and flags; set is false for "no span". A value. */
-typedef struct otel_ids {
-  uint8_t trace_id[TRACE_ID_BYTES];
-  uint8_t span_id[TRACE_SPAN_ID_BYTES];
-  uint8_t flags;
-  bool set;
-} otel_ids;
+/* Where a span sits (core/trace.h). */
+typedef trace_ids otel_ids;
 
 /* OTLP's SpanKind values. */
 typedef enum otel_kind { OTEL_KIND_INTERNAL = 1, OTEL_KIND_SERVER = 2, OTEL_KIND_CLIENT = 3 } otel_kind;

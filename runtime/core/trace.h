@@ -33,6 +33,15 @@ typedef struct trace_context {
   char tracestate[TRACESTATE_MAX_BYTES + 1];
 } trace_context;
 
+/* Where a span sits, copied into whatever outlives it (a task): its
+ * trace, its own id and its flags; set is false for "no span". A value. */
+typedef struct trace_ids {
+  uint8_t trace_id[TRACE_ID_BYTES];
+  uint8_t span_id[TRACE_SPAN_ID_BYTES];
+  uint8_t flags;
+  bool set;
+} trace_ids;
+
 /* Read a traceparent header's value (len bytes, no NUL needed) into out's
  * trace id, span id and flags (out's tracestate becomes ""). False, out
  * untouched, for anything the specification says to ignore: a version
