@@ -225,6 +225,22 @@ describe("traces", function()
     end)
   end)
 
+  describe("at exit", function()
+    it("sends the spans still waiting before the process ends", function()
+      local exiting = client.spawn({ "run", FIXTURE }, { env = otel_env(receiver.base, { "OTEL_BSP_SCHEDULE_DELAY=600000" }) })
+      exiting:initialize("2025-11-25")
+      exiting:call_tool("trace_id", EMPTY, { traceparent = "00-" .. GIVEN_TRACE .. "-" .. "1111111111111111" .. "-01" })
+      exiting:close_stdin()
+      assert.are.equal(0, exiting:wait_exit())
+      exiting:close()
+      local found = false
+      for _, s in ipairs(receiver.state().spans) do
+        found = found or (s.parentSpanId == "1111111111111111")
+      end
+      assert.is_true(found, "the span was not sent before the exit")
+    end)
+  end)
+
   describe("with traces off", function()
     it("ctx.trace_id is the trace the request named, else nil", function()
       proc = client.spawn({ "run", FIXTURE }, { env = otel_env(nil) })

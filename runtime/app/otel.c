@@ -505,6 +505,29 @@ static void on_timer(uv_timer_t *t) {
   export_batch();
 }
 
+static void on_flush_deadline(uv_timer_t *t) { *(bool *)t->data = true; }
+static void on_flush_timer_closed(uv_handle_t *h) { *(bool *)h->data = true; }
+
+void otel_flush(void) {
+  if (!otel_on || (!X.count && !X.posts)) return;
+  /* A referenced timer keeps the loop turning (curl's own timer is not
+   * referenced) and bounds the wait; it is closed before it goes out of
+   * scope. */
+  bool expired = false;
+  uv_timer_t deadline;
+  uv_timer_init(X.loop, &deadline);
+  deadline.data = &expired;
+  uv_timer_start(&deadline, on_flush_deadline, OTEL_SHUTDOWN_FLUSH_MS, 0);
+  while (!expired && (X.count || X.posts)) {
+    export_batch();
+    uv_run(X.loop, UV_RUN_ONCE);
+  }
+  bool closed = false;
+  deadline.data = &closed;
+  uv_close((uv_handle_t *)&deadline, on_flush_timer_closed);
+  while (!closed) uv_run(X.loop, UV_RUN_NOWAIT); /* the closing handle keeps the loop alive */
+}
+
 /* An ended span's JSON, into the ring (or dropped when it is full). */
 static void enqueue(char *span) {
   if (X.count >= X.max_queue) {

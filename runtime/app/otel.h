@@ -43,7 +43,10 @@ bool otel_start(uv_loop_t *loop, server *srv, char *why, size_t why_len);
 /* The TCP port the collector listens on (0: off), for the confinement
  * (app/confine.h) to let luamcp connect to it. */
 unsigned otel_collector_port(void);
-/* Stop exporting: what is queued or being posted is dropped. */
+/* At exit: run the loop until every waiting span is posted and answered,
+ * or OTEL_SHUTDOWN_FLUSH_MS have passed. */
+void otel_flush(void);
+/* Stop exporting: what is still queued or being posted is dropped. */
 void otel_stop(void);
 
 /* Spans dropped (the queue was full, or their export failed), and spans

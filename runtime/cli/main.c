@@ -807,6 +807,7 @@ static int serve(int argc, char **argv, bool watch) {
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
+  otel_flush(); /* the last spans (a stdio server's, say) */
   otel_stop();
   redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
   auth_setup_free(&rt->auth);   /* after the server: no connection waits on it */

@@ -342,6 +342,10 @@
 #define OTEL_DEFAULT_SCHEDULE_DELAY_MS 5000
 #define OTEL_DEFAULT_EXPORT_TIMEOUT_MS 10000
 #define OTEL_MAX_EXPORTS_IN_FLIGHT 2
+/* At exit, what waits is sent for at most this long (ms): a stdio server's
+ * last spans are not lost, and a collector that is away delays the exit
+ * by this much at most. */
+#define OTEL_SHUTDOWN_FLUSH_MS 1000
 /* A span's attribute values are cut at this many bytes (a tool name or a
  * URL from a script could be anything). */
 #define OTEL_MAX_ATTRIBUTE_BYTES 1024
