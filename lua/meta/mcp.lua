@@ -813,6 +813,7 @@ function mcp.bundle.list(dir) end
 ---@field task_id string? the MCP task id, when the call runs as a task
 ---@field features mcp.Features
 ---@field cancelled boolean true once the request was cancelled or answered
+---@field trace_id string? the request's W3C trace id (32 hex digits): its span's when traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT), else the one its traceparent named (params._meta or the HTTP header); nil when neither
 ---@field auth mcp.Auth? who is calling (a verified OAuth token), read-only; nil when nobody is authenticated (stdio, no --auth-issuer). Never the token itself
 local Context = {}
 
