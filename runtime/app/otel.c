@@ -347,6 +347,8 @@ bool otel_start(uv_loop_t *loop, server *srv, char *why, size_t why_len) {
   buf_puts(&X.resource, ",");
   write_kv_str(&X.resource, "telemetry.sdk.language", "c", 1);
   buf_printf(&X.resource, ",{\"key\":\"process.pid\",\"value\":{\"intValue\":\"%ld\"}}", (long)uv_os_getpid());
+  if (srv->opts.worker_count > 1) /* --workers N: which one sent it */
+    buf_printf(&X.resource, ",{\"key\":\"luamcp.worker\",\"value\":{\"intValue\":\"%d\"}}", srv->opts.worker_index);
   buf_putc(&X.resource, ']');
   X.ring = calloc(X.max_queue, sizeof *X.ring);
   X.timer = malloc(sizeof *X.timer);
