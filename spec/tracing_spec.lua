@@ -198,6 +198,9 @@ describe("traces", function()
       assert.are.equal(server_span.spanId, elicit.parentSpanId)
       assert.are.equal("elicitation/create", attr(elicit, "mcp.method.name"))
       assert.are.equal(tostring(math.tointeger(ask.id)), attr(elicit, "jsonrpc.request.id"))
+      -- The client was told the span its request is part of.
+      assert.are.equal("00-" .. GIVEN_TRACE .. "-" .. elicit.spanId .. "-01", ask.params._meta.traceparent)
+      assert.are.equal("Name?", ask.params.message)
     end)
   end)
 

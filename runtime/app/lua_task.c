@@ -1272,8 +1272,23 @@ static void end_client_span(task *t, const char *error_type) {
 static void start_client_span(task *t, session *s, const char *method) {
   t->client_span = otel_span_start(method, OTEL_KIND_CLIENT, &t->root->trace);
   otel_attr_str(t->client_span, "mcp.method.name", method);
-  otel_attr_int(t->client_span, "jsonrpc.request.id", t->client_request_id);
   otel_attr_str(t->client_span, "mcp.session.id", s->name);
+}
+
+/* params (a JSON object with no _meta of its own) with _meta.traceparent
+ * naming the client span: the client's work joins the trace. */
+static void add_traceparent(task *t, buf *params) {
+  if (params->len < 2 || params->data[0] != '{') return;
+  otel_ids ids;
+  otel_span_ids(t->client_span, &ids);
+  char tp[TRACEPARENT_LEN + 1];
+  otel_traceparent(&ids, tp);
+  buf out = BUF_INIT;
+  buf_printf(&out, "{\"_meta\":{\"traceparent\":\"%s\"}", tp);
+  if (params->len > 2) buf_putc(&out, ',');
+  buf_append(&out, params->data + 1, params->len - 1);
+  buf_free(params);
+  *params = out;
 }
 
 static void resume_client_wait(task *t, int how, const json_value *value) {
@@ -1383,12 +1398,16 @@ static int ctx_request(lua_State *L) {
     buf_free(&params);
     return luaL_error(L, "%s: %s", method, err);
   }
+  if (otel_on && t->root->trace.set) {
+    start_client_span(t, c->session, method);
+    if (lua_getfield(L, 3, "_meta") == LUA_TNIL) add_traceparent(t, &params);
+  }
   lua_settop(L, 2);
   t->client_session = c->session;
   t->wait = TASK_WAIT_CLIENT;
   t->client_request_id = session_request(c->session, c, method, params.data, params.len, on_client_reply, t);
   buf_free(&params);
-  if (otel_on && t->root->trace.set) start_client_span(t, c->session, method);
+  if (t->client_span) otel_attr_int(t->client_span, "jsonrpc.request.id", t->client_request_id);
   if (!t->timer_initialized) {
     uv_timer_init(t->vm->loop, &t->timer);
     t->timer_initialized = true;
