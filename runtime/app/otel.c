@@ -383,7 +383,7 @@ static void post_free(otel_post *p) {
 }
 
 void otel_stop(void) {
-  if (X.srv && otel_on) observe_remove(X.srv, &OBSERVER, NULL);
+  /* The observer stays: a call freed later still ends (frees) its span. */
   otel_on = false;
   while (X.posts) {
     otel_post *p = X.posts;
@@ -706,6 +706,7 @@ static bool remote_parent(call *c, const json_value *params, otel_ids *out, char
 
 static void call_started(void *data, call *c) {
   (void)data;
+  if (!otel_on) return;
   const json_value *params = call_params(c);
   otel_ids parent = {0};
   char tracestate[TRACESTATE_MAX_BYTES + 1] = "";
