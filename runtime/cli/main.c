@@ -28,6 +28,7 @@
 #include "core/server.h"
 #include "core/state_token.h"
 #include "transport/stdio_transport.h"
+#include "app/metrics.h"
 #include "transport/worker_ipc.h"
 #include "cli/version.h"
 #include "app/confine.h"
@@ -71,6 +72,8 @@ typedef struct runtime {
   bool stopping;
   int exit_code;
   char where[600]; /* the start line's "over HTTP at ..." (a worker writes it when told) */
+  http_observe_hooks observe; /* what /metrics and /readyz report */
+  observe_listener *metrics;  /* --metrics, or NULL */
 } runtime;
 
 static const char *self_path(char *out, size_t n) {
@@ -133,6 +136,12 @@ static void usage_options(FILE *to, bool bundled) {
           "                              until they send logging/setLevel (default: info)\n"
           "  --trace FILE                write every message in and out, with direction and time,\n"
           "                              to FILE (\"-\" for stderr)\n"
+          "  --log-format FORMAT         text (the default) or json: one JSON object per line on\n"
+          "                              stderr (time, level, message, and tool, request id,\n"
+          "                              session when known)\n"
+          "  --metrics [HOST:]PORT       serve /metrics (Prometheus), /healthz and /readyz on a\n"
+          "                              listener of their own, without auth (HOST default\n"
+          "                              127.0.0.1); over HTTP they are on the MCP port too\n"
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
           "                              (default: all in one page)\n"
@@ -286,6 +295,10 @@ typedef struct run_options {
   int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
   int drain_time_s;  /* --drain-time SECONDS */
   const char *node;  /* --node NAME */
+  /* --metrics [HOST:]PORT: the operator's listener (http_observe.c). */
+  bool metrics;
+  char metrics_host[256];
+  int metrics_port;
   http_options http_opts;
   auth_flags auth;   /* --auth-*: over mcp.server{auth}, field by field */
   const char *allow_hosts[MAX_ALLOWED];
@@ -367,6 +380,19 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
                              o->http_opts.path, sizeof o->http_opts.path, err, sizeof err))
         fail_usage("%s", err);
       o->http = true;
+      i++;
+    } else if (strcmp(a, "--metrics") == 0) {
+      char err[300], path[256];
+      if (!value) fail_usage("%s needs [HOST:]PORT", a);
+      if (!http_parse_listen(value, o->metrics_host, sizeof o->metrics_host, &o->metrics_port, path, sizeof path, err,
+                             sizeof err))
+        fail_usage("--metrics: %s", err);
+      o->metrics = true;
+      i++;
+    } else if (strcmp(a, "--log-format") == 0) {
+      if (!value || (strcmp(value, "text") != 0 && strcmp(value, "json") != 0))
+        fail_usage("%s needs text or json", a);
+      log_set_json(strcmp(value, "json") == 0);
       i++;
     } else if (strcmp(a, "--drain-time") == 0) {
       o->drain_time_s = (int)parse_count(a, value, 0);
@@ -489,6 +515,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
 /* ---- Shutdown -------------------------------------------------------- */
 
 static void stop_loop(runtime *rt) {
+  observe_close(rt->metrics);
+  rt->metrics = NULL;
   /* The server (and the workers' pipe) goes: the bus has no way out now. */
   if (rt->http && !rt->redis) bus_set_transport(rt->bus, NULL);
   if (rt->http) http_stop(rt->http);
@@ -629,6 +657,22 @@ static void on_log_check(uv_check_t *h) {
     uv_timer_start(&rt->log_retry, on_log_retry, LOG_RETRY_MS, 0);
 }
 
+/* /metrics: the app's figures (the HTTP server adds its own). */
+static void observe_metrics(void *arg, buf *out) {
+  (void)arg;
+  metrics_format(out);
+}
+
+/* /readyz: scripts loaded, Redis reachable when configured, not draining. */
+static bool observe_ready(void *arg, const char **why) {
+  runtime *rt = arg;
+  if (rt->draining || rt->stopping) *why = "draining";
+  else if (!rt->app.current) *why = "the scripts are not loaded";
+  else if (rt->redis && !redis_ready(rt->redis, why)) *why = "redis is not reachable";
+  else return true;
+  return false;
+}
+
 /* luamcp run (watch false) and luamcp dev (watch true). */
 static int serve(int argc, char **argv, bool watch) {
   if (!bundle_self()) help_command = watch ? "luamcp dev --help" : "luamcp run --help";
@@ -712,6 +756,10 @@ static int serve(int argc, char **argv, bool watch) {
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
+  rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
+  if (o.http || o.metrics) metrics_start(&rt->srv, &rt->app, o.worker_index);
+  o.http_opts.observe = &rt->observe;
+  o.http_opts.metrics_on_mcp_port = true;
   if (o.redis_url) {
     char why[400];
     if (!o.redis_env && strncmp(o.redis_url, "redis://", 8) == 0 && strchr(o.redis_url, '@') && !o.worker_index)
@@ -756,6 +804,16 @@ static int serve(int argc, char **argv, bool watch) {
   if (signals_rc == 0) os_signals_unref(rt->signals);
   else log_write(LOG_WARNING, "cannot watch for stop signals: %s", uv_strerror(signals_rc));
 
+  if (o.metrics && !o.worker_index) {
+    char err_text[400];
+    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, &rt->observe, err_text, sizeof err_text);
+    if (!rt->metrics) {
+      fprintf(stderr, "luamcp: %s\n", err_text);
+      return 1;
+    }
+    log_write(LOG_INFO, "metrics at http://%s%s%s:%d/metrics", strchr(o.metrics_host, ':') ? "[" : "", o.metrics_host,
+              strchr(o.metrics_host, ':') ? "]" : "", observe_bound_port(rt->metrics));
+  }
   if (o.http) {
     char err_text[400];
     /* OAuth: the scripts' mcp.server{auth} is known now; the flags win. */

@@ -213,6 +213,7 @@ struct http_server {
    * (see http_transport.h). */
   bool draining;
   bool stopping;
+  uint64_t bytes_in, bytes_out; /* on every connection, for metrics (http_observe.c) */
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
 
@@ -308,6 +309,16 @@ extern const transport_ops HTTP_SESSION_OPS;
 
 /* Act on a complete request (the parser has read all of it). */
 void streamable_handle_request(http_conn *c);
+
+/* ---- http_observe.c ---------------------------------------------------- */
+
+/* A request for /healthz, /readyz or /metrics: true when the header
+ * checks (check_headers) are done for it (the Host check came first; it
+ * skips the Origin rule; /metrics still needs --bearer's token). */
+bool http_observe_checks_done(http_conn *c);
+/* Answer /healthz, /readyz or /metrics and return true; false for any
+ * other path. */
+bool http_observe_answer(http_conn *c);
 /* The sessionless session (created by http_start, destroyed by http_stop). */
 http_session *streamable_stateless_new(http_server *h);
 /* The value of an Mcp-* header of the request being handled (name in lower
