@@ -73,6 +73,7 @@ typedef struct runtime {
   int exit_code;
   char where[600]; /* the start line's "over HTTP at ..." (a worker writes it when told) */
   http_observe_hooks observe; /* what /metrics and /readyz report */
+  http_observe_hooks observe_all; /* the same, with the other workers' figures (--metrics under --workers) */
   observe_listener *metrics;  /* --metrics, or NULL */
 } runtime;
 
@@ -663,6 +664,13 @@ static void observe_metrics(void *arg, buf *out) {
   metrics_format(out);
 }
 
+/* /metrics of every worker (--metrics under --workers). */
+static void observe_metrics_all(void *arg, buf *out) {
+  runtime *rt = arg;
+  if (rt->http) http_metrics_all(rt->http, out);
+  else metrics_format(out);
+}
+
 /* /readyz: scripts loaded, Redis reachable when configured, not draining. */
 static bool observe_ready(void *arg, const char **why) {
   runtime *rt = arg;
@@ -757,6 +765,7 @@ static int serve(int argc, char **argv, bool watch) {
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
+  rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   if (o.http || o.metrics) metrics_start(&rt->srv, &rt->app, o.worker_index);
   o.http_opts.observe = &rt->observe;
   o.http_opts.metrics_on_mcp_port = true;
@@ -804,16 +813,6 @@ static int serve(int argc, char **argv, bool watch) {
   if (signals_rc == 0) os_signals_unref(rt->signals);
   else log_write(LOG_WARNING, "cannot watch for stop signals: %s", uv_strerror(signals_rc));
 
-  if (o.metrics && !o.worker_index) {
-    char err_text[400];
-    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, &rt->observe, err_text, sizeof err_text);
-    if (!rt->metrics) {
-      fprintf(stderr, "luamcp: %s\n", err_text);
-      return 1;
-    }
-    log_write(LOG_INFO, "metrics at http://%s%s%s:%d/metrics", strchr(o.metrics_host, ':') ? "[" : "", o.metrics_host,
-              strchr(o.metrics_host, ':') ? "]" : "", observe_bound_port(rt->metrics));
-  }
   if (o.http) {
     char err_text[400];
     /* OAuth: the scripts' mcp.server{auth} is known now; the flags win. */
@@ -853,6 +852,17 @@ static int serve(int argc, char **argv, bool watch) {
   } else {
     stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
     start_line_write(rt->app.current, "on stdio", false);
+  }
+  if (o.metrics && o.worker_index <= 1) {
+    /* Under --workers, worker 1 serves it, with every worker's figures. */
+    char err_text[400];
+    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
+    if (!rt->metrics) {
+      fprintf(stderr, "luamcp: %s\n", err_text);
+      return 1;
+    }
+    log_write(LOG_INFO, "metrics at http://%s%s%s:%d/metrics", strchr(o.metrics_host, ':') ? "[" : "", o.metrics_host,
+              strchr(o.metrics_host, ':') ? "]" : "", observe_bound_port(rt->metrics));
   }
   uv_run(rt->loop, UV_RUN_DEFAULT);
 

@@ -36,6 +36,9 @@
  * (the rest count under "_other"), and series one mcp.metrics metric may
  * have (a label set beyond it is refused), so a scrape stays bounded. */
 #define METRICS_MAX_TOOLS 256
+/* Under --workers, each worker sends its metrics to the others this
+ * often, so a scrape of any one shows all (at most this old). */
+#define WORKER_METRICS_PUSH_MS 1000
 #define METRICS_MAX_METHODS 64
 #define METRICS_MAX_SERIES 100
 #define METRICS_MAX_USER_METRICS 64

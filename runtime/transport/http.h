@@ -285,6 +285,8 @@ void worker_hand_over(http_conn *c);
 void worker_stop_accepting(http_server *h);
 /* http_stop: close the pipe and stop accepting (counted in handles_closing). */
 void worker_detach(http_server *h);
+/* The other workers' last /metrics texts (at most cap); returns how many. */
+int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap);
 
 /* ---- http_sse.c ----------------------------------------------------- */
 

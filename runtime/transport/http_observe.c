@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/strmap.h"
 #include "transport/http.h"
 #include "transport/http_util.h"
 
@@ -35,6 +36,86 @@ bool http_observe_checks_done(http_conn *c) {
     case PATH_METRICS: return metrics_here(c->server) && !c->server->opts.bearer_token;
     default: return false;
   }
+}
+
+/* One metric family while texts are merged. Owner: observe_merge. */
+typedef struct family {
+  char *name;
+  bool has_help, has_type;
+  buf head, samples;
+} family;
+
+void observe_merge(const char *const *texts, const size_t *lens, int n, buf *out) {
+  strmap by_name;
+  strmap_init(&by_name);
+  family **fams = NULL;
+  size_t count = 0, cap = 0;
+  buf loose = BUF_INIT; /* samples before any HELP/TYPE line (none of ours) */
+  for (int t = 0; t < n; t++) {
+    const char *p = texts[t], *end = texts[t] + lens[t];
+    family *current = NULL;
+    while (p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      const char *line_end = nl ? nl : end;
+      size_t len = (size_t)(line_end - p);
+      bool help = len > 7 && memcmp(p, "# HELP ", 7) == 0, type = len > 7 && memcmp(p, "# TYPE ", 7) == 0;
+      if (help || type) {
+        const char *name = p + 7;
+        size_t name_len = strcspn(name, " \n");
+        if (name + name_len > line_end) name_len = (size_t)(line_end - name);
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)name_len, name);
+        current = strmap_get(&by_name, key);
+        if (!current) {
+          if (count == cap) {
+            cap = cap ? cap * 2 : 64;
+            fams = realloc(fams, cap * sizeof *fams);
+          }
+          current = calloc(1, sizeof *current);
+          current->name = strdup(key);
+          fams[count++] = current;
+          strmap_set(&by_name, current->name, current);
+        }
+        if ((help && !current->has_help) || (type && !current->has_type)) {
+          buf_append(&current->head, p, len);
+          buf_putc(&current->head, '\n');
+          if (help) current->has_help = true;
+          else current->has_type = true;
+        }
+      } else if (len) {
+        buf *to = current ? &current->samples : &loose;
+        buf_append(to, p, len);
+        buf_putc(to, '\n');
+      }
+      p = nl ? nl + 1 : end;
+    }
+  }
+  buf_append(out, loose.data, loose.len);
+  for (size_t i = 0; i < count; i++) {
+    buf_append(out, fams[i]->head.data, fams[i]->head.len);
+    buf_append(out, fams[i]->samples.data, fams[i]->samples.len);
+    buf_free(&fams[i]->head);
+    buf_free(&fams[i]->samples);
+    free(fams[i]->name);
+    free(fams[i]);
+  }
+  free(fams);
+  buf_free(&loose);
+  strmap_free(&by_name);
+}
+
+void http_metrics_all(const http_server *h, buf *out) {
+  buf own = BUF_INIT;
+  if (h->opts.observe && h->opts.observe->metrics) h->opts.observe->metrics(h->opts.observe->arg, &own);
+  http_metrics_format(h, &own, h->opts.worker_index);
+  const char *texts[MAX_WORKERS + 1];
+  size_t lens[MAX_WORKERS + 1];
+  texts[0] = own.data ? own.data : "";
+  lens[0] = own.len;
+  int n = 1 + http_worker_peer_metrics(h, texts + 1, lens + 1, MAX_WORKERS);
+  if (n == 1) buf_append(out, own.data, own.len);
+  else observe_merge(texts, lens, n, out);
+  buf_free(&own);
 }
 
 /* The answer of one of the paths, as (status, content type, body). */
@@ -69,8 +150,8 @@ static void answer_path(enum observe_path p, const http_observe_hooks *hooks, bo
     return;
   }
   a->content_type = "text/plain; version=0.0.4; charset=utf-8";
-  if (hooks && hooks->metrics) hooks->metrics(hooks->arg, &a->body);
-  if (h) http_metrics_format(h, &a->body, worker);
+  if (h) http_metrics_all(h, &a->body);
+  else if (hooks && hooks->metrics) hooks->metrics(hooks->arg, &a->body);
 }
 
 bool http_observe_answer(http_conn *c) {

@@ -127,5 +127,12 @@ void observe_close(observe_listener *l);
  * bytes in and out), appended to out; worker is the --workers index (0:
  * none). */
 void http_metrics_format(const http_server *h, buf *out, int worker);
+/* Everything /metrics shows on this server: the hooks' figures and the
+ * server's own, and under --workers the other workers' last (each series
+ * labelled worker="K", the families merged). */
+void http_metrics_all(const http_server *h, buf *out);
+/* Merge texts in the Prometheus text format into one: each family's HELP
+ * and TYPE once, then its samples from every text. */
+void observe_merge(const char *const *texts, const size_t *lens, int n, buf *out);
 
 #endif
