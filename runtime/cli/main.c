@@ -142,7 +142,8 @@ static void usage_options(FILE *to, bool bundled) {
           "                              session when known)\n"
           "  --metrics [HOST:]PORT       serve /metrics (Prometheus), /healthz and /readyz on a\n"
           "                              listener of their own, without auth (HOST default\n"
-          "                              127.0.0.1); over HTTP they are on the MCP port too\n"
+          "                              127.0.0.1); over HTTP they are on the MCP port too;\n"
+          "                              --metrics off: count nothing, no /metrics\n"
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
           "                              (default: all in one page)\n"
@@ -296,8 +297,10 @@ typedef struct run_options {
   int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
   int drain_time_s;  /* --drain-time SECONDS */
   const char *node;  /* --node NAME */
-  /* --metrics [HOST:]PORT: the operator's listener (http_observe.c). */
+  /* --metrics [HOST:]PORT: the operator's listener (http_observe.c);
+   * --metrics off: no counting at all, and no /metrics. */
   bool metrics;
+  bool metrics_off;
   char metrics_host[256];
   int metrics_port;
   http_options http_opts;
@@ -384,7 +387,13 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--metrics") == 0) {
       char err[300], path[256];
-      if (!value) fail_usage("%s needs [HOST:]PORT", a);
+      if (!value) fail_usage("%s needs [HOST:]PORT or off", a);
+      o->metrics = o->metrics_off = false;
+      if (strcmp(value, "off") == 0) {
+        o->metrics_off = true;
+        i++;
+        continue;
+      }
       if (!http_parse_listen(value, o->metrics_host, sizeof o->metrics_host, &o->metrics_port, path, sizeof path, err,
                              sizeof err))
         fail_usage("--metrics: %s", err);
@@ -766,9 +775,11 @@ static int serve(int argc, char **argv, bool watch) {
   rt->app.bus = rt->bus;
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
-  if (o.http || o.metrics) metrics_start(&rt->srv, &rt->app, o.worker_index);
+  /* Counting is on unless --metrics off: it costs a small call about 1 %
+   * (bench/results/2026-11-26-metrics.md), and mcp.metrics needs it. */
+  if (!o.metrics_off) metrics_start(&rt->srv, &rt->app, o.worker_index);
   o.http_opts.observe = &rt->observe;
-  o.http_opts.metrics_on_mcp_port = true;
+  o.http_opts.metrics_on_mcp_port = !o.metrics_off;
   if (o.redis_url) {
     char why[400];
     if (!o.redis_env && strncmp(o.redis_url, "redis://", 8) == 0 && strchr(o.redis_url, '@') && !o.worker_index)
