@@ -50,6 +50,10 @@ const char *call_target(const call *c);
 const char *call_session_name(const call *c);
 /* The negotiated protocol version ("2025-06-18"), or NULL. */
 const char *call_protocol_version(const call *c);
+/* The request's params (e.g. _meta.traceparent), or NULL: only inside
+ * call_observer.started (they are not kept afterwards). */
+typedef struct json_value json_value;
+const json_value *call_params(const call *c);
 
 /* Register an observer (at most OBSERVE_MAX_OBSERVERS, luamcp_limits.h).
  * Returns false when full. */
@@ -64,7 +68,6 @@ bool call_observed(const call *c);
 
 /* For session.c: a call handed to the app starts (params may be NULL),
  * and one that started ends (before it is freed). */
-typedef struct json_value json_value;
 void observe_call_started(call *c, const json_value *params);
 void observe_call_finished(call *c);
 

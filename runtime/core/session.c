@@ -1307,6 +1307,7 @@ void server_log(server *srv, int level, const char *logger, const char *data_jso
 const char *call_target(const call *c) { return c->target; }
 const char *call_session_name(const call *c) { return c->session->name; }
 const char *call_protocol_version(const call *c) { return c->version ? c->version->name : NULL; }
+const json_value *call_params(const call *c) { return c->observed_params; }
 
 void call_set_outcome(call *c, call_outcome o) { c->outcome = (unsigned char)o; }
 bool call_observed(const call *c) { return c->observed; }
@@ -1328,8 +1329,10 @@ void observe_call_started(call *c, const json_value *params) {
   c->observed = true;
   c->target = target_of(c->method, params);
   c->started_ns = observe_now_ns();
+  c->observed_params = params;
   for (int i = 0; i < srv->observer_count; i++)
     if (srv->observers[i].ops->started) srv->observers[i].ops->started(srv->observers[i].data, c);
+  c->observed_params = NULL;
 }
 
 void observe_call_finished(call *c) {
