@@ -676,6 +676,15 @@ static void on_deadline(uv_timer_t *timer) {
   answer_timeout(t);
 }
 
+/* --log-format json: lines logged while t runs name its request. */
+static void log_context_of(const task *t) {
+  const task *root = t->root ? t->root : t;
+  const call *c = root->call;
+  const char *tool = root->tool;
+  if (!tool && c && strcmp(c->method, "tools/call") == 0) tool = call_target(c); /* before the entry sets root->tool */
+  log_set_context(c ? c->session->name : NULL, c ? c->id.raw : NULL, tool, NULL);
+}
+
 void task_resume(task *t, int nargs) {
   vm *v = t->vm;
   if (v->srv->nested_poll > 0) {
@@ -690,7 +699,12 @@ void task_resume(task *t, int nargs) {
   lua_State *outer_thread = NULL;
   if (outer) outer_thread = watchdog_switch(t->co);
   else watchdog_enter(t->co, t->root->deadline_ns);
+  if (log_json()) log_context_of(t);
   int status = lua_resume(t->co, v->L, nargs, &nres);
+  if (log_json()) {
+    if (outer) log_context_of(outer);
+    else log_set_context(NULL, NULL, NULL, NULL);
+  }
   if (outer) watchdog_switch(outer_thread);
   else watchdog_leave();
   t->running = false;

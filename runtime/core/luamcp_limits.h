@@ -32,6 +32,16 @@
 #define SESSION_EARLY_CANCELS 16
 /* Call observers (observe.h) a server takes: metrics and traces. */
 #define OBSERVE_MAX_OBSERVERS 4
+/* Metrics (app/metrics.c): distinct tools and methods counted by name
+ * (the rest count under "_other"), and series one mcp.metrics metric may
+ * have (a label set beyond it is refused), so a scrape stays bounded. */
+#define METRICS_MAX_TOOLS 256
+/* Under --workers, each worker sends its metrics to the others this
+ * often, so a scrape of any one shows all (at most this old). */
+#define WORKER_METRICS_PUSH_MS 1000
+#define METRICS_MAX_METHODS 64
+#define METRICS_MAX_SERIES 100
+#define METRICS_MAX_USER_METRICS 64
 /* A cancellation that came before its request is remembered only for an
  * id of at most this many bytes of JSON (ids are short; a longer one would
  * make the ring hold megabytes). */

@@ -41,21 +41,19 @@ typedef struct call_observer {
   void (*finished)(void *data, call *c, call_outcome outcome, uint64_t duration_ns);
 } call_observer;
 
-typedef struct json_value json_value;
-
 /* What an observer may read of a call (the call's own fields are in
  * session.h: method, id.raw, session->name, version->name). */
 /* tools/call's and prompts/get's params.name, resources/read's params.uri,
  * or NULL. Set only while an observer is registered. */
 const char *call_target(const call *c);
-/* The request's params (NULL when it has none), only while the started
- * callbacks run (NULL otherwise): traces read the trace context in
- * params._meta. */
-const json_value *call_params(const call *c);
 /* The session's id for logs ("stdio", "http#3"). */
 const char *call_session_name(const call *c);
 /* The negotiated protocol version ("2025-06-18"), or NULL. */
 const char *call_protocol_version(const call *c);
+/* The request's params (e.g. _meta.traceparent), or NULL: only inside
+ * call_observer.started (they are not kept afterwards). */
+typedef struct json_value json_value;
+const json_value *call_params(const call *c);
 
 /* Register an observer (at most OBSERVE_MAX_OBSERVERS, luamcp_limits.h).
  * Returns false when full. */

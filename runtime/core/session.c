@@ -1307,6 +1307,7 @@ void server_log(server *srv, int level, const char *logger, const char *data_jso
 const char *call_target(const call *c) { return c->target; }
 const char *call_session_name(const call *c) { return c->session->name; }
 const char *call_protocol_version(const call *c) { return c->version ? c->version->name : NULL; }
+const json_value *call_params(const call *c) { return c->observed_params; }
 
 void call_set_outcome(call *c, call_outcome o) { c->outcome = (unsigned char)o; }
 bool call_observed(const call *c) { return c->observed; }
@@ -1323,23 +1324,15 @@ static char *target_of(const char *method, const json_value *params) {
   return strndup(v->u.string, v->len);
 }
 
-/* The params of the call whose started callbacks run (call_params). */
-static const call *params_call;
-static const json_value *params_of_call;
-
-const json_value *call_params(const call *c) { return c == params_call ? params_of_call : NULL; }
-
 void observe_call_started(call *c, const json_value *params) {
   server *srv = c->session->server;
   c->observed = true;
   c->target = target_of(c->method, params);
   c->started_ns = observe_now_ns();
-  params_call = c;
-  params_of_call = params;
+  c->observed_params = params;
   for (int i = 0; i < srv->observer_count; i++)
     if (srv->observers[i].ops->started) srv->observers[i].ops->started(srv->observers[i].data, c);
-  params_call = NULL;
-  params_of_call = NULL;
+  c->observed_params = NULL;
 }
 
 void observe_call_finished(call *c) {

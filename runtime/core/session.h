@@ -133,6 +133,7 @@ struct call {
   /* Observation (observe.h), filled only while the server has observers:
    * the target's name (owned), when it started, how its answer counts. */
   char *target;
+  const json_value *observed_params; /* only while observers hear of its start */
   uint64_t started_ns;
   unsigned char outcome; /* a call_outcome */
   bool observed;

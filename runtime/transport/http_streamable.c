@@ -388,6 +388,7 @@ void streamable_handle_request(http_conn *c) {
     http_auth_answer_metadata(c);
     return;
   }
+  if (http_observe_answer(c)) return;
   if (!path_matches(c)) {
     conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
     return;

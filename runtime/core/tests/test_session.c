@@ -740,6 +740,7 @@ static void obs_started(void *data, call *c) {
   observed_started++;
   snprintf(last_target, sizeof last_target, "%s", call_target(c) ? call_target(c) : "");
   snprintf(last_method, sizeof last_method, "%s", c->method);
+  CHECK(call_params(c) != NULL || strcmp(c->method, "nope") == 0, "params while starting");
 }
 static void obs_finished(void *data, call *c, call_outcome outcome, uint64_t took) {
   (void)data;
