@@ -268,6 +268,25 @@ describe("traces", function()
     end)
   end)
 
+  describe("sampling (parentbased_always_on, the default)", function()
+    it("records nothing of a trace its caller did not sample, and passes the flag on", function()
+      local unsampled = "5bf92f3577b34da6a3ce929d0e0e4736"
+      local sampler = client.spawn({ "run", FIXTURE }, { env = otel_env(receiver.base) })
+      sampler:initialize("2025-11-25")
+      local before = #receiver.state().upstream
+      local out = structured(sampler:call_tool("fetch_and_run", { url = receiver.base .. "/upstream" },
+        { traceparent = "00-" .. unsampled .. "-" .. GIVEN_SPAN .. "-00" }))
+      assert.are.equal(unsampled, out.trace_id)
+      local upstream = receiver.state().upstream[before + 1]
+      assert.truthy(upstream and upstream:find("^00%-" .. unsampled .. "%-%x+%-00$"), tostring(upstream))
+      -- At exit every recorded span has been sent: none is of that trace.
+      sampler:close_stdin()
+      assert.are.equal(0, sampler:wait_exit())
+      sampler:close()
+      for _, s in ipairs(receiver.state().spans) do assert.are_not.equal(unsampled, s.traceId) end
+    end)
+  end)
+
   describe("with traces off", function()
     it("ctx.trace_id is the trace the request named, else nil", function()
       proc = client.spawn({ "run", FIXTURE }, { env = otel_env(nil) })
