@@ -56,6 +56,26 @@ for ((r = 1; r <= ROUNDS; r++)); do
   echo "round $r/$ROUNDS done" >&2
 done
 
+# Instructions per stdio call under callgrind (deterministic, unlike the
+# clocks on a shared machine): the total for N2 calls minus that for N1,
+# over N2 - N1, so start-up cancels out. Skipped without valgrind.
+IR_N1=2000 IR_N2=12000
+ir_total() { # mode calls -> instructions of the whole server run
+  local cg=$BB/metrics-callgrind.out
+  rm -f "$cg"
+  # shellcheck disable=SC2046
+  "$LC" -q --mode pipe -n "$2" --warmup 0 --timeout 900 -- valgrind --tool=callgrind --callgrind-out-file="$cg" \
+    "$LUAMCP" run bench/servers/add $(flags "$1") >/dev/null 2>>"$LOG"
+  grep -E '^(summary|totals):' "$cg" | head -1 | awk '{print $2}'
+}
+declare -A IR
+if command -v valgrind >/dev/null; then
+  for mode in on off; do
+    a=$(ir_total "$mode" "$IR_N1"); b=$(ir_total "$mode" "$IR_N2")
+    [[ -n $a && -n $b ]] && IR[$mode]=$(( (b - a) / (IR_N2 - IR_N1) ))
+  done
+fi
+
 med() { tr ' ' '\n' <<<"$1" | grep -v '^$' | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 {
@@ -73,6 +93,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else
     con=$(med "${CPU[${t}_on]}"); coff=$(med "${CPU[${t}_off]}")
     echo "| $t | $ron | $roff | $(ratio "$ron" "$roff") | $con | $coff | $(ratio "$con" "$coff") |"
   done
+  if [[ -n ${IR[on]:-} && -n ${IR[off]:-} ]]; then
+    echo
+    echo "Instructions per stdio call (callgrind, calls $IR_N1 to $IR_N2): on ${IR[on]}, off ${IR[off]}," \
+      "on/off $(ratio "${IR[on]}" "${IR[off]}")."
+  fi
   echo
   echo "Every round: stdio on: ${RATE[stdio_on]}/ off: ${RATE[stdio_off]}(calls/s); HTTP on: ${RATE[http_on]}/ off: ${RATE[http_off]}"
 } | tee -a "$OUT"

@@ -37,6 +37,7 @@ typedef struct call_counts {
 
 typedef struct count_table {
   strmap by_name;
+  call_counts *last; /* the last one found: a run of calls to one name skips the hash */
   call_counts **items;
   size_t count, cap, max;
   call_counts other; /* past max names */
@@ -74,8 +75,9 @@ static struct {
 } M;
 
 static call_counts *counts_for(count_table *t, const char *name) {
+  if (t->last && strcmp(t->last->name, name) == 0) return t->last;
   call_counts *c = strmap_get(&t->by_name, name);
-  if (c) return c;
+  if (c) return t->last = c;
   if (t->count >= t->max) return &t->other;
   if (t->count == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 16;

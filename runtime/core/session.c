@@ -133,7 +133,7 @@ static void call_free(call *c) {
   batch *b = c->batch;
   jsonrpc_id_free(&c->id);
   free(c->method);
-  free(c->target);
+  if (c->target != c->target_small) free(c->target);
   free(c->progress_token);
   free(c->client_capabilities_json);
   free(c->client_info_json);
@@ -1313,21 +1313,25 @@ void call_set_outcome(call *c, call_outcome o) { c->outcome = (unsigned char)o; 
 bool call_observed(const call *c) { return c->observed; }
 
 /* The name a call is about: what metrics label it with and traces name
- * its span after. */
-static char *target_of(const char *method, const json_value *params) {
+ * its span after; in c->target_small when it fits (no allocation). */
+static char *target_of(call *c, const char *method, const json_value *params) {
   const char *key = NULL;
   if (!strcmp(method, "tools/call") || !strcmp(method, "prompts/get")) key = "name";
   else if (!strcmp(method, "resources/read")) key = "uri";
   if (!key) return NULL;
   const json_value *v = json_object_get(params, key);
   if (!v || v->type != JSON_STRING) return NULL;
+  if (v->len < sizeof c->target_small && !memchr(v->u.string, '\0', v->len)) {
+    memcpy(c->target_small, v->u.string, v->len + 1);
+    return c->target_small;
+  }
   return strndup(v->u.string, v->len);
 }
 
 void observe_call_started(call *c, const json_value *params) {
   server *srv = c->session->server;
   c->observed = true;
-  c->target = target_of(c->method, params);
+  c->target = target_of(c, c->method, params);
   c->started_ns = observe_now_ns();
   c->observed_params = params;
   for (int i = 0; i < srv->observer_count; i++)

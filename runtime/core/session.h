@@ -132,7 +132,8 @@ struct call {
   void *transport_data; /* HTTP: the exchange this call answers on */
   /* Observation (observe.h), filled only while the server has observers:
    * the target's name (owned), when it started, how its answer counts. */
-  char *target;
+  char *target;         /* target_small, or allocated when longer */
+  char target_small[48];
   const json_value *observed_params; /* only while observers hear of its start */
   uint64_t started_ns;
   unsigned char outcome; /* a call_outcome */
