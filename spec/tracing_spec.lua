@@ -294,6 +294,13 @@ describe("traces", function()
       assert.are.equal("none", structured(proc:call_tool("trace_id", EMPTY)).trace_id)
       assert.are.equal(GIVEN_TRACE, structured(proc:call_tool("trace_id", EMPTY, { traceparent = GIVEN })).trace_id)
     end)
+
+    it("OTEL_SDK_DISABLED=true turns them off whatever the endpoint", function()
+      proc = client.spawn({ "run", FIXTURE }, { env = otel_env(receiver.base, { "OTEL_SDK_DISABLED=true" }) })
+      proc:initialize("2025-11-25")
+      assert.are.equal("none", structured(proc:call_tool("trace_id", EMPTY)).trace_id)
+      assert.is_nil(proc.stderr:find("traces: exporting", 1, true), proc.stderr)
+    end)
   end)
 
   describe("a collector that does not answer", function()
