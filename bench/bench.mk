@@ -23,6 +23,10 @@
 #   make bench-cross    the small-call figures (start-up, stdio, HTTP) of the
 #                       native builds and build/linux-arm64/luamcp under qemu
 #                       side by side (bench/cross.sh; about a minute).
+#   make bench-metrics  only what counting metrics costs a small call
+#                       (bench/metrics.sh): on (the default) vs --metrics off,
+#                       alternating in the same run, stdio and HTTP, the
+#                       ratio (QUICK=1: under a minute).
 #   make bench-scale    only the scale-out figures (bench/scale.sh): a 1 ms
 #                       CPU-bound tool, 1 vs 2 workers, nginx in front of
 #                       luamcp and of the TypeScript SDK v2; and 6 calls of
@@ -51,7 +55,7 @@ BENCH_SMOKE_HTTP_PATH ?= /mcp
 # auto: stdio, and HTTP once `$(LUAMCP) --help` lists --http; or "stdio http"
 BENCH_SMOKE_TRANSPORTS ?= auto
 
-.PHONY: bench bench-smoke bench-build bench-cross
+.PHONY: bench bench-smoke bench-build bench-cross bench-metrics
 
 bench-build: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luafloor $(BENCH_DIR)/echo $(BENCH_DIR)/httpecho
 
@@ -79,6 +83,10 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/redis.lua '$(LUAMCP)' '$(BENCH_OUT)'
 	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+
+bench-metrics: $(BENCH_DIR)/loadclient
+	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 
 bench-cross: $(BENCH_DIR)/loadclient
 	bash bench/cross.sh

@@ -90,6 +90,12 @@ M.store = core.store
 --- nil, message, code (lua/mcp/http.lua).
 M.http = require "mcp.http"
 
+--- A tool's own Prometheus metrics, exported at /metrics with luamcp's:
+--- mcp.metrics.counter(name, help) -> :inc(n?, labels?), and
+--- mcp.metrics.histogram(name, help, buckets?) -> :observe(v, labels?)
+--- (lua/mcp/metrics.lua).
+M.metrics = require "mcp.metrics"
+
 local function check_type(def, field, expected, optional, level)
   local v = def[field]
   if v == nil and optional then return end

@@ -717,6 +717,48 @@ function mcp.http.get(url, opts) end
 ---@return mcp.HttpFailure? code
 function mcp.http.post(url, opts) end
 
+---A tool's own Prometheus metrics, exported at /metrics with luamcp's
+---(README "Operating it"). They live in the process: a reload that defines
+---the same name again keeps counting. A metric keeps at most 100 label
+---sets; past them inc and observe return nil and a message.
+mcp.metrics = {}
+
+---@class mcp.metrics.Counter
+---@field name string
+local Counter = {}
+
+---Add n (default 1, never negative) to the series of these labels.
+---@param n? number
+---@param labels? table<string, string|number|boolean>
+---@return true? ok
+---@return string? message when the metric has its 100 label sets already
+function Counter:inc(n, labels) end
+
+---@class mcp.metrics.Histogram
+---@field name string
+local Histogram = {}
+
+---Count v in its bucket of the series of these labels.
+---@param v number
+---@param labels? table<string, string|number|boolean>
+---@return true? ok
+---@return string? message when the metric has its 100 label sets already
+function Histogram:observe(v, labels) end
+
+---A counter (a total that only goes up). name: [a-zA-Z_:][a-zA-Z0-9_:]*,
+---not beginning with luamcp_.
+---@param name string
+---@param help? string
+---@return mcp.metrics.Counter
+function mcp.metrics.counter(name, help) end
+
+---A histogram; buckets: increasing upper bounds (default 0.005 ... 10).
+---@param name string
+---@param help? string
+---@param buckets? number[]
+---@return mcp.metrics.Histogram
+function mcp.metrics.histogram(name, help, buckets) end
+
 ---The files that ship with the scripts: from the script folder under
 ---`luamcp run`, from the program itself once built with `luamcp build`.
 ---Names are relative to the folder, with "/" between parts; a name with an
@@ -813,6 +855,7 @@ function mcp.bundle.list(dir) end
 ---@field task_id string? the MCP task id, when the call runs as a task
 ---@field features mcp.Features
 ---@field cancelled boolean true once the request was cancelled or answered
+---@field trace_id string? the request's W3C trace id (32 hex digits): its span's when traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT), else the one its traceparent named (params._meta or the HTTP header); nil when neither
 ---@field auth mcp.Auth? who is calling (a verified OAuth token), read-only; nil when nobody is authenticated (stdio, no --auth-issuer). Never the token itself
 local Context = {}
 

@@ -25,6 +25,7 @@
 #include "core/luamcp_limits.h"
 #include "core/strmap.h"
 #include "os/signals.h"
+#include "core/trace.h"
 
 typedef struct vm vm;
 typedef struct task task;
@@ -162,6 +163,10 @@ struct task {
    * the scopes checks, and what the call's MCP task keeps when the call
    * is gone. */
   auth_identity *identity;
+  /* root: the request's server span (app/otel.h), parent of the spans of
+   * what it does; not set while traces are off. */
+  trace_ids trace;
+  struct otel_span *client_span; /* TASK_WAIT_CLIENT: the span of our request to the client, or NULL */
 };
 
 /* A directory watched for script changes (luamcp dev). Owner: the app. */

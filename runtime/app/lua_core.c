@@ -18,6 +18,7 @@
 #include "app/lua_json.h"
 #include "app/app.h"
 #include "app/lua_core.h"
+#include "app/metrics.h"
 #include "app/lua_exec.h"
 #include "app/lua_http.h"
 #include "app/lua_fs.h"
@@ -285,6 +286,8 @@ int luaopen_mcp_core(lua_State *L) {
       {"exec", lua_exec},
       {"http_request", lua_http_request},
       {"rpc_error", core_rpc_error},
+      {"metric_define", metrics_lua_define},
+      {"metric_add", metrics_lua_add},
       {"is_rpc_error", core_is_rpc_error},
       {"broadcast", core_broadcast},
       {"resource_updated", core_resource_updated},

@@ -20,6 +20,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
+#include "app/otel.h"
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
 #include "os/proc.h"
@@ -61,9 +62,33 @@ typedef struct exec_op {
   uv_write_t write_req;
   uv_shutdown_t shutdown_req;
   struct exec_op *next, *prev;
+  otel_span *span; /* its client span (traces on), until the process is reaped or abandoned */
 } exec_op;
 
+/* The child's span ends: exited (with its code or signal), or abandoned
+ * (its task went away, or it never started: error_type). */
+static void end_span(exec_op *op, const char *error_type, const char *message) {
+  otel_span *s = op->span;
+  op->span = NULL;
+  if (op->exited) otel_attr_int(s, "process.exit.code", op->exit_status);
+  if (op->term_signal) otel_attr_int(s, "luamcp.exec.signal", op->term_signal);
+  if (!error_type && op->timed_out) error_type = "timeout";
+  else if (!error_type && (op->exit_status != 0 || op->term_signal)) error_type = "exit_status";
+  if (error_type) otel_span_fail(s, error_type, message);
+  otel_span_end(s);
+}
+
+static void start_span(exec_op *op, const task *t, const char *file) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  char name[96];
+  snprintf(name, sizeof name, "exec %s", base);
+  op->span = otel_span_start(name, OTEL_KIND_CLIENT, &t->root->trace);
+  otel_attr_str(op->span, "process.executable.name", base);
+}
+
 static void op_release(exec_op *op) {
+  if (op->span) end_span(op, "cancelled", NULL);
   vm *v = op->vm;
   if (v) {
     if (op->prev) op->prev->next = op->next;
@@ -101,6 +126,7 @@ static void close_handle(exec_op *op, uv_handle_t *h) {
 static void maybe_finish(exec_op *op) {
   if (op->finished || !op->exited || !op->out_eof || !op->err_eof) return;
   op->finished = true;
+  if (op->span) end_span(op, NULL, NULL);
   uv_timer_stop(&op->timer);
   os_proc_release(&op->process);
   close_handle(op, (uv_handle_t *)&op->process);
@@ -374,8 +400,11 @@ int lua_exec(lua_State *L) {
   };
   /* Its own process group, killed as one, and killed with the server
    * whatever ends it (SIGKILL included): see os/proc.h. */
+  if (otel_on && t->root->trace.set) start_span(op, t, argv[0]);
   int rc = os_proc_spawn(loop, &op->process, &options);
   free(cwd);
+  if (op->span && rc == 0) otel_attr_int(op->span, "process.pid", op->process.pid);
+  if (op->span && rc != 0) end_span(op, uv_err_name(rc), uv_strerror(rc));
   op->next = v->execs;
   if (op->next) op->next->prev = op;
   v->execs = op;

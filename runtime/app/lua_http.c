@@ -43,6 +43,7 @@
 #include "core/luamcp_limits.h"
 #include "core/log.h"
 #include "app/app.h"
+#include "app/otel.h"
 #include "app/curl_lib.h"
 #include "app/curl_loop.h"
 #include "app/lua_http.h"
@@ -99,6 +100,7 @@ typedef struct http_op {
   http_chunk *chunks, *chunks_tail;
   struct http_op *next, *prev;   /* the vm's list */
   struct http_op *woken_next;    /* H.woken */
+  otel_span *span;               /* its client span (traces on), ended when the op is freed */
 } http_op;
 
 static void unwake(http_op *op) {
@@ -135,7 +137,10 @@ static void detach_easy(http_op *op) {
   op->headers = NULL;
 }
 
+static void end_span(http_op *op);
+
 static void op_free(http_op *op) {
+  if (op->span) end_span(op); /* before the easy handle goes: it reads the status */
   unwake(op);
   detach_easy(op);
   vm *v = op->vm;
@@ -258,6 +263,47 @@ static const char *failure_code(const http_op *op) {
     case CURLE_SSL_SHUTDOWN_FAILED: return "tls";
     default: return "protocol";
   }
+}
+
+/* The request's client span (the HTTP semantic conventions) ends with
+ * the op: cancelled, failed, or with the upstream's status. */
+static void end_span(http_op *op) {
+  otel_span *s = op->span;
+  op->span = NULL;
+  long status = 0;
+  if (op->finished && op->result == CURLE_OK && op->transfer.easy)
+    H.api->easy_getinfo(op->transfer.easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status) otel_attr_int(s, "http.response.status_code", status);
+  if (!op->finished) otel_span_fail(s, "cancelled", NULL);
+  else if (op->result != CURLE_OK || op->too_large) otel_span_fail(s, failure_code(op), H.api->easy_strerror(op->result));
+  else if (status >= 500) {
+    char code[24];
+    snprintf(code, sizeof code, "%ld", status);
+    otel_span_fail(s, code, NULL);
+  }
+  otel_span_end(s);
+}
+
+/* A client span for the request under the call's, and its traceparent
+ * header for the upstream (unless the script gave its own); false when
+ * out of memory. */
+static bool start_span(lua_State *L, http_op *op, const task *t, const char *method, const char *url) {
+  op->span = otel_span_start(method ? method : "GET", OTEL_KIND_CLIENT, &t->root->trace);
+  otel_attr_str(op->span, "http.request.method", method ? method : "GET");
+  otel_attr_str(op->span, "url.full", url);
+  int top = lua_gettop(L);
+  lua_getfield(L, 1, "headers");
+  bool own = lua_istable(L, -1) && lua_getfield(L, -1, "traceparent") != LUA_TNIL;
+  lua_settop(L, top);
+  if (own) return true;
+  otel_ids ids;
+  otel_span_ids(op->span, &ids);
+  char line[32 + TRACEPARENT_LEN] = "traceparent: ";
+  otel_traceparent(&ids, line + strlen(line));
+  struct curl_slist *grown = H.api->slist_append(op->headers, line);
+  if (!grown) return false;
+  op->headers = grown;
+  return true;
 }
 
 /* "Name: value" lines of the last response into a table of lower-case
@@ -719,7 +765,6 @@ int lua_http_request(lua_State *L) {
   H.api->easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   H.api->easy_setopt(e, CURLOPT_HEADERDATA, op);
   H.api->easy_setopt(e, CURLOPT_USERAGENT, "luamcp");
-  if (headers) H.api->easy_setopt(e, CURLOPT_HTTPHEADER, headers);
   if (ca_file) H.api->easy_setopt(e, CURLOPT_CAINFO, ca_file); /* curl copies string options */
   if (insecure) {
     H.api->easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -738,7 +783,13 @@ int lua_http_request(lua_State *L) {
   }
   if (method) H.api->easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
   if (method && strcmp(method, "HEAD") == 0) H.api->easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (otel_on && t->root->trace.set && !start_span(L, op, t, method, url)) {
+    op->vm = NULL; /* not in the vm's list yet */
+    op_free(op);
+    return luaL_error(L, "mcp.http: out of memory");
+  }
 
+  if (op->headers) H.api->easy_setopt(e, CURLOPT_HTTPHEADER, op->headers); /* traceparent added */
   op->next = v->https;
   if (op->next) op->next->prev = op;
   v->https = op;

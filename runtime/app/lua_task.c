@@ -28,7 +28,9 @@
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
+#include "core/observe.h"
 #include "core/protocol.h"
+#include "app/otel.h"
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
@@ -154,6 +156,8 @@ static void cancel_client_request(task *t) {
   }
 }
 
+static void end_client_span(task *t, const char *error_type);
+
 /* Disarm whatever the task waits for, so nothing resumes it. */
 static void stop_waiting(task *t) {
   switch (t->wait) {
@@ -161,6 +165,7 @@ static void stop_waiting(task *t) {
     case TASK_WAIT_CLIENT:
       uv_timer_stop(&t->timer);
       cancel_client_request(t);
+      if (t->client_span) end_client_span(t, "cancelled");
       break;
     case TASK_WAIT_OP:
       if (t->wait_op) t->wait_op->cancel(t->wait_op);
@@ -546,6 +551,7 @@ static void answer_problem(task *t, const char *what, const char *detail) {
   buf text = BUF_INIT;
   buf_printf(&text, "%s%s", what, detail);
   if (strcmp(answer_method(t), "tools/call") == 0) {
+    if (t->call && t->call->outcome == CALL_OK) call_set_outcome(t->call, CALL_TOOL_ERROR);
     buf result = BUF_INIT;
     buf_puts(&result, "{\"content\":[{\"type\":\"text\",\"text\":");
     json_write_string(&result, text.data, text.len);
@@ -562,6 +568,7 @@ static void answer_problem(task *t, const char *what, const char *detail) {
  * stop everything it started. */
 static void answer_timeout(task *t) {
   if (has_destination(t)) {
+    if (t->call) call_set_outcome(t->call, CALL_TIMEOUT);
     char limit[96];
     snprintf(limit, sizeof limit, "%d ms", t->timeout_ms);
     char subject[160];
@@ -600,6 +607,13 @@ static void finish_root(task *t, int status, bool stray_yield) {
     static chain out;
     chain_clear(&out);
     char err[200];
+    if (t->call && t->tool && call_observed(t->call) && lua_type(co, -1) == LUA_TTABLE) {
+      /* Counted apart: a tool that answered with isError. */
+      lua_pushliteral(co, "isError"); /* raw: a result's metatable must not run here */
+      if (lua_rawget(co, -2) == LUA_TBOOLEAN && lua_toboolean(co, -1))
+        call_set_outcome(t->call, CALL_TOOL_ERROR);
+      lua_pop(co, 1);
+    }
     if (ljson_encode_chain(co, -1, &out, err, sizeof err)) {
       if (out.count) out.lease = lease_new(t->vm, co);
       if (out.count && !out.lease) {
@@ -662,6 +676,15 @@ static void on_deadline(uv_timer_t *timer) {
   answer_timeout(t);
 }
 
+/* --log-format json: lines logged while t runs name its request. */
+static void log_context_of(const task *t) {
+  const task *root = t->root ? t->root : t;
+  const call *c = root->call;
+  const char *tool = root->tool;
+  if (!tool && c && strcmp(c->method, "tools/call") == 0) tool = call_target(c); /* before the entry sets root->tool */
+  log_set_context(c ? c->session->name : NULL, c ? c->id.raw : NULL, tool, NULL);
+}
+
 void task_resume(task *t, int nargs) {
   vm *v = t->vm;
   if (v->srv->nested_poll > 0) {
@@ -676,7 +699,12 @@ void task_resume(task *t, int nargs) {
   lua_State *outer_thread = NULL;
   if (outer) outer_thread = watchdog_switch(t->co);
   else watchdog_enter(t->co, t->root->deadline_ns);
+  if (log_json()) log_context_of(t);
   int status = lua_resume(t->co, v->L, nargs, &nres);
+  if (log_json()) {
+    if (outer) log_context_of(outer);
+    else log_set_context(NULL, NULL, NULL, NULL);
+  }
   if (outer) watchdog_switch(outer_thread);
   else watchdog_leave();
   t->running = false;
@@ -1077,6 +1105,7 @@ void task_start_call(vm *v, call *c, const json_value *params) {
   t->call = c;
   t->identity = auth_identity_ref(c->identity);
   t->params_bytes = params ? params->src_len : 0;
+  if (otel_on && c->trace_span) otel_span_ids(c->trace_span, &t->trace);
   c->app_data = t;
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
@@ -1244,8 +1273,43 @@ int task_lua_spawn(lua_State *L) {
  * to wait in the deferred queue after its message was freed. */
 enum { REPLY_RESULT = 1, REPLY_ERROR, REPLY_SESSION_ENDED, REPLY_TIMEOUT };
 
+/* The span of a request to the client ends (error_type NULL: answered). */
+static void end_client_span(task *t, const char *error_type) {
+  otel_span *s = t->client_span;
+  t->client_span = NULL;
+  if (error_type) otel_span_fail(s, error_type, NULL);
+  otel_span_end(s);
+}
+
+/* A request to the client, as a client span under the call's (the
+ * semantic conventions' "server initiates the operation"). */
+static void start_client_span(task *t, session *s, const char *method) {
+  t->client_span = otel_span_start(method, OTEL_KIND_CLIENT, &t->root->trace);
+  otel_attr_str(t->client_span, "mcp.method.name", method);
+  otel_attr_str(t->client_span, "mcp.session.id", s->name);
+}
+
+/* params (a JSON object with no _meta of its own) with _meta.traceparent
+ * naming the client span: the client's work joins the trace. */
+static void add_traceparent(task *t, buf *params) {
+  if (params->len < 2 || params->data[0] != '{') return;
+  otel_ids ids;
+  otel_span_ids(t->client_span, &ids);
+  char tp[TRACEPARENT_LEN + 1];
+  otel_traceparent(&ids, tp);
+  buf out = BUF_INIT;
+  buf_printf(&out, "{\"_meta\":{\"traceparent\":\"%s\"}", tp);
+  if (params->len > 2) buf_putc(&out, ',');
+  buf_append(&out, params->data + 1, params->len - 1);
+  buf_free(params);
+  *params = out;
+}
+
 static void resume_client_wait(task *t, int how, const json_value *value) {
   t->client_session = NULL;
+  if (t->client_span) end_client_span(t, how == REPLY_RESULT ? NULL : how == REPLY_ERROR ? "client_error"
+                                                                    : how == REPLY_TIMEOUT ? "timeout"
+                                                                                           : "session_ended");
   uv_timer_stop(&t->timer);
   lua_pushinteger(t->co, how);
   if (value) {
@@ -1348,11 +1412,16 @@ static int ctx_request(lua_State *L) {
     buf_free(&params);
     return luaL_error(L, "%s: %s", method, err);
   }
+  if (otel_on && t->root->trace.set) {
+    start_client_span(t, c->session, method);
+    if (lua_getfield(L, 3, "_meta") == LUA_TNIL) add_traceparent(t, &params);
+  }
   lua_settop(L, 2);
   t->client_session = c->session;
   t->wait = TASK_WAIT_CLIENT;
   t->client_request_id = session_request(c->session, c, method, params.data, params.len, on_client_reply, t);
   buf_free(&params);
+  if (t->client_span) otel_attr_int(t->client_span, "jsonrpc.request.id", t->client_request_id);
   if (!t->timer_initialized) {
     uv_timer_init(t->vm->loop, &t->timer);
     t->timer_initialized = true;
@@ -1802,6 +1871,35 @@ static int ctx_principal(lua_State *L) {
   return 1;
 }
 
+/* ctx.trace_id: the trace of the request's span; with traces off, the
+ * trace the request named (params._meta's traceparent, else the HTTP
+ * header), read only when asked; else nil. */
+static int push_trace_id(lua_State *L, const task *root) {
+  char hex[TRACE_ID_HEX + 1];
+  if (root->trace.set) {
+    trace_hex(root->trace.trace_id, TRACE_ID_BYTES, hex);
+    lua_pushstring(L, hex);
+    return 1;
+  }
+  trace_context given;
+  size_t len = 0;
+  lua_getiuservalue(L, 1, 1); /* ctx.meta */
+  const char *tp = lua_istable(L, -1) && lua_getfield(L, -1, "traceparent") == LUA_TSTRING ? lua_tolstring(L, -1, &len)
+                                                                                           : NULL;
+  call *c = root->call;
+  if (!tp && c && c->session->transport && c->session->transport->request_header) {
+    tp = c->session->transport->request_header(c->session, c->transport_data, "traceparent");
+    len = tp ? strlen(tp) : 0;
+  }
+  if (!tp || !trace_parse_traceparent(tp, len, &given)) {
+    lua_pushnil(L);
+    return 1;
+  }
+  trace_hex(given.trace_id, TRACE_ID_BYTES, hex);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
 static int ctx_index(lua_State *L) {
   ctx_handle *h = check_ctx(L);
   const char *key = luaL_checkstring(L, 2);
@@ -1839,6 +1937,7 @@ static int ctx_index(lua_State *L) {
   }
   if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);
   if (strcmp(key, "auth") == 0) return push_auth(L, h->task->root);
+  if (strcmp(key, "trace_id") == 0) return push_trace_id(L, h->task->root);
   if (strcmp(key, "features") == 0) {
     /* What the request's protocol version offers (from the one table),
      * made on first use and kept: the library reads it on every call. */

@@ -16,6 +16,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "app/lua_bundle.h"
+#include "app/metrics.h"
 #include "app/lua_core.h"
 #include "app/lua_exec.h"
 #include "app/lua_http.h"
@@ -358,7 +359,7 @@ static int print_to_log(lua_State *L) {
   luaL_pushresult(&b);
   size_t len;
   const char *text = lua_tolstring(L, -1, &len);
-  log_raw(text, len);
+  log_print(text, len);
   return 0;
 }
 
@@ -772,6 +773,7 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   lua_atpanic(L, vm_panic);
   *(task **)lua_getextraspace(L) = NULL; /* copied into every new thread */
   luaL_openlibs(L);
+  metrics_watch_gc(L);
   /* string.find/match/gmatch/gsub that a deadline can stop. */
   lua_getglobal(L, "string");
   lua_pattern_install(L, task_interrupt_point);
@@ -860,6 +862,7 @@ void vm_free(vm *v) {
   lua_exec_kill_all(v);
   lua_http_abort_all(v);
   task_orphan_leases(v);
+  metrics_unwatch_gc(v->L);
   if (v->L) lua_close(v->L);
   lua_schema_forget_tools(v);
   free(v->path);

@@ -28,8 +28,10 @@
 #include "core/server.h"
 #include "core/state_token.h"
 #include "transport/stdio_transport.h"
+#include "app/metrics.h"
 #include "transport/worker_ipc.h"
 #include "cli/version.h"
+#include "app/otel.h"
 #include "app/confine.h"
 #include "os/proc.h"
 #include "os/self.h"
@@ -71,6 +73,9 @@ typedef struct runtime {
   bool stopping;
   int exit_code;
   char where[600]; /* the start line's "over HTTP at ..." (a worker writes it when told) */
+  http_observe_hooks observe; /* what /metrics and /readyz report */
+  http_observe_hooks observe_all; /* the same, with the other workers' figures (--metrics under --workers) */
+  observe_listener *metrics;  /* --metrics, or NULL */
 } runtime;
 
 static const char *self_path(char *out, size_t n) {
@@ -133,6 +138,13 @@ static void usage_options(FILE *to, bool bundled) {
           "                              until they send logging/setLevel (default: info)\n"
           "  --trace FILE                write every message in and out, with direction and time,\n"
           "                              to FILE (\"-\" for stderr)\n"
+          "  --log-format FORMAT         text (the default) or json: one JSON object per line on\n"
+          "                              stderr (time, level, message, and tool, request id,\n"
+          "                              session when known)\n"
+          "  --metrics [HOST:]PORT       serve /metrics (Prometheus), /healthz and /readyz on a\n"
+          "                              listener of their own, without auth (HOST default\n"
+          "                              127.0.0.1); over HTTP they are on the MCP port too;\n"
+          "                              --metrics off: count nothing, no /metrics\n"
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
           "                              (default: all in one page)\n"
@@ -290,6 +302,12 @@ typedef struct run_options {
   int worker_port;   /* --worker-port PORT: the port the supervisor reserved (internal) */
   int drain_time_s;  /* --drain-time SECONDS */
   const char *node;  /* --node NAME */
+  /* --metrics [HOST:]PORT: the operator's listener (http_observe.c);
+   * --metrics off: no counting at all, and no /metrics. */
+  bool metrics;
+  bool metrics_off;
+  char metrics_host[256];
+  int metrics_port;
   http_options http_opts;
   auth_flags auth;   /* --auth-*: over mcp.server{auth}, field by field */
   const char *allow_hosts[MAX_ALLOWED];
@@ -371,6 +389,25 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
                              o->http_opts.path, sizeof o->http_opts.path, err, sizeof err))
         fail_usage("%s", err);
       o->http = true;
+      i++;
+    } else if (strcmp(a, "--metrics") == 0) {
+      char err[300], path[256];
+      if (!value) fail_usage("%s needs [HOST:]PORT or off", a);
+      o->metrics = o->metrics_off = false;
+      if (strcmp(value, "off") == 0) {
+        o->metrics_off = true;
+        i++;
+        continue;
+      }
+      if (!http_parse_listen(value, o->metrics_host, sizeof o->metrics_host, &o->metrics_port, path, sizeof path, err,
+                             sizeof err))
+        fail_usage("--metrics: %s", err);
+      o->metrics = true;
+      i++;
+    } else if (strcmp(a, "--log-format") == 0) {
+      if (!value || (strcmp(value, "text") != 0 && strcmp(value, "json") != 0))
+        fail_usage("%s needs text or json", a);
+      log_set_json(strcmp(value, "json") == 0);
       i++;
     } else if (strcmp(a, "--drain-time") == 0) {
       o->drain_time_s = (int)parse_count(a, value, 0);
@@ -499,6 +536,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
 /* ---- Shutdown -------------------------------------------------------- */
 
 static void stop_loop(runtime *rt) {
+  observe_close(rt->metrics);
+  rt->metrics = NULL;
   /* The server (and the workers' pipe) goes: the bus has no way out now. */
   if (rt->http && !rt->redis) bus_set_transport(rt->bus, NULL);
   if (rt->http) http_stop(rt->http);
@@ -639,6 +678,29 @@ static void on_log_check(uv_check_t *h) {
     uv_timer_start(&rt->log_retry, on_log_retry, LOG_RETRY_MS, 0);
 }
 
+/* /metrics: the app's figures (the HTTP server adds its own). */
+static void observe_metrics(void *arg, buf *out) {
+  (void)arg;
+  metrics_format(out);
+}
+
+/* /metrics of every worker (--metrics under --workers). */
+static void observe_metrics_all(void *arg, buf *out) {
+  runtime *rt = arg;
+  if (rt->http) http_metrics_all(rt->http, out);
+  else metrics_format(out);
+}
+
+/* /readyz: scripts loaded, Redis reachable when configured, not draining. */
+static bool observe_ready(void *arg, const char **why) {
+  runtime *rt = arg;
+  if (rt->draining || rt->stopping) *why = "draining";
+  else if (!rt->app.current) *why = "the scripts are not loaded";
+  else if (rt->redis && !redis_ready(rt->redis, why)) *why = "redis is not reachable";
+  else return true;
+  return false;
+}
+
 /* luamcp run (watch false) and luamcp dev (watch true). */
 static int serve(int argc, char **argv, bool watch) {
   if (!bundle_self()) help_command = watch ? "luamcp dev --help" : "luamcp run --help";
@@ -702,6 +764,10 @@ static int serve(int argc, char **argv, bool watch) {
   uv_unref((uv_handle_t *)&rt->log_retry);
   o.server.one_client = !o.http; /* stdio: its one session is every client */
   server_init(&rt->srv, &o.server, &VM_APP_OPS, &rt->app);
+  {
+    char why[300];
+    if (!otel_start(rt->loop, &rt->srv, why, sizeof why)) log_write(LOG_WARNING, "traces are off: %s", why);
+  }
   build_unset_unfilled_settings(); /* before the scripts' first os.getenv */
   buf err = BUF_INIT;
   while (!app_start(&rt->app, &rt->srv, rt->loop, o.path, bundle_self(), watch, &err)) {
@@ -722,6 +788,13 @@ static int serve(int argc, char **argv, bool watch) {
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
+  rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
+  rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
+  /* Counting is on unless --metrics off: it costs a small call about 1 %
+   * (bench/results/2026-11-26-metrics.md), and mcp.metrics needs it. */
+  if (!o.metrics_off) metrics_start(&rt->srv, &rt->app, o.worker_index);
+  o.http_opts.observe = &rt->observe;
+  o.http_opts.metrics_on_mcp_port = !o.metrics_off;
   if (o.redis_url) {
     char why[400];
     if (!o.redis_env && strncmp(o.redis_url, "redis://", 8) == 0 && strchr(o.redis_url, '@') && !o.worker_index)
@@ -745,7 +818,7 @@ static int serve(int argc, char **argv, bool watch) {
   {
     /* luamcp's own fetches (the OAuth server's metadata, JWKS,
      * introspection) run under the same kernel rules as the scripts. */
-    unsigned own_ports[3];
+    unsigned own_ports[4];
     size_t own_port_count = 0;
     if (o.http) {
       app_description d;
@@ -753,6 +826,7 @@ static int serve(int argc, char **argv, bool watch) {
       rt->srv.app->describe(rt->srv.app_data, &d);
       own_port_count = auth_setup_ports(&o.auth, d.auth_json, own_ports, 3);
     }
+    if (otel_collector_port()) own_ports[own_port_count++] = otel_collector_port(); /* the OTLP collector */
     confine_process(rt->app.current, own_ports, own_port_count);
   }
 
@@ -806,11 +880,24 @@ static int serve(int argc, char **argv, bool watch) {
     stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
     start_line_write(rt->app.current, "on stdio", false);
   }
+  if (o.metrics && o.worker_index <= 1) {
+    /* Under --workers, worker 1 serves it, with every worker's figures. */
+    char err_text[400];
+    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
+    if (!rt->metrics) {
+      fprintf(stderr, "luamcp: %s\n", err_text);
+      return 1;
+    }
+    log_write(LOG_INFO, "metrics at http://%s%s%s:%d/metrics", strchr(o.metrics_host, ':') ? "[" : "", o.metrics_host,
+              strchr(o.metrics_host, ':') ? "]" : "", observe_bound_port(rt->metrics));
+  }
   uv_run(rt->loop, UV_RUN_DEFAULT);
 
   /* Release everything so leak checkers see a clean exit. */
   if (!rt->http) session_free(rt->stdio.session);
   app_stop(&rt->app);
+  otel_flush(); /* the last spans (a stdio server's, say) */
+  otel_stop();
   redis_link_close(rt->redis); /* after the tasks: their replies are dropped */
   auth_setup_free(&rt->auth);   /* after the server: no connection waits on it */
   bus_free(rt->bus);

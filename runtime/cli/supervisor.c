@@ -140,8 +140,9 @@ static void on_bus_written(uv_write_t *req, int status) {
   free(bw);
 }
 
-/* A bus message from `from`: to every other worker that serves. */
-static void relay_bus(worker_slot *from, const char *payload, size_t len) {
+/* A bus message (or a worker's metrics) from `from`: to every other
+ * worker that serves. */
+static void relay_bus(worker_slot *from, worker_frame_type type, const char *payload, size_t len) {
   supervisor *s = from->sup;
   for (int i = 0; i < s->opts->workers; i++) {
     worker_slot *to = &s->workers[i];
@@ -154,7 +155,7 @@ static void relay_bus(worker_slot *from, const char *payload, size_t len) {
     }
     to->bus_behind = false;
     bus_write *bw = calloc(1, sizeof *bw);
-    worker_frame_write(&bw->frame, WORKER_BUS, 0, from->index, payload, len);
+    worker_frame_write(&bw->frame, type, 0, from->index, payload, len);
     uv_buf_t b = uv_buf_init(bw->frame.data, (unsigned)bw->frame.len);
     if (uv_write(&bw->req, (uv_stream_t *)&to->pipe, &b, 1, on_bus_written) < 0) {
       buf_free(&bw->frame);
@@ -231,7 +232,7 @@ static void on_pipe_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   while (worker_frame_next(&w->in, &off, &head, &payload, &bad)) {
     if (head.type == WORKER_READY) on_ready(w);
     else if (head.type == WORKER_HANDOVER) relay_connection(w, &head, payload);
-    else if (head.type == WORKER_BUS) relay_bus(w, payload, head.len);
+    else if (head.type == WORKER_BUS || head.type == WORKER_METRICS) relay_bus(w, (worker_frame_type)head.type, payload, head.len);
   }
   if (bad) {
     log_write(LOG_ERROR, "worker %d sent a frame that is not one of ours; stopping it", w->index);

@@ -22,6 +22,9 @@ static int stderr_level = LOG_INFO;
 static bool use_color;
 /* Which process of several wrote a line ("w2" under --workers); "" alone. */
 static char process_tag[16];
+static bool json_lines; /* --log-format json */
+/* What the loop is running now, for JSON lines: see log_set_context. */
+static char context_session[64], context_request[128], context_tool[128], context_trace[40];
 static FILE *trace_file;
 static bool trace_to_stderr;
 static bool trace_pretty; /* the trace goes to a terminal: indented JSON */
@@ -107,6 +110,73 @@ static void timestamp(char *out, size_t n) {
   snprintf(out + k, n - k, ".%03dZ", (int)(tv.tv_usec / 1000));
 }
 
+void log_set_json(bool on) { json_lines = on; }
+bool log_json(void) { return json_lines; }
+
+void log_set_context(const char *session, const char *request_id, const char *tool, const char *trace_id) {
+  snprintf(context_session, sizeof context_session, "%s", session ? session : "");
+  snprintf(context_request, sizeof context_request, "%s", request_id ? request_id : "");
+  snprintf(context_tool, sizeof context_tool, "%s", tool ? tool : "");
+  snprintf(context_trace, sizeof context_trace, "%s", trace_id ? trace_id : "");
+}
+
+/* fmt and ap as text in line. */
+static void format_into(buf *line, const char *fmt, va_list ap) {
+  char small[512];
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  if (n >= 0 && (size_t)n < sizeof small) {
+    buf_append(line, small, (size_t)n);
+  } else if (n > 0) {
+    char *big = malloc((size_t)n + 1);
+    if (big) {
+      vsnprintf(big, (size_t)n + 1, fmt, again);
+      buf_append(line, big, (size_t)n);
+      free(big);
+    }
+  }
+  va_end(again);
+}
+
+static void json_field(buf *line, const char *key, const char *value) {
+  if (!value || !*value) return;
+  buf_printf(line, ",\"%s\":", key);
+  json_write_string(line, value, strlen(value));
+}
+
+/* One JSON object per line: {"time","level","message"[,"worker","session",
+ * "request_id","tool","trace_id"]}. The request id is its JSON text
+ * (a number or a string's quotes), so it goes in as a string. */
+static void write_json_line(int level, const char *when, const char *message, size_t len) {
+  buf line = BUF_INIT;
+  buf_puts(&line, "{\"time\":");
+  json_write_string(&line, when, strlen(when));
+  buf_puts(&line, ",\"level\":");
+  json_write_string(&line, LEVEL_NAMES[level], strlen(LEVEL_NAMES[level]));
+  buf_puts(&line, ",\"message\":");
+  json_write_string(&line, message, len);
+  json_field(&line, "worker", process_tag);
+  json_field(&line, "session", context_session);
+  json_field(&line, "request_id", context_request);
+  json_field(&line, "tool", context_tool);
+  json_field(&line, "trace_id", context_trace);
+  buf_puts(&line, "}\n");
+  log_raw(line.data, line.len);
+  buf_free(&line);
+}
+
+void log_print(const char *text, size_t len) {
+  if (!json_lines) {
+    log_raw(text, len);
+    return;
+  }
+  char when[40];
+  timestamp(when, sizeof when);
+  while (len && text[len - 1] == '\n') len--;
+  write_json_line(LOG_INFO, when, text, len);
+}
+
 void log_write(int level, const char *fmt, ...) {
   if (level > stderr_level) return;
   static const char *const colors[] = {"\x1b[1;31m", "\x1b[1;31m", "\x1b[1;31m", "\x1b[31m",
@@ -114,6 +184,15 @@ void log_write(int level, const char *fmt, ...) {
   char when[40];
   timestamp(when, sizeof when);
   buf line = BUF_INIT;
+  if (json_lines) {
+    va_list ap;
+    va_start(ap, fmt);
+    format_into(&line, fmt, ap);
+    va_end(ap);
+    write_json_line(level, when, line.data ? line.data : "", line.len);
+    buf_free(&line);
+    return;
+  }
   if (use_color) buf_printf(&line, "\x1b[2m%s\x1b[0m %s%s%s%-7s\x1b[0m ", when, process_tag, *process_tag ? " " : "",
                             colors[level], LEVEL_NAMES[level]);
   else buf_printf(&line, "%s luamcp%s%s%s %s: ", when, *process_tag ? "[" : "", process_tag, *process_tag ? "]" : "",

@@ -36,6 +36,15 @@ bool log_color(void);
 /* Whether output to fd should be coloured: fd is a terminal, and NO_COLOR
  * (https://no-color.org) is unset or empty. */
 bool log_color_wanted(int fd);
+/* --log-format json: each line of log_write is one JSON object (time,
+ * level, message, and the context below when set). */
+void log_set_json(bool on);
+bool log_json(void);
+/* The request the loop is running now, named in JSON lines: its session,
+ * JSON-RPC id (JSON text), tool and W3C trace id, each NULL when unknown
+ * (copied, cut at a bounded length). The app sets it before it resumes a
+ * request's Lua and clears it (all NULL) after. */
+void log_set_context(const char *session, const char *request_id, const char *tool, const char *trace_id);
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* While serving, stderr must never block (a client may not read it): call
  * once, after fds 0 and 1 are set up. Lines then wait in a bounded buffer
@@ -47,6 +56,9 @@ void log_flush(void);
  * buffer. */
 void log_raw(const char *text, size_t len);
 bool log_pending(void);
+/* Lua's print: text ending in a newline, as it is (log_raw), or as one
+ * JSON line at level info under --log-format json. */
+void log_print(const char *text, size_t len);
 
 /* --trace: every message in and out, with direction and timestamp, one
  * line each, or indented over several lines when the trace goes to a

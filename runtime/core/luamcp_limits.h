@@ -30,6 +30,18 @@
  * dropped unanswered, as if cancelled at once (MCP forbids reusing a
  * request id within a session, so no later request is mistaken). */
 #define SESSION_EARLY_CANCELS 16
+/* Call observers (observe.h) a server takes: metrics and traces. */
+#define OBSERVE_MAX_OBSERVERS 4
+/* Metrics (app/metrics.c): distinct tools and methods counted by name
+ * (the rest count under "_other"), and series one mcp.metrics metric may
+ * have (a label set beyond it is refused), so a scrape stays bounded. */
+#define METRICS_MAX_TOOLS 256
+/* Under --workers, each worker sends its metrics to the others this
+ * often, so a scrape of any one shows all (at most this old). */
+#define WORKER_METRICS_PUSH_MS 1000
+#define METRICS_MAX_METHODS 64
+#define METRICS_MAX_SERIES 100
+#define METRICS_MAX_USER_METRICS 64
 /* A cancellation that came before its request is remembered only for an
  * id of at most this many bytes of JSON (ids are short; a longer one would
  * make the ring hold megabytes). */
@@ -324,5 +336,30 @@
 #define AUTH_TOKEN_CACHE_MAX_MS (5 * 60 * 1000)
 /* An introspection answer of "not active" is remembered this long. */
 #define AUTH_NEGATIVE_CACHE_MS (30 * 1000)
+
+/* Traces (core/trace.h, app/otel.c). A tracestate is passed on only when
+ * it has at most this many members and bytes (the W3C Trace Context
+ * limits); a longer one is dropped whole, the traceparent kept. */
+#define TRACESTATE_MAX_MEMBERS 32
+#define TRACESTATE_MAX_BYTES 512
+/* The OTLP exporter's batching, the OpenTelemetry defaults
+ * (OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+ * OTEL_BSP_SCHEDULE_DELAY, OTEL_EXPORTER_OTLP_TIMEOUT change them): spans
+ * wait in a queue of at most MAX_QUEUE (past it, new spans are dropped and
+ * counted), and go out MAX_BATCH at a time, when that many wait or every
+ * SCHEDULE_DELAY ms. At most OTEL_MAX_EXPORTS_IN_FLIGHT posts run at once:
+ * a slow collector fills the queue, never the memory. */
+#define OTEL_DEFAULT_MAX_QUEUE 2048
+#define OTEL_DEFAULT_MAX_BATCH 512
+#define OTEL_DEFAULT_SCHEDULE_DELAY_MS 5000
+#define OTEL_DEFAULT_EXPORT_TIMEOUT_MS 10000
+#define OTEL_MAX_EXPORTS_IN_FLIGHT 2
+/* At exit, what waits is sent for at most this long (ms): a stdio server's
+ * last spans are not lost, and a collector that is away delays the exit
+ * by this much at most. */
+#define OTEL_SHUTDOWN_FLUSH_MS 1000
+/* A span's attribute values are cut at this many bytes (a tool name or a
+ * URL from a script could be anything). */
+#define OTEL_MAX_ATTRIBUTE_BYTES 1024
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "core/buf.h"
 #include "core/json.h"
+#include "core/luamcp_limits.h"
 
 /* Sessions and calls are session.h's: the server only lists them. */
 typedef struct session session;
@@ -18,6 +19,8 @@ typedef struct server server;
 /* The MCP tasks the server holds (jobs.h). */
 typedef struct job job;
 typedef struct job_store job_store;
+/* Who watches calls (observe.h). */
+typedef struct call_observer call_observer;
 
 /* What initialize and server/discover say about the server. Owner: the
  * app; valid until the app's next describe call. */
@@ -112,6 +115,13 @@ struct server {
    * to pass on to the other processes; the app's. NULL: nobody. */
   void (*job_changed)(void *data, const char *id, const char *owner_principal, const char *params_json, size_t len);
   void *job_changed_data;
+  /* Who watches calls start and end (observe.h): observe_add. With none,
+   * a call pays one test of observer_count. */
+  struct {
+    const call_observer *ops;
+    void *data;
+  } observers[OBSERVE_MAX_OBSERVERS];
+  int observer_count;
 };
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);

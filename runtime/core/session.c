@@ -9,6 +9,7 @@
 #include "core/jobs.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
+#include "core/observe.h"
 #include "core/server.h"
 
 /* ---- Sending --------------------------------------------------------- */
@@ -124,6 +125,7 @@ static void listener_free(listener *l) {
 
 static void call_free(call *c) {
   session *s = c->session;
+  if (c->observed) observe_call_finished(c);
   if (s->transport && s->transport->call_ended) s->transport->call_ended(s, c);
   if (c->prev) c->prev->next = c->next;
   else s->calls = c->next;
@@ -131,6 +133,7 @@ static void call_free(call *c) {
   batch *b = c->batch;
   jsonrpc_id_free(&c->id);
   free(c->method);
+  if (c->target != c->target_small) free(c->target);
   free(c->progress_token);
   free(c->client_capabilities_json);
   free(c->client_info_json);
@@ -208,6 +211,7 @@ void call_respond(call *c, const char *result_json, size_t len) {
 }
 
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len) {
+  if (c->outcome == CALL_OK) c->outcome = CALL_PROTOCOL_ERROR;
   buf out = BUF_INIT;
   jsonrpc_write_error(&out, c->id.raw, c->id.raw_len, code, message, data_json, data_len);
   /* 2026-07-28 over HTTP: an unknown method is a 404 as well. */
@@ -221,6 +225,7 @@ void call_fail(call *c, int code, const char *message, const char *data_json, si
 static void write_scope_data(buf *data, const char *required_scopes);
 
 void call_fail_scope(call *c, const char *required_scopes, const char *message) {
+  c->outcome = CALL_PROTOCOL_ERROR;
   buf data = BUF_INIT, out = BUF_INIT;
   write_scope_data(&data, required_scopes);
   jsonrpc_write_error(&out, c->id.raw, c->id.raw_len, MCP_INSUFFICIENT_SCOPE,
@@ -232,6 +237,7 @@ void call_fail_scope(call *c, const char *required_scopes, const char *message) 
 
 static void call_cancel(call *c) {
   server *srv = c->session->server;
+  c->outcome = CALL_CANCELLED;
   if (srv->app && srv->app->call_cancel) srv->app->call_cancel(srv->app_data, c);
   call_free(c);
 }
@@ -755,6 +761,7 @@ static call *call_new(session *s, const jsonrpc_message *m, const char *src, bat
 /* Hand the call to the app. */
 static void call_begin(call *c, const jsonrpc_message *m, const char *src) {
   server *srv = c->session->server;
+  if (srv->observer_count) observe_call_started(c, m->params);
   if (!srv->app) {
     call_fail(c, JSONRPC_METHOD_NOT_FOUND, NULL, NULL, 0);
     return;
@@ -1021,7 +1028,10 @@ static void handle_modern(session *s, const jsonrpc_message *m, const char *src,
   c->client_info_json = value_to_json(info);
   c->log_level = log_level;
   c->job_elsewhere = elsewhere;
-  if (is_method(m, "subscriptions/listen")) return listen_start(c, m);
+  if (is_method(m, "subscriptions/listen")) {
+    if (s->server->observer_count) observe_call_started(c, m->params);
+    return listen_start(c, m);
+  }
   call_begin(c, m, src);
 }
 
@@ -1290,4 +1300,49 @@ int server_calls_in_flight(const server *srv) {
 void server_log(server *srv, int level, const char *logger, const char *data_json, size_t len) {
   for (session *s = srv->sessions; s; s = s->next)
     if (session_live(s)) session_log(s, NULL, level, logger, data_json, len);
+}
+
+/* ---- Observation (observe.h) -------------------------------------------- */
+
+const char *call_target(const call *c) { return c->target; }
+const char *call_session_name(const call *c) { return c->session->name; }
+const char *call_protocol_version(const call *c) { return c->version ? c->version->name : NULL; }
+const json_value *call_params(const call *c) { return c->observed_params; }
+
+void call_set_outcome(call *c, call_outcome o) { c->outcome = (unsigned char)o; }
+bool call_observed(const call *c) { return c->observed; }
+
+/* The name a call is about: what metrics label it with and traces name
+ * its span after; in c->target_small when it fits (no allocation). */
+static char *target_of(call *c, const char *method, const json_value *params) {
+  const char *key = NULL;
+  if (!strcmp(method, "tools/call") || !strcmp(method, "prompts/get")) key = "name";
+  else if (!strcmp(method, "resources/read")) key = "uri";
+  if (!key) return NULL;
+  const json_value *v = json_object_get(params, key);
+  if (!v || v->type != JSON_STRING) return NULL;
+  if (v->len < sizeof c->target_small && !memchr(v->u.string, '\0', v->len)) {
+    memcpy(c->target_small, v->u.string, v->len + 1);
+    return c->target_small;
+  }
+  return strndup(v->u.string, v->len);
+}
+
+void observe_call_started(call *c, const json_value *params) {
+  server *srv = c->session->server;
+  c->observed = true;
+  c->target = target_of(c, c->method, params);
+  c->started_ns = observe_now_ns();
+  c->observed_params = params;
+  for (int i = 0; i < srv->observer_count; i++)
+    if (srv->observers[i].ops->started) srv->observers[i].ops->started(srv->observers[i].data, c);
+  c->observed_params = NULL;
+}
+
+void observe_call_finished(call *c) {
+  server *srv = c->session->server;
+  uint64_t took = observe_now_ns() - c->started_ns;
+  for (int i = 0; i < srv->observer_count; i++)
+    if (srv->observers[i].ops->finished)
+      srv->observers[i].ops->finished(srv->observers[i].data, c, (call_outcome)c->outcome, took);
 }

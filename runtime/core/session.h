@@ -130,6 +130,15 @@ struct call {
   batch *batch;         /* the batch it arrived in, or NULL */
   void *app_data;       /* the app's state for this call */
   void *transport_data; /* HTTP: the exchange this call answers on */
+  /* Observation (observe.h), filled only while the server has observers:
+   * the target's name (owned), when it started, how its answer counts. */
+  char *target;         /* target_small, or allocated when longer */
+  char target_small[48];
+  const json_value *observed_params; /* only while observers hear of its start */
+  uint64_t started_ns;
+  unsigned char outcome; /* a call_outcome */
+  bool observed;
+  void *trace_span;     /* app/otel.c's server span for it, while traces are on; else NULL */
   call *prev, *next;    /* session->calls */
 };
 

@@ -17,12 +17,13 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec
 # (groff's warnings, man -l); bsdutils: script(1), a terminal for the
 # colour and trace specs; redis-server: spec/redis_spec.lua and
-# spec/scaleout_spec.lua; nginx-light: the load balancer in front of
+# spec/scaleout_spec.lua; prometheus: the scraper of spec/metrics_spec.lua;
+# nginx-light: the load balancer in front of
 # spec/scaleout_spec.lua and bench/scale.sh; lua-penlight and
 # lua-filesystem: the pure-Lua module and the C module of
 # spec/second_week_deps_spec.lua (luamcp build carries one, refuses the other).
 test_pkgs="lua5.4 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light"
+           openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus"
 bench_pkgs="wrk"
 
 case "${1:-build}" in

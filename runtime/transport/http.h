@@ -220,6 +220,7 @@ struct http_server {
    * (see http_transport.h). */
   bool draining;
   bool stopping;
+  uint64_t bytes_in, bytes_out; /* on every connection, for metrics (http_observe.c) */
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
 
@@ -291,6 +292,8 @@ void worker_hand_over(http_conn *c);
 void worker_stop_accepting(http_server *h);
 /* http_stop: close the pipe and stop accepting (counted in handles_closing). */
 void worker_detach(http_server *h);
+/* The other workers' last /metrics texts (at most cap); returns how many. */
+int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap);
 
 /* ---- http_sse.c ----------------------------------------------------- */
 
@@ -315,6 +318,16 @@ extern const transport_ops HTTP_SESSION_OPS;
 
 /* Act on a complete request (the parser has read all of it). */
 void streamable_handle_request(http_conn *c);
+
+/* ---- http_observe.c ---------------------------------------------------- */
+
+/* A request for /healthz, /readyz or /metrics: true when the header
+ * checks (check_headers) are done for it (the Host check came first; it
+ * skips the Origin rule; /metrics still needs --bearer's token). */
+bool http_observe_checks_done(http_conn *c);
+/* Answer /healthz, /readyz or /metrics and return true; false for any
+ * other path. */
+bool http_observe_answer(http_conn *c);
 /* The sessionless session (created by http_start, destroyed by http_stop). */
 http_session *streamable_stateless_new(http_server *h);
 /* The value of an Mcp-* header of the request being handled (name in lower

@@ -114,6 +114,7 @@ static void on_written(uv_write_t *req, int status) {
 
 void conn_write(http_conn *c, const char *data, size_t len) {
   if (c->closing || c->close_pending || c->lingering || len == 0) return;
+  c->server->bytes_out += len;
   uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
   int n = c->pending_write_bytes ? UV_EAGAIN : uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
   if (n == (int)len) return;
@@ -402,6 +403,16 @@ static void store_header(http_conn *c) {
     buf_clear(&c->value);
     return;
   }
+  /* W3C Trace Context, for traces (app/otel.c) and ctx.trace_id: kept
+   * beside the Mcp-* headers; a repeated one is ignored, not refused. */
+  if (strcasecmp(c->field.data, "traceparent") == 0 || strcasecmp(c->field.data, "tracestate") == 0) {
+    char name[16];
+    for (size_t i = 0; i <= c->field.len; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
+    if (!conn_mcp_header(c, name)) store_mcp_header(c);
+    buf_clear(&c->field);
+    buf_clear(&c->value);
+    return;
+  }
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
     if (strcasecmp(c->field.data, wanted[i].name) != 0) continue;
     char **slot = (char **)((char *)c + wanted[i].offset);
@@ -500,6 +511,9 @@ static void check_headers(http_conn *c) {
   /* Protected Resource Metadata is public (any page may read it: see
    * http_auth_answer_metadata), and needs no token. */
   if (http_auth_is_metadata_path(c)) return;
+  /* /healthz, /readyz and /metrics (http_observe.c) answer any Origin:
+   * they never act, and health shows no data. */
+  if (http_observe_checks_done(c)) return;
   if (c->origin) {
     char origin_name[256];
     if (!http_origin_host(c->origin, origin_name, sizeof origin_name) || !origin_allowed(h, c->origin, origin_name)) {
@@ -827,6 +841,7 @@ static void input_ended(http_conn *c) {
 
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   http_conn *c = stream->data;
+  if (n > 0) c->server->bytes_in += (uint64_t)n;
   if (n > 0 && !c->closing) {
     if (c->lingering) {
       c->linger_bytes += (size_t)n;

@@ -391,6 +391,7 @@ void streamable_handle_request(http_conn *c) {
     http_auth_answer_metadata(c);
     return;
   }
+  if (http_observe_answer(c)) return;
   bool legacy = legacy_sse_route_of(c) != LEGACY_SSE_NONE;
   if (!legacy && !path_matches(c)) {
     conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);

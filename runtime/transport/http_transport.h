@@ -21,6 +21,17 @@
 #include "core/server.h"
 #include "core/session.h"
 
+/* What /metrics and /readyz report (transport/http_observe.c), from the
+ * command line, which sees the app. Owner: the caller, for the life of
+ * the server. */
+typedef struct http_observe_hooks {
+  /* Append the process's metrics (Prometheus text format) to out. */
+  void (*metrics)(void *arg, buf *out);
+  /* Ready to serve? When not, *why says why (a static sentence). */
+  bool (*ready)(void *arg, const char **why);
+  void *arg;
+} http_observe_hooks;
+
 typedef struct http_options {
   char host[256];
   int port; /* 0: any free port (see http_bound_port) */
@@ -50,6 +61,9 @@ typedef struct http_options {
   int worker_index;
   int worker_count;
   char node[48];              /* --node NAME: the first part of session ids; "" for none */
+  /* /metrics, /healthz and /readyz: NULL serves only /healthz. */
+  const http_observe_hooks *observe;
+  bool metrics_on_mcp_port;   /* /metrics answered on this listener too (not with OAuth: see http_observe.c) */
 } http_options;
 
 typedef struct http_server http_server;
@@ -103,5 +117,27 @@ int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_
 /* Send a bus message to every other worker (through the supervisor).
  * false (with *why) when it cannot leave. */
 bool http_worker_publish(http_server *h, const char *message, size_t len, const char **why);
+
+/* ---- --metrics ADDR ------------------------------------------------------ */
+
+/* A listener of its own for /metrics, /healthz and /readyz only (no MCP,
+ * no auth: meant for an internal address). Returns NULL with err. */
+typedef struct observe_listener observe_listener;
+observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, const http_observe_hooks *hooks,
+                                 char *err, size_t err_len);
+int observe_bound_port(const observe_listener *l);
+/* Stop listening; freed once its handles closed. */
+void observe_close(observe_listener *l);
+/* The HTTP server's own figures (connections, streams, buffer budget,
+ * bytes in and out), appended to out; worker is the --workers index (0:
+ * none). */
+void http_metrics_format(const http_server *h, buf *out, int worker);
+/* Everything /metrics shows on this server: the hooks' figures and the
+ * server's own, and under --workers the other workers' last (each series
+ * labelled worker="K", the families merged). */
+void http_metrics_all(const http_server *h, buf *out);
+/* Merge texts in the Prometheus text format into one: each family's HELP
+ * and TYPE once, then its samples from every text. */
+void observe_merge(const char *const *texts, const size_t *lens, int n, buf *out);
 
 #endif

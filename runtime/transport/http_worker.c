@@ -49,11 +49,18 @@ typedef struct http_worker {
   uv_check_t take;
   uv_timer_t resume;
   bool accept_closed;
-  int handles_open; /* of the four, once attached */
+  int handles_open; /* of the five, once attached */
+  /* /metrics of every worker on any one: ours go to the others through
+   * the supervisor every WORKER_METRICS_PUSH_MS; theirs, the last each
+   * sent, wait here (index: the worker). */
+  uv_timer_t metrics_push;
+  buf peer_metrics[MAX_WORKERS + 1];
 } http_worker;
 
 static void worker_handle_closed(http_worker *wk) {
-  if (--wk->handles_open == 0) free(wk);
+  if (--wk->handles_open) return;
+  for (int i = 0; i <= MAX_WORKERS; i++) buf_free(&wk->peer_metrics[i]);
+  free(wk);
 }
 
 /* One frame on its way to the supervisor, and the connection it carries
@@ -218,7 +225,8 @@ static void on_accept_handle_closed(uv_handle_t *handle) {
 static void accept_close(http_worker *wk) {
   if (wk->accept_closed) return;
   wk->accept_closed = true;
-  wk->server->handles_closing += 3;
+  wk->server->handles_closing += 4;
+  uv_close((uv_handle_t *)&wk->metrics_push, on_accept_handle_closed);
   uv_close((uv_handle_t *)&wk->accepting, on_accept_handle_closed);
   uv_close((uv_handle_t *)&wk->take, on_accept_handle_closed);
   uv_close((uv_handle_t *)&wk->resume, on_accept_handle_closed);
@@ -268,6 +276,9 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
       conn_adopt(wk->server, stream, payload, head.len, head.flags & WORKER_FLAG_DECLINED);
     } else if (head.type == WORKER_BUS) {
       if (wk->hooks.bus) wk->hooks.bus(wk->hooks.arg, payload, head.len);
+    } else if (head.type == WORKER_METRICS && head.worker >= 1 && head.worker <= MAX_WORKERS) {
+      buf_clear(&wk->peer_metrics[head.worker]);
+      buf_append(&wk->peer_metrics[head.worker], payload, head.len);
     }
   }
   if (bad) {
@@ -275,6 +286,31 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
     return;
   }
   buf_consume(&wk->in, off);
+}
+
+/* Our figures to the other workers (http_observe.c merges them). */
+static void on_metrics_push(uv_timer_t *t) {
+  http_worker *wk = t->data;
+  http_server *h = wk->server;
+  if (!h->opts.observe || !h->opts.observe->metrics) return;
+  buf text = BUF_INIT;
+  h->opts.observe->metrics(h->opts.observe->arg, &text);
+  http_metrics_format(h, &text, h->opts.worker_index);
+  send_frame(wk, WORKER_METRICS, h->opts.worker_index, text.data, text.len, NULL);
+  buf_free(&text);
+}
+
+int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap) {
+  const http_worker *wk = h->worker;
+  int n = 0;
+  if (!wk) return 0;
+  for (int k = 1; k <= MAX_WORKERS && n < cap; k++) {
+    if (k == h->opts.worker_index || !wk->peer_metrics[k].len) continue;
+    texts[n] = wk->peer_metrics[k].data;
+    lens[n] = wk->peer_metrics[k].len;
+    n++;
+  }
+  return n;
 }
 
 static void on_unopened_closed(uv_handle_t *handle) { free(handle->data); }
@@ -298,8 +334,13 @@ int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_
   }
   uv_timer_init(h->loop, &wk->resume);
   uv_check_init(h->loop, &wk->take);
-  wk->accepting.data = wk->resume.data = wk->take.data = wk;
-  wk->handles_open = 4;
+  uv_timer_init(h->loop, &wk->metrics_push);
+  wk->accepting.data = wk->resume.data = wk->take.data = wk->metrics_push.data = wk;
+  wk->handles_open = 5;
+  if (h->opts.observe && h->opts.observe->metrics) {
+    uv_timer_start(&wk->metrics_push, on_metrics_push, 0, WORKER_METRICS_PUSH_MS);
+    uv_unref((uv_handle_t *)&wk->metrics_push);
+  }
   uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
   h->worker = wk;
   uv_read_start((uv_stream_t *)&wk->pipe, on_alloc, on_read);

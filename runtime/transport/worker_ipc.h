@@ -29,6 +29,8 @@ typedef enum worker_frame_type {
                            requestState, the same in every worker (unless --state-key-env gives one) */
   WORKER_BUS = 5,       /* a bus message (app/bus.h): to the supervisor, for every other worker; from it,
                            one of them sent it (`worker` says which) */
+  WORKER_METRICS = 6,   /* a worker's /metrics text (every WORKER_METRICS_PUSH_MS): to the supervisor,
+                           which passes it to every other worker (`worker` says whose) */
 } worker_frame_type;
 
 /* On a HANDOVER frame from the supervisor: the owner is not running (it is

@@ -7,6 +7,7 @@
 
 #include "core/jobs.h"
 #include "core/server.h"
+#include "core/observe.h"
 #include "core/session.h"
 #include "core/state_token.h"
 #include "check.h"
@@ -729,6 +730,52 @@ static void test_subscribe_scopes(void) {
   auth_identity_unref(none);
 }
 
+/* The observation hook: started before the app sees the call, finished
+ * once with the outcome, and nothing for an unobserved server. */
+static int observed_started, observed_finished;
+static call_outcome last_outcome;
+static char last_target[64], last_method[64];
+static void obs_started(void *data, call *c) {
+  (void)data;
+  observed_started++;
+  snprintf(last_target, sizeof last_target, "%s", call_target(c) ? call_target(c) : "");
+  snprintf(last_method, sizeof last_method, "%s", c->method);
+  CHECK(call_params(c) != NULL || strcmp(c->method, "nope") == 0, "params while starting");
+}
+static void obs_finished(void *data, call *c, call_outcome outcome, uint64_t took) {
+  (void)data;
+  (void)c;
+  (void)took;
+  observed_finished++;
+  last_outcome = outcome;
+}
+static const call_observer OBSERVER = {.started = obs_started, .finished = obs_finished};
+
+static void test_observer(void) {
+  session *s = new_session();
+  initialize(s, "2025-06-18");
+  observed_started = observed_finished = 0;
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{}}");
+  CHECK(observed_started == 0 && observed_finished == 0, "no observer, no calls to it");
+  CHECK(observe_add(&srv, &OBSERVER, NULL), "observer taken");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":{}}");
+  CHECK(observed_started == 1 && observed_finished == 1, "one start, one end");
+  CHECK(last_outcome == CALL_OK, "ok");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"}");
+  CHECK(last_outcome == CALL_PROTOCOL_ERROR, "an error answer is a protocol error");
+  CHECK_STR(last_method, "nope");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"hold\",\"params\":{}}");
+  CHECK(observed_started == 3 && observed_finished == 2, "held: started, not finished");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4}}");
+  CHECK(observed_finished == 3 && last_outcome == CALL_CANCELLED, "cancelled");
+  receive(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"add\"}}");
+  CHECK_STR(last_target, "add");
+  CHECK(!strcmp(call_outcome_name(CALL_TOOL_ERROR), "tool_error"), "outcome names");
+  observe_remove(&srv, &OBSERVER, NULL);
+  CHECK(srv.observer_count == 0, "removed");
+  session_free(s);
+}
+
 int main(void) {
   test_negotiation();
   test_batches();
@@ -745,6 +792,7 @@ int main(void) {
   test_call_identity();
   test_job_owners();
   test_subscribe_scopes();
+  test_observer();
   clear_sent();
   return check_report();
 }
