@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "app/redis.h"
-#include "app/vm.h"
 #include "core/jobs.h"
 #include "core/luamcp_limits.h"
 #include "core/observe.h"
