@@ -320,7 +320,13 @@ void metrics_format(buf *out) {
   head(out, "luamcp_calls_in_flight", "gauge", "Requests being answered now.");
   sample(out, "luamcp_calls_in_flight", "", server_calls_in_flight(M.srv));
   head(out, "luamcp_sessions", "gauge", "MCP sessions open now.");
-  sample(out, "luamcp_sessions", "", M.srv->session_count);
+  {
+    /* Not HTTP's shared session for sessionless requests: nobody opened it. */
+    int sessions = 0;
+    for (const session *se = M.srv->sessions; se; se = se->next)
+      if (!se->sessionless) sessions++;
+    sample(out, "luamcp_sessions", "", sessions);
+  }
   head(out, "luamcp_tasks", "gauge", "MCP tasks this process holds, by status.");
   {
     static const char *const names[] = {"working", "input_required", "completed", "failed", "cancelled"};
