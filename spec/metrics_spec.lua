@@ -382,6 +382,11 @@ describe("a real prometheus", function()
       assert.is_string(session)
       wait_for_value(prom, 'sum(luamcp_tool_calls_total{tool="add",outcome="ok"})', total)
       wait_for_value(prom, 'count(luamcp_up)', 2)
+      -- One scrape of the shared port: both workers, each family once.
+      local text = get(server.port, "/metrics").body
+      assert_exposition(text)
+      assert.truthy(text:find('luamcp_up{worker="1"} 1', 1, true))
+      assert.truthy(text:find('luamcp_up{worker="2"} 1', 1, true))
       local q
       assert.is_true(client.poll_until(function()
         q = query(prom, 'histogram_quantile(0.9, sum by (le) (luamcp_tool_duration_seconds_bucket{tool="add"}))')
