@@ -320,7 +320,13 @@ void metrics_format(buf *out) {
   head(out, "luamcp_calls_in_flight", "gauge", "Requests being answered now.");
   sample(out, "luamcp_calls_in_flight", "", server_calls_in_flight(M.srv));
   head(out, "luamcp_sessions", "gauge", "MCP sessions open now.");
-  sample(out, "luamcp_sessions", "", M.srv->session_count);
+  {
+    /* Not HTTP's shared session for sessionless requests: nobody opened it. */
+    int sessions = 0;
+    for (const session *se = M.srv->sessions; se; se = se->next)
+      if (!se->sessionless) sessions++;
+    sample(out, "luamcp_sessions", "", sessions);
+  }
   head(out, "luamcp_tasks", "gauge", "MCP tasks this process holds, by status.");
   {
     static const char *const names[] = {"working", "input_required", "completed", "failed", "cancelled"};
@@ -406,9 +412,15 @@ int metrics_lua_define(lua_State *L) {
   user_metric *um = calloc(1, sizeof *um);
   if (!um) return luaL_error(L, "mcp.metrics: out of memory");
   um->name = strdup(name);
-  um->help = strdup(*help ? help : name);
-  for (char *p = um->help; *p; p++)
-    if (*p == '\n') *p = ' ';
+  /* HELP text escapes \\ and line breaks (the text format's rule). */
+  buf escaped = BUF_INIT;
+  for (const char *p = *help ? help : name; *p; p++) {
+    if (*p == '\\') buf_puts(&escaped, "\\\\");
+    else if (*p == '\n') buf_puts(&escaped, "\\n");
+    else buf_putc(&escaped, *p);
+  }
+  um->help = strdup(escaped.data ? escaped.data : "");
+  buf_free(&escaped);
   um->histogram = histogram;
   um->le_count = le_count;
   if (le_count) {
