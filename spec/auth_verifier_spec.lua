@@ -479,7 +479,7 @@ describe("the token verifier", function()
       check(d, "r64", "r64")
       local v = verdict(d, "r64")
       assert.are.same({ 503, "now" }, { v.status, v.when })
-      assert.truthy(v.description:find("introspections are running", 1, true), v.description)
+      assert.truthy(v.description:find("introspections are already running", 1, true), v.description)
       -- One of the burst goes away: the others still get the answer.
       d:send("cancel same1")
       as.config { hold = false }
@@ -569,7 +569,7 @@ describe("the token verifier", function()
       assert.are.equal(1, as.counts().jwks)
     end)
 
-    it("lets at most 64 checks wait for an unknown kid: beyond, 401 at once, while good tokens pass", function()
+    it("lets at most 64 checks wait for an unknown kid: beyond, 503 at once, while good tokens pass", function()
       as = start_as("")
       as.config { jwks = { { file = dir .. "/jwks.json" } } }
       d = start_driver { "--issuer", as.issuer }
@@ -585,7 +585,7 @@ describe("the token verifier", function()
       for i = 1, 65 do lines[i] = ("check f%d %s %s"):format(i, RESOURCE, forged[i]) end
       d:write(table.concat(lines, "\n") .. "\n")
       local v = verdict(d, "f65")
-      assert.are.same({ 401, "invalid_token", "now" }, { v.status, v.error, v.when })
+      assert.are.same({ 503, "temporarily_unavailable", "now" }, { v.status, v.error, v.when })
       assert.is_false(has_verdict(d, "f64"))
       -- A good token is not held behind them.
       check(d, "good", mint(dir, { kid = "ec1", claims = claims(as.issuer, { sub = "good" }) }))
@@ -597,6 +597,10 @@ describe("the token verifier", function()
         assert.are.same({ 401, "later" }, { v.status, v.when })
       end
       assert.are.equal(2, as.counts().jwks)
+      -- Every slot is free again: the next made-up kid waits (for the floor).
+      check(d, "f66", mint(dir2, { kid = "rsa1", header = { kid = "made-up-66" }, claims = claims(as.issuer) }))
+      v = verdict(d, "f66")
+      assert.are.same({ 401, "later" }, { v.status, v.when })
     end)
 
     it("answers 503 temporarily_unavailable while the server cannot be reached, and keeps keys it has", function()

@@ -230,7 +230,8 @@ describe("scale-out behind nginx, with Redis", function()
     local conns = {}
     for i = 1, 40 do
       local conn = assert(http.connect(a.port))
-      conn:send_request(modern(i, "tools/call", { name = "slow", arguments = { tag = "k" .. i, ms = 1500 } }))
+      conn:send_request(modern(i, "tools/call", { name = "slow",
+        arguments = { tag = "k" .. i, ms = 120000, gate = "scaleout:gate:kill" } }))
       conns[i] = conn
     end
     -- Wait until every call is running (each noted its process in the store).
@@ -244,6 +245,8 @@ describe("scale-out behind nginx, with Redis", function()
     end, 10000)
     assert.is_true(running, "the 40 slow calls did not all start")
     assert.are.equal(0, uv.kill(victim, "sigkill"))
+    -- Only now may the calls end (none of the victim's can have ended before).
+    assert.are.equal("ok", text_of(call(b.port, "store_set", { key = "scaleout:gate:kill", value = "open" })))
     local lost, answered_by_victim = 0, 0
     for i, conn in ipairs(conns) do
       local answer = text_of(rpc(conn:read_response(20000)))

@@ -12,7 +12,7 @@
  * introspection.
  *
  * Forged tokens are cheap to refuse: a made-up kid waits for the key set
- * only while fewer than AUTH_MAX_UNKNOWN_KID_WAITERS do (then 401 at
+ * only while fewer than AUTH_MAX_UNKNOWN_KID_WAITERS do (then 503 at
  * once), and at most AUTH_MAX_INTROSPECTIONS introspections run at once
  * (then 503), so neither fills the AUTH_MAX_WAITERS slots that checks of
  * good tokens wait in.
@@ -55,6 +55,8 @@ enum {
   LOGGED_JWKS = 2,
   LOGGED_INTROSPECTION = 4,
   LOGGED_WAITERS = 8,
+  LOGGED_UNKNOWN_KIDS = 16,
+  LOGGED_INTROSPECTIONS = 32,
 };
 
 struct auth_waiter;
@@ -618,8 +620,15 @@ static outcome evaluate_jwt(auth_verifier *v, const check_view *c, bool may_star
    * set again, once for this check, and no sooner than the floor (until
    * then the check waits: a key rotated in just after a fetch is found
    * all the same, and a stream of made-up kids costs one fetch per floor). */
-  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file && jwks_source(v) &&
-      v->unknown_kid_waiters < AUTH_MAX_UNKNOWN_KID_WAITERS) {
+  if (verdict == JWT_UNKNOWN_KEY && !*c->refetch_asked && !v->jwks_file && jwks_source(v)) {
+    if (v->unknown_kid_waiters >= AUTH_MAX_UNKNOWN_KID_WAITERS) {
+      /* Not judged (its key may be rotating in), so not 401: a client
+       * must not throw away a token that may be good. */
+      log_once(v, LOGGED_UNKNOWN_KIDS, "more than %d checks wait for a key they name: 503 (made-up kids?)",
+               AUTH_MAX_UNKNOWN_KID_WAITERS);
+      unavailable(out, "%d checks already wait for the key set", AUTH_MAX_UNKNOWN_KID_WAITERS);
+      return ANSWERED;
+    }
     if (v->jwks_running || (may_start && (keys_start(v) || refetch_later(v)))) {
       *c->refetch_asked = true;
       return WAIT;
@@ -675,7 +684,8 @@ static bool introspection_start(auth_verifier *v, auth_waiter *w, char *why, siz
     }
   }
   if (v->introspections >= AUTH_MAX_INTROSPECTIONS) {
-    snprintf(why, why_len, "more than %d introspections are running", AUTH_MAX_INTROSPECTIONS);
+    log_once(v, LOGGED_INTROSPECTIONS, "%d introspections already run: 503 for more", AUTH_MAX_INTROSPECTIONS);
+    snprintf(why, why_len, "%d introspections are already running", AUTH_MAX_INTROSPECTIONS);
     return false;
   }
   const char *endpoint = v->introspection_endpoint ? v->introspection_endpoint : v->discovered_introspection;

@@ -305,13 +305,15 @@
  * beyond: 503 at once. */
 #define AUTH_MAX_WAITERS 1024
 /* Of those, checks of a JWT whose kid is not in the key set, waiting for
- * it to be fetched again; beyond: 401 at once. Made-up kids cost a hash
+ * it to be fetched again; beyond: 503 at once (not judged: the key may be
+ * rotating in). Made-up kids cost a hash
  * and a lookup each, and cannot crowd out the checks that wait for the
  * first key set or an introspection. */
 #define AUTH_MAX_UNKNOWN_KID_WAITERS 64
 /* Introspection requests in flight at once (checks of the same token share
  * one); beyond: 503 at once. A stream of random opaque tokens costs the
- * authorization server at most this many requests at a time. */
+ * authorization server at most this many requests at a time; while it
+ * lasts, opaque tokens not yet remembered get 503 too (JWTs never wait). */
 #define AUTH_MAX_INTROSPECTIONS 64
 /* Verified tokens remembered (by SHA-256 of token and resource, never the
  * token), so the same token on every request costs a hash, not a
