@@ -136,6 +136,29 @@ describe("HTTP+SSE on the wire", function()
     assert.are.equal(405, r.status)
   end)
 
+  it("answers a batch (2025-03-26) down the stream as one array, and cancels a batch's calls when the stream closes", function()
+    local conn, head, endpoint = open_stream(server)
+    assert.are.equal(200, head.status)
+    local init = init_message(1)
+    init.params.protocolVersion = "2025-03-26"
+    assert.are.equal(202, post(server, endpoint, init).status)
+    assert.are.equal("2025-03-26", answer(conn, 1).result.protocolVersion)
+    assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/initialized" }).status)
+    assert.are.equal(202, post(server, endpoint, { { jsonrpc = "2.0", id = 14, method = "tools/call",
+      params = { name = "add", arguments = { a = 1, b = 2 } } }, { jsonrpc = "2.0", id = 15, method = "ping" } }).status)
+    local e = conn:read_event(10000)
+    assert.is_table(e and e.json, "no answer")
+    assert.are.equal(2, #e.json, cjson.encode(e))
+    assert.are.equal(202, post(server, endpoint, { { jsonrpc = "2.0", id = 16, method = "tools/call",
+      params = { name = "sleep", arguments = { ms = 60000 } } }, { jsonrpc = "2.0", id = 17, method = "ping" } }).status)
+    conn:close()
+    assert.is_true(client.poll_until(function()
+      local r = post(server, endpoint, { jsonrpc = "2.0", id = 18, method = "ping" })
+      return r and r.status == 404
+    end, 30000, 100))
+    assert.is_true(server:alive())
+  end)
+
   it("refuses an oversized body with 413", function()
     local _, endpoint = session(server)
     local big = string.rep("x", 5 * 1024 * 1024)
