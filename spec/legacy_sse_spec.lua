@@ -136,6 +136,29 @@ describe("HTTP+SSE on the wire", function()
     assert.are.equal(405, r.status)
   end)
 
+  it("answers a batch (2025-03-26) down the stream as one array, and cancels a batch's calls when the stream closes", function()
+    local conn, head, endpoint = open_stream(server)
+    assert.are.equal(200, head.status)
+    local init = init_message(1)
+    init.params.protocolVersion = "2025-03-26"
+    assert.are.equal(202, post(server, endpoint, init).status)
+    assert.are.equal("2025-03-26", answer(conn, 1).result.protocolVersion)
+    assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/initialized" }).status)
+    assert.are.equal(202, post(server, endpoint, { { jsonrpc = "2.0", id = 14, method = "tools/call",
+      params = { name = "add", arguments = { a = 1, b = 2 } } }, { jsonrpc = "2.0", id = 15, method = "ping" } }).status)
+    local e = conn:read_event(10000)
+    assert.is_table(e and e.json, "no answer")
+    assert.are.equal(2, #e.json, cjson.encode(e))
+    assert.are.equal(202, post(server, endpoint, { { jsonrpc = "2.0", id = 16, method = "tools/call",
+      params = { name = "sleep", arguments = { ms = 60000 } } }, { jsonrpc = "2.0", id = 17, method = "ping" } }).status)
+    conn:close()
+    assert.is_true(client.poll_until(function()
+      local r = post(server, endpoint, { jsonrpc = "2.0", id = 18, method = "ping" })
+      return r and r.status == 404
+    end, 30000, 100))
+    assert.is_true(server:alive())
+  end)
+
   it("refuses an oversized body with 413", function()
     local _, endpoint = session(server)
     local big = string.rep("x", 5 * 1024 * 1024)
@@ -365,6 +388,87 @@ describe("HTTP+SSE with OAuth", function()
     end)
     server:stop_cleanly()
     client.remove_tree(keys)
+    assert(ok, failure)
+  end)
+  it("runs each POST's calls as that POST's token says, not the stream's: a narrower one gets 403 and the step-up challenge", function()
+    local keys = client.temp_dir()
+    local function quote(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
+    local code, _, err = client.sh(node.NODE .. " spec/helpers/jwt_mint.mjs keys " .. quote(keys))
+    assert(code == 0, err)
+    local server = http.start { "spec/fixtures/auth_http", "--auth-issuer", "https://issuer.example",
+      "--auth-jwks-file", keys .. "/jwks.json", "--auth-scopes", "notes:read notes:write" }
+    local function token(scope)
+      local now = os.time()
+      local claims = { iss = "https://issuer.example", aud = server.url, sub = "alice", iat = now, exp = now + 600,
+                       scope = scope }
+      local c, out, e = client.sh(node.NODE .. " spec/helpers/jwt_mint.mjs token " .. quote(keys) .. " "
+        .. quote(cjson.encode { claims = claims }))
+      assert(c == 0, e)
+      return { Authorization = "Bearer " .. out:gsub("%s+$", "") }
+    end
+    local ok, failure = pcall(function()
+      local wide, narrow = token("notes:read notes:write"), token("notes:read")
+      local conn, head, endpoint = open_stream(server, wide)
+      assert.are.equal(200, head.status)
+      assert.are.equal(202, post(server, endpoint, init_message(1), narrow).status)
+      assert.is_table(answer(conn, 1).result)
+      assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/initialized" }, narrow).status)
+      local write = { jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "write_note", arguments = EMPTY } }
+      local r = post(server, endpoint, write, narrow)
+      http.assert_error(r, 403, -32003, nil, 2)
+      local prm = ("http://127.0.0.1:%d/.well-known/oauth-protected-resource/mcp"):format(server.port)
+      assert.truthy(r.headers["www-authenticate"]:find(('^Bearer error="insufficient_scope", scope="notes:write", resource_metadata="%s"')
+        :format(prm:gsub("%p", "%%%0"))), r.headers["www-authenticate"])
+      -- Stepped up, the same call works (the stream's own token no longer matters).
+      write.id = 3
+      assert.are.equal(202, post(server, endpoint, write, wide).status)
+      assert.are.equal("written", answer(conn, 3).result.content[1].text)
+      -- The refused call said nothing down the stream: the next message there is a later call's.
+      assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", id = 4, method = "ping" }, narrow).status)
+      local e = conn:read_event(10000)
+      assert.are.equal(4, e and e.json and e.json.id)
+      conn:close()
+    end)
+    server:stop_cleanly()
+    client.remove_tree(keys)
+    assert(ok, failure)
+  end)
+end)
+
+describe("HTTP+SSE while a handler computes", function()
+  it("acts on a request held meanwhile only as its transport allows: no DELETE on /messages, no legacy id on /mcp", function()
+    local server = http.start { HARDENING }
+    local ok, failure = pcall(function()
+      local conn, endpoint = session(server)
+      local legacy_id = endpoint:match("session_id=(%x+)")
+      local sid = server:initialize()
+      local on_sid = { ["Mcp-Session-Id"] = sid, ["MCP-Protocol-Version"] = "2025-11-25" }
+      local spin = server:connect()
+      spin:send_request { method = "POST", path = endpoint, headers = { ["Content-Type"] = "application/json" },
+        body = { jsonrpc = "2.0", id = 50, method = "tools/call", params = { name = "spin", arguments = EMPTY } } }
+      -- Its log message: the handler has begun, and computes until cancelled.
+      local e
+      repeat e = conn:read_event(10000) until not e or (e.json and e.json.method == "notifications/message")
+      assert.is_table(e, "the spin did not begin")
+      local wrong_path = server:connect()
+      wrong_path:send_request { method = "DELETE", path = "/messages", headers = { ["Mcp-Session-Id"] = sid } }
+      local wrong_transport = server:connect()
+      wrong_transport:send_request { method = "DELETE", path = "/mcp", headers = { ["Mcp-Session-Id"] = legacy_id } }
+      client.sleep(300) -- for the server to read them while it computes (were it later, nothing would be tested)
+      -- A cancellation on the session's own path is acted on at once.
+      assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/cancelled",
+        params = { requestId = 50 } }).status)
+      assert.are.equal(202, spin:read_response(30000).status)
+      assert.are.equal(405, wrong_path:read_response(30000).status)
+      assert.are.equal(404, wrong_transport:read_response(30000).status)
+      -- Both sessions go on.
+      local r = server:post({ jsonrpc = "2.0", id = 51, method = "ping" }, on_sid)
+      assert.are.equal(200, r.status, r.body)
+      assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", id = 52, method = "ping" }).status)
+      assert.is_table(answer(conn, 52))
+      conn:close()
+    end)
+    server:stop_cleanly()
     assert(ok, failure)
   end)
 end)

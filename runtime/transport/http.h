@@ -72,6 +72,10 @@ struct http_stream {
   /* Who sent the request that opened it (a reference; NULL without
    * OAuth): transport_ops.request_identity of the messages it carries. */
   auth_identity *identity;
+  /* A legacy HTTP+SSE POST's origin (http_legacy_sse.c): its Mcp-* and
+   * MCP-Protocol-Version headers ("name\0value\0" pairs), kept for its
+   * calls after the POST is answered 202. */
+  buf legacy_headers;
   uint64_t last_write_ms;
   http_stream *prev, *next;
 };
@@ -363,6 +367,10 @@ void legacy_sse_send(http_session *hs, const session_message *m);
 /* Its stream's connection went: cancel the session's calls now (the
  * session is destroyed by the next sweep, where that is safe). */
 void legacy_sse_stream_closed(http_stream *st);
+/* transport_ops.call_ended and .request_header for a legacy session's
+ * calls, whose origin is their POST's (see post_message). */
+void legacy_sse_call_ended(session *s, call *cl);
+const char *legacy_sse_request_header(const http_stream *post, const char *name);
 /* The once-a-second sweep: destroys a legacy session whose stream has
  * gone (true: hs is freed), and, draining, ends the stream of one with no
  * call left. */

@@ -913,7 +913,12 @@ static void conn_detach_stream(http_conn *c) {
   st->hs->last_active_ms = now_ms(c->server);
   st->conn = NULL;
   c->stream = NULL;
-  if (st->hs->legacy) legacy_sse_stream_closed(st);
+  if (st->hs->legacy) {
+    /* Its stream: the session ends. A POST's: its calls are answered down
+     * that stream, and go on. */
+    if (st->no == 0) legacy_sse_stream_closed(st);
+    return;
+  }
   if ((st->mode == STREAM_PENDING || st->hs->stateless) && !st->complete) {
     /* A JSON answer has nowhere to go now: stop the work (a cancellation,
      * which is allowed under a computing handler). An SSE stream stays,

@@ -113,6 +113,42 @@ static void open_stream(http_conn *c) {
   log_write(LOG_DEBUG, "%s: HTTP+SSE stream opened on http#%u", hs->session->name, c->id);
 }
 
+/* A POST's origin: the headers its calls may ask for (ctx:_header), as
+ * http_conn.mcp_headers keeps them. */
+static void keep_headers(http_stream *post, const http_conn *c) {
+  if (c->protocol_version) {
+    buf_append(&post->legacy_headers, "mcp-protocol-version", sizeof "mcp-protocol-version");
+    buf_append(&post->legacy_headers, c->protocol_version, strlen(c->protocol_version) + 1);
+  }
+  if (c->mcp_headers.len) buf_append(&post->legacy_headers, c->mcp_headers.data, c->mcp_headers.len);
+}
+
+const char *legacy_sse_request_header(const http_stream *post, const char *name) {
+  const char *p = post->legacy_headers.data, *end = p + post->legacy_headers.len;
+  while (p && p < end) {
+    const char *value = p + strlen(p) + 1;
+    if (strcmp(p, name) == 0) return value;
+    p = value + strlen(value) + 1;
+  }
+  return NULL;
+}
+
+/* A POST's origin lives while calls it brought are in flight. */
+static void post_release(http_stream *post) {
+  if (!post || post->no == 0 || post->held || post->conn) return;
+  if (post->hs->session->state == SESSION_CLOSED) return; /* freed with the session */
+  if (!session_has_calls_from(post->hs->session, post)) stream_free(post);
+}
+
+void legacy_sse_call_ended(session *s, call *cl) {
+  /* A batch's calls end before its answer, which still names the origin
+   * (legacy_sse_send releases it then). */
+  if (cl->batch || s->state == SESSION_CLOSED) return;
+  http_stream *post = cl->transport_data;
+  cl->transport_data = NULL; /* it is going: it no longer counts as the POST's */
+  post_release(post);
+}
+
 /* POST on the messages path: the message goes to the session, 202. */
 static void post_message(http_conn *c) {
   if (!c->session_id) {
@@ -139,10 +175,21 @@ static void post_message(http_conn *c) {
   }
   json_doc_free(doc);
   c->state = CONN_RESPONDING;
-  /* Every call's origin is the stream: its answers go there, and closing
-   * it cancels them (legacy_sse_stream_closed). */
-  session_receive(hs->session, c->body.data ? c->body.data : "", c->body.len, st);
-  if (c->closing) return;
+  /* The messages' origin is the POST's own (not the stream's): its calls
+   * run as the POST's token says (scopes, expiry, ctx.auth) and see its
+   * headers; their answers still go down the stream (legacy_sse_send). */
+  http_stream *post = stream_new(hs, c, NULL, false);
+  keep_headers(post, c);
+  post->held = true;
+  session_receive(hs->session, c->body.data ? c->body.data : "", c->body.len, post);
+  post->held = false;
+  bool answered = !post->conn; /* refused for its scopes (a 403), or the connection went */
+  if (post->conn) {
+    post->conn = NULL;
+    c->stream = NULL;
+  }
+  post_release(post);
+  if (answered || c->closing) return;
   conn_send_response(c, 202, NULL, "text/plain", "Accepted", 8);
   conn_response_done(c);
 }
@@ -168,6 +215,22 @@ void legacy_sse_send(http_session *hs, const session_message *m) {
   /* The call is answered: it no longer refers to the stream (as in
    * http_send). */
   if (m->final && m->related) m->related->transport_data = NULL;
+  http_stream *post = m->origin;
+  if (m->final && m->http_status == 403 && m->required_scopes && post && post->conn && http_auth_on(hs->server)) {
+    /* Refused for its scopes while its POST is still open: the POST says
+     * so, with the step-up challenge, as Streamable HTTP does. */
+    http_conn *c = post->conn;
+    buf headers = BUF_INIT;
+    http_auth_scope_challenge(c, &headers, m->required_scopes);
+    conn_send_response(c, 403, headers.data, "application/json", m->json, m->len);
+    buf_free(&headers);
+    post->conn = NULL;
+    c->stream = NULL;
+    conn_response_done(c);
+    post_release(post);
+    return;
+  }
+  if (m->final) post_release(post);
   if (!m->json) return; /* a batch with nothing to answer */
   http_stream *st = stream_find(hs, 0);
   if (!st || !st->conn) return; /* the stream went: the session is ending */
@@ -181,9 +244,11 @@ void legacy_sse_send(http_session *hs, const session_message *m) {
 
 void legacy_sse_stream_closed(http_stream *st) {
   log_write(LOG_DEBUG, "%s: HTTP+SSE stream closed: the session ends", st->hs->session->name);
-  /* A cancellation, which is allowed even under a computing handler; the
-   * session itself is freed by the sweep, never from inside one. */
-  session_cancel_from(st->hs->session, st);
+  /* Cancellations (each call's origin is its POST's), which are allowed
+   * even under a computing handler; the session itself is freed by the
+   * sweep, never from inside one. */
+  session *s = st->hs->session;
+  while (s->calls) session_cancel_from(s, s->calls->transport_data);
 }
 
 bool legacy_sse_sweep(http_session *hs) {

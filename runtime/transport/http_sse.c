@@ -38,6 +38,7 @@ void stream_free(http_stream *st) {
   else hs->streams = st->next;
   if (st->next) st->next->prev = st->prev;
   auth_identity_unref(st->identity);
+  buf_free(&st->legacy_headers);
   free(st);
 }
 
@@ -290,9 +291,12 @@ static bool http_close_stream(session *s, call *c) {
  * http_send); a batch ends with its array; an ended session closes its
  * streams itself (http_session_destroy). */
 static void http_call_ended(session *s, call *cl) {
+  if (((http_session *)s->transport_data)->legacy) {
+    legacy_sse_call_ended(s, cl);
+    return;
+  }
   http_stream *st = cl->transport_data;
   if (!st || cl->batch || st->complete || s->state == SESSION_CLOSED) return;
-  if (st->hs->legacy) return; /* its stream is the session's, and goes on */
   st->complete = true;
   if (!st->conn) return; /* conn_close or a later resumption finishes it */
   /* A request must be answered with JSON or an event stream: an event
@@ -306,6 +310,7 @@ static void http_call_ended(session *s, call *cl) {
 static const char *http_request_header(session *s, void *origin, const char *name) {
   (void)s;
   http_stream *st = origin;
+  if (st && st->hs->legacy) return legacy_sse_request_header(st, name);
   http_conn *c = st ? st->conn : NULL;
   if (!c) return NULL;
   if (strcmp(name, "mcp-protocol-version") == 0) return c->protocol_version;

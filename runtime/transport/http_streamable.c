@@ -132,12 +132,10 @@ static int body_is_initialize(http_conn *c) {
   return is;
 }
 
-http_session *streamable_lookup_session(http_conn *c, bool legacy) {
-  if (!c->session_id) {
-    conn_send_error(c, 400, -32600, "Bad Request: the Mcp-Session-Id header is required", NULL);
-    return NULL;
-  }
-  http_session *hs = strmap_get(&c->server->sessions_by_id, c->session_id);
+/* The session the request names, if it may act on it, or NULL: the
+ * rules of streamable_lookup_session, answering nothing. */
+static http_session *session_of(http_conn *c, bool legacy) {
+  http_session *hs = c->session_id ? strmap_get(&c->server->sessions_by_id, c->session_id) : NULL;
   /* A legacy session is its initializer's: to anyone else it does not
    * exist (the same 404, so that ids cannot be probed). */
   if (hs && hs->legacy != legacy) hs = NULL; /* each transport's ids are its own */
@@ -145,6 +143,15 @@ http_session *streamable_lookup_session(http_conn *c, bool legacy) {
   http_stream *opener = hs && hs->legacy && !hs->session->owner ? stream_find(hs, 0) : NULL;
   const auth_identity *owner = opener ? opener->identity : NULL;
   if (hs && !auth_same_principal(owner ? owner : hs->session->owner, c->identity)) hs = NULL;
+  return hs;
+}
+
+http_session *streamable_lookup_session(http_conn *c, bool legacy) {
+  if (!c->session_id) {
+    conn_send_error(c, 400, -32600, "Bad Request: the Mcp-Session-Id header is required", NULL);
+    return NULL;
+  }
+  http_session *hs = session_of(c, legacy);
   if (!hs) {
     conn_send_error(c, 404, -32001, "Session not found", NULL);
     return NULL;
@@ -307,16 +314,22 @@ static void handle_delete(http_conn *c) {
  * session's calls at once; everything else waits for a later turn. */
 static bool hold_request(http_conn *c) {
   http_server *h = c->server;
-  if (h->srv->nested_poll == 0 || c->reject_status || (!path_matches(c) && !legacy_sse_route_of(c))) return false;
-  /* With OAuth, nothing is acted on before the token is checked. */
-  http_session *hs = c->session_id && !http_auth_on(h) ? strmap_get(&h->sessions_by_id, c->session_id) : NULL;
+  legacy_sse_route route = legacy_sse_route_of(c);
+  if (h->srv->nested_poll == 0 || c->reject_status || (!path_matches(c) && !route)) return false;
+  /* Only what the request would be allowed when handled: a session of its
+   * transport (a legacy one only by a POST on the messages path), its
+   * owner's; with OAuth, nothing before the token is checked. */
+  bool legacy = route != LEGACY_SSE_NONE;
+  bool may_act = !http_auth_on(h) && (!legacy || (route == LEGACY_SSE_MESSAGES && c->parser.method == HTTP_POST));
+  http_session *hs = may_act ? session_of(c, legacy) : NULL;
   if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
       session_receive_urgent(hs->session, c->body.data ? c->body.data : "", c->body.len)) {
     conn_send_response(c, 202, NULL, NULL, NULL, 0);
     conn_response_done(c);
     return true;
   }
-  if (hs && c->parser.method == HTTP_DELETE) session_close(hs->session); /* destroyed when the request is handled */
+  if (hs && !legacy && c->parser.method == HTTP_DELETE)
+    session_close(hs->session); /* destroyed when the request is handled */
   c->request_held = true;
   conn_defer(c);
   return true;
