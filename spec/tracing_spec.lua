@@ -323,6 +323,29 @@ describe("traces", function()
     end)
   end)
 
+  describe("--log-format json", function()
+    it("a line logged while a call runs carries the call's trace_id", function()
+      proc = client.spawn({ "run", FIXTURE, "--log-format", "json" }, { env = otel_env(receiver.base) })
+      proc:initialize("2025-11-25")
+      local trace = "8bd0c0ffee7b34da6a3ce929d0e0e473"
+      local result = proc:call_tool("broken", EMPTY, { traceparent = "00-" .. trace .. "-" .. GIVEN_SPAN .. "-01" })
+      assert.is_true(result.isError)
+      local logged
+      client.wait_until(function()
+        for line in proc.stderr:gmatch("[^\n]+") do
+          local ok, o = pcall(cjson.decode, line)
+          if ok and type(o) == "table" and type(o.message) == "string" and o.message:find("broken on purpose", 1, true) then
+            logged = o
+          end
+        end
+        return logged ~= nil
+      end, 20000)
+      assert(logged, "no JSON line for the failure:\n" .. proc.stderr)
+      assert.are.equal("broken", logged.tool)
+      assert.are.equal(trace, logged.trace_id)
+    end)
+  end)
+
   describe("a collector that does not answer", function()
     it("holds no call: calls are answered while every export waits, and spans past the queue are dropped", function()
       receiver.hold(true)
