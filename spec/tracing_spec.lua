@@ -24,6 +24,8 @@ local GIVEN_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 local GIVEN_SPAN = "00f067aa0ba902b7"
 local GIVEN = "00-" .. GIVEN_TRACE .. "-" .. GIVEN_SPAN .. "-01"
 local EMPTY = cjson.decode("{}")
+-- AddressSanitizer keeps freed memory in quarantine: RSS says nothing then.
+local SANITIZED = (os.getenv("LUAMCP") or ""):find("asan") ~= nil
 
 local function start_receiver()
   local proc = client.spawn({ RECEIVER }, { bin = NODE })
@@ -99,6 +101,7 @@ describe("traces", function()
   setup(function() receiver = start_receiver() end)
   teardown(function() if receiver then receiver.stop() end end)
   after_each(function()
+    receiver.hold(false)
     if proc then
       proc:close_stdin()
       local code = proc:wait_exit()
@@ -157,6 +160,23 @@ describe("traces", function()
       assert.are.same({ "00-" .. GIVEN_TRACE .. "-" .. get.spanId .. "-01" }, state.upstream)
       assert.are.equal("application/json", state.headers[1]["content-type"])
       assert.are.equal("acme", state.headers[1]["x-tenant"])
+    end)
+
+    it("redacts the credentials in an mcp.http span's url.full", function()
+      local trace = "7ac0ffee77b34da6a3ce929d0e0e4736"
+      local url = "http://user:s3cret@127.0.0.1:" .. receiver.port .. "/upstream?sig=abc&x=1"
+      local out = structured(proc:call_tool("fetch_and_run", { url = url }, { traceparent = "00-" .. trace .. "-" .. GIVEN_SPAN .. "-01" }))
+      assert.are.equal("upstream ok", out.body)
+      local get
+      client.poll_until(function()
+        for _, s in ipairs(receiver.state().spans) do
+          if s.name == "GET" and s.traceId == trace then get = s end
+        end
+        return get ~= nil
+      end, 30000)
+      assert(get, "no GET span in trace " .. trace)
+      assert.are.equal("http://REDACTED:REDACTED@127.0.0.1:" .. receiver.port .. "/upstream?sig=REDACTED&x=1",
+        attr(get, "url.full"))
     end)
 
     it("starts a new trace without a traceparent, and ctx.trace_id names it", function()
@@ -303,6 +323,29 @@ describe("traces", function()
     end)
   end)
 
+  describe("--log-format json", function()
+    it("a line logged while a call runs carries the call's trace_id", function()
+      proc = client.spawn({ "run", FIXTURE, "--log-format", "json" }, { env = otel_env(receiver.base) })
+      proc:initialize("2025-11-25")
+      local trace = "8bd0c0ffee7b34da6a3ce929d0e0e473"
+      local result = proc:call_tool("broken", EMPTY, { traceparent = "00-" .. trace .. "-" .. GIVEN_SPAN .. "-01" })
+      assert.is_true(result.isError)
+      local logged
+      client.wait_until(function()
+        for line in proc.stderr:gmatch("[^\n]+") do
+          local ok, o = pcall(cjson.decode, line)
+          if ok and type(o) == "table" and type(o.message) == "string" and o.message:find("broken on purpose", 1, true) then
+            logged = o
+          end
+        end
+        return logged ~= nil
+      end, 20000)
+      assert(logged, "no JSON line for the failure:\n" .. proc.stderr)
+      assert.are.equal("broken", logged.tool)
+      assert.are.equal(trace, logged.trace_id)
+    end)
+  end)
+
   describe("a collector that does not answer", function()
     it("holds no call: calls are answered while every export waits, and spans past the queue are dropped", function()
       receiver.hold(true)
@@ -333,6 +376,48 @@ describe("traces", function()
       client.poll_until(function() return receiver.state().held == 0 end, 30000)
       local got = #receiver.state().spans - before
       assert.is_true(got < calls, ("%d spans for %d calls"):format(got, calls))
+    end)
+
+    it("cuts a huge tool name in its span, and bounds the queue's bytes", function()
+      receiver.hold(true)
+      proc = client.spawn({ "run", FIXTURE }, { env = otel_env(receiver.base, { "OTEL_EXPORTER_OTLP_TIMEOUT=600000" }) })
+      proc:initialize("2025-11-25")
+      client.poll_until(function()
+        proc:call_tool("trace_id", EMPTY)
+        return receiver.state().held >= 2
+      end, 60000)
+      assert.is_true(receiver.state().held >= 2, "the collector never held an export")
+      -- About 1 MB, "x" then two-byte characters: a cut at a byte count
+      -- falls inside one.
+      local huge = "x" .. ("\u{e9}"):rep(500000)
+      local function unknown_tool(id)
+        proc:send { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = huge, arguments = EMPTY } }
+        local r = proc:await_response(id)
+        assert(r and (r.error or (r.result and r.result.isError)), "no error for an unknown tool\n" .. proc.stderr)
+      end
+      for i = 1, 5 do unknown_tool(1000 + i) end
+      local before = http.rss_kb(proc.pid)
+      for i = 1, 100 do unknown_tool(2000 + i) end
+      local grown = http.rss_kb(proc.pid) - before
+      -- Spans kept whole held ~1 MB each while the collector waits: +100 MB.
+      assert.is_true(SANITIZED or grown < 32 * 1024, ("RSS grew by %d kB over 100 calls"):format(grown))
+      receiver.hold(false)
+      local span
+      client.poll_until(function()
+        for _, s in ipairs(receiver.state().spans) do
+          if s.name:sub(1, 12) == "tools/call x" then span = s end
+        end
+        return span ~= nil
+      end, 30000)
+      assert(span, "no span for the huge tool name")
+      assert.is_true(#span.name <= 1024, ("a span name of %d bytes"):format(#span.name))
+      local tool = attr(span, "gen_ai.tool.name")
+      for _, text in ipairs { span.name, tool } do
+        assert.is_true(#text > 1000)
+        -- Cut between characters: valid UTF-8, no replacement character.
+        assert.is_truthy(utf8.len(text))
+        assert.is_nil(text:find("\u{fffd}", 1, true))
+      end
     end)
 
     it("holds no call when nothing listens at the endpoint", function()

@@ -42,6 +42,7 @@
 #include "core/buf.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "app/app.h"
 #include "app/otel.h"
 #include "app/curl_lib.h"
@@ -290,7 +291,10 @@ static void end_span(http_op *op) {
 static bool start_span(lua_State *L, http_op *op, const task *t, const char *method, const char *url) {
   op->span = otel_span_start(method ? method : "GET", OTEL_KIND_CLIENT, &t->root->trace);
   otel_attr_str(op->span, "http.request.method", method ? method : "GET");
-  otel_attr_str(op->span, "url.full", url);
+  buf redacted = BUF_INIT;
+  trace_redact_url(url, &redacted);
+  otel_attr_strn(op->span, "url.full", redacted.data, redacted.len);
+  buf_free(&redacted);
   int top = lua_gettop(L);
   lua_getfield(L, 1, "headers");
   bool own = lua_istable(L, -1) && lua_getfield(L, -1, "traceparent") != LUA_TNIL;

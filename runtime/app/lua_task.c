@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/observe.h"
 #include "core/protocol.h"
+#include "core/trace.h"
 #include "app/otel.h"
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
@@ -682,7 +683,10 @@ static void log_context_of(const task *t) {
   const call *c = root->call;
   const char *tool = root->tool;
   if (!tool && c && strcmp(c->method, "tools/call") == 0) tool = call_target(c); /* before the entry sets root->tool */
-  log_set_context(c ? c->session->name : NULL, c ? c->id.raw : NULL, tool, NULL);
+  /* The call's trace (traces on), so a log line can be found from its span. */
+  char trace_id[TRACE_ID_HEX + 1];
+  if (root->trace.set) trace_hex(root->trace.trace_id, TRACE_ID_BYTES, trace_id);
+  log_set_context(c ? c->session->name : NULL, c ? c->id.raw : NULL, tool, root->trace.set ? trace_id : NULL);
 }
 
 void task_resume(task *t, int nargs) {

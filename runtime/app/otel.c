@@ -2,8 +2,9 @@
  * otel.c - OpenTelemetry traces, exported as OTLP/HTTP JSON (otel.h).
  *
  * A span is encoded to its OTLP JSON object when it ends and waits, as
- * text, in a ring of at most max_queue; a full ring drops the new span and
- * counts it. A batch goes out when max_batch spans wait, or when the timer
+ * text, in a ring of at most max_queue spans and OTEL_MAX_QUEUE_BYTES; a
+ * full ring drops the new span and counts it (names and attribute values
+ * are cut to OTEL_MAX_ATTRIBUTE_BYTES, so a span is a few KB at most). A batch goes out when max_batch spans wait, or when the timer
  * fires (every schedule_delay ms), as one POST on a curl_loop of its own,
  * with at most OTEL_MAX_EXPORTS_IN_FLIGHT posts running: a collector that
  * is slow or gone holds those posts (until the export timeout), the ring
@@ -65,6 +66,7 @@ static struct {
 
   char **ring;                 /* encoded spans, max_queue slots */
   size_t head, count;
+  size_t queued_bytes;         /* the ring's spans' bytes, at most OTEL_MAX_QUEUE_BYTES */
   uint64_t dropped, exported;
 
   const curl_api *api;
@@ -169,8 +171,17 @@ static bool each_pair(const char *list, void (*each)(const char *k, const char *
   return true;
 }
 
+/* len cut to at most OTEL_MAX_ATTRIBUTE_BYTES, never inside a UTF-8
+ * sequence (a cut one would make the export's JSON invalid). */
+static size_t cut_len(const char *s, size_t len) {
+  if (len <= OTEL_MAX_ATTRIBUTE_BYTES) return len;
+  size_t cut = OTEL_MAX_ATTRIBUTE_BYTES;
+  while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--;
+  return cut;
+}
+
 static void write_kv_str(buf *b, const char *key, const char *value, size_t len) {
-  if (len > OTEL_MAX_ATTRIBUTE_BYTES) len = OTEL_MAX_ATTRIBUTE_BYTES;
+  len = cut_len(value, len);
   buf_puts(b, "{\"key\":");
   json_write_string(b, key, strlen(key));
   buf_puts(b, ",\"value\":{\"stringValue\":");
@@ -400,7 +411,7 @@ void otel_stop(void) {
   for (size_t i = 0; X.ring && i < X.count; i++) free(X.ring[(X.head + i) % X.max_queue]);
   free(X.ring);
   X.ring = NULL;
-  X.count = X.head = 0;
+  X.count = X.head = X.queued_bytes = 0;
   if (X.headers) X.api->slist_free_all(X.headers);
   X.headers = NULL;
   free(X.url);
@@ -451,17 +462,20 @@ static size_t discard_body(char *data, size_t size, size_t n, void *userp) {
 /* POST up to max_batch waiting spans, unless enough posts are running. */
 static void export_batch(void) {
   if (!X.count || X.in_flight >= OTEL_MAX_EXPORTS_IN_FLIGHT) return;
-  size_t n = X.count < X.max_batch ? X.count : X.max_batch;
+  size_t most = X.count < X.max_batch ? X.count : X.max_batch, n = 0;
   buf body = BUF_INIT;
   buf_puts(&body, "{\"resourceSpans\":[{\"resource\":{\"attributes\":");
   buf_append(&body, X.resource.data, X.resource.len);
   buf_puts(&body, "},\"scopeSpans\":[{\"scope\":{\"name\":\"luamcp\"},\"spans\":[");
-  for (size_t i = 0; i < n; i++) {
+  /* At least one span, then no more once the body is big enough. */
+  while (n < most && (n == 0 || body.len < OTEL_MAX_EXPORT_BYTES)) {
     char *span = X.ring[X.head];
+    size_t len = strlen(span);
     X.ring[X.head] = NULL;
     X.head = (X.head + 1) % X.max_queue;
-    if (i) buf_putc(&body, ',');
-    buf_append_str(&body, span);
+    if (n++) buf_putc(&body, ',');
+    buf_append(&body, span, len);
+    X.queued_bytes -= len;
     free(span);
   }
   X.count -= n;
@@ -531,19 +545,20 @@ void otel_flush(void) {
 }
 
 /* An ended span's JSON, into the ring (or dropped when it is full). */
-static void enqueue(char *span) {
-  if (X.count >= X.max_queue) {
+static void enqueue(char *span, size_t len) {
+  if (X.count >= X.max_queue || X.queued_bytes + len > OTEL_MAX_QUEUE_BYTES) {
     X.dropped++;
     free(span);
     if (!X.overflowing)
-      log_write(LOG_WARNING, "traces: the export queue is full (%zu spans; the collector at %s is slow or away): "
-                             "new spans are dropped until it takes some (%llu dropped so far)",
-                X.max_queue, X.url, (unsigned long long)X.dropped);
+      log_write(LOG_WARNING, "traces: the export queue is full (%zu spans, %zu bytes; the collector at %s is slow "
+                             "or away): new spans are dropped until it takes some (%llu dropped so far)",
+                X.count, X.queued_bytes, X.url, (unsigned long long)X.dropped);
     X.overflowing = true;
     return;
   }
   X.ring[(X.head + X.count) % X.max_queue] = span;
   X.count++;
+  X.queued_bytes += len;
   if (X.count >= X.max_batch) export_batch();
 }
 
@@ -570,7 +585,8 @@ static bool sample_root(const uint8_t trace_id[TRACE_ID_BYTES]) {
 
 otel_span *otel_span_start(const char *name, otel_kind kind, const otel_ids *parent) {
   otel_span *s = calloc(1, sizeof *s);
-  if (!s || !(s->name = strdup(name))) abort();
+  /* A name may come from a request (a tool's) or a script: cut like an attribute. */
+  if (!s || !(s->name = strndup(name, cut_len(name, strlen(name))))) abort();
   s->kind = kind;
   s->ids.set = true;
   if (parent && parent->set) {
@@ -615,7 +631,8 @@ void otel_span_fail(otel_span *s, const char *error_type, const char *message) {
   if (!s->recording) return;
   otel_attr_str(s, "error.type", error_type);
   free(s->status_message);
-  s->status_message = strdup(message ? message : error_type);
+  const char *why = message ? message : error_type;
+  if (!(s->status_message = strndup(why, cut_len(why, strlen(why))))) abort();
 }
 
 void otel_span_end(otel_span *s) {
@@ -650,7 +667,8 @@ void otel_span_end(otel_span *s) {
       buf_putc(&out, '}');
     }
     buf_putc(&out, '}');
-    enqueue(buf_detach(&out, NULL));
+    size_t len = out.len;
+    enqueue(buf_detach(&out, NULL), len);
   }
   buf_free(&s->attributes);
   free(s->status_message);

@@ -361,5 +361,12 @@
 /* A span's attribute values are cut at this many bytes (a tool name or a
  * URL from a script could be anything). */
 #define OTEL_MAX_ATTRIBUTE_BYTES 1024
+/* The encoded spans waiting in the queue hold at most this many bytes
+ * (past it new spans are dropped and counted, as when the queue is full),
+ * and one export's body stops growing past OTEL_MAX_EXPORT_BYTES: with
+ * OTEL_MAX_EXPORTS_IN_FLIGHT posts, memory stays bounded by bytes, not
+ * just by a count of spans whose size a client chooses. */
+#define OTEL_MAX_QUEUE_BYTES (16u * 1024u * 1024u)
+#define OTEL_MAX_EXPORT_BYTES (4u * 1024u * 1024u)
 
 #endif

@@ -145,3 +145,49 @@ static bool random_nonzero(uint8_t *out, size_t n) {
 
 bool trace_new_trace_id(uint8_t out[TRACE_ID_BYTES]) { return random_nonzero(out, TRACE_ID_BYTES); }
 bool trace_new_span_id(uint8_t out[TRACE_SPAN_ID_BYTES]) { return random_nonzero(out, TRACE_SPAN_ID_BYTES); }
+
+static bool secret_query_key(const char *k, size_t n) {
+  static const char *const keys[] = { "AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature" };
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+    if (strlen(keys[i]) == n && memcmp(keys[i], k, n) == 0) return true;
+  return false;
+}
+
+void trace_redact_url(const char *url, buf *out) {
+  const char *rest = url;
+  /* The authority follows "scheme://" (the scheme holds no / ? #). */
+  const char *sep = strstr(url, "://");
+  if (sep && strcspn(url, ":/?#") == (size_t)(sep - url)) {
+    const char *authority = sep + 3;
+    size_t authority_len = strcspn(authority, "/?#");
+    const char *at = NULL;
+    for (size_t i = 0; i < authority_len; i++)
+      if (authority[i] == '@') at = authority + i;
+    if (at) {
+      buf_append(out, url, (size_t)(authority - url));
+      buf_puts(out, "REDACTED:REDACTED");
+      rest = at;
+    }
+  }
+  const char *query = strchr(rest, '?');
+  if (!query) {
+    buf_append_str(out, rest);
+    return;
+  }
+  const char *end = query + strcspn(query, "#");
+  buf_append(out, rest, (size_t)(query + 1 - rest));
+  for (const char *k = query + 1; k < end;) {
+    const char *amp = memchr(k, '&', (size_t)(end - k));
+    if (!amp) amp = end;
+    const char *eq = memchr(k, '=', (size_t)(amp - k));
+    if (eq && secret_query_key(k, (size_t)(eq - k))) {
+      buf_append(out, k, (size_t)(eq + 1 - k));
+      buf_puts(out, "REDACTED");
+    } else {
+      buf_append(out, k, (size_t)(amp - k));
+    }
+    if (amp < end) buf_putc(out, '&');
+    k = amp + 1;
+  }
+  buf_append_str(out, end);
+}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "core/luamcp_limits.h"
 
 enum {
@@ -68,5 +69,12 @@ void trace_hex(const uint8_t *bytes, size_t n, char *out);
 /* New random ids, never all zero; false when the OS has no randomness. */
 bool trace_new_trace_id(uint8_t out[TRACE_ID_BYTES]);
 bool trace_new_span_id(uint8_t out[TRACE_SPAN_ID_BYTES]);
+
+/* url, for a span's url.full, appended to out with its credentials
+ * redacted as the OpenTelemetry HTTP conventions ask: a user:password@
+ * becomes REDACTED:REDACTED@, and the values of the query parameters
+ * known to carry signatures (AWSAccessKeyId, Signature, sig,
+ * X-Goog-Signature) become REDACTED. */
+void trace_redact_url(const char *url, buf *out);
 
 #endif

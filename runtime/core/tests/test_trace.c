@@ -151,8 +151,30 @@ static void test_new_ids(void) {
         "round trip keeps the ids");
 }
 
+static void redacts(const char *url, const char *want) {
+  buf out = BUF_INIT;
+  trace_redact_url(url, &out);
+  buf_putc(&out, '\0');
+  CHECK(strcmp(out.data, want) == 0, "redact %s: got %s, want %s", url, out.data, want);
+  buf_free(&out);
+}
+
+static void test_redact_url(void) {
+  redacts("https://example.com/a?b=c#d", "https://example.com/a?b=c#d");
+  redacts("https://user:pass@example.com/a", "https://REDACTED:REDACTED@example.com/a");
+  redacts("http://token@h:8080", "http://REDACTED:REDACTED@h:8080");
+  redacts("http://a:b@c@h/p?x=1", "http://REDACTED:REDACTED@h/p?x=1");
+  redacts("http://h/p@q", "http://h/p@q");
+  redacts("http://h/p?u=http://a:b@c", "http://h/p?u=http://a:b@c");
+  redacts("https://h/o?X-Goog-Signature=abc&x=1&sig=s&Signature=&AWSAccessKeyId=k#sig=f",
+          "https://h/o?X-Goog-Signature=REDACTED&x=1&sig=REDACTED&Signature=REDACTED&AWSAccessKeyId=REDACTED#sig=f");
+  redacts("https://h/o?signature=abc&sig", "https://h/o?signature=abc&sig");
+  redacts("", "");
+}
+
 int main(void) {
   test_traceparent();
+  test_redact_url();
   test_tracestate();
   test_new_ids();
   return check_report();
