@@ -512,7 +512,7 @@ describe("HTTP+SSE with real clients", function()
     return
   end
 
-  it("serves the TypeScript SDK v1 SSEClientTransport: every primitive, progress, a subscription, cancellation and a reload's list_changed", function()
+  it("serves the TypeScript SDK v1 SSEClientTransport: every primitive, progress, a subscription, an elicitation, cancellation and a reload's list_changed", function()
     local dir = client.temp_dir()
     assert(os.execute("cp -r scripts/demo/. " .. dir .. "/"))
     local server = http.start({ dir }, { command = "dev" })
@@ -535,6 +535,9 @@ describe("HTTP+SSE with real clients", function()
       assert.are.equal("summarize_note", r.prompts.prompts[1].name)
       assert.are.same({ "welcome" }, r.complete.completion.values)
       assert.truthy(#r.updates >= 1)
+      assert.are.same({ "Delete the note sse?", "Delete the note sse?" }, r.asked)
+      assert.are.equal("kept sse", r.kept.content[1].text)
+      assert.are.equal("deleted sse", r.deleted.content[1].text)
       assert.truthy(r.cancelled:find("^rejected"), r.cancelled)
       assert.are.equal("2", r.afterCancel.content[1].text)
       assert.truthy(r.listChanged >= 1)

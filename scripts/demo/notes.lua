@@ -55,3 +55,25 @@ mcp.prompt {
   end,
   complete = { name = note_names },
 }
+
+-- Asks the user before it deletes (elicitation), when the client can be
+-- asked; a client without elicitation gets the note deleted as asked.
+mcp.tool {
+  name = "delete_note", title = "Delete a note", description = "Delete a note, after the user confirms it",
+  args = { name = "string" },
+  annotations = { destructiveHint = true, idempotentHint = true },
+  handler = function(args, ctx)
+    if notes[args.name] == nil then return mcp.tool_error("there is no note called " .. args.name) end
+    if type(ctx.capabilities) == "table" and type(ctx.capabilities.elicitation) == "table" then
+      local answer = ctx:elicit {
+        message = "Delete the note " .. args.name .. "?",
+        requestedSchema = { type = "object", required = { "confirm" },
+                            properties = { confirm = { type = "boolean", description = "Yes, delete it" } } },
+      }
+      if answer.action ~= "accept" or not answer.content.confirm then return "kept " .. args.name end
+    end
+    notes[args.name] = nil
+    mcp.notify_resource_updated("notes://" .. args.name)
+    return "deleted " .. args.name
+  end,
+}

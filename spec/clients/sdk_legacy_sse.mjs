@@ -40,9 +40,14 @@ function waitFor(predicate, what, ms = 30000) {
 }
 
 async function demo(dir) {
-  const client = new Client({ name: "sdk-sse", version: "1.0.0" });
+  const client = new Client({ name: "sdk-sse", version: "1.0.0" }, { capabilities: { elicitation: {} } });
   const transport = new SSEClientTransport(new URL(url));
-  const logs = [], updates = [];
+  const logs = [], updates = [], asked = [];
+  // delete_note asks before it deletes: say no to the first, yes after.
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params.message);
+    return asked.length === 1 ? { action: "decline" } : { action: "accept", content: { confirm: true } };
+  });
   let listChanged = 0;
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
@@ -82,6 +87,10 @@ async function demo(dir) {
     out.write = await client.callTool({ name: "write_note", arguments: { name: "sse", text: "over SSE" } });
     await waitFor(() => updates.includes("notes://sse"), "resources/updated");
     out.updates = updates;
+    // An elicitation round trip: declined (kept), then confirmed (deleted).
+    out.kept = await client.callTool({ name: "delete_note", arguments: { name: "sse" } });
+    out.deleted = await client.callTool({ name: "delete_note", arguments: { name: "sse" } });
+    out.asked = asked;
     // Cancellation: a long countdown cancelled by the client; the session
     // goes on.
     const controller = new AbortController();
