@@ -22,3 +22,5 @@ bool http_worker_publish(http_server *h, const char *message, size_t len, const 
   *why = "no worker processes in this build";
   return false;
 }
+
+int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap) { return 0; }
