@@ -51,6 +51,11 @@
 /* --workers: the most /metrics text one worker pushes to the others each
  * WORKER_METRICS_PUSH_MS (cut at a line past it): the bus shares the link. */
 #define WORKER_METRICS_PUSH_MAX_BYTES (1024u * 1024u)
+/* --metrics ADDR's own listener: connections open at once (more are
+ * closed at once), and the time one has to send its request and read
+ * the answer. */
+#define OBSERVE_MAX_CONNECTIONS 32
+#define OBSERVE_CONN_TIMEOUT_MS 10000
 #define METRICS_MAX_SERIES 100
 #define METRICS_MAX_USER_METRICS 64
 /* A cancellation that came before its request is remembered only for an
