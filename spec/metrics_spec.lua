@@ -418,14 +418,16 @@ describe("a real prometheus", function()
       wait_for_value(prom, 'sum(luamcp_tool_calls_total{tool="slow",outcome="timeout"})', 1)
       wait_for_value(prom, 'sum(luamcp_tool_duration_seconds_count{tool="add"})', 10)
       -- The slow tool's one call took its 100 ms deadline: its median is
-      -- in the bucket (0.05, 0.25] whatever the machine's load... at
-      -- least 0.1 s, the deadline, and finite.
+      -- past 0.05 s and finite, whatever the machine's load (a libuv timer
+      -- counts whole ms from the loop's cached time, so the measured
+      -- duration may fall just under 0.1 s, and the quantile is then
+      -- interpolated inside (0.05, 0.1]).
       local q
       assert.is_true(client.poll_until(function()
         q = query(prom, 'histogram_quantile(0.5, sum by (le) (luamcp_tool_duration_seconds_bucket{tool="slow"}))')
         return q ~= nil
       end, 60000))
-      assert.is_true(q >= 0.1 and q < math.huge, label .. ": quantile " .. tostring(q))
+      assert.is_true(q > 0.05 and q < math.huge, label .. ": quantile " .. tostring(q))
       local add_q = query(prom, 'histogram_quantile(0.99, sum by (le) (luamcp_tool_duration_seconds_bucket{tool="add"}))')
       assert.is_true(add_q ~= nil and add_q >= 0 and add_q < math.huge, label .. ": add quantile " .. tostring(add_q))
       wait_for_value(prom, 'count(up{job="luamcp"} == 1)', 1)
