@@ -202,6 +202,60 @@ describe("/metrics", function()
   end)
 end)
 
+describe("/metrics and names a client chooses", function()
+  local server
+  setup(function() server = http.start({ FIXTURE }) end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  it("counts unknown tools and methods under one label each; the scrape stays small", function()
+    local session = server:initialize(V)
+    for i = 1, 3 do
+      local _, err = call(server, session, string.rep(string.char(96 + i), 300 * 1024))
+      assert.is_table(err)
+      local r = server:post({ jsonrpc = "2.0", id = 8, method = string.rep(string.char(96 + i), 300 * 1024) },
+                            on(session))
+      assert.is_table(r.json and r.json.error)
+    end
+    for i = 1, 300 do
+      local _, err = call(server, session, "junk_" .. i)
+      assert.is_table(err)
+      server:post({ jsonrpc = "2.0", id = 9, method = "junk/" .. i }, on(session))
+    end
+    -- A known tool whose calls fail still counts under its name.
+    call(server, session, "add", { a = 1, b = 2 })
+    local body = get(server.port, "/metrics").body
+    assert_exposition(body)
+    assert.is_true(#body < 32 * 1024, "the scrape is " .. #body .. " bytes")
+    local s = samples(body)
+    assert.are.equal(303, s['luamcp_tool_calls_total{tool="_unknown",outcome="protocol_error"}'])
+    assert.are.equal(303, s['luamcp_calls_total{method="_other",outcome="protocol_error"}'])
+    assert.are.equal(1, s['luamcp_tool_calls_total{tool="add",outcome="ok"}'])
+    assert.is_nil(body:find("junk", 1, true))
+    assert.is_true(http.rss_kb(server.proc.pid) < 200 * 1024)
+  end)
+
+  it("mcp.metrics: cuts a long label value, refuses reserved and bad label names at the script's line", function()
+    local session = server:initialize(V)
+    local long = string.rep("é", 100 * 1024) -- 2 bytes each
+    assert.are.equal("counted", call(server, session, "tag", { labels = { v = long } }).content[1].text)
+    for _, name in ipairs({ "le", "worker", "a:b", "__x", string.rep("n", 65) }) do
+      local text = call(server, session, "tag", { labels = { [name] = "x" } }).content[1].text
+      assert.truthy(text:find("tools.lua:%d+: mcp.metrics"), text)
+    end
+    local many = {}
+    for i = 1, 12 do many["k" .. i] = string.rep("v", 120) end
+    local text = call(server, session, "tag", { labels = many }).content[1].text
+    assert.truthy(text:find("tools.lua:%d+: mcp.metrics: a label set of at most", 1), text)
+    text = call(server, session, "tag", { raising = true }).content[1].text
+    assert.truthy(text:find("no text", 1, true), text)
+    local body = get(server.port, "/metrics").body
+    assert_exposition(body)
+    assert.is_true(#body < 32 * 1024, "the scrape is " .. #body .. " bytes")
+    local s = samples(body)
+    assert.are.equal(1, s['app_tagged_total{v="' .. string.rep("é", 64) .. '"}'])
+  end)
+end)
+
 describe("/metrics with --bearer-token-env", function()
   local server
   setup(function()
@@ -233,6 +287,27 @@ describe("--metrics ADDR", function()
     end, 20000))
     assert.are.equal(200, get(port, "/readyz").status)
     assert.are.equal(404, get(port, "/mcp").status)
+    proc:close()
+  end)
+
+  it("closes a connection that sends nothing, and one past the connection cap", function()
+    local port = services.free_port()
+    local proc = client.spawn({ "run", FIXTURE, "--metrics", "127.0.0.1:" .. port })
+    proc:initialize()
+    local conns = {}
+    for i = 1, 33 do conns[i] = assert(http.connect(port)) end -- the cap is 32 (OBSERVE_MAX_CONNECTIONS)
+    local past_cap = 0
+    assert.is_true(client.poll_until(function()
+      past_cap = 0
+      for _, c in ipairs(conns) do
+        if c.eof then past_cap = past_cap + 1 end
+      end
+      return past_cap >= 1
+    end, 20000), "no connection past the cap was closed")
+    -- The idle ones are closed too (OBSERVE_CONN_TIMEOUT_MS).
+    for _, c in ipairs(conns) do assert.is_true(c:wait_eof(60000), "an idle connection stayed open") end
+    for _, c in ipairs(conns) do c:close() end
+    assert.are.equal(200, get(port, "/healthz").status)
     proc:close()
   end)
 
@@ -343,14 +418,16 @@ describe("a real prometheus", function()
       wait_for_value(prom, 'sum(luamcp_tool_calls_total{tool="slow",outcome="timeout"})', 1)
       wait_for_value(prom, 'sum(luamcp_tool_duration_seconds_count{tool="add"})', 10)
       -- The slow tool's one call took its 100 ms deadline: its median is
-      -- in the bucket (0.05, 0.25] whatever the machine's load... at
-      -- least 0.1 s, the deadline, and finite.
+      -- past 0.05 s and finite, whatever the machine's load (a libuv timer
+      -- counts whole ms from the loop's cached time, so the measured
+      -- duration may fall just under 0.1 s, and the quantile is then
+      -- interpolated inside (0.05, 0.1]).
       local q
       assert.is_true(client.poll_until(function()
         q = query(prom, 'histogram_quantile(0.5, sum by (le) (luamcp_tool_duration_seconds_bucket{tool="slow"}))')
         return q ~= nil
       end, 60000))
-      assert.is_true(q >= 0.1 and q < math.huge, label .. ": quantile " .. tostring(q))
+      assert.is_true(q > 0.05 and q < math.huge, label .. ": quantile " .. tostring(q))
       local add_q = query(prom, 'histogram_quantile(0.99, sum by (le) (luamcp_tool_duration_seconds_bucket{tool="add"}))')
       assert.is_true(add_q ~= nil and add_q >= 0 and add_q < math.huge, label .. ": add quantile " .. tostring(add_q))
       wait_for_value(prom, 'count(up{job="luamcp"} == 1)', 1)

@@ -160,6 +160,7 @@ void lua_schema_check_call(lua_State *co, vm *v, const json_value *params, int p
     plan->own_timeout = true;
   }
   if (in) {
+    plan->known = true;
     if (in->has_scopes) plan->scopes = in->scopes;
     plan->task = in->task;
     plan->task_after_ms = in->task_after_ms;

@@ -26,6 +26,7 @@ typedef struct tool_plan {
   /* mcp.tool{scopes = ...}: what the caller must hold (space-separated,
    * borrowed from the tool's registration), or NULL. */
   const char *scopes;
+  bool known; /* the app has the tool the call names */
 } tool_plan;
 
 /* Check a tools/call's arguments against the tool's inputSchema. Pushes nil

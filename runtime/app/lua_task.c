@@ -1079,6 +1079,7 @@ static int task_entry(lua_State *co) {
     const json_value *name = json_object_get(params, "name");
     if (name && name->type == JSON_STRING && !t->tool) t->tool = strdup(name->u.string);
     lua_schema_check_call(co, t->vm, params, 3, &plan);
+    if (plan.known && call_observed(t->call)) call_mark_target_known(t->call);
   }
   else lua_pushnil(co);
   if (plan.scopes && !auth_has_scopes(t->identity, plan.scopes)) {

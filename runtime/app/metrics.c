@@ -68,6 +68,7 @@ static struct {
   lua_app *app;
   int worker;
   count_table methods, tools;
+  call_counts unknown_tools; /* tools/call of a tool the app does not have */
   uint64_t gc_cycles;
   user_metric *user[METRICS_MAX_USER_METRICS];
   int user_count;
@@ -109,9 +110,11 @@ static void count(call_counts *c, call_outcome o, uint64_t took) {
 static void metrics_finished(void *data, call *c, call_outcome o, uint64_t took) {
   (void)data;
   if ((unsigned)o >= CALL_OUTCOME_COUNT) o = CALL_PROTOCOL_ERROR;
-  count(counts_for(&M.methods, c->method), o, took);
+  /* Only names the app knows become labels: a client may send any. */
+  count(call_method_known(c) ? counts_for(&M.methods, c->method) : &M.methods.other, o, took);
+  if (strcmp(c->method, "tools/call") != 0) return;
   const char *target = call_target(c);
-  if (target && strcmp(c->method, "tools/call") == 0) count(counts_for(&M.tools, target), o, took);
+  count(target && call_target_known(c) ? counts_for(&M.tools, target) : &M.unknown_tools, o, took);
 }
 
 static const call_observer METRICS_OBSERVER = {.finished = metrics_finished};
@@ -128,6 +131,7 @@ void metrics_start(server *srv, lua_app *app, int worker) {
   M.methods.max = METRICS_MAX_METHODS;
   M.tools.max = METRICS_MAX_TOOLS;
   M.methods.other.name = M.tools.other.name = "_other";
+  M.unknown_tools.name = "_unknown";
   observe_add(srv, &METRICS_OBSERVER, NULL);
   if (app && app->current) metrics_watch_gc(app->current->L);
 }
@@ -189,9 +193,11 @@ static const char *worker_label(char *tmp, size_t n) {
   return tmp;
 }
 
-/* A label value as the text format escapes it: \\, \" and \n. */
+/* A label value as the text format escapes it: \\, \" and \n; cut at
+ * METRICS_LABEL_VALUE_MAX_BYTES (UTF-8 safe). */
 static void put_label_value(buf *out, const char *v) {
-  for (; *v; v++) {
+  const char *end = v + observe_utf8_cut(v, strlen(v), METRICS_LABEL_VALUE_MAX_BYTES);
+  for (; v < end; v++) {
     if (*v == '\\') buf_puts(out, "\\\\");
     else if (*v == '"') buf_puts(out, "\\\"");
     else if (*v == '\n') buf_puts(out, "\\n");
@@ -264,14 +270,17 @@ static void histogram_samples(buf *out, const char *metric, const char *key, con
   buf_free(&name);
 }
 
-static void table_samples(buf *out, const count_table *t, const char *metric, const char *key, bool histogram) {
+static void table_samples(buf *out, const count_table *t, const char *metric, const char *key, bool histogram,
+                          const call_counts *unknown) {
   for (size_t i = 0; i < t->count; i++) {
     if (histogram) histogram_samples(out, metric, key, t->items[i]);
     else outcome_samples(out, metric, key, t->items[i]);
   }
-  if (total_calls(&t->other)) {
-    if (histogram) histogram_samples(out, metric, key, &t->other);
-    else outcome_samples(out, metric, key, &t->other);
+  const call_counts *extra[2] = {&t->other, unknown};
+  for (int i = 0; i < 2; i++) {
+    if (!extra[i] || !total_calls(extra[i])) continue;
+    if (histogram) histogram_samples(out, metric, key, extra[i]);
+    else outcome_samples(out, metric, key, extra[i]);
   }
 }
 
@@ -312,11 +321,11 @@ void metrics_format(buf *out) {
   sample(out, "luamcp_up", "", 1);
   head(out, "luamcp_calls_total", "counter",
        "Requests handed to the scripts, by method and outcome (ok, tool_error, protocol_error, timeout, cancelled).");
-  table_samples(out, &M.methods, "luamcp_calls_total", "method", false);
+  table_samples(out, &M.methods, "luamcp_calls_total", "method", false, NULL);
   head(out, "luamcp_tool_calls_total", "counter", "tools/call requests, by tool and outcome.");
-  table_samples(out, &M.tools, "luamcp_tool_calls_total", "tool", false);
+  table_samples(out, &M.tools, "luamcp_tool_calls_total", "tool", false, &M.unknown_tools);
   head(out, "luamcp_tool_duration_seconds", "histogram", "How long tools/call requests took, by tool.");
-  table_samples(out, &M.tools, "luamcp_tool_duration_seconds", "tool", true);
+  table_samples(out, &M.tools, "luamcp_tool_duration_seconds", "tool", true, &M.unknown_tools);
   head(out, "luamcp_calls_in_flight", "gauge", "Requests being answered now.");
   sample(out, "luamcp_calls_in_flight", "", server_calls_in_flight(M.srv));
   head(out, "luamcp_sessions", "gauge", "MCP sessions open now.");
@@ -363,13 +372,17 @@ void metrics_format(buf *out) {
 
 /* ---- mcp.metrics --------------------------------------------------------- */
 
-static bool valid_name(const char *s) {
+static bool valid_name(const char *s) { /* a metric's: ':' is allowed there */
   if (!*s || !(s[0] == '_' || s[0] == ':' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return false;
   for (const char *p = s; *p; p++)
     if (!(*p == '_' || *p == ':' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
       return false;
   return strncmp(s, "luamcp_", 7) != 0;
 }
+
+static int script_error(lua_State *L, const char *message, const char *name);
+#define METRICS_STR_(x) #x
+#define METRICS_STR(x) METRICS_STR_(x)
 
 /* define(kind, name, help [, buckets]) -> id. The same name again (a
  * reload) gives the same metric, if of the same kind. */
@@ -379,7 +392,7 @@ int metrics_lua_define(lua_State *L) {
   const char *help = luaL_optstring(L, 3, "");
   bool histogram = strcmp(kind, "histogram") == 0;
   if (!valid_name(name))
-    return luaL_error(L, "mcp.metrics: %s is not a metric name (letters, digits, _ and :, not beginning with a digit "
+    return script_error(L, "mcp.metrics: %s is not a metric name (letters, digits, _ and :, not beginning with a digit "
                          "or luamcp_)", name);
   for (int i = 0; i < M.user_count; i++) {
     if (strcmp(M.user[i]->name, name) != 0) continue;
@@ -436,6 +449,22 @@ static int compare_keys(const void *a, const void *b) { return strcmp(*(const ch
 
 /* The label set at index idx (a table of string keys and values, or nil)
  * as `k="v",...` sorted by key, in out. */
+static bool valid_label_name(const char *s) {
+  if (!(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return false;
+  for (const char *p = s; *p; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return false;
+  return strncmp(s, "__", 2) != 0 && strlen(s) <= METRICS_LABEL_NAME_MAX_BYTES;
+}
+
+/* An error at the script's line: level 1 is this C function, 2 the
+ * mcp.metrics method, 3 the script that called it. */
+static int script_error(lua_State *L, const char *message, const char *name) {
+  luaL_where(L, 3);
+  lua_pushfstring(L, message, name);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
 static void label_text(lua_State *L, int idx, buf *out) {
   if (lua_isnoneornil(L, idx)) return;
   luaL_checktype(L, idx, LUA_TTABLE);
@@ -443,21 +472,39 @@ static void label_text(lua_State *L, int idx, buf *out) {
   int n = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    if (lua_type(L, -2) != LUA_TSTRING || !valid_name(lua_tostring(L, -2)) || strncmp(lua_tostring(L, -2), "__", 2) == 0)
-      luaL_error(L, "mcp.metrics: label names are strings of letters, digits and _");
-    if (n >= 16) luaL_error(L, "mcp.metrics: at most 16 labels");
-    keys[n++] = lua_tostring(L, -2); /* the key stays in the table: the string lives */
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (!k || !valid_label_name(k))
+      script_error(L, "mcp.metrics: %s is not a label name (letters, digits and _, not beginning with a digit or __, "
+                      "at most " METRICS_STR(METRICS_LABEL_NAME_MAX_BYTES) " bytes)", k ? k : luaL_typename(L, -2));
+    if (strcmp(k, "le") == 0 || strcmp(k, "worker") == 0)
+      script_error(L, "mcp.metrics: the label %s is luamcp's (reserved)", k);
+    if (n >= 16) script_error(L, "mcp.metrics: at most %s labels", "16");
+    keys[n++] = k; /* the key stays in the table: the string lives */
     lua_pop(L, 1);
   }
   qsort(keys, (size_t)n, sizeof keys[0], compare_keys);
+  /* Every value as a string first (luaL_tolstring may raise: nothing of
+   * ours is allocated yet), left on the stack while the text is made. */
+  luaL_checkstack(L, n + 2, "mcp.metrics: labels");
+  int base = lua_gettop(L);
+  size_t total = 0;
   for (int i = 0; i < n; i++) {
     lua_getfield(L, idx, keys[i]);
-    const char *v = luaL_tolstring(L, -1, NULL);
-    buf_printf(out, "%s%s=\"", i ? "," : "", keys[i]);
-    put_label_value(out, v);
-    buf_putc(out, '"');
-    lua_pop(L, 2);
+    size_t len;
+    luaL_tolstring(L, -1, &len);
+    lua_remove(L, -2);
+    total += strlen(keys[i]) + 4 + observe_utf8_cut(lua_tostring(L, -1), len, METRICS_LABEL_VALUE_MAX_BYTES);
   }
+  if (total > METRICS_SERIES_LABELS_MAX_BYTES) {
+    lua_settop(L, base);
+    script_error(L, "mcp.metrics: a label set of at most %s bytes", METRICS_STR(METRICS_SERIES_LABELS_MAX_BYTES));
+  }
+  for (int i = 0; i < n; i++) {
+    buf_printf(out, "%s%s=\"", i ? "," : "", keys[i]);
+    put_label_value(out, lua_tostring(L, base + 1 + i));
+    buf_putc(out, '"');
+  }
+  lua_settop(L, base);
 }
 
 /* add(id, value, labels) -> true, or nil and why when the metric has

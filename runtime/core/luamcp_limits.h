@@ -40,6 +40,22 @@
  * often, so a scrape of any one shows all (at most this old). */
 #define WORKER_METRICS_PUSH_MS 1000
 #define METRICS_MAX_METHODS 64
+/* The longest call target (tool name, URI) observers see, and the longest
+ * label value /metrics prints (longer ones are cut, UTF-8 safe): a client
+ * chooses these names, and each is printed many times per scrape. */
+#define OBSERVE_TARGET_MAX_BYTES 128
+#define METRICS_LABEL_VALUE_MAX_BYTES 128
+/* mcp.metrics: the longest label name, and all of one series' label text. */
+#define METRICS_LABEL_NAME_MAX_BYTES 64
+#define METRICS_SERIES_LABELS_MAX_BYTES 1024
+/* --workers: the most /metrics text one worker pushes to the others each
+ * WORKER_METRICS_PUSH_MS (cut at a line past it): the bus shares the link. */
+#define WORKER_METRICS_PUSH_MAX_BYTES (1024u * 1024u)
+/* --metrics ADDR's own listener: connections open at once (more are
+ * closed at once), and the time one has to send its request and read
+ * the answer. */
+#define OBSERVE_MAX_CONNECTIONS 32
+#define OBSERVE_CONN_TIMEOUT_MS 10000
 #define METRICS_MAX_SERIES 100
 #define METRICS_MAX_USER_METRICS 64
 /* A cancellation that came before its request is remembered only for an

@@ -34,3 +34,10 @@ void observe_remove(server *srv, const call_observer *ops, void *data) {
   }
 }
 
+
+size_t observe_utf8_cut(const char *s, size_t len, size_t max) {
+  if (len <= max) return len;
+  size_t n = max;
+  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* s[n] continues a character: cut before it */
+  return n;
+}

@@ -11,6 +11,7 @@
 #define LUAMCP_OBSERVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct server server;
@@ -65,6 +66,18 @@ void observe_remove(server *srv, const call_observer *ops, void *data);
 void call_set_outcome(call *c, call_outcome o);
 /* Is someone watching this call (worth finding its outcome)? */
 bool call_observed(const call *c);
+/* The app found the tool call_target names (a tools/call of a tool it
+ * has): only then may an observer use the name as a label, since a
+ * client may send any name. */
+void call_mark_target_known(call *c);
+bool call_target_known(const call *c);
+/* False when the call was answered "method not found" (any method name a
+ * client sends would otherwise become a label). */
+bool call_method_known(const call *c);
+
+/* The length of s[0..len) cut to at most max bytes without splitting a
+ * UTF-8 character. */
+size_t observe_utf8_cut(const char *s, size_t len, size_t max);
 
 /* For session.c: a call handed to the app starts (params may be NULL),
  * and one that started ends (before it is freed). */

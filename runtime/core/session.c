@@ -133,7 +133,6 @@ static void call_free(call *c) {
   batch *b = c->batch;
   jsonrpc_id_free(&c->id);
   free(c->method);
-  if (c->target != c->target_small) free(c->target);
   free(c->progress_token);
   free(c->client_capabilities_json);
   free(c->client_info_json);
@@ -212,6 +211,7 @@ void call_respond(call *c, const char *result_json, size_t len) {
 
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len) {
   if (c->outcome == CALL_OK) c->outcome = CALL_PROTOCOL_ERROR;
+  if (code == JSONRPC_METHOD_NOT_FOUND) c->method_unknown = true;
   buf out = BUF_INIT;
   jsonrpc_write_error(&out, c->id.raw, c->id.raw_len, code, message, data_json, data_len);
   /* 2026-07-28 over HTTP: an unknown method is a 404 as well. */
@@ -1311,9 +1311,13 @@ const json_value *call_params(const call *c) { return c->observed_params; }
 
 void call_set_outcome(call *c, call_outcome o) { c->outcome = (unsigned char)o; }
 bool call_observed(const call *c) { return c->observed; }
+void call_mark_target_known(call *c) { c->target_known = true; }
+bool call_target_known(const call *c) { return c->target_known; }
+bool call_method_known(const call *c) { return !c->method_unknown; }
 
 /* The name a call is about: what metrics label it with and traces name
- * its span after; in c->target_small when it fits (no allocation). */
+ * its span after; copied into c->target_small, cut at its size on a
+ * UTF-8 character boundary (a client's name may be megabytes long). */
 static char *target_of(call *c, const char *method, const json_value *params) {
   const char *key = NULL;
   if (!strcmp(method, "tools/call") || !strcmp(method, "prompts/get")) key = "name";
@@ -1321,11 +1325,13 @@ static char *target_of(call *c, const char *method, const json_value *params) {
   if (!key) return NULL;
   const json_value *v = json_object_get(params, key);
   if (!v || v->type != JSON_STRING) return NULL;
-  if (v->len < sizeof c->target_small && !memchr(v->u.string, '\0', v->len)) {
-    memcpy(c->target_small, v->u.string, v->len + 1);
-    return c->target_small;
-  }
-  return strndup(v->u.string, v->len);
+  size_t n = v->len;
+  const char *nul = memchr(v->u.string, '\0', n);
+  if (nul) n = (size_t)(nul - v->u.string);
+  n = observe_utf8_cut(v->u.string, n, OBSERVE_TARGET_MAX_BYTES);
+  memcpy(c->target_small, v->u.string, n);
+  c->target_small[n] = '\0';
+  return c->target_small;
 }
 
 void observe_call_started(call *c, const json_value *params) {

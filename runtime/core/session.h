@@ -132,12 +132,14 @@ struct call {
   void *transport_data; /* HTTP: the exchange this call answers on */
   /* Observation (observe.h), filled only while the server has observers:
    * the target's name (owned), when it started, how its answer counts. */
-  char *target;         /* target_small, or allocated when longer */
-  char target_small[48];
+  char *target;         /* points at target_small (never allocated) */
+  char target_small[OBSERVE_TARGET_MAX_BYTES + 1]; /* cut there, UTF-8 safe */
   const json_value *observed_params; /* only while observers hear of its start */
   uint64_t started_ns;
   unsigned char outcome; /* a call_outcome */
   bool observed;
+  bool target_known;  /* the app found the tool the target names (call_mark_target_known) */
+  bool method_unknown; /* answered "method not found" */
   void *trace_span;     /* app/otel.c's server span for it, while traces are on; else NULL */
   call *prev, *next;    /* session->calls */
 };

@@ -189,7 +189,7 @@ void http_metrics_format(const http_server *h, buf *out, int worker) {
              "# TYPE luamcp_http_streams_open gauge\nluamcp_http_streams_open%s %zu\n"
              "# HELP luamcp_http_buffer_bytes Bytes the HTTP buffer budget holds (replay, pending writes, input).\n"
              "# TYPE luamcp_http_buffer_bytes gauge\nluamcp_http_buffer_bytes%s %zu\n"
-             "# HELP luamcp_http_buffer_budget_bytes The HTTP buffer budget (--buffer-memory).\n"
+             "# HELP luamcp_http_buffer_budget_bytes The HTTP buffer budget (--http-memory).\n"
              "# TYPE luamcp_http_buffer_budget_bytes gauge\nluamcp_http_buffer_budget_bytes%s %zu\n"
              "# HELP luamcp_http_received_bytes_total Bytes read from HTTP clients.\n"
              "# TYPE luamcp_http_received_bytes_total counter\nluamcp_http_received_bytes_total%s %llu\n"
@@ -203,30 +203,50 @@ void http_metrics_format(const http_server *h, buf *out, int worker) {
 
 /* Owner: the caller of observe_listen; freed by observe_close once the
  * listener's handle has closed. */
+typedef struct observe_conn observe_conn;
 struct observe_listener {
   uv_tcp_t tcp;
   const http_observe_hooks *hooks;
   bool closing;
   int port;
+  observe_conn *conns; /* open connections (observe_close closes them first) */
+  int conn_count;
 };
 
 /* One connection: one request read (its headers, at most a few KB), one
- * answer, then closed. Owner: itself; freed in its close callback. */
-typedef struct observe_conn {
+ * answer, then closed, within OBSERVE_CONN_TIMEOUT_MS. Owner: itself;
+ * freed once both its handles (the socket, the timer) have closed. */
+struct observe_conn {
   uv_tcp_t tcp;
-  observe_listener *l;
+  uv_timer_t deadline;
+  int handles_open;
+  observe_listener *l; /* NULL once the listener has let go of it */
+  observe_conn *prev, *next;
   http_parser parser;
   buf url;
   size_t read;
   bool answered;
   uv_write_t write;
   buf out;
-} observe_conn;
+};
 
 #define OBSERVE_REQUEST_BYTES 8192
 
+static void conn_unlink(observe_conn *oc) {
+  observe_listener *l = oc->l;
+  if (!l) return;
+  if (oc->prev) oc->prev->next = oc->next;
+  else l->conns = oc->next;
+  if (oc->next) oc->next->prev = oc->prev;
+  l->conn_count--;
+  oc->l = NULL;
+  oc->prev = oc->next = NULL;
+}
+
 static void conn_closed(uv_handle_t *h) {
   observe_conn *oc = h->data;
+  if (--oc->handles_open > 0) return;
+  conn_unlink(oc);
   buf_free(&oc->url);
   buf_free(&oc->out);
   free(oc);
@@ -234,7 +254,11 @@ static void conn_closed(uv_handle_t *h) {
 
 static void conn_end(observe_conn *oc) {
   if (!uv_is_closing((uv_handle_t *)&oc->tcp)) uv_close((uv_handle_t *)&oc->tcp, conn_closed);
+  if (!uv_is_closing((uv_handle_t *)&oc->deadline)) uv_close((uv_handle_t *)&oc->deadline, conn_closed);
 }
+
+/* A client that neither sends its request nor reads the answer in time. */
+static void on_deadline(uv_timer_t *t) { conn_end(t->data); }
 
 static void on_written(uv_write_t *req, int status) {
   (void)status;
@@ -311,13 +335,22 @@ static void on_connection(uv_stream_t *server, int status) {
   if (status < 0 || l->closing) return;
   observe_conn *oc = calloc(1, sizeof *oc);
   if (!oc) return;
-  oc->l = l;
   uv_tcp_init(server->loop, &oc->tcp);
-  oc->tcp.data = oc;
-  if (uv_accept(server, (uv_stream_t *)&oc->tcp) != 0) {
+  uv_timer_init(server->loop, &oc->deadline);
+  oc->tcp.data = oc->deadline.data = oc;
+  oc->handles_open = 2;
+  /* Accepted even past the cap (else it waits in the backlog), then
+   * closed at once. */
+  if (uv_accept(server, (uv_stream_t *)&oc->tcp) != 0 || l->conn_count >= OBSERVE_MAX_CONNECTIONS) {
     conn_end(oc);
     return;
   }
+  oc->l = l;
+  oc->next = l->conns;
+  if (l->conns) l->conns->prev = oc;
+  l->conns = oc;
+  l->conn_count++;
+  uv_timer_start(&oc->deadline, on_deadline, OBSERVE_CONN_TIMEOUT_MS, 0);
   http_parser_init(&oc->parser, HTTP_REQUEST);
   oc->parser.data = oc;
   if (uv_read_start((uv_stream_t *)&oc->tcp, alloc_cb, on_read) != 0) conn_end(oc);
@@ -360,5 +393,11 @@ int observe_bound_port(const observe_listener *l) { return l->port; }
 void observe_close(observe_listener *l) {
   if (!l || l->closing) return;
   l->closing = true;
+  /* Its connections go first: none may point at the freed listener. */
+  while (l->conns) {
+    observe_conn *oc = l->conns;
+    conn_unlink(oc);
+    conn_end(oc);
+  }
   uv_close((uv_handle_t *)&l->tcp, (uv_close_cb)free);
 }

@@ -54,6 +54,7 @@ typedef struct http_worker {
    * the supervisor every WORKER_METRICS_PUSH_MS; theirs, the last each
    * sent, wait here (index: the worker). */
   uv_timer_t metrics_push;
+  bool metrics_push_cut; /* warned once that our text was over WORKER_METRICS_PUSH_MAX_BYTES */
   buf peer_metrics[MAX_WORKERS + 1];
 } http_worker;
 
@@ -293,10 +294,23 @@ static void on_metrics_push(uv_timer_t *t) {
   http_worker *wk = t->data;
   http_server *h = wk->server;
   if (!h->opts.observe || !h->opts.observe->metrics) return;
+  /* The last push (or anything else) still waits on the link: the next
+   * tick's text is newer anyway, and the bus must not queue behind ours. */
+  if (wk->pipe.write_queue_size > 0) return;
   buf text = BUF_INIT;
   h->opts.observe->metrics(h->opts.observe->arg, &text);
   http_metrics_format(h, &text, h->opts.worker_index);
-  send_frame(wk, WORKER_METRICS, h->opts.worker_index, text.data, text.len, NULL);
+  size_t len = text.len;
+  if (len > WORKER_METRICS_PUSH_MAX_BYTES) {
+    /* Whole lines only, up to the cap: the others still parse what came. */
+    len = WORKER_METRICS_PUSH_MAX_BYTES;
+    while (len > 0 && text.data[len - 1] != '\n') len--;
+    if (!wk->metrics_push_cut) log_write(LOG_WARNING, "worker %d: its /metrics text is over %u bytes; the other "
+                                         "workers get only the first part", h->opts.worker_index,
+                                         (unsigned)WORKER_METRICS_PUSH_MAX_BYTES);
+    wk->metrics_push_cut = true;
+  }
+  send_frame(wk, WORKER_METRICS, h->opts.worker_index, text.data, len, NULL);
   buf_free(&text);
 }
 

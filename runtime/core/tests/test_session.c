@@ -734,7 +734,8 @@ static void test_subscribe_scopes(void) {
  * once with the outcome, and nothing for an unobserved server. */
 static int observed_started, observed_finished;
 static call_outcome last_outcome;
-static char last_target[64], last_method[64];
+static char last_target[256], last_method[64];
+static bool last_method_known;
 static void obs_started(void *data, call *c) {
   (void)data;
   observed_started++;
@@ -748,6 +749,7 @@ static void obs_finished(void *data, call *c, call_outcome outcome, uint64_t too
   (void)took;
   observed_finished++;
   last_outcome = outcome;
+  last_method_known = call_method_known(c);
 }
 static const call_observer OBSERVER = {.started = obs_started, .finished = obs_finished};
 
@@ -761,15 +763,27 @@ static void test_observer(void) {
   receive(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":{}}");
   CHECK(observed_started == 1 && observed_finished == 1, "one start, one end");
   CHECK(last_outcome == CALL_OK, "ok");
+  CHECK(last_method_known, "answered: a known method");
   receive(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"}");
   CHECK(last_outcome == CALL_PROTOCOL_ERROR, "an error answer is a protocol error");
   CHECK_STR(last_method, "nope");
+  CHECK(!last_method_known, "answered method-not-found: an unknown method");
   receive(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"hold\",\"params\":{}}");
   CHECK(observed_started == 3 && observed_finished == 2, "held: started, not finished");
   receive(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4}}");
   CHECK(observed_finished == 3 && last_outcome == CALL_CANCELLED, "cancelled");
   receive(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"add\"}}");
   CHECK_STR(last_target, "add");
+  /* A long name is cut at OBSERVE_TARGET_MAX_BYTES, never inside a UTF-8
+   * character ("\u00e9" is 2 bytes: 127 would split the 64th). */
+  {
+    char msg[512] = "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"x";
+    for (int i = 0; i < 100; i++) strcat(msg, "\xc3\xa9");
+    strcat(msg, "\"}}");
+    receive(s, msg);
+    CHECK(strlen(last_target) == 127, "cut at 127 bytes (a whole character)");
+    CHECK(((unsigned char)last_target[126] & 0xC0) == 0x80, "ends with a whole character");
+  }
   CHECK(!strcmp(call_outcome_name(CALL_TOOL_ERROR), "tool_error"), "outcome names");
   observe_remove(&srv, &OBSERVER, NULL);
   CHECK(srv.observer_count == 0, "removed");
