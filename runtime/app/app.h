@@ -54,6 +54,10 @@ struct vm {
   char **files;           /* the script and module files it loaded from disk */
   size_t file_count;
   int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
+  /* The string "isError", kept: a result is checked for it on every call
+   * when calls are counted, and pushing the literal would go through
+   * Lua's string cache, which it thrashes (~1000 instructions a call). */
+  int is_error_ref;
   int describe_ref;       /* mcp._describe() */
   int live_tasks;
   task *tasks;            /* every live task (task.live_next): freed at the latest by vm_free */

@@ -610,8 +610,8 @@ static void finish_root(task *t, int status, bool stray_yield) {
     char err[200];
     if (t->call && t->tool && call_observed(t->call) && lua_type(co, -1) == LUA_TTABLE) {
       /* Counted apart: a tool that answered with isError. */
-      lua_pushliteral(co, "isError"); /* raw: a result's metatable must not run here */
-      if (lua_rawget(co, -2) == LUA_TBOOLEAN && lua_toboolean(co, -1))
+      lua_rawgeti(co, LUA_REGISTRYINDEX, t->vm->is_error_ref); /* "isError" (app.h says why) */
+      if (lua_rawget(co, -2) == LUA_TBOOLEAN && lua_toboolean(co, -1)) /* raw: no metatable runs here */
         call_set_outcome(t->call, CALL_TOOL_ERROR);
       lua_pop(co, 1);
     }

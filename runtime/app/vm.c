@@ -716,6 +716,8 @@ static bool bind_library(vm *v, buf *err) {
   v->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "_describe");
   v->describe_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushliteral(L, "isError");
+  v->is_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "_start");
   bool started = protected_call(L, 0, 0, err);
   lua_pop(L, 1);
@@ -765,7 +767,7 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   } else {
     v->module_dir = os_path_dir(path);
   }
-  v->dispatch_ref = v->describe_ref = LUA_NOREF;
+  v->dispatch_ref = v->describe_ref = v->is_error_ref = LUA_NOREF;
   strmap_init(&v->tool_inputs);
   v->mem_limit = srv->opts.memory_limit;
   v->default_timeout_ms = srv->opts.call_timeout_ms;
