@@ -8,7 +8,7 @@ local sh = client.sh
 
 local LUAMCP = io.popen("readlink -f " .. client.LUAMCP):read("l")
 local DEMO = io.popen("readlink -f scripts/demo"):read("l")
-local WHAT = "(demo 1.0.0: 5 tools, 3 resources, 1 resource template, 1 prompt)"
+local WHAT = "(demo 1.0.0: 6 tools, 3 resources, 1 resource template, 1 prompt)"
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 

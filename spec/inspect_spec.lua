@@ -15,7 +15,7 @@ describe("luamcp inspect", function()
     assert.are.equal(0, code)
     for _, line in ipairs {
       "demo 1.0.0 — luamcp demo",
-      "Tools (5)",
+      "Tools (6)",
       "    a task for clients that support tasks, once it runs 1000 ms",
       "  add — Add",
       "    a: integer, required",
@@ -40,7 +40,7 @@ describe("luamcp inspect", function()
     assert.are.equal("demo", view.server.name)
     local names = {}
     for _, t in ipairs(view.tools) do names[#names + 1] = t.name end
-    assert.are.same({ "countdown", "add", "roll_dice", "write_note", "report" }, names)
+    assert.are.same({ "countdown", "add", "roll_dice", "write_note", "delete_note", "report" }, names)
     assert.are.same({ "a", "b" }, view.tools[2].inputSchema.required)
     assert.are.equal("notes://{name}", view.resourceTemplates[1].uriTemplate)
     assert.are.equal("summarize_note", view.prompts[1].name)
