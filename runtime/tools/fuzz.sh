@@ -36,7 +36,7 @@ declare -A sources=(
   [schema]="$c/buf.c $c/json.c $c/schema.c $c/regex.c"
   [bundle]="$core"
   [jwt]="$core"
-  [trace]="$c/trace.c $o/crypto_posix.c $libdir/libcrypto.a -ldl -lpthread"
+  [trace]="$c/trace.c $c/buf.c $o/crypto_posix.c $libdir/libcrypto.a -ldl -lpthread"
   [http]="$core $(ls $t/http_*.c $t/worker_ipc.c | tr '\n' ' ') $o/sock_posix.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
   [stdio]="$core $t/stdio_transport.c $o/stdfds_posix.c $t/fuzz/fuzz_app.c -luv"
   [lua_json]="-DLJSON_BORROW_BYTES=2 -DLJSON_RADIX_KEYS=2 -DLJSON_STASH_KEYS=1 $c/buf.c $c/json.c $c/chain.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
