@@ -34,12 +34,12 @@
 #define OBSERVE_MAX_OBSERVERS 4
 /* Metrics (app/metrics.c): distinct tools and methods counted by name
  * (the rest count under "_other"), and series one mcp.metrics metric may
- * have (a label set beyond it is refused), so a scrape stays bounded. */
+ * have (a label set beyond it is refused), and mcp.metrics metrics a
+ * script may define, so a scrape stays bounded. */
 #define METRICS_MAX_TOOLS 256
-/* Under --workers, each worker sends its metrics to the others this
- * often, so a scrape of any one shows all (at most this old). */
-#define WORKER_METRICS_PUSH_MS 1000
 #define METRICS_MAX_METHODS 64
+#define METRICS_MAX_SERIES 100
+#define METRICS_MAX_USER_METRICS 64
 /* The longest call target (tool name, URI) observers see, and the longest
  * label value /metrics prints (longer ones are cut, UTF-8 safe): a client
  * chooses these names, and each is printed many times per scrape. */
@@ -48,16 +48,16 @@
 /* mcp.metrics: the longest label name, and all of one series' label text. */
 #define METRICS_LABEL_NAME_MAX_BYTES 64
 #define METRICS_SERIES_LABELS_MAX_BYTES 1024
-/* --workers: the most /metrics text one worker pushes to the others each
- * WORKER_METRICS_PUSH_MS (cut at a line past it): the bus shares the link. */
+/* Under --workers, each worker sends its metrics to the others this
+ * often, so a scrape of any one shows all (at most this old), and at most
+ * this much text each time (cut at a line past it): the bus shares the link. */
+#define WORKER_METRICS_PUSH_MS 1000
 #define WORKER_METRICS_PUSH_MAX_BYTES (1024u * 1024u)
 /* --metrics ADDR's own listener: connections open at once (more are
  * closed at once), and the time one has to send its request and read
  * the answer. */
 #define OBSERVE_MAX_CONNECTIONS 32
 #define OBSERVE_CONN_TIMEOUT_MS 10000
-#define METRICS_MAX_SERIES 100
-#define METRICS_MAX_USER_METRICS 64
 /* A cancellation that came before its request is remembered only for an
  * id of at most this many bytes of JSON (ids are short; a longer one would
  * make the ring hold megabytes). */
@@ -334,9 +334,9 @@
 #define AUTH_MAX_WAITERS 1024
 /* Of those, checks of a JWT whose kid is not in the key set, waiting for
  * it to be fetched again; beyond: 503 at once (not judged: the key may be
- * rotating in). Made-up kids cost a hash
- * and a lookup each, and cannot crowd out the checks that wait for the
- * first key set or an introspection. */
+ * rotating in). Made-up kids cost a hash and a lookup each, and cannot
+ * crowd out the checks that wait for the first key set or an
+ * introspection. */
 #define AUTH_MAX_UNKNOWN_KID_WAITERS 64
 /* Introspection requests in flight at once (checks of the same token share
  * one); beyond: 503 at once. A stream of random opaque tokens costs the
