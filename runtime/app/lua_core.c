@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/base64.h"
+#include "core/clock.h"
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
@@ -148,12 +149,6 @@ static int core_page_size(lua_State *L) {
   return 1;
 }
 
-static uint64_t unix_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* state_seal(binding, payload [, ttl_ms]): a requestState token
  * (core/state_token.h). */
 static int core_state_seal(lua_State *L) {
@@ -162,7 +157,7 @@ static int core_state_seal(lua_State *L) {
   const char *payload = luaL_checklstring(L, 2, &plen);
   lua_Integer ttl = luaL_optinteger(L, 3, MRTR_STATE_TTL_MS);
   size_t n;
-  char *token = state_seal(binding, blen, payload, plen, unix_ms() + (uint64_t)(ttl > 0 ? ttl : 0), &n);
+  char *token = state_seal(binding, blen, payload, plen, (uint64_t)clock_wall_ms() + (uint64_t)(ttl > 0 ? ttl : 0), &n);
   if (!token) return luaL_error(L, "no key to seal requestState with (no randomness available)");
   lua_pushlstring(L, token, n);
   free(token);
@@ -176,7 +171,7 @@ static int core_state_open(lua_State *L) {
   const char *token = luaL_checklstring(L, 2, &tlen);
   char *payload;
   size_t n;
-  state_verdict v = state_open(binding, blen, token, tlen, unix_ms(), &payload, &n);
+  state_verdict v = state_open(binding, blen, token, tlen, (uint64_t)clock_wall_ms(), &payload, &n);
   if (v != STATE_OK) {
     lua_pushnil(L);
     lua_pushstring(L, state_verdict_text(v));

@@ -6,22 +6,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/jsonrpc.h"
 #include "core/luamcp_limits.h"
 #include "core/server.h"
 #include "os/crypto.h"
-
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -109,7 +98,7 @@ static void remove_job(job_store *st, job *j) {
 
 void jobs_expire(server *srv) {
   job_store *st = store(srv);
-  uint64_t now = monotonic_ns();
+  uint64_t now = clock_monotonic_ns();
   while (st->done_first && now - st->done_first->finished_ns >= (uint64_t)JOB_KEEP_MS * 1000000u)
     remove_job(st, st->done_first);
   /* Over the budget: the oldest finished jobs go first, never the one
@@ -237,7 +226,7 @@ job *job_create(server *srv, const char *method, const char *request_id, const c
   job *j = calloc(1, sizeof *j);
   for (size_t i = 0; i < sizeof raw; i++) snprintf(j->id + 2 * i, 3, "%02x", raw[i]);
   j->status = JOB_WORKING;
-  j->created_ms = j->updated_ms = wall_ms();
+  j->created_ms = j->updated_ms = clock_wall_ms();
   j->poll_interval_ms = poll_interval_ms > 0 ? poll_interval_ms : JOB_POLL_INTERVAL_MS;
   j->method = strdup(method);
   j->request_id = dup_or_null(request_id);
@@ -279,7 +268,7 @@ job *job_find(server *srv, const char *id, size_t len) {
 
 /* ---- Changes -------------------------------------------------------- */
 
-static void touch(job *j) { j->updated_ms = wall_ms(); }
+static void touch(job *j) { j->updated_ms = clock_wall_ms(); }
 
 /* Outstanding questions decide between working and input_required. */
 static void settle_status(job *j) {
@@ -297,7 +286,7 @@ static void end_job(server *srv, job *j, job_status status) {
   job_store *st = store(srv);
   j->status = status;
   j->app_data = NULL;
-  j->finished_ns = monotonic_ns();
+  j->finished_ns = clock_monotonic_ns();
   touch(j);
   st->running--;
   uncount_client(st, j->client_key);

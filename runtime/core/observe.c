@@ -2,19 +2,12 @@
 #include "core/observe.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "core/server.h"
 
 const char *call_outcome_name(call_outcome o) {
   static const char *const names[CALL_OUTCOME_COUNT] = {"ok", "tool_error", "protocol_error", "timeout", "cancelled"};
   return (unsigned)o < CALL_OUTCOME_COUNT ? names[o] : "unknown";
-}
-
-uint64_t observe_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 bool observe_add(server *srv, const call_observer *ops, void *data) {

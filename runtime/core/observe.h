@@ -84,7 +84,4 @@ size_t observe_utf8_cut(const char *s, size_t len, size_t max);
 void observe_call_started(call *c, const json_value *params);
 void observe_call_finished(call *c);
 
-/* The monotonic clock the durations are measured with. */
-uint64_t observe_now_ns(void);
-
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/jobs.h"
 #include "core/luamcp_limits.h"
 #include "core/log.h"
@@ -1338,7 +1339,7 @@ void observe_call_started(call *c, const json_value *params) {
   server *srv = c->session->server;
   c->observed = true;
   c->target = target_of(c, c->method, params);
-  c->started_ns = observe_now_ns();
+  c->started_ns = clock_monotonic_ns();
   c->observed_params = params;
   for (int i = 0; i < srv->observer_count; i++)
     if (srv->observers[i].ops->started) srv->observers[i].ops->started(srv->observers[i].data, c);
@@ -1347,7 +1348,7 @@ void observe_call_started(call *c, const json_value *params) {
 
 void observe_call_finished(call *c) {
   server *srv = c->session->server;
-  uint64_t took = observe_now_ns() - c->started_ns;
+  uint64_t took = clock_monotonic_ns() - c->started_ns;
   for (int i = 0; i < srv->observer_count; i++)
     if (srv->observers[i].ops->finished)
       srv->observers[i].ops->finished(srv->observers[i].data, c, (call_outcome)c->outcome, took);
