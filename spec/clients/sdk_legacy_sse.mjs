@@ -15,6 +15,7 @@
 import { writeFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { walkDemo } from "./demo_walk.mjs";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -58,30 +59,7 @@ async function demo(dir) {
     out.serverVersion = client.getServerVersion();
     out.protocolVersion = transport.protocolVersion ?? null;
     out.capabilities = client.getServerCapabilities();
-    out.tools = await client.listTools();
-    out.add = await client.callTool({ name: "add", arguments: { a: 2, b: 3 } });
-    out.dice = await client.callTool({ name: "roll_dice", arguments: { count: 2, sides: 6 } });
-    await client.setLoggingLevel("debug");
-    const progress = [];
-    out.countdown = await client.callTool({ name: "countdown", arguments: { n: 3 } }, undefined, {
-      onprogress: (p) => progress.push(p),
-    });
-    out.progress = progress;
-    out.resources = await client.listResources();
-    out.index = await client.readResource({ uri: "notes://index" });
-    out.templates = await client.listResourceTemplates();
-    out.welcome = await client.readResource({ uri: "notes://welcome" });
-    out.prompts = await client.listPrompts();
-    out.prompt = await client.getPrompt({ name: "summarize_note", arguments: { name: "welcome" } });
-    out.complete = await client.complete({
-      ref: { type: "ref/prompt", name: "summarize_note" },
-      argument: { name: "name", value: "wel" },
-    });
-    try {
-      await client.readResource({ uri: "notes://missing" });
-    } catch (e) {
-      out.missing = { code: e.code, message: e.message };
-    }
+    await walkDemo(client, out, () => client.setLoggingLevel("debug"));
     // A subscription: writing the note updates its resource.
     await client.subscribeResource({ uri: "notes://sse" });
     out.write = await client.callTool({ name: "write_note", arguments: { name: "sse", text: "over SSE" } });
