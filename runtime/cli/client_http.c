@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "app/curl_lib.h"
 #include "cli/client_conn.h"
@@ -52,6 +53,9 @@ struct http_conn {
   char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
   int extra_count;
   http_exchange *exchanges;
+  char *last_event_id; /* the id: of the last SSE event seen, or NULL (for Last-Event-ID) */
+  long retry_ms;       /* the server's retry: delay, or -1 */
+  int streams_ended;   /* SSE streams that ended cleanly (the caller may resume one) */
   char idle_reason[300]; /* what the last answer was, for a request it did not answer */
 };
 
@@ -70,7 +74,26 @@ static void sse_line(http_exchange *x, const char *line, size_t len) {
     if (n && *v == ' ') v++, n--;
     if (x->event_data.len) buf_putc(&x->event_data, '\n');
     buf_append(&x->event_data, v, n);
-  } /* event:, id:, retry: and comments carry nothing a message needs */
+  } else if (len >= 3 && memcmp(line, "id:", 3) == 0) {
+    /* Remembered for resuming the stream (Last-Event-ID). */
+    const char *v = line + 3;
+    size_t n = len - 3;
+    if (n && *v == ' ') v++, n--;
+    if (n < 1024 && !memchr(v, '\0', n)) {
+      free(x->conn->last_event_id);
+      x->conn->last_event_id = strndup(v, n);
+    }
+  } else if (len >= 6 && memcmp(line, "retry:", 6) == 0) {
+    char digits[24];
+    size_t n = len - 6;
+    const char *v = line + 6;
+    if (n && *v == ' ') v++, n--;
+    if (n > 0 && n < sizeof digits && strspn(v, "0123456789") >= n) {
+      memcpy(digits, v, n);
+      digits[n] = '\0';
+      x->conn->retry_ms = strtol(digits, NULL, 10);
+    }
+  } /* event: and comments carry nothing a message needs */
 }
 
 static size_t on_body(char *data, size_t size, size_t count, void *arg) {
@@ -197,7 +220,13 @@ static void fail_with_status(http_exchange *x, long status) {
   if (x->challenge) buf_printf(&why, " (WWW-Authenticate: %s)", x->challenge);
   if (status == 401 && !x->challenge) buf_puts(&why, " (give a token with --bearer-env VAR or --header)");
   else if (status == 401) buf_puts(&why, "; give a token with --bearer-env VAR or --header 'Authorization: ...'");
-  client_conn_fail(&c->base, "%s", why.data);
+  if (!c->base.failure) {
+    client_conn_fail(&c->base, "%s", why.data);
+    /* The same failure, structured: for the auth hook and era fallback. */
+    c->base.failure_status = status;
+    c->base.failure_challenge = x->challenge ? strdup(x->challenge) : NULL;
+    c->base.failure_body = x->pending.len ? strndup(x->pending.data, x->pending.len) : NULL;
+  }
   buf_free(&why);
 }
 
@@ -217,6 +246,7 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   } else if (x->sse) {
     if (x->pending.len) sse_line(x, x->pending.data, x->pending.len);
     sse_line(x, "", 0);
+    c->streams_ended++;
   } else if (x->json && x->pending.len) {
     client_conn_deliver(&c->base, x->pending.data, x->pending.len);
   } else if (x->pending.len) {
@@ -238,15 +268,17 @@ static void collect_finished(http_conn *c) {
 
 /* ---- Requests -------------------------------------------------------- */
 
-static http_exchange *exchange_new(http_conn *c, const char *method, const char *json, size_t len) {
+static http_exchange *exchange_new(http_conn *c, const char *method, const char *json, size_t len,
+                                   char *const *lines, int nlines) {
   http_exchange *x = calloc(1, sizeof *x);
   x->conn = c;
   x->easy = c->api->easy_init();
   const curl_api *api = c->api;
   struct curl_slist *h = NULL;
-  h = api->slist_append(h, "Content-Type: application/json");
-  h = api->slist_append(h, "Accept: application/json, text/event-stream");
+  if (json) h = api->slist_append(h, "Content-Type: application/json");
+  h = api->slist_append(h, json ? "Accept: application/json, text/event-stream" : "Accept: text/event-stream");
   for (int i = 0; i < c->extra_count; i++) h = api->slist_append(h, c->extra[i]);
+  for (int i = 0; i < nlines; i++) h = api->slist_append(h, lines[i]);
   if (c->session_id) {
     buf line = BUF_INIT;
     buf_printf(&line, "Mcp-Session-Id: %s", c->session_id);
@@ -280,8 +312,44 @@ static http_exchange *exchange_new(http_conn *c, const char *method, const char 
 
 static bool http_send(client_conn *base, const char *json, size_t len, buf *err) {
   (void)err;
-  exchange_new((http_conn *)base, "POST", json, len);
+  exchange_new((http_conn *)base, "POST", json, len, NULL, 0);
   return true;
+}
+
+static bool http_send_with(client_conn *base, const char *json, size_t len, char *const *lines, int n, buf *err) {
+  (void)err;
+  exchange_new((http_conn *)base, "POST", json, len, lines, n);
+  return true;
+}
+
+/* Sleep in slices, so a Ctrl-C (which interrupts nanosleep) is not held up
+ * for long: the caller sees it on its next receive. */
+static void pause_ms(int ms) {
+  while (ms > 0) {
+    int slice = ms > 100 ? 100 : ms;
+    struct timespec ts = {slice / 1000, (long)(slice % 1000) * 1000000L};
+    if (nanosleep(&ts, NULL) != 0) return;
+    ms -= slice;
+  }
+}
+
+static bool http_get_stream(client_conn *base, const char *last_event_id, int delay_ms, buf *err) {
+  (void)err;
+  http_conn *c = (http_conn *)base;
+  pause_ms(delay_ms);
+  char *line = NULL;
+  int n = 0;
+  if (last_event_id && asprintf(&line, "Last-Event-ID: %s", last_event_id) >= 0) n = 1;
+  exchange_new(c, "GET", NULL, 0, &line, n);
+  free(line);
+  return true;
+}
+
+static void http_stream_state(client_conn *base, const char **last_event_id, long *retry_ms, int *streams_ended) {
+  http_conn *c = (http_conn *)base;
+  *last_event_id = c->last_event_id;
+  *retry_ms = c->retry_ms;
+  *streams_ended = c->streams_ended;
 }
 
 static bool http_wait(client_conn *base, int timeout_ms) {
@@ -318,13 +386,14 @@ static void http_close(client_conn *base) {
    * the server is told the session is over (the spec's DELETE), briefly. */
   while (c->exchanges) exchange_free(c->exchanges);
   if (c->session_id) {
-    http_exchange *x = exchange_new(c, "DELETE", NULL, 0);
+    http_exchange *x = exchange_new(c, "DELETE", NULL, 0, NULL, 0);
     c->api->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)CLIENT_CHILD_GRACE_MS);
     while (c->exchanges) http_wait(base, 100);
   }
   c->api->multi_cleanup(c->multi);
   for (int i = 0; i < c->extra_count; i++) free(c->extra[i]);
   free(c->session_id);
+  free(c->last_event_id);
   free(c->url);
   client_conn_release(base);
   free(c);
@@ -334,6 +403,9 @@ static const client_conn_ops HTTP_OPS = {
     .send = http_send,
     .wait = http_wait,
     .set_header = http_set_header,
+    .send_with = http_send_with,
+    .get_stream = http_get_stream,
+    .stream_state = http_stream_state,
     .close = http_close,
 };
 
@@ -353,6 +425,7 @@ client_conn *client_http_open(const char *url, buf *err) {
   c->api = api;
   c->multi = api->multi_init();
   c->url = strdup(url);
+  c->retry_ms = -1;
   snprintf(c->idle_reason, sizeof c->idle_reason, "%s ended its answer without a response to the request", url);
   c->base.idle_reason = c->idle_reason;
   return &c->base;
