@@ -79,7 +79,7 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
               it says string; arrays and objects are JSON (tags='["a","b"]'
               or tags=a,b); without a schema type, JSON if it parses
   --json JSON all the arguments as one JSON object
-  --raw       print the whole result as JSON
+  --raw       print the whole result as JSON (without TOOL: the tools)
   --timeout MS how long to wait for the answer (default 60000)
 ]==] .. [==[
   --http URL  the Streamable HTTP server at URL; an error status is
@@ -471,6 +471,11 @@ function commands.call(args)
   if o.listen and not name then return listen() end
   local tools, err = c:list("tools")
   if not tools then rpc_failure("call", err) end
+  if not name and o.raw then
+    print(pretty(json.array(tools)))
+    c:close()
+    return 0
+  end
   if not name then
     list_items("tools", tools, "name")
     if #tools == 0 then print("(no tools)") end

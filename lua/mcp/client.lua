@@ -194,11 +194,20 @@ function Client:_initialize(version)
   self.state.protocol_version = result.protocolVersion
   self.state.initialized = true
   self:notify("notifications/initialized")
+  -- The session's standalone stream, where a server sends what belongs to
+  -- no request (a question it asks outside a call's stream); a server
+  -- may refuse it (405).
+  if self.url then self.conn:get_stream(nil, 0) end
   return true
 end
 
+-- LUAMCP_CLIENT_TRACE=1: every message sent and received, on stderr.
+local TRACE = os.getenv("LUAMCP_CLIENT_TRACE") == "1"
+
 function Client:_send(message, identity, headers)
-  local ok, err = self.conn:send(core.json_encode(message), identity or self.identity, headers)
+  local text = core.json_encode(message)
+  if TRACE then io.stderr:write("--> ", text, "\n") end
+  local ok, err = self.conn:send(text, identity or self.identity, headers)
   return ok, err
 end
 
@@ -216,6 +225,7 @@ end
 -- request waiting for its answer fails with (a stdio server that prints
 -- to stdout has broken the stream).
 function Client:_handle(text)
+  if TRACE then io.stderr:write("<-- ", text, "\n") end
   local message = core.json_decode(text)
   local rpc = type(message) == "table" and (M.is_array(message) and #message > 0
     or message.method ~= nil or message.id ~= nil or message.result ~= nil or message.error ~= nil)
@@ -241,9 +251,12 @@ end
 --- without waiting.
 function Client:drain()
   while true do
-    local text = self.conn:receive(0)
-    if not text then return end
-    self:_handle(text)
+    local text, _, kind = self.conn:receive(0)
+    if text then
+      self:_handle(text)
+    elseif kind ~= "stream_ended" then
+      return
+    end
   end
 end
 
@@ -284,14 +297,16 @@ function Client:_exchange(message, headers, identity)
         if not ok then return nil, request_error(method, { code = -32000, message = err }) end
         goto continue
       end
-      if kind == "idle" then
+      if kind == "stream_ended" or kind == "idle" then
         local last_id, retry_ms, ended = self.conn:stream_state()
         if last_id and ended > ended_before and resumes < MAX_RESUMES then
+          -- The answer stream ended before the answer: resume it.
           resumes = resumes + 1
           ended_before = ended
           self.conn:get_stream(last_id, retry_ms or DEFAULT_RETRY_MS)
           goto continue
         end
+        if kind == "stream_ended" then goto continue end
       end
       if kind == "timeout" then why = ("no answer within %d ms"):format(timeout) end
       if kind == "failed" and body then
@@ -438,9 +453,10 @@ function Client:listen(uris)
     local text, reason, kind = self.conn:receive(-1)
     if not text then
       if kind == "interrupted" then return true end
-      return nil, reason
+      if kind ~= "stream_ended" then return nil, reason end
+    else
+      self:_handle(text)
     end
-    self:_handle(text)
   end
 end
 

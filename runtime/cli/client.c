@@ -234,7 +234,9 @@ static int take_failure(lua_State *L, client_conn *c) {
 /* conn:receive([timeout_ms]) -> json | nil, why, kind
  * kind: "ended" (no more messages will come), "failed" (the transport
  * failed the last request; then also the HTTP status, WWW-Authenticate
- * and body when there was one), "timeout", "interrupted" (Ctrl-C, once
+ * and body when there was one), "stream_ended" (HTTP: an SSE answer
+ * stream ended; conn:stream_state says where to resume), "timeout",
+ * "interrupted" (Ctrl-C, once
  * catch_interrupt() was called), or "idle" (nothing left running that
  * could ever answer). Lets the loop turn until a message comes. */
 static int conn_receive(lua_State *L) {
@@ -253,6 +255,13 @@ static int conn_receive(lua_State *L) {
     }
     if (c->failure) return take_failure(L, c);
     if (c->ended) return take_reason(L, &c->ended, "ended", false);
+    if (c->stream_ended) {
+      c->stream_ended = false;
+      lua_pushnil(L);
+      lua_pushliteral(L, "an answer stream ended");
+      lua_pushliteral(L, "stream_ended");
+      return 3;
+    }
     if (interrupted) {
       interrupted = 0;
       lua_pushnil(L);

@@ -40,6 +40,9 @@ typedef struct http_exchange {
   char *status_line;  /* "401 Unauthorized", from the last response's first line */
   char *challenge;    /* its WWW-Authenticate, or NULL */
   char *content_type; /* its Content-Type, or NULL */
+  char *last_event_id; /* SSE: the id: of this stream's last event, or NULL */
+  bool resumable;      /* a POST's answer, or a GET resuming one: its end may leave a request unanswered */
+  bool quiet;          /* the standalone GET: an error status is no request's failure */
   struct http_exchange *next;
 } http_exchange;
 
@@ -53,7 +56,7 @@ struct http_conn {
   char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
   int extra_count;
   http_exchange *exchanges;
-  char *last_event_id; /* the id: of the last SSE event seen, or NULL (for Last-Event-ID) */
+  char *last_event_id; /* the last event id of the last answer stream that ended, or NULL (for Last-Event-ID) */
   long retry_ms;       /* the server's retry: delay, or -1 */
   int streams_ended;   /* SSE streams that ended cleanly (the caller may resume one) */
   char idle_reason[300]; /* what the last answer was, for a request it did not answer */
@@ -80,8 +83,8 @@ static void sse_line(http_exchange *x, const char *line, size_t len) {
     size_t n = len - 3;
     if (n && *v == ' ') v++, n--;
     if (n < 1024 && !memchr(v, '\0', n)) {
-      free(x->conn->last_event_id);
-      x->conn->last_event_id = strndup(v, n);
+      free(x->last_event_id);
+      x->last_event_id = strndup(v, n);
     }
   } else if (len >= 6 && memcmp(line, "retry:", 6) == 0) {
     char digits[24];
@@ -181,6 +184,7 @@ static void exchange_free(http_exchange *x) {
   free(x->status_line);
   free(x->challenge);
   free(x->content_type);
+  free(x->last_event_id);
   free(x);
 }
 
@@ -237,7 +241,9 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   c->api->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
   snprintf(c->idle_reason, sizeof c->idle_reason, "%s answered HTTP %s%s without a response to the request", c->url,
            x->status_line ? x->status_line : "", x->sse ? " (an SSE stream that ended)" : "");
-  if (result != CURLE_OK) {
+  if (x->quiet && (result != CURLE_OK || status >= 400 || !x->sse)) {
+    /* The standalone GET stream is an offer the server may refuse (405). */
+  } else if (result != CURLE_OK) {
     client_conn_fail(&c->base, "cannot reach %s: %s", c->url, c->api->easy_strerror(result));
   } else if (status >= 400) {
     /* Whatever the body (a JSON-RPC error with a null id, an OAuth error,
@@ -246,7 +252,14 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   } else if (x->sse) {
     if (x->pending.len) sse_line(x, x->pending.data, x->pending.len);
     sse_line(x, "", 0);
-    c->streams_ended++;
+    if (x->resumable) {
+      /* An answer stream ended: the request may still be unanswered, and
+       * the caller may resume it from this stream's last event. */
+      c->streams_ended++;
+      free(c->last_event_id);
+      c->last_event_id = x->last_event_id ? strdup(x->last_event_id) : NULL;
+      c->base.stream_ended = true;
+    }
   } else if (x->json && x->pending.len) {
     client_conn_deliver(&c->base, x->pending.data, x->pending.len);
   } else if (x->pending.len) {
@@ -312,13 +325,13 @@ static http_exchange *exchange_new(http_conn *c, const char *method, const char 
 
 static bool http_send(client_conn *base, const char *json, size_t len, buf *err) {
   (void)err;
-  exchange_new((http_conn *)base, "POST", json, len, NULL, 0);
+  exchange_new((http_conn *)base, "POST", json, len, NULL, 0)->resumable = true;
   return true;
 }
 
 static bool http_send_with(client_conn *base, const char *json, size_t len, char *const *lines, int n, buf *err) {
   (void)err;
-  exchange_new((http_conn *)base, "POST", json, len, lines, n);
+  exchange_new((http_conn *)base, "POST", json, len, lines, n)->resumable = true;
   return true;
 }
 
@@ -340,7 +353,9 @@ static bool http_get_stream(client_conn *base, const char *last_event_id, int de
   char *line = NULL;
   int n = 0;
   if (last_event_id && asprintf(&line, "Last-Event-ID: %s", last_event_id) >= 0) n = 1;
-  exchange_new(c, "GET", NULL, 0, &line, n);
+  http_exchange *x = exchange_new(c, "GET", NULL, 0, &line, n);
+  x->resumable = last_event_id != NULL;
+  x->quiet = last_event_id == NULL;
   free(line);
   return true;
 }
