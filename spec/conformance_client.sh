@@ -39,10 +39,26 @@ case "$scenario" in
     done
     exit $status ;;
   http-standard-headers | http-custom-headers | http-invalid-tool-headers)
-    # Call every tool the server lists (the conformance context, when it
-    # gives arguments, says with which); luamcp refuses the invalid ones.
-    "$LUAMCP" run-script spec/helpers/conformance_tools.lua "$url" 2>/dev/null ||
-      call ;;
+    # Call every tool the server lists, with the arguments the conformance
+    # context gives (else none): luamcp refuses a tool whose x-mcp-header
+    # declarations are invalid. Then read every resource and get every
+    # prompt (each request's standard headers are checked).
+    calls=$(call --raw | "$NODE" -e '
+      const tools = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const given = (JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}").toolCalls) || [];
+      const calls = given.length ? given : tools.map((t) => ({ name: t.name, arguments: {} }));
+      for (const c of calls) console.log(c.name + "\t" + JSON.stringify(c.arguments || {}));') || exit 1
+    while IFS=$'\t' read -r name args; do
+      call "$name" --json "$args" || true
+    done <<<"$calls"
+    for uri in $("$LUAMCP" read --http "$url" --raw 2>/dev/null | "$NODE" -e '
+      for (const r of JSON.parse(require("fs").readFileSync(0, "utf8")).resources) console.log(r.uri)'); do
+      "$LUAMCP" read --http "$url" "$uri" >/dev/null || true
+    done
+    for prompt in $("$LUAMCP" prompt --http "$url" --raw 2>/dev/null | "$NODE" -e '
+      for (const p of JSON.parse(require("fs").readFileSync(0, "utf8"))) console.log(p.name)'); do
+      "$LUAMCP" prompt --http "$url" "$prompt" >/dev/null || true
+    done ;;
   auth/*)
     # Helper "oauth"'s scenarios: luamcp call as an OAuth client.
     call ;;

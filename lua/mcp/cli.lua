@@ -521,6 +521,11 @@ function commands.read(args)
     local resources, err = c:list("resources")
     if not resources then rpc_failure("read", err) end
     local templates = c:list("resources/templates") or {}
+    if o.raw then
+      print(pretty({ resources = json.array(resources), resourceTemplates = json.array(templates) }))
+      c:close()
+      return 0
+    end
     list_items("resources", resources, "uri")
     list_items("templates", templates, "uriTemplate")
     if #resources + #templates == 0 then print("(no resources)") end
@@ -559,6 +564,11 @@ function commands.prompt(args)
   if not name then
     local prompts, err = c:list("prompts")
     if not prompts then rpc_failure("prompt", err) end
+    if o.raw then
+      print(pretty(json.array(prompts)))
+      c:close()
+      return 0
+    end
     list_items("prompts", prompts, "name")
     if #prompts == 0 then print("(no prompts)") end
     c:close()

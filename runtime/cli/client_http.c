@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,10 +396,26 @@ static void http_set_header(client_conn *base, const char *name, const char *val
   else buf_free(&line);
 }
 
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void http_close(client_conn *base) {
   http_conn *c = (http_conn *)base;
   /* Streams still open (a call we stopped waiting for) are dropped, then
    * the server is told the session is over (the spec's DELETE), briefly. */
+  /* A message just sent (a notifications/cancelled after Ctrl-C) still
+   * goes out: POSTs the server has not begun to answer get a short grace. */
+  uint64_t until = now_ms() + CLIENT_CHILD_GRACE_MS;
+  for (;;) {
+    bool unsent = false;
+    for (http_exchange *x = c->exchanges; x; x = x->next)
+      if (x->body && !x->status_line) unsent = true;
+    if (!unsent || now_ms() >= until) break;
+    http_wait(base, 50);
+  }
   while (c->exchanges) exchange_free(c->exchanges);
   if (c->session_id) {
     http_exchange *x = exchange_new(c, "DELETE", NULL, 0, NULL, 0);
