@@ -119,8 +119,8 @@ Usage: luamcp read PATH URI
   a line saying its type and size, or into a file with --output FILE).
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --http, --bearer-env, --header, --root, --answer, --accept-defaults,
+  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -128,8 +128,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   Get a prompt with its arguments and print its messages. Without NAME,
   list the prompts.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --http, --bearer-env, --header, --root, --answer, --accept-defaults,
+  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -225,7 +225,6 @@ end
 local CLIENT_FLAGS = {
   ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
-  ["--listen"] = false,
 }
 
 local function print_notification(message, every)
@@ -462,7 +461,7 @@ local function client_options(command, args, own)
 end
 
 function commands.call(args)
-  local o = client_options("call", args, { ["--json"] = true })
+  local o = client_options("call", args, { ["--json"] = true, ["--listen"] = false })
   if not o then return 0 end
   local c = connect("call", o)
   local name = table.remove(o.words, 1)

@@ -311,11 +311,12 @@ function Client:_exchange(message, headers, identity)
       if kind == "timeout" then why = ("no answer within %d ms"):format(timeout) end
       if kind == "failed" and body then
         -- A JSON-RPC error in an error status's body (400 with -32022,
-        -- 404 with -32601): the code and data matter to the caller.
+        -- 404 with -32601): its code and data matter to the caller; the
+        -- message stays the readable one (the status and what it said).
         local decoded = core.json_decode(body)
         local e = type(decoded) == "table" and decoded.error
-        if type(e) == "table" and e.code then
-          return nil, request_error(method, { code = e.code, message = e.message, data = e.data, status = status })
+        if type(e) == "table" and math.type(e.code) == "integer" then
+          return nil, request_error(method, { code = e.code, message = why, data = e.data, status = status })
         end
       end
       return nil, request_error(method, { code = -32000, message = why, status = status })
@@ -437,7 +438,8 @@ end
 --- Watch the server's notifications (each goes to on_notification) until
 --- Ctrl-C (once the program catches it) or the server ends the stream.
 --- 2026-07-28: subscriptions/listen (lists and the given resource URIs);
---- the session era: the session's standalone GET stream. Returns true
+--- the session era: the session's standalone GET stream (HTTP), stdout (a
+--- child). Returns true
 --- when interrupted, or nil and why the stream ended.
 function Client:listen(uris)
   if self.era == "modern" then
@@ -450,8 +452,8 @@ function Client:listen(uris)
     if err and err.interrupted then return true end
     return nil, err and err.message or "the server ended the subscription"
   end
-  local ok, why = self.conn:get_stream(nil, 0)
-  if not ok then return nil, why end
+  -- The session's standalone GET stream (HTTP) is open since initialize;
+  -- a child's notifications come on its stdout.
   for _, uri in ipairs(uris or {}) do
     local _, err = self:subscribe(uri)
     if err then return nil, tostring(err) end
