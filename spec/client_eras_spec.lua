@@ -132,4 +132,39 @@ describe("luamcp call --http, both eras", function()
     p:wait_exit(10000)
     assert.equal(0, p.exit_code, p.stderr)
   end)
+
+  it("calls the authorize hook on a 401 and sends the request again with its token", function()
+    local gate = client.spawn({ "spec/fixtures/client_eras/auth_proxy.mjs", url }, { bin = NODE })
+    local port = (gate:read_line(15000) or ""):match("^port (%d+)$")
+    assert(port, gate.stderr)
+    local gated = "http://127.0.0.1:" .. port .. "/mcp"
+    local tests = client.temp_dir()
+    os.execute("mkdir -p " .. tests .. "/spec")
+    client.write_file(tests .. "/spec/hook_spec.lua", ([[
+local mcp_client = require "mcp.client"
+describe("the auth hook", function()
+  it("retries once with the token", function()
+    local seen = {}
+    local c = assert(mcp_client.connect { url = %q, authorize = function(info)
+      seen[#seen + 1] = info
+      return "tok"
+    end })
+    assert.equal(1, #seen)
+    assert.equal(401, seen[1].status)
+    assert.equal(%q, seen[1].url)
+    assert.truthy(seen[1].challenge:find("resource_metadata=", 1, true))
+    assert.equal("3", assert(c:call("add", { a = 1, b = 2 })).content[1].text)
+    c:close()
+    local none, err = mcp_client.connect { url = %q, authorize = function() return nil, "no token here" end }
+    assert.is_nil(none)
+    assert.truthy(err:find("HTTP 401", 1, true) and err:find("no token here", 1, true), err)
+  end)
+end)
+]]):format(gated, gated, gated))
+    local code, out, err = sh("cd " .. tests .. " && " .. LUAMCP .. " test")
+    gate:terminate(2000)
+    client.remove_tree(tests)
+    assert.equal(0, code, out .. err)
+    assert.truthy(out:find("1 success", 1, true), out)
+  end)
 end)

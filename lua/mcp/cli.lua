@@ -299,8 +299,8 @@ local function connect(command, o)
     end
   end
   core.catch_interrupt()
-  local c, err = client.connect(target)
-  if not c then fail("luamcp " .. command .. ": " .. err) end
+  local c, err, why = client.connect(target)
+  if not c then fail("luamcp " .. command .. ": " .. err, why == "interrupted" and 130 or 1) end
   return c
 end
 

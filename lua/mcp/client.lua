@@ -85,7 +85,8 @@ M.Client = Client
 ---                     the request is then sent once more
 ---   identity          in process: who every message comes from, as if it
 ---                     carried a verified token (JSON text; mcp.testing's auth)
---- Returns the client, or nil and a message.
+--- Returns the client, or nil, a message and "interrupted" when Ctrl-C
+--- (once the program catches it) stopped it.
 function M.connect(target)
   local conn, err, carrier
   if target.path then
@@ -133,9 +134,9 @@ function M.connect(target)
   local why
   if modern_first then
     local ok, fallback, failure = self:_discover(pinned or protocol.MODERN_VERSION)
-    if not ok and (pinned or not fallback) then
+    if not ok and (pinned or not fallback or self.interrupted) then
       conn:close()
-      return nil, "server/discover failed: " .. tostring(fallback or failure)
+      return nil, "server/discover failed: " .. tostring(fallback or failure), self.interrupted and "interrupted" or nil
     end
     if ok then return self end
     why = fallback
@@ -143,7 +144,8 @@ function M.connect(target)
   local ok, failure = self:_initialize(pinned or M.PROTOCOL_VERSION)
   if not ok then
     conn:close()
-    return nil, "initialize failed: " .. tostring(failure) .. (why and (" (after server/discover: " .. why .. ")") or "")
+    return nil, "initialize failed: " .. tostring(failure) .. (why and (" (after server/discover: " .. why .. ")") or ""),
+      self.interrupted and "interrupted" or nil
   end
   return self
 end
@@ -281,6 +283,7 @@ function Client:_exchange(message, headers, identity)
     local text, why, kind, status, challenge, body = self.conn:receive(left)
     if not text then
       if kind == "interrupted" then
+        self.interrupted = true
         self:notify("notifications/cancelled", { requestId = id, reason = "the user interrupted (Ctrl-C)" })
         return nil, request_error(method, { code = -32000, message = "interrupted", interrupted = true })
       end
