@@ -88,11 +88,7 @@ void client_conn_release(client_conn *c) {
  * "interrupted" so the program can tell the server (cancel) and exit. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int signum) {
-  (void)signum;
-  signal(SIGINT, on_sigint); /* where the handler is reset once taken */
-  interrupted = 1;
-}
+static void on_interrupt(void) { interrupted = 1; }
 
 /* ---- Waiting on the loop ------------------------------------------------ */
 
@@ -345,10 +341,8 @@ static int conn_stream_state(lua_State *L) {
 /* catch_interrupt(): from now on Ctrl-C does not kill the program; the
  * waiting conn:receive returns nil, "interrupted", "interrupted". */
 static int l_catch_interrupt(lua_State *L) {
-  /* signal(), not sigaction: Windows has it too. A wait in progress (a
-   * poll) is not restarted, and waits are short slices anyway. */
-  signal(SIGINT, on_sigint);
   (void)L;
+  os_catch_interrupt(on_interrupt);
   return 0;
 }
 
