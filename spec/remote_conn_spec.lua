@@ -22,6 +22,14 @@ end
 
 local function child_command(script) return { client.LUAMCP, "run", script } end
 
+-- Stop the outer server and check it exited cleanly (status 0: under the
+-- ASan build a leak or a use-after-free at exit shows here).
+local function stop_outer(outer)
+  local stderr = outer.stderr
+  local code = outer:close()
+  assert(code == 0, "the outer server exited with status " .. tostring(code) .. ":\n" .. stderr)
+end
+
 local function start_outer(command)
   local outer = client.spawn { command or "run", OUTER }
   outer:initialize()
@@ -31,7 +39,11 @@ end
 describe("luamcp.remote over stdio", function()
   local outer
   before_each(function() outer = start_outer() end)
-  after_each(function() if outer then outer:close() end outer = nil end)
+  after_each(function()
+    local o = outer
+    outer = nil
+    if o then stop_outer(o) end
+  end)
 
   it("calls a tool of a child server and returns its answer", function()
     local r = structured(outer:call_tool("call_inner",
@@ -100,8 +112,9 @@ describe("luamcp.remote over stdio", function()
     assert.are.equal(first.pid, second.pid)
     assert.are.equal("echo two", second.text)
     assert.is_true(reaper.alive(first.pid), "child " .. first.pid .. " gone:\n" .. outer.stderr)
-    outer:close()
+    local o = outer
     outer = nil
+    stop_outer(o)
     assert.is_true(client.poll_until(function() return not reaper.alive(first.pid) end, 30000),
       "child " .. first.pid .. " outlived its server")
   end)
@@ -114,9 +127,10 @@ describe("luamcp.remote over Streamable HTTP", function()
     outer = start_outer()
   end)
   after_each(function()
-    if outer then outer:close() end
-    if inner then inner:stop() end
+    local o, i = outer, inner
     outer, inner = nil, nil
+    if i then i:stop() end
+    if o then stop_outer(o) end
   end)
 
   it("calls a tool of an HTTP server (session id captured and sent) and reuses the connection by key", function()
