@@ -8,6 +8,7 @@ local client = require "mcp_client"
 local http = require "http_client"
 local reaper = require "reaper"
 local json = client.json
+local uv = require "luv"
 
 local OUTER = "spec/fixtures/remote_conn/outer"
 local INNER = "spec/fixtures/remote_conn/inner"
@@ -98,6 +99,29 @@ describe("luamcp.remote over stdio", function()
       "the inner call was not cancelled at the deadline:\n" .. outer.stderr)
   end)
 
+  it("gives a request the progress notifications whose token is its id", function()
+    local r = structured(outer:call_tool("call_counting",
+      { key = "count", command = child_command(DEMO), tool = "countdown", arguments = { n = 3 } }))
+    assert.are.equal(3, r.progress)
+    assert.are.equal("Liftoff!", r.text)
+  end)
+
+  it("ends the connection when the child exits: \"ended\" with its status, and on_message(nil, why)", function()
+    local r = structured(outer:call_tool("wait_for_end", { key = "gone", command = { "sh", "-c", "exit 3" } }))
+    assert.are.equal("ended", r.kind)
+    assert.truthy(r.why:find("exited with status 3", 1, true), r.why)
+    assert.truthy(r.ended:find("exited with status 3", 1, true), r.ended)
+    assert.are.equal(3, math.tointeger(r.exit_status))
+    assert.are.same({ "ended: " .. r.why }, r.seen)
+  end)
+
+  it("ends the connection, saying why, when the child sends a line over the message limit", function()
+    local r = structured(outer:call_tool("wait_for_end",
+      { key = "huge", command = { "sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x; sleep 30" } }))
+    assert.are.equal("ended", r.kind)
+    assert.truthy(r.why:find("over 4194304 bytes", 1, true), r.why)
+  end)
+
   it("keeps a keyed connection across a reload (same child), and kills the child when the server stops", function()
     local first = structured(outer:call_tool("call_inner",
       { key = "kept", command = child_command(INNER), tool = "echo", arguments = { text = "one" } }))
@@ -147,10 +171,134 @@ describe("luamcp.remote over Streamable HTTP", function()
     assert.are.equal(r.session_id, again.session_id)
   end)
 
+  it("gives a request the progress that comes on its POST's event stream", function()
+    local r = structured(outer:call_tool("call_counting",
+      { key = "webcount", url = inner.url, tool = "countdown", arguments = { n = 3 } }))
+    assert.are.equal(3, r.progress)
+    assert.are.equal("Liftoff!", r.text)
+  end)
+
+  it("closes with DELETE; the same key then opens a new session", function()
+    local first = structured(outer:call_tool("call_inner",
+      { key = "web2", url = inner.url, tool = "add", arguments = { a = 1, b = 2 }, close = true }))
+    assert.are.equal("3", first.text)
+    local second = structured(outer:call_tool("call_inner",
+      { key = "web2", url = inner.url, tool = "add", arguments = { a = 2, b = 2 } }))
+    assert.are.equal("new", second.how)
+    assert.are.equal("4", second.text)
+    assert.are_not.equal(first.session_id, second.session_id)
+  end)
+
+  it("a cancelled outer call cancels the inner one over HTTP", function()
+    local slow = http.start { INNER }
+    finally(function() slow:stop() end)
+    outer:send { jsonrpc = "2.0", id = "slow-h", method = "tools/call",
+                 params = { name = "call_slow", arguments = { key = "webslow", url = slow.url, tag = "C" } } }
+    assert.is_true(client.wait_until(function() return slow:stderr():find("inner: slow C started", 1, true) end),
+      "the inner call never started:\n" .. slow:stderr() .. "\n" .. outer.stderr)
+    outer:notify("notifications/cancelled", { requestId = "slow-h", reason = "spec" })
+    assert.is_true(client.wait_until(function() return slow:stderr():find("inner: slow C ended", 1, true) end),
+      "the inner call was not cancelled:\n" .. slow:stderr())
+  end)
+
   it("turns an HTTP error status into failed, with the status", function()
     local response = outer:request("tools/call",
       { name = "call_inner", arguments = { url = inner.url .. "-nowhere", tool = "add", arguments = {} } })
     local text = json.encode(response)
     assert.truthy(text:find("failed", 1, true) and text:find("404", 1, true), text)
+  end)
+end)
+
+-- A Streamable HTTP server written here (luv) for what luamcp's own server
+-- does not do: the POST's event stream ends after its priming event (an
+-- id and a retry, no data), and the answer comes on the GET that resumes
+-- it with Last-Event-ID, as the spec's resumability section describes.
+local function resuming_server()
+  local srv = { requests = {}, clients = {} }
+  local tcp = uv.new_tcp()
+  assert(tcp:bind("127.0.0.1", 0))
+  srv.port = tcp:getsockname().port
+  srv.url = "http://127.0.0.1:" .. srv.port .. "/mcp"
+  local call_id
+  local function reply(c, status, headers, body)
+    local head = { "HTTP/1.1 " .. status, "Connection: close" }
+    for _, h in ipairs(headers) do head[#head + 1] = h end
+    c:write(table.concat(head, "\r\n") .. "\r\n\r\n" .. (body or ""))
+    c:shutdown(function() if not c:is_closing() then c:close() end end)
+  end
+  local function respond(c, req)
+    local msg = req.body ~= "" and json.decode(req.body) or {}
+    if req.method == "POST" and msg.method == "initialize" then
+      reply(c, "200 OK", { "Content-Type: application/json", "Mcp-Session-Id: s-1" }, json.encode {
+        jsonrpc = "2.0", id = msg.id, result = { protocolVersion = "2025-11-25", capabilities = json.decode("{}"),
+                                                 serverInfo = { name = "resuming", version = "1" } } })
+    elseif req.method == "POST" and msg.method == "tools/call" then
+      call_id = msg.id
+      reply(c, "200 OK", { "Content-Type: text/event-stream" }, "id: e1\nretry: 50\ndata:\n\n")
+    elseif req.method == "GET" and req.head:lower():find("last%-event%-id: e1") then
+      reply(c, "200 OK", { "Content-Type: text/event-stream" }, "id: e2\ndata: " .. json.encode {
+        jsonrpc = "2.0", id = call_id, result = { content = { { type = "text", text = "resumed" } } } } .. "\n\n")
+    elseif req.method == "POST" or req.method == "DELETE" then
+      reply(c, "202 Accepted", { "Content-Length: 0" })
+    else
+      reply(c, "405 Method Not Allowed", { "Content-Length: 0" })
+    end
+  end
+  tcp:listen(16, function()
+    local c = uv.new_tcp()
+    tcp:accept(c)
+    srv.clients[#srv.clients + 1] = c
+    local data = ""
+    c:read_start(function(_, chunk)
+      if not chunk then
+        if not c:is_closing() then c:close() end
+        return
+      end
+      data = data .. chunk
+      local head_end = data:find("\r\n\r\n", 1, true)
+      if not head_end then return end
+      local head = data:sub(1, head_end - 1)
+      local len = tonumber(head:lower():match("content%-length: *(%d+)")) or 0
+      if #data < head_end + 3 + len then return end
+      local req = { method = head:match("^(%u+)"), head = head, body = data:sub(head_end + 4, head_end + 3 + len) }
+      data = ""
+      srv.requests[#srv.requests + 1] = req
+      respond(c, req)
+    end)
+  end)
+  function srv.close()
+    for _, c in ipairs(srv.clients) do if not c:is_closing() then c:close() end end
+    tcp:close()
+    uv.run("nowait")
+  end
+  return srv
+end
+
+describe("luamcp.remote's SSE resumption", function()
+  local outer, srv
+  before_each(function()
+    srv = resuming_server()
+    outer = start_outer()
+  end)
+  after_each(function()
+    local o = outer
+    outer = nil
+    if o then stop_outer(o) end
+    if srv then srv.close() end
+    srv = nil
+  end)
+
+  it("resumes a POST's stream that ended before the answer with GET and Last-Event-ID (and the session id)", function()
+    local r = structured(outer:call_tool("call_inner", { key = "resume", url = srv.url, tool = "anything" }))
+    assert.are.equal("resumed", r.text)
+    assert.are.equal("s-1", r.session_id)
+    local get
+    for _, req in ipairs(srv.requests) do
+      if req.method == "GET" then get = req end
+    end
+    assert.truthy(get, "no GET")
+    assert.truthy(get.head:lower():find("last%-event%-id: e1"), get.head)
+    assert.truthy(get.head:lower():find("mcp%-session%-id: s%-1"), get.head)
+    assert.truthy(get.head:lower():find("accept: text/event%-stream"), get.head)
   end)
 end)
