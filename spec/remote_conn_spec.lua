@@ -122,6 +122,13 @@ describe("luamcp.remote over stdio", function()
     assert.truthy(r.why:find("over 4194304 bytes", 1, true), r.why)
   end)
 
+  it("closes an un-keyed connection the script dropped, once it is garbage", function()
+    local r = structured(outer:call_tool("drop_and_collect", { command = child_command(INNER) }))
+    assert.is_true(r.pid > 0)
+    assert.is_true(client.poll_until(function() return not reaper.alive(r.pid) end, 30000),
+      "child " .. r.pid .. " still runs after its connection was collected")
+  end)
+
   it("keeps a keyed connection across a reload (same child), and kills the child when the server stops", function()
     local first = structured(outer:call_tool("call_inner",
       { key = "kept", command = child_command(INNER), tool = "echo", arguments = { text = "one" } }))

@@ -110,6 +110,7 @@ typedef struct remote_gen {
   struct remote_gen *next;
   vm *vm;
   int fn_ref; /* on_message's function in vm->L's registry, or LUA_NOREF */
+  int handles; /* its userdata for the connection not yet collected */
 } remote_gen;
 
 /* A header sent on every HTTP request of a connection. Owner: it. */
@@ -1171,12 +1172,41 @@ typedef struct remote_ud {
   remote_conn *conn;
 } remote_ud;
 
-static remote_conn *check_conn(lua_State *L) { return ((remote_ud *)luaL_checkudata(L, 1, REMOTE_MT))->conn; }
+static remote_conn *check_conn(lua_State *L) {
+  remote_conn *c = ((remote_ud *)luaL_checkudata(L, 1, REMOTE_MT))->conn;
+  if (!c) luaL_error(L, "a luamcp.remote connection used after it was collected");
+  return c;
+}
 
+/* A new userdata for c in L's generation, which holds c (hold). */
 static void push_handle(lua_State *L, remote_conn *c) {
   remote_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->conn = c;
   luaL_setmetatable(L, REMOTE_MT);
+  remote_gen *g = gen_of(c, vm_of(L));
+  if (g) g->handles++;
+}
+
+/* __gc: a generation whose every handle to c is garbage lets go of it (an
+ * un-keyed connection a script dropped closes; a keyed one lingers for
+ * the next open). */
+static int conn_gc(lua_State *L) {
+  remote_ud *ud = luaL_checkudata(L, 1, REMOTE_MT);
+  remote_conn *c = ud->conn;
+  ud->conn = NULL;
+  if (!c) return 0;
+  vm *v = vm_of(L);
+  for (remote_gen **p = &c->gens; *p; p = &(*p)->next) {
+    remote_gen *g = *p;
+    if (g->vm != v) continue;
+    if (--g->handles > 0) return 0;
+    if (g->fn_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g->fn_ref);
+    *p = g->next;
+    free(g);
+    conn_unheld(c);
+    return 0;
+  }
+  return 0;
 }
 
 static char **string_list(lua_State *L, int idx, bool env) {
@@ -1494,7 +1524,7 @@ static int wait_continue(lua_State *L, int status, lua_KContext k) {
   remote_wait *w = lua_touserdata(L, 1);
   remote_conn *c = w->conn;
   remote_pending *p = find_pending(c, w->id);
-  lua_settop(L, 1);
+  lua_settop(L, 2);
   if (p && p->items) {
     remote_item *it = p->items;
     p->items = it->next;
@@ -1564,8 +1594,9 @@ static int conn_wait(lua_State *L) {
   uv_timer_init(c->hub->app->loop, &w->timer);
   w->timer.data = w;
   p->waiter = w;
-  lua_settop(L, 0);
+  lua_settop(L, 1); /* the handle stays on the stack (slot 2): a waiting task keeps its connection */
   lua_pushlightuserdata(L, w);
+  lua_insert(L, 1);
   if (!p->items && !c->ended && timeout_ms > 0) uv_timer_start(&w->timer, on_wait_timeout, (uint64_t)timeout_ms, 0);
   if (p->items || c->ended) return wait_continue(L, LUA_OK, 0);
   return task_wait_op(L, t, &w->op, wait_continue);
@@ -1641,6 +1672,8 @@ int luaopen_luamcp_remote(lua_State *L) {
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, conn_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, conn_gc);
+    lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
   lua_createtable(L, 0, 1);
