@@ -21,7 +21,7 @@ local function structured(result)
   return r
 end
 
-local function child_command(script) return { client.LUAMCP, "run", script } end
+local function child_command(script, ...) return { client.LUAMCP, "run", script, ... } end
 
 -- Stop the outer server and check it exited cleanly (status 0: under the
 -- ASan build a leak or a use-after-free at exit shows here).
@@ -82,21 +82,26 @@ describe("luamcp.remote over stdio", function()
   it("passes the child's stderr through, a line at a time behind its name, and a cancelled call cancels the inner one",
     function()
       outer:send { jsonrpc = "2.0", id = "slow-1", method = "tools/call",
-                   params = { name = "call_slow", arguments = { key = "canc", command = child_command(INNER), tag = "A" } } }
+                   params = { name = "call_slow",
+                             arguments = { key = "canc", command = child_command(INNER, "--log-level", "debug"), tag = "A" } } }
       assert.is_true(client.wait_until(function() return outer.stderr:find("[canc] inner: slow A started", 1, true) end),
         "the inner call never started:\n" .. outer.stderr)
       outer:notify("notifications/cancelled", { requestId = "slow-1", reason = "spec" })
       assert.is_true(client.wait_until(function() return outer.stderr:find("[canc] inner: slow A ended", 1, true) end),
         "the inner call was not cancelled:\n" .. outer.stderr)
+      assert.truthy(outer.stderr:find("cancelled by the client", 1, true), outer.stderr)
     end)
 
   it("sends notifications/cancelled when the outer call's deadline passes", function()
     local response = outer:request("tools/call",
-      { name = "call_slow_deadline", arguments = { key = "dl", command = child_command(INNER), tag = "B" } })
+      { name = "call_slow_deadline",
+        arguments = { key = "dl", command = child_command(INNER, "--log-level", "debug"), tag = "B" } })
     assert.truthy(response, outer.stderr)
     assert.truthy(response.error or (response.result and response.result.isError), json.encode(response))
     assert.is_true(client.wait_until(function() return outer.stderr:find("[dl] inner: slow B ended", 1, true) end),
       "the inner call was not cancelled at the deadline:\n" .. outer.stderr)
+    assert.truthy(outer.stderr:find("[dl] ", 1, true) and outer.stderr:find("cancelled by the client", 1, true),
+      outer.stderr)
   end)
 
   it("gives a request the progress notifications whose token is its id", function()
@@ -197,7 +202,7 @@ describe("luamcp.remote over Streamable HTTP", function()
   end)
 
   it("a cancelled outer call cancels the inner one over HTTP", function()
-    local slow = http.start { INNER }
+    local slow = http.start { INNER, "--log-level", "debug" }
     finally(function() slow:stop() end)
     outer:send { jsonrpc = "2.0", id = "slow-h", method = "tools/call",
                  params = { name = "call_slow", arguments = { key = "webslow", url = slow.url, tag = "C" } } }
@@ -206,6 +211,9 @@ describe("luamcp.remote over Streamable HTTP", function()
     outer:notify("notifications/cancelled", { requestId = "slow-h", reason = "spec" })
     assert.is_true(client.wait_until(function() return slow:stderr():find("inner: slow C ended", 1, true) end),
       "the inner call was not cancelled:\n" .. slow:stderr())
+    -- By the notification (the POST's stream is stopped too, which alone would not say so).
+    assert.is_true(client.wait_until(function() return slow:stderr():find("cancelled by the client", 1, true) end),
+      "no notifications/cancelled reached the inner server:\n" .. slow:stderr())
   end)
 
   it("turns an HTTP error status into failed, with the status", function()

@@ -191,6 +191,12 @@ struct remote_post {
   buf received;    /* a JSON answer, or an error's body (bounded) */
   char *challenge;
   int resumes;     /* resumptions so far */
+  /* The request was cancelled: this stream is stopped once the
+   * notifications/cancelled POST (whose abandons names the id) is done,
+   * so the server hears the reason before it sees the stream go. */
+  bool abandoned;
+  bool has_abandons;
+  int64_t abandons;
   uv_timer_t timer; /* the delay before a resumption starts */
 };
 
@@ -401,7 +407,6 @@ static remote_hub *hub_get(lua_app *app) {
 
 /* ---- A connection's life ------------------------------------------------ */
 
-static void send_cancelled(remote_conn *c, int64_t id, const char *reason);
 static void post_abort(remote_post *p);
 static bool post_start(remote_conn *c, post_what what, const char *body, size_t len, int64_t id, bool has_id,
                        lua_State *L, int extra_idx, char *why, size_t why_len);
@@ -846,6 +851,7 @@ static void fail_request(remote_post *post, const char *why) {
 
 static void on_sse_event(void *arg, const char *data, size_t len) {
   remote_post *p = arg;
+  if (p->abandoned) return; /* what still comes for a cancelled request is nobody's */
   route(p->conn, p, data, len);
 }
 
@@ -920,6 +926,10 @@ static size_t on_post_header(char *data, size_t size, size_t count, void *arg) {
 static void on_resume_timer(uv_timer_t *timer) {
   remote_post *p = timer->data;
   if (p->destroyed || !p->transfer.easy) return;
+  if (p->abandoned) {
+    post_destroy(p);
+    return;
+  }
   if (!curl_loop_add(p->conn->hub->curl, &p->transfer)) {
     fail_request(p, "resuming the stream: curl refused the transfer");
     post_destroy(p);
@@ -962,6 +972,14 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
   if (p->what == POST_DELETE) {
     post_destroy(p);
     return;
+  }
+  if (p->has_abandons) {
+    for (remote_post *q = c->posts; q; q = q->next) {
+      if (q->abandoned && q->id == p->abandons && !q->destroyed) {
+        post_abort(q);
+        break; /* the list changed */
+      }
+    }
   }
   char why[300];
   remote_pending *q = p->has_id ? find_pending(c, p->id) : NULL;
@@ -1131,8 +1149,10 @@ static bool post_start(remote_conn *c, post_what what, const char *body, size_t 
 
 /* ---- Cancellation ------------------------------------------------------ */
 
-static void send_cancelled(remote_conn *c, int64_t id, const char *reason) {
-  if (c->ended || c->hub->stopping) return;
+/* Send it; over HTTP, the stream of the request (stream, or NULL) stops
+ * once the notification's POST is done. false: not sent. */
+static bool send_cancelled(remote_conn *c, int64_t id, const char *reason, remote_post *stream) {
+  if (c->ended || c->hub->stopping) return false;
   buf msg = {0};
   buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%lld,\"reason\":",
              (long long)id);
@@ -1143,6 +1163,14 @@ static void send_cancelled(remote_conn *c, int64_t id, const char *reason) {
                     : child_send(c, msg.data, msg.len, why, sizeof why);
   if (!ok) log_write(LOG_DEBUG, "mcp.client %s: notifications/cancelled not sent: %s", c->name, why);
   buf_free(&msg);
+  if (ok && c->http && stream) {
+    remote_post *note = c->posts; /* post_start puts it first */
+    note->has_abandons = true;
+    note->abandons = id;
+    stream->abandoned = true;
+    stream->id = id;
+  }
+  return ok;
 }
 
 /* task_op.cancel: the task went away while it waited (cancelled, past its
@@ -1158,8 +1186,8 @@ static void cancel_wait(task_op *op) {
     if (!p->answered) {
       const char *reason = t && t->root && t->root->timed_out ? "the caller's deadline passed"
                                                               : "the caller cancelled the request";
-      send_cancelled(c, w->id, reason);
-      if (p->post && p->post->what != POST_DELETE) post_abort(p->post);
+      remote_post *stream = p->post && p->post->what != POST_DELETE ? p->post : NULL;
+      if (!send_cancelled(c, w->id, reason, stream) && stream) post_abort(stream);
     }
     pending_remove(c, p);
   }
