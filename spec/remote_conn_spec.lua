@@ -243,7 +243,11 @@ local function resuming_server()
   end
   local function respond(c, req)
     local msg = req.body ~= "" and json.decode(req.body) or {}
-    if req.method == "POST" and msg.method == "initialize" then
+    if req.head:match("^%u+ (%S+)") == "/auth" then
+      reply(c, "401 Unauthorized", { "Content-Type: application/json",
+                                     'WWW-Authenticate: Bearer resource_metadata="http://127.0.0.1/prm"' },
+            '{"error":"invalid_token"}')
+    elseif req.method == "POST" and msg.method == "initialize" then
       reply(c, "200 OK", { "Content-Type: application/json", "Mcp-Session-Id: s-1" }, json.encode {
         jsonrpc = "2.0", id = msg.id, result = { protocolVersion = "2025-11-25", capabilities = json.decode("{}"),
                                                  serverInfo = { name = "resuming", version = "1" } } })
@@ -315,5 +319,39 @@ describe("luamcp.remote's SSE resumption", function()
     assert.truthy(get.head:lower():find("last%-event%-id: e1"), get.head)
     assert.truthy(get.head:lower():find("mcp%-session%-id: s%-1"), get.head)
     assert.truthy(get.head:lower():find("accept: text/event%-stream"), get.head)
+  end)
+end)
+
+describe("luamcp.remote's failed answers", function()
+  local outer, srv
+  before_each(function()
+    srv = resuming_server()
+    outer = start_outer()
+  end)
+  after_each(function()
+    local o = outer
+    outer = nil
+    if o then stop_outer(o) end
+    if srv then srv.close() end
+    srv = nil
+  end)
+
+  it("gives an error status with its WWW-Authenticate challenge and body, and sends send()'s own headers", function()
+    local r = structured(outer:call_tool("probe_failed", { url = "http://127.0.0.1:" .. srv.port .. "/auth" }))
+    assert.are.equal("failed", r.kind)
+    assert.are.equal(401, math.tointeger(r.status))
+    assert.are.equal('Bearer resource_metadata="http://127.0.0.1/prm"', r.challenge)
+    assert.are.equal('{"error":"invalid_token"}', r.body)
+    assert.truthy(r.why:find("401", 1, true), r.why)
+    assert.truthy(srv.requests[1].head:lower():find("x%-probe: yes"), srv.requests[1].head)
+  end)
+
+  it("gives status 0 when nothing answers", function()
+    local port = srv.port
+    srv.close()
+    srv = nil
+    local r = structured(outer:call_tool("probe_failed", { url = "http://127.0.0.1:" .. port .. "/mcp" }))
+    assert.are.equal("failed", r.kind)
+    assert.are.equal(0, math.tointeger(r.status))
   end)
 end)

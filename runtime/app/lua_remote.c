@@ -354,7 +354,8 @@ static bool deliver_unclaimed(remote_conn *c) {
       nargs = 2;
     }
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) {
-      log_write(LOG_WARNING, "mcp.client %s: on_message: %s", c->name, lua_tostring(L, -1));
+      const char *err = lua_tostring(L, -1);
+      log_write(LOG_WARNING, "mcp.client %s: on_message: %s", c->name, err ? err : "(an error that is not a string)");
       lua_pop(L, 1);
     }
   }
@@ -998,7 +999,7 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
                p->reader.id_seen ? " (and could not be resumed)" : " (it gave no event id to resume from)");
       fail_request(p, why);
     }
-  } else if (p->received.len) {
+  } else if (p->received.len && !p->abandoned) {
     route(c, p, p->received.data, p->received.len);
     if (waiting && !find_pending(c, p->id)->answered) {
       snprintf(why, sizeof why, "the server's answer (HTTP %ld) was not the answer to this request", p->status);
