@@ -93,6 +93,10 @@ describe("luamcp.remote over stdio", function()
     end)
 
   it("sends notifications/cancelled when the outer call's deadline passes", function()
+    -- Connected (and initialized) first, by a call with no deadline: the
+    -- deadline then runs out on the slow call, however slow the start was.
+    structured(outer:call_tool("call_inner", { key = "dl", command = child_command(INNER, "--log-level", "debug"),
+                                               tool = "echo", arguments = { text = "warm" } }))
     local response = outer:request("tools/call",
       { name = "call_slow_deadline",
         arguments = { key = "dl", command = child_command(INNER, "--log-level", "debug"), tag = "B" } })
