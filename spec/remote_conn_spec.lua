@@ -124,6 +124,14 @@ describe("luamcp.remote over stdio", function()
     assert.are.same({ "ended: " .. r.why }, r.seen)
   end)
 
+  it("reads what a child wrote before it exited: its last answer comes before the end", function()
+    local r = structured(outer:call_tool("wait_for_end", { key = "last", command = { "sh", "-c",
+      [[read line; printf '{"jsonrpc":"2.0","id":1,"result":{"last":true}}\n'; exit 0]] } }))
+    assert.are.equal("answer", r.kind)
+    assert.are.same({ jsonrpc = "2.0", id = 1, result = { last = true } }, json.decode(r.why))
+    assert.truthy(r.seen[1] and r.seen[1]:find("exited with status 0", 1, true), json.encode(r.seen))
+  end)
+
   it("ends the connection, saying why, when the child sends a line over the message limit", function()
     local r = structured(outer:call_tool("wait_for_end",
       { key = "huge", command = { "sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x; sleep 30" } }))

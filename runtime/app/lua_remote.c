@@ -151,13 +151,15 @@ struct remote_conn {
   remote_item *unclaimed, *unclaimed_tail;
   int unclaimed_count;
   bool drop_logged;
-  uv_timer_t timer; /* linger, then the close's grace periods */
+  uv_timer_t timer; /* linger, the close's grace periods, or reading what an exited child wrote last */
+  bool lingering;
   int open_handles;
   bool handles_closing;
   /* A child. */
   uv_process_t process;
   uv_pipe_t in, out, err;
   bool spawned, exited, term_sent;
+  bool out_eof; /* its stdout reached its end: everything it said is routed */
   int kill_stage; /* closing: 0 stdin closed, 1 SIGTERM sent, 2 SIGKILL sent */
   int64_t exit_status;
   int term_signal;
@@ -409,6 +411,7 @@ static remote_hub *hub_get(lua_app *app) {
 /* ---- A connection's life ------------------------------------------------ */
 
 static void post_abort(remote_post *p);
+static void child_gone(remote_conn *c);
 static bool post_start(remote_conn *c, post_what what, const char *body, size_t len, int64_t id, bool has_id,
                        lua_State *L, int extra_idx, char *why, size_t why_len);
 
@@ -504,6 +507,7 @@ static void conn_close(remote_conn *c, const char *why) {
   bool was_open = !c->ended;
   conn_end(c, why);
   uv_timer_stop(&c->timer);
+  c->lingering = false;
   if (c->http) {
     if (was_open && c->session_id && !c->hub->stopping) {
       char err[200];
@@ -519,13 +523,15 @@ static void conn_close(remote_conn *c, const char *why) {
 
 static void on_linger_done(uv_timer_t *timer) {
   remote_conn *c = timer->data;
+  c->lingering = false;
   if (!c->gens) conn_close(c, "closed: no generation of the scripts used it");
 }
 
 /* The generation g is gone from c->gens. */
 static void conn_unheld(remote_conn *c) {
   if (c->gens) return;
-  if (c->key && !c->ended && !c->hub->stopping) {
+  if (c->key && !c->ended && !c->exited && !c->hub->stopping) {
+    c->lingering = true;
     uv_timer_start(&c->timer, on_linger_done, REMOTE_LINGER_MS, 0);
     return;
   }
@@ -547,7 +553,8 @@ static bool hold(remote_conn *c, vm *v) {
   g->fn_ref = LUA_NOREF;
   g->next = c->gens;
   c->gens = g;
-  if (!c->ended && c->kill_stage == 0) uv_timer_stop(&c->timer); /* a linger */
+  if (c->lingering) uv_timer_stop(&c->timer);
+  c->lingering = false;
   return true;
 }
 
@@ -704,7 +711,11 @@ static void on_child_stdout(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
     p = nl + 1;
   }
   free(b->base);
-  if (n < 0) uv_read_stop(stream);
+  if (n < 0) {
+    uv_read_stop(stream);
+    c->out_eof = true;
+    if (c->exited) child_gone(c);
+  }
 }
 
 static void stderr_line(remote_conn *c) {
@@ -740,18 +751,30 @@ static void on_child_stderr(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   }
 }
 
+/* The child exited and what it wrote is read: the connection ends. */
+static void child_gone(remote_conn *c) {
+  uv_timer_stop(&c->timer);
+  char why[160];
+  if (c->term_signal)
+    snprintf(why, sizeof why, "the server (pid %d) was killed by signal %d", c->process.pid, c->term_signal);
+  else snprintf(why, sizeof why, "the server (pid %d) exited with status %lld", c->process.pid, (long long)c->exit_status);
+  if (!c->ended) log_write(LOG_INFO, "mcp.client %s: %s", c->name, why);
+  conn_end(c, why);
+  conn_maybe_free(c);
+}
+
+static void on_exit_drained(uv_timer_t *timer) { child_gone(timer->data); }
+
 static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal) {
   remote_conn *c = proc->data;
   c->exited = true;
   c->exit_status = status;
   c->term_signal = term_signal;
   uv_timer_stop(&c->timer);
-  char why[160];
-  if (term_signal) snprintf(why, sizeof why, "the server (pid %d) was killed by signal %d", proc->pid, term_signal);
-  else snprintf(why, sizeof why, "the server (pid %d) exited with status %lld", proc->pid, (long long)status);
-  if (!c->ended) log_write(LOG_INFO, "mcp.client %s: %s", c->name, why);
-  conn_end(c, why);
-  conn_maybe_free(c);
+  /* Its last answer may still wait in the pipe: read to the end first
+   * (bounded in time: a grandchild could hold the pipe open). */
+  if (c->out_eof || c->ended) child_gone(c);
+  else uv_timer_start(&c->timer, on_exit_drained, REMOTE_EXIT_DRAIN_MS, 0);
 }
 
 typedef struct remote_write {
@@ -1343,7 +1366,7 @@ static int remote_open(lua_State *L) {
   }
   if (key) {
     for (remote_conn *c = hub->conns; c; c = c->next) {
-      if (!c->key || c->ended || strcmp(c->key, key) != 0) continue;
+      if (!c->key || c->ended || c->exited || strcmp(c->key, key) != 0) continue;
       if (!hold(c, v)) return luaL_error(L, "luamcp.remote.open: out of memory");
       push_handle(L, c);
       lua_pushliteral(L, "reused");
