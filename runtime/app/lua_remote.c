@@ -724,7 +724,7 @@ static void stderr_line(remote_conn *c) {
   buf_append(&line, c->err_line.data ? c->err_line.data : "", c->err_line.len);
   if (c->err_cut) buf_append_str(&line, " [...]");
   buf_putc(&line, '\n');
-  log_raw(line.data, line.len);
+  log_print(line.data, line.len); /* one JSON line under --log-format json */
   buf_free(&line);
   buf_clear(&c->err_line);
   c->err_cut = false;
