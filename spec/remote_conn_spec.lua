@@ -124,6 +124,13 @@ describe("luamcp.remote over stdio", function()
     assert.are.same({ "ended: " .. r.why }, r.seen)
   end)
 
+  it("hands messages no request takes to on_message", function()
+    local r = structured(outer:call_tool("wait_for_end", { key = "note", command = { "sh", "-c",
+      [[printf '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'; read line; exit 0]] } }))
+    assert.are.equal("ended", r.kind)
+    assert.are.same({ jsonrpc = "2.0", method = "notifications/tools/list_changed" }, json.decode(r.seen[1]))
+  end)
+
   it("reads what a child wrote before it exited: its last answer comes before the end", function()
     local r = structured(outer:call_tool("wait_for_end", { key = "last", command = { "sh", "-c",
       [[read line; printf '{"jsonrpc":"2.0","id":1,"result":{"last":true}}\n'; exit 0]] } }))
