@@ -1048,6 +1048,10 @@ static bool header_ok(const char *s) {
 static bool post_start(remote_conn *c, post_what what, const char *body, size_t len, int64_t id, bool has_id,
                        lua_State *L, int extra_idx, char *why, size_t why_len) {
   remote_hub *hub = c->hub;
+  if (hub->stopping) {
+    snprintf(why, why_len, "the server is stopping");
+    return false;
+  }
   if (!hub->curl) {
     if (!(hub->api = curl_lib_load("mcp.client", hub->curl_why, sizeof hub->curl_why)) ||
         !(hub->curl = curl_loop_new(hub->app->loop, hub->api, hub_after_curl, hub))) {
