@@ -1382,7 +1382,10 @@ static int remote_open(lua_State *L) {
       return 2;
     }
   }
-  if (hub->count >= REMOTE_MAX_CONNECTIONS) {
+  int open_count = 0; /* ended ones wait only for their handles to be collected: they hold nothing */
+  for (remote_conn *c = hub->conns; c; c = c->next)
+    if (!c->ended) open_count++;
+  if (open_count >= REMOTE_MAX_CONNECTIONS) {
     lua_pushnil(L);
     lua_pushfstring(L, "too many connections to other servers (%d, the limit)", REMOTE_MAX_CONNECTIONS);
     return 2;
