@@ -155,6 +155,7 @@ UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_sc
 
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
+UNIT_TESTS += build/tests/test_sse_reader
 
 # The path seam, with the platform's own file (the Windows build runs the
 # same test under wine: runtime/os/tests/test_path.c says how).
