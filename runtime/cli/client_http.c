@@ -21,6 +21,7 @@
 #include "cli/client_conn.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
+#include "core/sse_reader.h"
 
 enum { MAX_EXTRA_HEADERS = 32 };
 
@@ -35,12 +36,11 @@ typedef struct http_exchange {
   char *body;         /* the request (curl does not copy POSTFIELDS) */
   bool sse;           /* the answer is text/event-stream */
   bool json;          /* the answer is application/json */
-  buf pending;        /* SSE: a line read in part; JSON: the body so far */
-  buf event_data;     /* SSE: the data lines of the event being read */
+  buf pending;        /* JSON (or a page): the body so far */
+  sse_reader events;  /* SSE: where the stream's reading is (its last id, the server's retry) */
   char *status_line;  /* "401 Unauthorized", from the last response's first line */
   char *challenge;    /* its WWW-Authenticate, or NULL */
   char *content_type; /* its Content-Type, or NULL */
-  char *last_event_id; /* SSE: the id: of this stream's last event, or NULL */
   bool resumable;      /* a POST's answer, or a GET resuming one: its end may leave a request unanswered */
   bool quiet;          /* the standalone GET: an error status is no request's failure */
   struct http_exchange *next;
@@ -64,39 +64,9 @@ struct http_conn {
 
 /* ---- Reading answers ------------------------------------------------- */
 
-static void sse_line(http_exchange *x, const char *line, size_t len) {
-  if (len && line[len - 1] == '\r') len--;
-  if (len == 0) { /* a blank line ends the event */
-    if (x->event_data.len) client_conn_deliver(&x->conn->base, x->event_data.data, x->event_data.len);
-    x->event_data.len = 0;
-    return;
-  }
-  if (len >= 5 && memcmp(line, "data:", 5) == 0) {
-    const char *v = line + 5;
-    size_t n = len - 5;
-    if (n && *v == ' ') v++, n--;
-    if (x->event_data.len) buf_putc(&x->event_data, '\n');
-    buf_append(&x->event_data, v, n);
-  } else if (len >= 3 && memcmp(line, "id:", 3) == 0) {
-    /* Remembered for resuming the stream (Last-Event-ID). */
-    const char *v = line + 3;
-    size_t n = len - 3;
-    if (n && *v == ' ') v++, n--;
-    if (n < 1024 && !memchr(v, '\0', n)) {
-      free(x->last_event_id);
-      x->last_event_id = strndup(v, n);
-    }
-  } else if (len >= 6 && memcmp(line, "retry:", 6) == 0) {
-    char digits[24];
-    size_t n = len - 6;
-    const char *v = line + 6;
-    if (n && *v == ' ') v++, n--;
-    if (n > 0 && n < sizeof digits && strspn(v, "0123456789") >= n) {
-      memcpy(digits, v, n);
-      digits[n] = '\0';
-      x->conn->retry_ms = strtol(digits, NULL, 10);
-    }
-  } /* event: and comments carry nothing a message needs */
+static void on_event(void *arg, const char *data, size_t len) {
+  http_exchange *x = arg;
+  client_conn_deliver(&x->conn->base, data, len);
 }
 
 static size_t on_body(char *data, size_t size, size_t count, void *arg) {
@@ -107,23 +77,8 @@ static size_t on_body(char *data, size_t size, size_t count, void *arg) {
     buf_append(&x->pending, data, n);
     return n;
   }
-  const char *p = data, *end = data + n;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl) {
-      buf_append(&x->pending, p, (size_t)(end - p));
-      break;
-    }
-    if (x->pending.len) {
-      buf_append(&x->pending, p, (size_t)(nl - p));
-      sse_line(x, x->pending.data, x->pending.len);
-      x->pending.len = 0;
-    } else {
-      sse_line(x, p, (size_t)(nl - p));
-    }
-    p = nl + 1;
-  }
-  if (x->pending.len + x->event_data.len > DEFAULT_MAX_MESSAGE_BYTES * 4) return 0;
+  if (!sse_reader_feed(&x->events, data, n, on_event, x)) return 0; /* an event past the limit: curl fails the transfer */
+  if (x->events.retry_ms >= 0) x->conn->retry_ms = x->events.retry_ms;
   return n;
 }
 
@@ -180,11 +135,10 @@ static void exchange_free(http_exchange *x) {
   c->api->slist_free_all(x->headers);
   free(x->body);
   buf_free(&x->pending);
-  buf_free(&x->event_data);
+  sse_reader_free(&x->events);
   free(x->status_line);
   free(x->challenge);
   free(x->content_type);
-  free(x->last_event_id);
   free(x);
 }
 
@@ -250,14 +204,12 @@ static void exchange_done(http_exchange *x, CURLcode result) {
      * a proxy's page), the status is what the user needs to hear. */
     fail_with_status(x, status);
   } else if (x->sse) {
-    if (x->pending.len) sse_line(x, x->pending.data, x->pending.len);
-    sse_line(x, "", 0);
     if (x->resumable) {
       /* An answer stream ended: the request may still be unanswered, and
        * the caller may resume it from this stream's last event. */
       c->streams_ended++;
       free(c->last_event_id);
-      c->last_event_id = x->last_event_id ? strdup(x->last_event_id) : NULL;
+      c->last_event_id = x->events.id_seen ? strdup(x->events.last_id) : NULL;
       c->base.stream_ended = true;
     }
   } else if (x->json && x->pending.len) {
@@ -284,6 +236,7 @@ static void collect_finished(http_conn *c) {
 static http_exchange *exchange_new(http_conn *c, const char *method, const char *json, size_t len,
                                    char *const *lines, int nlines) {
   http_exchange *x = calloc(1, sizeof *x);
+  sse_reader_init(&x->events, DEFAULT_MAX_MESSAGE_BYTES * 4);
   x->conn = c;
   x->easy = c->api->easy_init();
   const curl_api *api = c->api;
