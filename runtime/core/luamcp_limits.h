@@ -385,4 +385,45 @@
 #define OTEL_MAX_QUEUE_BYTES (16u * 1024u * 1024u)
 #define OTEL_MAX_EXPORT_BYTES (4u * 1024u * 1024u)
 
+/* The server-side client's connections to other MCP servers
+ * (app/lua_remote.c). */
+/* An SSE event id longer than this is ignored (it would be sent back as
+ * Last-Event-ID on every resumption). */
+#define SSE_MAX_EVENT_ID_BYTES 256
+/* At most this many connections per app: each is a child process or an
+ * HTTP session the server keeps open across calls and reloads. */
+#define REMOTE_MAX_CONNECTIONS 64
+/* Requests in flight on one connection (sent, answer not yet taken by a
+ * waiting task): past it, send refuses a new request. */
+#define REMOTE_MAX_IN_FLIGHT 1024
+/* Messages queued for one request that its task has not taken yet
+ * (progress, logs): past it the oldest is dropped (the answer never is). */
+#define REMOTE_MAX_QUEUED_PER_REQUEST 256
+/* Messages no request takes, waiting for the script's on_message
+ * function: past it the oldest is dropped and that is logged once. */
+#define REMOTE_MAX_UNCLAIMED 256
+/* Bytes written to a child's stdin that it has not read yet: past it,
+ * send refuses (the child does not read; memory must not grow). */
+#define REMOTE_MAX_WRITE_QUEUE_BYTES (16u * 1024u * 1024u)
+/* A line of a child's stderr is passed on cut at this many bytes. */
+#define REMOTE_MAX_STDERR_LINE 4096
+/* The body of an HTTP error answer kept for the script (failed.body). */
+#define REMOTE_MAX_ERROR_BODY 4096
+/* A POST's SSE stream that ends before the answer is resumed (GET with
+ * Last-Event-ID) at most this many times in a row, after the server's
+ * retry: delay, or REMOTE_DEFAULT_RETRY_MS when it gave none (capped at
+ * REMOTE_MAX_RETRY_MS, whatever the server says). */
+#define REMOTE_MAX_RESUMES 5
+#define REMOTE_DEFAULT_RETRY_MS 1000
+#define REMOTE_MAX_RETRY_MS 30000
+/* Closing a child: its stdin is closed and it gets this long to exit
+ * before SIGTERM (then EXEC_KILL_GRACE_MS before SIGKILL). */
+#define REMOTE_CLOSE_GRACE_MS 2000
+/* A keyed connection no generation holds any more (a reload freed the
+ * old one before the new one opened it) stays open this long for the
+ * next generation to reuse, then is closed. */
+#define REMOTE_LINGER_MS 60000
+/* Connecting to an HTTP server gives up after this long. */
+#define REMOTE_CONNECT_TIMEOUT_MS 30000
+
 #endif
