@@ -220,6 +220,9 @@ typedef struct lua_app {
   /* mcp.store without Redis: made on first use, freed by app_stop, so it
    * outlives every generation (lua_store.c). */
   struct store_mem *store;
+  /* luamcp.remote's connections to other MCP servers: made on first use,
+   * they outlive generations; app_stop closes them (lua_remote.c). */
+  struct remote_hub *remote;
 } lua_app;
 
 /* Raise the JSON-RPC error {code, message, data} from Lua (used by the

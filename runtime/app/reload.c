@@ -24,6 +24,7 @@
 #include "core/luamcp_limits.h"
 #include "app/lua_http.h"
 #include "app/lua_json.h"
+#include "app/lua_remote.h"
 #include "app/lua_state.h"
 #include "app/lua_store.h"
 #include "app/bus.h"
@@ -483,6 +484,7 @@ void app_stop(lua_app *app) {
   app->auth_at_start = NULL;
   app->auth_at_start_known = false;
   lua_store_free(app);
+  lua_remote_stop_all(app); /* after the generations: their waiting tasks sent their cancellations */
   lua_http_shutdown();
   app->loop = NULL;
 }

@@ -19,6 +19,7 @@
 #include "app/metrics.h"
 #include "app/lua_core.h"
 #include "app/lua_exec.h"
+#include "app/lua_remote.h"
 #include "app/lua_http.h"
 #include "app/lua_json.h"
 #include "app/lua_pattern.h"
@@ -341,6 +342,9 @@ static void add_searchers(lua_State *L, vm *v) {
   lua_pushlightuserdata(L, v);
   lua_pushcclosure(L, luaopen_mcp_bundle, 1);
   lua_setfield(L, -2, "mcp.bundle");
+  lua_pushlightuserdata(L, v);
+  lua_pushcclosure(L, luaopen_luamcp_remote, 1);
+  lua_setfield(L, -2, "luamcp.remote");
   lua_pop(L, 2);
 }
 
@@ -866,6 +870,7 @@ void vm_free(vm *v) {
   task_orphan_leases(v);
   metrics_unwatch_gc(v->L);
   if (v->L) lua_close(v->L);
+  lua_remote_release_vm(v); /* after the state: its __gc code could still use a connection */
   lua_schema_forget_tools(v);
   free(v->path);
   free(v->module_dir);
