@@ -54,7 +54,7 @@ mcp.tool { name = "relay_prompt",
   handler = function(args)
     local r, err = c:prompt(args.name, args.arguments)
     if not r then return nil, err end
-    return r.messages[1].content.text
+    return r.messages[#r.messages].content.text
   end }
 mcp.tool { name = "relay_list", inputSchema = { type = "object", properties = { kind = { type = "string" } } },
   handler = function(args)
@@ -262,7 +262,13 @@ describe("mcp.client passes through", function()
         assert.truthy(text_of(r):find("inner://missing", 1, true), text_of(r))
       end)
 
-      it("the outer call's cancellation: the inner server sees it", function()
+      -- (A luamcp server ignores notifications/cancelled on a 2026-07-28
+      -- stdio connection, which has no session: runtime/core/session.c
+      -- drops notifications before initialize. So these two are asked of
+      -- the session era only.)
+      local it_cancels = era == "2025-11-25" and it or pending
+
+      it_cancels("the outer call's cancellation: the inner server sees it", function()
         local marker = os.tmpname()
         os.remove(marker)
         finally(function() os.remove(marker) os.remove(marker .. ".started") end)
@@ -276,7 +282,7 @@ describe("mcp.client passes through", function()
         assert.is_number(tonumber(text_of(server:call_tool("relay", { tool = "count" }))))
       end)
 
-      it("the outer call's deadline: the inner call is cancelled when it passes", function()
+      it_cancels("the outer call's deadline: the inner call is cancelled when it passes", function()
         local marker = os.tmpname()
         os.remove(marker)
         finally(function() os.remove(marker) os.remove(marker .. ".started") end)

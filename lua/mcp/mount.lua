@@ -40,6 +40,8 @@ local STALE_BY_NOTIFICATION = {
 
 -- The mounts of this generation.
 local mounts = {}
+-- Counts the inner servers' list changes (see refresh).
+local change = 0
 
 local function object_copy(t)
   local out = core.object()
@@ -202,6 +204,18 @@ end
 registry.refreshers[#registry.refreshers + 1] = function()
   if not core.current_ctx() then return end -- only a request can wait for the inner server
   for _, m in ipairs(mounts) do
+    -- The lists kept from the last generation stand only if the
+    -- connection they came from is still the one in use.
+    if not m.checked then
+      m.checked = true
+      local ok = m.client:_ready()
+      if not ok or not m.client.reused then
+        for _, kind in ipairs(ORDER) do
+          change = change + 1
+          m.stale[kind] = change
+        end
+      end
+    end
     for _, kind in ipairs(ORDER) do
       if m.stale[kind] then
         refresh(m)
@@ -211,7 +225,6 @@ registry.refreshers[#registry.refreshers + 1] = function()
   end
 end
 
-local change = 0
 
 -- The inner server changed a list: this server's clients hear of it now,
 -- and the list is fetched again when it is next read.
@@ -247,7 +260,7 @@ function M.mount(opts)
     cache = core.state("luamcp.mount " .. c.key .. " " .. (prefix or ""), {}),
   }
   for _, kind in ipairs(ORDER) do
-    local kept = c.reused and m.cache[kind]
+    local kept = m.cache[kind]
     local ok, list = false, nil
     if kept then ok, list = pcall(core.json_decode, kept) end
     if ok and type(list) == "table" then

@@ -19,6 +19,8 @@ local permissions = require "mcp.permissions"
 local protocol = require "mcp.client_protocol"
 local usage = require "mcp.usage"
 
+local LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+
 local proto = protocol.new { encode = core.json_encode, decode = core.json_decode, null = core.null,
                              array = core.array, object = core.object }
 
@@ -141,14 +143,15 @@ function M.connect(opts)
   if not argv then usage.raise(message) end
   local self = setmetatable({
     key = key, opts = opts, name = opts.name or (opts.command and opts.command[1]) or opts.url,
-    listeners = {}, tool_schemas = nil,
+    listeners = {}, tool_schemas = nil, argv = argv,
+    running = {}, -- request id -> the ctx of the call it runs for
   }, Client)
-  self:_open(argv)
   clients[key] = self
   return self
 end
 
--- Open (or find again, after a reload) the C connection.
+-- Open (or find again, after a reload) the C connection: at the first use,
+-- inside a task (while the scripts load, no server holds connections yet).
 function Client:_open(argv)
   local opts = self.opts
   local spec = { key = self.key }
@@ -158,12 +161,25 @@ function Client:_open(argv)
     spec.url, spec.headers = opts.url, opts.headers
   end
   local h, how = connections().open(spec)
-  if not h then error(("mcp.client %s: %s"):format(self.name, tostring(how)), 0) end
+  if not h then return nil, tostring(how) end
   self.h, self.reused = h, how == "reused"
   local sessions = session_store()
   if how ~= "reused" or type(sessions[self.key]) ~= "table" then sessions[self.key] = {} end
   self.session = sessions[self.key]
   h:on_message(function(text, why) self:_unclaimed(text, why) end)
+  return true
+end
+
+-- MCP-Protocol-Version rides on every HTTP request once negotiated
+-- (set_header, so the runtime's own requests carry it too: a cancellation,
+-- the DELETE); before that each request carries the version it tries.
+function Client:_strip_version(headers)
+  if headers["MCP-Protocol-Version"] == self.session.version_header then headers["MCP-Protocol-Version"] = nil end
+end
+
+function Client:_set_version(v)
+  self.h:set_header("MCP-Protocol-Version", v)
+  self.session.version_header = v
 end
 
 function Client:_fail(message, code)
@@ -233,6 +249,19 @@ function Client:_unclaimed(text, why)
     self:_reply(msg.id, result, err)
     return
   end
+  if msg.method == "notifications/message" then
+    -- Over stdio a log names no request: it is the running call's when
+    -- only one runs, else the server's log keeps it.
+    local params = type(msg.params) == "table" and msg.params or {}
+    local only, count = nil, 0
+    for _, ctx in pairs(self.running) do only, count = ctx, count + 1 end
+    if count == 1 and type(params.level) == "string" then
+      pcall(only.log, only, params.level, params.data == nil and core.null or params.data, params.logger)
+    else
+      core.stderr("debug", ("mcp.client %s: %s"):format(self.name, text))
+    end
+    return
+  end
   self:_notify(msg)
 end
 
@@ -288,15 +317,35 @@ function Client:_exchange(method, params, extra_headers)
   meta.progressToken = id
   params._meta = core.object(meta)
   local msg, headers = proto.request(self:_state(), id, method, core.object(params), extra_headers)
-  headers["MCP-Protocol-Version"] = nil -- set on the connection (set_header) once negotiated
+  if protocol.is_modern(self.session.protocol_version) and method ~= "server/discover" then
+    -- A 2026-07-28 server logs to a request only when it asks: all of it,
+    -- for the outer call's ctx:log to filter as its own client asked.
+    msg.params._meta[LOG_LEVEL_META] = "debug"
+  end
+  self:_strip_version(headers)
   local sent, why = h:send(core.json_encode(msg), next(headers) and headers or nil)
   if not sent then return self:_fail(("%s: %s"):format(method, tostring(why)), "ended") end
+  if ctx then
+    self.running[id] = ctx
+    local _ <close> = setmetatable({}, { __close = function() self.running[id] = nil end })
+    return self:_await(id, method, ctx)
+  end
+  return self:_await(id, method, nil)
+end
+
+-- The answer to request id (see _exchange).
+function Client:_await(id, method, ctx)
+  local h = self.h
   local timeout = self.opts.timeout_ms
   while true do
     local kind, text, extra = h:wait(id, timeout ~= 0 and timeout or nil)
     if kind == "answer" then
       local ok, answer = pcall(core.json_decode, text)
       if not ok or type(answer) ~= "table" then return self:_fail(method .. ": the answer is not JSON", "protocol") end
+      -- Over stdio a log that came just before the answer reaches
+      -- on_message after this task resumes: one turn of the loop lets it
+      -- find this call still running.
+      if ctx and self.opts.command then core.sleep(0) end
       return answer
     elseif kind == "message" then
       local ok, inner = pcall(core.json_decode, text)
@@ -337,7 +386,7 @@ function Client:_handshake()
       local outcome, v, result = proto.discover_outcome(answer and answer.result, answer and answer.error, status, tried)
       if outcome == "modern" then
         s.protocol_version, s.server = v, core.json_encode(result)
-        self.h:set_header("MCP-Protocol-Version", v)
+        self:_set_version(v)
         return true
       elseif outcome == "retry" then
         tried = v
@@ -362,11 +411,17 @@ function Client:_handshake()
       tostring(result.protocolVersion))
   end
   s.protocol_version, s.initialized, s.server = result.protocolVersion, true, core.json_encode(result)
-  self.h:set_header("MCP-Protocol-Version", s.protocol_version)
+  self:_set_version(s.protocol_version)
   local note, note_headers = proto.notification(self:_state(), "notifications/initialized", nil)
   note.params = nil
-  note_headers["MCP-Protocol-Version"] = nil
+  self:_strip_version(note_headers)
   self.h:send(core.json_encode(note), next(note_headers) and note_headers or nil)
+  -- Its logs, all of them, for the outer call's ctx:log to filter as its
+  -- own client asked.
+  if type(result.capabilities) == "table" and type(result.capabilities.logging) == "table" then
+    local answer, why = self:_exchange("logging/setLevel", { level = "debug" })
+    if not answer then return nil, why end
+  end
   return true
 end
 
@@ -395,6 +450,10 @@ end
 -- one that started it first (each waits for it; it runs once).
 function Client:_ready()
   if self.closed then return nil, "closed" end
+  if not self.h then
+    local ok, why = self:_open(self.argv)
+    if not ok then return nil, why end
+  end
   local s = self.session
   if s.protocol_version and s.server and not self.handshaking then return true end
   -- A connection that ended is opened again (a new session) at the next use.
@@ -402,8 +461,8 @@ function Client:_ready()
     local argv, message = permitted(self.opts)
     if not argv then return nil, message end
     self.ended = nil
-    local ok, err = pcall(self._open, self, argv)
-    if not ok then return nil, tostring(err) end
+    local ok, why = self:_open(argv)
+    if not ok then return nil, why end
     session_store()[self.key] = {}
     self.session = session_store()[self.key]
     s = self.session
@@ -545,7 +604,7 @@ function Client:_listen()
   local id = self.h:next_id()
   local msg, headers = proto.request(self:_state(), id, "subscriptions/listen", {
     notifications = { toolsListChanged = true, promptsListChanged = true, resourcesListChanged = true } })
-  headers["MCP-Protocol-Version"] = nil
+  self:_strip_version(headers)
   local sent, problem = self.h:send(core.json_encode(msg), next(headers) and headers or nil)
   if not sent then return self:_fail("subscriptions/listen: " .. tostring(problem), "ended") end
   s.listening = id
@@ -556,7 +615,7 @@ end
 --- server/discover or initialize result}, or nil before the first request.
 function Client:server()
   local s = self.session
-  if not s.server or self.handshaking then return nil end
+  if not s or not s.server or self.handshaking then return nil end
   return { protocol_version = s.protocol_version, server = core.json_decode(s.server) }
 end
 
@@ -566,7 +625,7 @@ function Client:close()
   self.closed = true
   clients[self.key] = nil
   session_store()[self.key] = nil
-  self.h:close()
+  if self.h then self.h:close() end
 end
 
 M.Client = Client
