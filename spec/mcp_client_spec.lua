@@ -297,6 +297,24 @@ describe("mcp.client passes through", function()
   end
 end)
 
+describe("mcp.client cancels a TypeScript SDK server's call with the outer call", function()
+  for _, era in ipairs(ERAS) do
+    it("at " .. era .. " over stdio", function()
+      local server, dir = start_outer(outer_script({ command = { NODE, SDK_SERVER, "stdio" }, protocol_version = era },
+        'local mcp = require "mcp"'))
+      local marker = os.tmpname()
+      os.remove(marker)
+      finally(function() server:close() client.remove_tree(dir) os.remove(marker) os.remove(marker .. ".started") end)
+      server:send { jsonrpc = "2.0", id = "long", method = "tools/call",
+                    params = { name = "relay", arguments = { tool = "hold", arguments = { marker = marker } } } }
+      assert.is_true(client.poll_until(function() return io.open(marker .. ".started") ~= nil end), server.stderr)
+      server:notify("notifications/cancelled", { requestId = "long", reason = "enough" })
+      assert.is_true(client.poll_until(function() return io.open(marker) ~= nil end), server.stderr)
+      assert.are.equal("cancelled", client.read_file(marker))
+    end)
+  end
+end)
+
 describe("mcp.client and the script's permissions", function()
   local HEAD = [[
 local mcp = require "mcp"
