@@ -7,6 +7,7 @@
 -- added is then listed and callable.
 
 local client = require "mcp_client"
+local http = require "http_client"
 
 local LUAMCP = io.popen("readlink -f " .. client.LUAMCP):read("l")
 
@@ -28,6 +29,12 @@ local mcp = require "mcp"
 mcp.tool { name = "local_tool", handler = function() return "mine" end }
 local c = mcp.client.connect { command = { %q, "run", %q }, protocol_version = %q }
 mcp.mount { prefix = "in", client = c }
+]]
+
+local OUTER_HTTP = [[
+local mcp = require "mcp"
+mcp.tool { name = "local_tool", handler = function() return "mine" end }
+mcp.mount { prefix = "in", client = mcp.client.connect { url = %q, protocol_version = %q } }
 ]]
 
 local function text_of(result)
@@ -104,3 +111,60 @@ for _, era in ipairs { "2025-11-25", "2026-07-28" } do
     end)
   end)
 end
+
+for _, era in ipairs { "2025-11-25", "2026-07-28" } do
+  describe("mcp.mount over HTTP (inner server at " .. era .. ")", function()
+    it("serves and forwards, and lists again what changed inside", function()
+      local inner, outer = client.temp_dir(), client.temp_dir()
+      client.write_file(inner .. "/inner.lua", INNER)
+      local inner_server = http.start { inner }
+      client.write_file(outer .. "/outer.lua", OUTER_HTTP:format(inner_server.url, era))
+      local server = client.spawn { "run", outer }
+      finally(function()
+        server:close()
+        inner_server.proc:close()
+        client.remove_tree(inner)
+        client.remove_tree(outer)
+      end)
+      server:initialize()
+      local r = server:request("tools/list", {})
+      assert.are.same({ "in_fail", "in_greet", "in_unlock", "local_tool" }, names(r.result.tools))
+      assert.are.equal("hello Ada", text_of(server:call_tool("in_greet", { who = "Ada" })))
+      assert.are.equal("unlocked", text_of(server:call_tool("in_unlock", {})))
+      r = server:request("tools/list", {})
+      assert.are.same({ "in_fail", "in_greet", "in_secret", "in_unlock", "local_tool" }, names(r.result.tools))
+      assert.are.equal("the secret", text_of(server:call_tool("in_secret", {})))
+      local read = server:request("resources/read", { uri = "inner://notes/3" })
+      assert.are.equal("note 3", read.result.contents[1].text)
+    end)
+  end)
+end
+
+describe("mcp.mount and a reload of the outer server", function()
+  it("serves the mounted lists from the first request after it, through the same connection", function()
+    local inner, outer = client.temp_dir(), client.temp_dir()
+    client.write_file(inner .. "/inner.lua", INNER)
+    local script = OUTER:format(LUAMCP, inner, "2025-11-25")
+    client.write_file(outer .. "/outer.lua", script)
+    local server = client.spawn { "dev", outer }
+    finally(function()
+      server:close()
+      client.remove_tree(inner)
+      client.remove_tree(outer)
+    end)
+    server:initialize()
+    assert.are.same({ "in_fail", "in_greet", "in_unlock", "local_tool" }, names(server:request("tools/list", {}).result.tools))
+    assert.are.equal("unlocked", text_of(server:call_tool("in_unlock", {})))
+    local path = outer .. "/outer.lua"
+    client.write_file(path .. ".tmp", script .. '\nmcp.tool { name = "v2", handler = function() return "two" end }\n')
+    assert(os.rename(path .. ".tmp", path))
+    assert.is_true(client.wait_until(function()
+      local r = server:request("tools/call", { name = "v2", arguments = {} })
+      return r and r.result and text_of(r.result) == "two"
+    end, 30000), server.stderr)
+    -- The inner server kept its state (secret stays unlocked): the same process.
+    assert.are.same({ "in_fail", "in_greet", "in_secret", "in_unlock", "local_tool", "v2" },
+      names(server:request("tools/list", {}).result.tools))
+    assert.are.equal("the secret", text_of(server:call_tool("in_secret", {})))
+  end)
+end)

@@ -61,7 +61,7 @@ end
 
 -- One page of a registry list, as wire entries, under `field`.
 local function list_page(list, params, field)
-  registry.refresh()
+  registry.refresh(list)
   local entries = list:enabled_entries()
   local offset = decode_cursor(params.cursor)
   if offset > #entries then rpc_error(INVALID_PARAMS, "Invalid params: cursor is past the end of the list") end

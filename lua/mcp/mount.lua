@@ -32,6 +32,8 @@ local KINDS = {
   prompts = { capability = "prompts", notification = "notifications/prompts/list_changed" },
 }
 local ORDER = { "tools", "resources", "resources/templates", "prompts" }
+local KIND_OF_LIST = { [registry.tools] = "tools", [registry.resources] = "resources",
+                       [registry.templates] = "resources/templates", [registry.prompts] = "prompts" }
 local STALE_BY_NOTIFICATION = {
   ["notifications/tools/list_changed"] = { "tools" },
   ["notifications/resources/list_changed"] = { "resources", "resources/templates" },
@@ -173,7 +175,7 @@ end
 -- may fetch at once: each applies what it got unless a newer change came
 -- in meanwhile, so the last word is the inner server's newest list.
 local function refresh(m)
-  local listening, why = m.client:_listen() -- shakes hands first, if need be
+  local listening, why = m.client:_listen() -- shakes hands first, if need be (stdio only)
   if not listening then core.stderr("warning", ("mcp.mount %s: %s"):format(m.prefix, tostring(why))) end
   for _, kind in ipairs(ORDER) do
     local since = m.stale[kind]
@@ -201,9 +203,17 @@ local function refresh(m)
 end
 
 -- Every stale mount of this generation, before a list is read.
-registry.refreshers[#registry.refreshers + 1] = function()
+registry.refreshers[#registry.refreshers + 1] = function(listing)
   if not core.current_ctx() then return end -- only a request can wait for the inner server
   for _, m in ipairs(mounts) do
+    -- Over HTTP no stream brings the inner server's list changes (the
+    -- runtime opens none outside requests): its lists are fetched again
+    -- whenever a client here asks for one.
+    local kind = listing and m.client.opts.url and KIND_OF_LIST[listing]
+    if kind then
+      change = change + 1
+      m.stale[kind] = change
+    end
     -- The lists kept from the last generation stand only if the
     -- connection they came from is still the one in use.
     if not m.checked then

@@ -131,11 +131,12 @@ function List:sync(owner, pairs_)
 end
 
 --- Called by the MCP methods that read the lists, inside the request's
---- task: fn() brings what it serves up to date (a mount fetches the
---- mounted server's lists after a change), waiting if it must.
+--- task: fn(listing) brings what it serves up to date (a mount fetches the
+--- mounted server's lists after a change), waiting if it must. listing:
+--- the list a client asked for, or nil (it asked for one entry).
 M.refreshers = {}
-function M.refresh()
-  for _, fn in ipairs(M.refreshers) do fn() end
+function M.refresh(listing)
+  for _, fn in ipairs(M.refreshers) do fn(listing) end
 end
 
 M.tools = new_list("notifications/tools/list_changed", "tool")

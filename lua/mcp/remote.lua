@@ -600,7 +600,9 @@ function Client:_listen()
   local ok, why = self:_ready()
   if not ok then return self:_fail(why, "connect") end
   local s = self.session
-  if not protocol.is_modern(s.protocol_version) or s.listening then return true end
+  -- Over HTTP the answer would be a stream no task reads (mount.lua fetches
+  -- HTTP lists again instead).
+  if not protocol.is_modern(s.protocol_version) or s.listening or self.opts.url then return true end
   local id = self.h:next_id()
   local msg, headers = proto.request(self:_state(), id, "subscriptions/listen", {
     notifications = { toolsListChanged = true, promptsListChanged = true, resourcesListChanged = true } })
