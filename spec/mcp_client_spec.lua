@@ -262,14 +262,7 @@ describe("mcp.client passes through", function()
         assert.truthy(text_of(r):find("inner://missing", 1, true), text_of(r))
       end)
 
-      -- (A luamcp server ignores notifications/cancelled on a 2026-07-28
-      -- stdio connection, which has no session: runtime/core/session.c
-      -- drops notifications before initialize. So these two are asked of
-      -- the session era only; the TypeScript SDK server below is asked in
-      -- both.)
-      local it_cancels = era == "2025-11-25" and it or function() end
-
-      it_cancels("the outer call's cancellation: the inner server sees it", function()
+      it("the outer call's cancellation: the inner server sees it", function()
         local marker = os.tmpname()
         os.remove(marker)
         finally(function() os.remove(marker) os.remove(marker .. ".started") end)
@@ -283,7 +276,7 @@ describe("mcp.client passes through", function()
         assert.is_number(tonumber(text_of(server:call_tool("relay", { tool = "count" }))))
       end)
 
-      it_cancels("the outer call's deadline: the inner call is cancelled when it passes", function()
+      it("the outer call's deadline: the inner call is cancelled when it passes", function()
         local marker = os.tmpname()
         os.remove(marker)
         finally(function() os.remove(marker) os.remove(marker .. ".started") end)
