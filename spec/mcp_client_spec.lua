@@ -309,6 +309,31 @@ describe("mcp.client cancels a TypeScript SDK server's call with the outer call"
   end
 end)
 
+describe("mcp.client's timeout_ms", function()
+  it("ends a request that takes longer, with nil and a message, and cancels it inside", function()
+    local inner = inner_folder()
+    local server, dir = start_outer([[
+local mcp = require "mcp"
+local c = mcp.client.connect { command = { ]] .. ("%q"):format(LUAMCP) .. [[, "run", ]] .. ("%q"):format(inner) .. [[ },
+  timeout_ms = 1000, name = "inner" }
+mcp.tool { name = "hold", inputSchema = { type = "object", properties = { marker = { type = "string" } } },
+  handler = function(args)
+    c:call("count")  -- the handshake, before the clock that matters
+    local r, err, code = c:call("hold", { marker = args.marker })
+    return { result = r or mcp.null, err = err, code = code }
+  end }
+]])
+    local marker = os.tmpname()
+    os.remove(marker)
+    finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) os.remove(marker) os.remove(marker .. ".started") end)
+    local r = server:call_tool("hold", { marker = marker }).structuredContent
+    assert.are.equal("timeout", r.code)
+    assert.truthy(r.err:find("mcp.client inner: tools/call timed out after 1000 ms", 1, true), r.err)
+    assert.is_true(client.poll_until(function() return io.open(marker) ~= nil end), server.stderr)
+    assert.are.equal("cancelled", client.read_file(marker))
+  end)
+end)
+
 describe("mcp.client and the script's permissions", function()
   local HEAD = [[
 local mcp = require "mcp"

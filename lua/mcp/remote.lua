@@ -20,6 +20,8 @@ local protocol = require "mcp.client_protocol"
 local usage = require "mcp.usage"
 
 local LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+-- Timed-out requests on a connection before their late answers are collected (Client:_reap).
+local REAP_AFTER = 32
 
 local proto = protocol.new { encode = core.json_encode, decode = core.json_decode, null = core.null,
                              array = core.array, object = core.object }
@@ -145,6 +147,7 @@ function M.connect(opts)
     key = key, opts = opts, name = opts.name or (opts.command and opts.command[1]) or opts.url,
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for
+    abandoned = {}, -- ids of requests that timed out: their late answers are collected (_reap)
   }, Client)
   clients[key] = self
   return self
@@ -310,6 +313,7 @@ end
 -- {status=...} (a failed HTTP POST's details).
 function Client:_exchange(method, params, extra_headers)
   local ctx = core.current_ctx()
+  if #self.abandoned >= REAP_AFTER then self:_reap() end
   local h = self.h
   local id = h:next_id()
   params = copy(params)
@@ -331,6 +335,22 @@ function Client:_exchange(method, params, extra_headers)
     return self:_await(id, method, ctx)
   end
   return self:_await(id, method, nil)
+end
+
+-- A request that timed out stays in flight in the runtime until its answer
+-- is taken: take the late answers now and then, so that they do not fill
+-- the connection's requests in flight.
+function Client:_reap()
+  if self.reaping then return end
+  self.reaping = true
+  local _ <close> = setmetatable({}, { __close = function() self.reaping = nil end })
+  local left = {}
+  for _, id in ipairs(self.abandoned) do
+    local kind
+    repeat kind = self.h:wait(id, 1) until kind ~= "message"
+    if kind == "timeout" then left[#left + 1] = id end
+  end
+  self.abandoned = left
 end
 
 -- The answer to request id (see _exchange).
@@ -359,6 +379,7 @@ function Client:_await(id, method, ctx)
       local note = proto.notification(self:_state(), "notifications/cancelled",
         { requestId = id, reason = "timed out" })
       h:send(core.json_encode(note), nil)
+      self.abandoned[#self.abandoned + 1] = id
       return self:_fail(("%s timed out after %d ms"):format(method, timeout), "timeout")
     else -- "ended"
       self.ended = tostring(text or "the connection ended")
@@ -460,7 +481,7 @@ function Client:_ready()
   if self.ended and not self.handshaking then
     local argv, message = permitted(self.opts)
     if not argv then return nil, message end
-    self.ended = nil
+    self.ended, self.abandoned = nil, {}
     local ok, why = self:_open(argv)
     if not ok then return nil, why end
     session_store()[self.key] = {}
