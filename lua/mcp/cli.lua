@@ -79,7 +79,7 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
               it says string; arrays and objects are JSON (tags='["a","b"]'
               or tags=a,b); without a schema type, JSON if it parses
   --json JSON all the arguments as one JSON object
-  --raw       print the whole result as JSON
+  --raw       print the whole result as JSON (without TOOL: the tools)
   --timeout MS how long to wait for the answer (default 60000)
 ]==] .. [==[
   --http URL  the Streamable HTTP server at URL; an error status is
@@ -90,6 +90,27 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --answer key=value  answer a question the server asks (elicitation),
               typed by its schema (repeatable); without it the question
               is asked on the terminal, or cancelled when there is none
+  --accept-defaults  with no terminal, accept a question with the --answer
+              values and the schema's defaults for the rest
+  --protocol-version V  speak only this version: 2026-07-28 (server/discover,
+              no session) or 2025-11-25 and older (initialize). Without it,
+              --http asks server/discover first and falls back to
+              initialize for a server that does not know it; PATH and
+              COMMAND servers are spoken to with initialize
+  --listen    after the call (or instead of one: `luamcp call --http URL
+              --listen`), print the server's notifications as they come
+              until Ctrl-C (2026-07-28: subscriptions/listen; 2025: the
+              session's GET stream)
+
+  In the 2026-07-28 era every request carries its _meta and the
+  MCP-Protocol-Version, Mcp-Method and Mcp-Name headers; a tool's
+  x-mcp-header arguments go as Mcp-Param-* headers, and a tool whose
+  x-mcp-header declarations are invalid is refused (not called). A result
+  that needs input (input_required) is answered as questions are (--root,
+  --answer, the terminal; sampling is refused) and the request sent again.
+  An answer stream that closes early is resumed (GET with Last-Event-ID,
+  after the server's retry delay). Ctrl-C during a call tells the server
+  (notifications/cancelled) and exits with status 130.
 ]==],
   read = [==[
 Usage: luamcp read PATH URI
@@ -98,8 +119,8 @@ Usage: luamcp read PATH URI
   a line saying its type and size, or into a file with --output FILE).
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --http, --bearer-env, --header, --root, --answer, --accept-defaults,
+  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -107,8 +128,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   Get a prompt with its arguments and print its messages. Without NAME,
   list the prompts.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --http, --bearer-env, --header, --root, --answer, --accept-defaults,
+  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -203,11 +224,16 @@ end
 -- (true: the option takes a value).
 local CLIENT_FLAGS = {
   ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
-  ["--timeout"] = true, ["--raw"] = false,
+  ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
 }
 
-local function print_notification(message)
+local function print_notification(message, every)
   local p = message.params or {}
+  if every and message.method ~= "notifications/message" and message.method ~= "notifications/progress" then
+    -- --listen: every notification, one line each.
+    say(paint(2, "2", tostring(message.method) .. (next(p) ~= nil and (" " .. json.encode(p)) or "")))
+    return
+  end
   if message.method == "notifications/message" then
     local data = type(p.data) == "string" and p.data or pretty(p.data)
     say(paint(2, "2", string.format("[%s]%s %s", tostring(p.level), p.logger and (" " .. p.logger .. ":") or "", data)))
@@ -233,7 +259,7 @@ end
 -- Connect to what the options name; the first word is PATH unless --http
 -- or -- named the server.
 local function connect(command, o)
-  local target = { headers = o.headers, on_notification = print_notification }
+  local target = { headers = o.headers, on_notification = function(m) print_notification(m, o.listen) end }
   if o["bearer-env"] then
     local var = o["bearer-env"]
     local token = os.getenv(var)
@@ -247,7 +273,11 @@ local function connect(command, o)
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
   end
   if o.root then target.roots = roots_of(command, o.root) end
-  target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail)
+  target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail, o["accept-defaults"])
+  target.apply_defaults = true
+  target.protocol_version = o["protocol-version"]
+  -- The auth hook (lua/mcp/client_auth.lua adds its flags and sets it).
+  target.authorize = o.authorize
   if o.timeout then
     target.timeout_ms = math.tointeger(tonumber(o.timeout))
     if not target.timeout_ms then fail("luamcp " .. command .. ": --timeout needs a whole number of ms", 2) end
@@ -268,8 +298,9 @@ local function connect(command, o)
       target.path = path
     end
   end
-  local c, err = client.connect(target)
-  if not c then fail("luamcp " .. command .. ": " .. err) end
+  core.catch_interrupt()
+  local c, err, why = client.connect(target)
+  if not c then fail("luamcp " .. command .. ": " .. err, why == "interrupted" and 130 or 1) end
   return c
 end
 
@@ -388,6 +419,7 @@ local function print_structured(result)
 end
 
 local function rpc_failure(command, err)
+  if err.interrupted then fail("luamcp " .. command .. ": interrupted; the server was told to cancel", 130) end
   local text = string.format("luamcp %s: %s", command, tostring(err.message))
   if err.code and err.code ~= -32000 then text = text .. string.format(" (%s)", tostring(err.code)) end
   if err.data ~= nil then text = text .. "\n" .. pretty(err.data) end
@@ -429,12 +461,25 @@ local function client_options(command, args, own)
 end
 
 function commands.call(args)
-  local o = client_options("call", args, { ["--json"] = true })
+  local o = client_options("call", args, { ["--json"] = true, ["--listen"] = false })
   if not o then return 0 end
   local c = connect("call", o)
   local name = table.remove(o.words, 1)
+  local function listen()
+    say(paint(2, "2", "listening for the server's notifications (" .. tostring(c.protocol_version) .. "); Ctrl-C ends"))
+    local ok, why = c:listen()
+    c:close()
+    if not ok then fail("luamcp call: the stream ended: " .. tostring(why)) end
+    return 0
+  end
+  if o.listen and not name then return listen() end
   local tools, err = c:list("tools")
   if not tools then rpc_failure("call", err) end
+  if not name and o.raw then
+    print(pretty(json.array(tools)))
+    c:close()
+    return 0
+  end
   if not name then
     list_items("tools", tools, "name")
     if #tools == 0 then print("(no tools)") end
@@ -454,7 +499,7 @@ function commands.call(args)
   end
   local result
   result, err = c:call(name, parse_arguments(o, tool.inputSchema))
-  c:close()
+  if not (result and o.listen) then c:close() end
   if not result then rpc_failure("call", err) end
   if o.raw then
     print(pretty(result))
@@ -463,6 +508,10 @@ function commands.call(args)
   else
     print_content(result.content)
     print_structured(result)
+  end
+  if o.listen then
+    io.stdout:flush()
+    listen()
   end
   return result.isError and 1 or 0
 end
@@ -476,6 +525,11 @@ function commands.read(args)
     local resources, err = c:list("resources")
     if not resources then rpc_failure("read", err) end
     local templates = c:list("resources/templates") or {}
+    if o.raw then
+      print(pretty({ resources = json.array(resources), resourceTemplates = json.array(templates) }))
+      c:close()
+      return 0
+    end
     list_items("resources", resources, "uri")
     list_items("templates", templates, "uriTemplate")
     if #resources + #templates == 0 then print("(no resources)") end
@@ -514,6 +568,11 @@ function commands.prompt(args)
   if not name then
     local prompts, err = c:list("prompts")
     if not prompts then rpc_failure("prompt", err) end
+    if o.raw then
+      print(pretty(json.array(prompts)))
+      c:close()
+      return 0
+    end
     list_items("prompts", prompts, "name")
     if #prompts == 0 then print("(no prompts)") end
     c:close()

@@ -327,7 +327,7 @@ function M.new(codec)
           end
         end
       end
-      if #versions == 0 and M.is_modern(tried) then return "modern", tried, result end
+      if #versions == 0 then return "session", "its server/discover answer names no supportedVersions" end
       return "session", "the server supports only " .. table.concat(versions, ", ")
     end
     if status == 401 or status == 403 then return "fail", err and err.message or ("HTTP " .. status) end
