@@ -110,6 +110,7 @@ typedef struct remote_gen {
   struct remote_gen *next;
   vm *vm;
   int fn_ref; /* on_message's function in vm->L's registry, or LUA_NOREF */
+  int handles; /* its userdata for the connection not yet collected */
 } remote_gen;
 
 /* A header sent on every HTTP request of a connection. Owner: it. */
@@ -150,13 +151,15 @@ struct remote_conn {
   remote_item *unclaimed, *unclaimed_tail;
   int unclaimed_count;
   bool drop_logged;
-  uv_timer_t timer; /* linger, then the close's grace periods */
+  uv_timer_t timer; /* linger, the close's grace periods, or reading what an exited child wrote last */
+  bool lingering;
   int open_handles;
   bool handles_closing;
   /* A child. */
   uv_process_t process;
   uv_pipe_t in, out, err;
   bool spawned, exited, term_sent;
+  bool out_eof; /* its stdout reached its end: everything it said is routed */
   int kill_stage; /* closing: 0 stdin closed, 1 SIGTERM sent, 2 SIGKILL sent */
   int64_t exit_status;
   int term_signal;
@@ -190,6 +193,12 @@ struct remote_post {
   buf received;    /* a JSON answer, or an error's body (bounded) */
   char *challenge;
   int resumes;     /* resumptions so far */
+  /* The request was cancelled: this stream is stopped once the
+   * notifications/cancelled POST (whose abandons names the id) is done,
+   * so the server hears the reason before it sees the stream go. */
+  bool abandoned;
+  bool has_abandons;
+  int64_t abandons;
   uv_timer_t timer; /* the delay before a resumption starts */
 };
 
@@ -347,7 +356,8 @@ static bool deliver_unclaimed(remote_conn *c) {
       nargs = 2;
     }
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) {
-      log_write(LOG_WARNING, "mcp.client %s: on_message: %s", c->name, lua_tostring(L, -1));
+      const char *err = lua_tostring(L, -1);
+      log_write(LOG_WARNING, "mcp.client %s: on_message: %s", c->name, err ? err : "(an error that is not a string)");
       lua_pop(L, 1);
     }
   }
@@ -400,8 +410,8 @@ static remote_hub *hub_get(lua_app *app) {
 
 /* ---- A connection's life ------------------------------------------------ */
 
-static void send_cancelled(remote_conn *c, int64_t id, const char *reason);
 static void post_abort(remote_post *p);
+static void child_gone(remote_conn *c);
 static bool post_start(remote_conn *c, post_what what, const char *body, size_t len, int64_t id, bool has_id,
                        lua_State *L, int extra_idx, char *why, size_t why_len);
 
@@ -497,6 +507,7 @@ static void conn_close(remote_conn *c, const char *why) {
   bool was_open = !c->ended;
   conn_end(c, why);
   uv_timer_stop(&c->timer);
+  c->lingering = false;
   if (c->http) {
     if (was_open && c->session_id && !c->hub->stopping) {
       char err[200];
@@ -512,13 +523,15 @@ static void conn_close(remote_conn *c, const char *why) {
 
 static void on_linger_done(uv_timer_t *timer) {
   remote_conn *c = timer->data;
+  c->lingering = false;
   if (!c->gens) conn_close(c, "closed: no generation of the scripts used it");
 }
 
 /* The generation g is gone from c->gens. */
 static void conn_unheld(remote_conn *c) {
   if (c->gens) return;
-  if (c->key && !c->ended && !c->hub->stopping) {
+  if (c->key && !c->ended && !c->exited && !c->hub->stopping) {
+    c->lingering = true;
     uv_timer_start(&c->timer, on_linger_done, REMOTE_LINGER_MS, 0);
     return;
   }
@@ -540,7 +553,8 @@ static bool hold(remote_conn *c, vm *v) {
   g->fn_ref = LUA_NOREF;
   g->next = c->gens;
   c->gens = g;
-  if (!c->ended && c->kill_stage == 0) uv_timer_stop(&c->timer); /* a linger */
+  if (c->lingering) uv_timer_stop(&c->timer);
+  c->lingering = false;
   return true;
 }
 
@@ -697,7 +711,11 @@ static void on_child_stdout(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
     p = nl + 1;
   }
   free(b->base);
-  if (n < 0) uv_read_stop(stream);
+  if (n < 0) {
+    uv_read_stop(stream);
+    c->out_eof = true;
+    if (c->exited) child_gone(c);
+  }
 }
 
 static void stderr_line(remote_conn *c) {
@@ -706,7 +724,7 @@ static void stderr_line(remote_conn *c) {
   buf_append(&line, c->err_line.data ? c->err_line.data : "", c->err_line.len);
   if (c->err_cut) buf_append_str(&line, " [...]");
   buf_putc(&line, '\n');
-  log_raw(line.data, line.len);
+  log_print(line.data, line.len); /* one JSON line under --log-format json */
   buf_free(&line);
   buf_clear(&c->err_line);
   c->err_cut = false;
@@ -733,18 +751,30 @@ static void on_child_stderr(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   }
 }
 
+/* The child exited and what it wrote is read: the connection ends. */
+static void child_gone(remote_conn *c) {
+  uv_timer_stop(&c->timer);
+  char why[160];
+  if (c->term_signal)
+    snprintf(why, sizeof why, "the server (pid %d) was killed by signal %d", c->process.pid, c->term_signal);
+  else snprintf(why, sizeof why, "the server (pid %d) exited with status %lld", c->process.pid, (long long)c->exit_status);
+  if (!c->ended) log_write(LOG_INFO, "mcp.client %s: %s", c->name, why);
+  conn_end(c, why);
+  conn_maybe_free(c);
+}
+
+static void on_exit_drained(uv_timer_t *timer) { child_gone(timer->data); }
+
 static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal) {
   remote_conn *c = proc->data;
   c->exited = true;
   c->exit_status = status;
   c->term_signal = term_signal;
   uv_timer_stop(&c->timer);
-  char why[160];
-  if (term_signal) snprintf(why, sizeof why, "the server (pid %d) was killed by signal %d", proc->pid, term_signal);
-  else snprintf(why, sizeof why, "the server (pid %d) exited with status %lld", proc->pid, (long long)status);
-  if (!c->ended) log_write(LOG_INFO, "mcp.client %s: %s", c->name, why);
-  conn_end(c, why);
-  conn_maybe_free(c);
+  /* Its last answer may still wait in the pipe: read to the end first
+   * (bounded in time: a grandchild could hold the pipe open). */
+  if (c->out_eof || c->ended) child_gone(c);
+  else uv_timer_start(&c->timer, on_exit_drained, REMOTE_EXIT_DRAIN_MS, 0);
 }
 
 typedef struct remote_write {
@@ -845,6 +875,7 @@ static void fail_request(remote_post *post, const char *why) {
 
 static void on_sse_event(void *arg, const char *data, size_t len) {
   remote_post *p = arg;
+  if (p->abandoned) return; /* what still comes for a cancelled request is nobody's */
   route(p->conn, p, data, len);
 }
 
@@ -919,6 +950,10 @@ static size_t on_post_header(char *data, size_t size, size_t count, void *arg) {
 static void on_resume_timer(uv_timer_t *timer) {
   remote_post *p = timer->data;
   if (p->destroyed || !p->transfer.easy) return;
+  if (p->abandoned) {
+    post_destroy(p);
+    return;
+  }
   if (!curl_loop_add(p->conn->hub->curl, &p->transfer)) {
     fail_request(p, "resuming the stream: curl refused the transfer");
     post_destroy(p);
@@ -962,6 +997,14 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
     post_destroy(p);
     return;
   }
+  if (p->has_abandons) {
+    for (remote_post *q = c->posts; q; q = q->next) {
+      if (q->abandoned && q->id == p->abandons && !q->destroyed) {
+        post_abort(q);
+        break; /* the list changed */
+      }
+    }
+  }
   char why[300];
   remote_pending *q = p->has_id ? find_pending(c, p->id) : NULL;
   bool waiting = q && !q->answered;
@@ -979,7 +1022,7 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
                p->reader.id_seen ? " (and could not be resumed)" : " (it gave no event id to resume from)");
       fail_request(p, why);
     }
-  } else if (p->received.len) {
+  } else if (p->received.len && !p->abandoned) {
     route(c, p, p->received.data, p->received.len);
     if (waiting && !find_pending(c, p->id)->answered) {
       snprintf(why, sizeof why, "the server's answer (HTTP %ld) was not the answer to this request", p->status);
@@ -1005,6 +1048,10 @@ static bool header_ok(const char *s) {
 static bool post_start(remote_conn *c, post_what what, const char *body, size_t len, int64_t id, bool has_id,
                        lua_State *L, int extra_idx, char *why, size_t why_len) {
   remote_hub *hub = c->hub;
+  if (hub->stopping) {
+    snprintf(why, why_len, "the server is stopping");
+    return false;
+  }
   if (!hub->curl) {
     if (!(hub->api = curl_lib_load("mcp.client", hub->curl_why, sizeof hub->curl_why)) ||
         !(hub->curl = curl_loop_new(hub->app->loop, hub->api, hub_after_curl, hub))) {
@@ -1130,8 +1177,10 @@ static bool post_start(remote_conn *c, post_what what, const char *body, size_t 
 
 /* ---- Cancellation ------------------------------------------------------ */
 
-static void send_cancelled(remote_conn *c, int64_t id, const char *reason) {
-  if (c->ended || c->hub->stopping) return;
+/* Send it; over HTTP, the stream of the request (stream, or NULL) stops
+ * once the notification's POST is done. false: not sent. */
+static bool send_cancelled(remote_conn *c, int64_t id, const char *reason, remote_post *stream) {
+  if (c->ended || c->hub->stopping) return false;
   buf msg = {0};
   buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%lld,\"reason\":",
              (long long)id);
@@ -1142,6 +1191,14 @@ static void send_cancelled(remote_conn *c, int64_t id, const char *reason) {
                     : child_send(c, msg.data, msg.len, why, sizeof why);
   if (!ok) log_write(LOG_DEBUG, "mcp.client %s: notifications/cancelled not sent: %s", c->name, why);
   buf_free(&msg);
+  if (ok && c->http && stream) {
+    remote_post *note = c->posts; /* post_start puts it first */
+    note->has_abandons = true;
+    note->abandons = id;
+    stream->abandoned = true;
+    stream->id = id;
+  }
+  return ok;
 }
 
 /* task_op.cancel: the task went away while it waited (cancelled, past its
@@ -1157,8 +1214,8 @@ static void cancel_wait(task_op *op) {
     if (!p->answered) {
       const char *reason = t && t->root && t->root->timed_out ? "the caller's deadline passed"
                                                               : "the caller cancelled the request";
-      send_cancelled(c, w->id, reason);
-      if (p->post && p->post->what != POST_DELETE) post_abort(p->post);
+      remote_post *stream = p->post && p->post->what != POST_DELETE ? p->post : NULL;
+      if (!send_cancelled(c, w->id, reason, stream) && stream) post_abort(stream);
     }
     pending_remove(c, p);
   }
@@ -1171,12 +1228,41 @@ typedef struct remote_ud {
   remote_conn *conn;
 } remote_ud;
 
-static remote_conn *check_conn(lua_State *L) { return ((remote_ud *)luaL_checkudata(L, 1, REMOTE_MT))->conn; }
+static remote_conn *check_conn(lua_State *L) {
+  remote_conn *c = ((remote_ud *)luaL_checkudata(L, 1, REMOTE_MT))->conn;
+  if (!c) luaL_error(L, "a luamcp.remote connection used after it was collected");
+  return c;
+}
 
+/* A new userdata for c in L's generation, which holds c (hold). */
 static void push_handle(lua_State *L, remote_conn *c) {
   remote_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->conn = c;
   luaL_setmetatable(L, REMOTE_MT);
+  remote_gen *g = gen_of(c, vm_of(L));
+  if (g) g->handles++;
+}
+
+/* __gc: a generation whose every handle to c is garbage lets go of it (an
+ * un-keyed connection a script dropped closes; a keyed one lingers for
+ * the next open). */
+static int conn_gc(lua_State *L) {
+  remote_ud *ud = luaL_checkudata(L, 1, REMOTE_MT);
+  remote_conn *c = ud->conn;
+  ud->conn = NULL;
+  if (!c) return 0;
+  vm *v = vm_of(L);
+  for (remote_gen **p = &c->gens; *p; p = &(*p)->next) {
+    remote_gen *g = *p;
+    if (g->vm != v) continue;
+    if (--g->handles > 0) return 0;
+    if (g->fn_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g->fn_ref);
+    *p = g->next;
+    free(g);
+    conn_unheld(c);
+    return 0;
+  }
+  return 0;
 }
 
 static char **string_list(lua_State *L, int idx, bool env) {
@@ -1284,7 +1370,7 @@ static int remote_open(lua_State *L) {
   }
   if (key) {
     for (remote_conn *c = hub->conns; c; c = c->next) {
-      if (!c->key || c->ended || strcmp(c->key, key) != 0) continue;
+      if (!c->key || c->ended || c->exited || strcmp(c->key, key) != 0) continue;
       if (!hold(c, v)) return luaL_error(L, "luamcp.remote.open: out of memory");
       push_handle(L, c);
       lua_pushliteral(L, "reused");
@@ -1494,7 +1580,7 @@ static int wait_continue(lua_State *L, int status, lua_KContext k) {
   remote_wait *w = lua_touserdata(L, 1);
   remote_conn *c = w->conn;
   remote_pending *p = find_pending(c, w->id);
-  lua_settop(L, 1);
+  lua_settop(L, 2);
   if (p && p->items) {
     remote_item *it = p->items;
     p->items = it->next;
@@ -1564,8 +1650,9 @@ static int conn_wait(lua_State *L) {
   uv_timer_init(c->hub->app->loop, &w->timer);
   w->timer.data = w;
   p->waiter = w;
-  lua_settop(L, 0);
+  lua_settop(L, 1); /* the handle stays on the stack (slot 2): a waiting task keeps its connection */
   lua_pushlightuserdata(L, w);
+  lua_insert(L, 1);
   if (!p->items && !c->ended && timeout_ms > 0) uv_timer_start(&w->timer, on_wait_timeout, (uint64_t)timeout_ms, 0);
   if (p->items || c->ended) return wait_continue(L, LUA_OK, 0);
   return task_wait_op(L, t, &w->op, wait_continue);
@@ -1641,6 +1728,8 @@ int luaopen_luamcp_remote(lua_State *L) {
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, conn_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, conn_gc);
+    lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
   lua_createtable(L, 0, 1);

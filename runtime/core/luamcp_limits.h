@@ -424,6 +424,9 @@
 /* Closing a child: its stdin is closed and it gets this long to exit
  * before SIGTERM (then EXEC_KILL_GRACE_MS before SIGKILL). */
 #define REMOTE_CLOSE_GRACE_MS 2000
+/* A child that exited is read this long more for what it wrote last
+ * (its final answer) before its connection ends. */
+#define REMOTE_EXIT_DRAIN_MS 1000
 /* A keyed connection no generation holds any more (a reload freed the
  * old one before the new one opened it) stays open this long for the
  * next generation to reuse, then is closed. */
