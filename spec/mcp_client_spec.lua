@@ -291,6 +291,30 @@ describe("mcp.client passes through", function()
   end
 end)
 
+describe("mcp.client and a 2026-07-28 outer client", function()
+  for _, era in ipairs(ERAS) do
+    it("gets the inner server's question (at " .. era .. ") as input_required, and its answer passes back", function()
+      local inner = inner_folder()
+      local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", inner }, protocol_version = era },
+        'local mcp = require "mcp"'))
+      finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) end)
+      local meta = http.modern_meta({ elicitation = {} })
+      local params = { name = "relay", arguments = { tool = "ask" }, _meta = meta }
+      local r = server:request("tools/call", params)
+      assert.truthy(r and r.result, server.stderr)
+      assert.are.equal("input_required", r.result.resultType)
+      local key, question = next(r.result.inputRequests)
+      assert.are.equal("elicitation/create", question.method)
+      assert.are.equal("Your name?", question.params.message)
+      params.inputResponses = { [key] = { action = "accept", content = { name = "Ada" } } }
+      params.requestState = r.result.requestState
+      r = server:request("tools/call", params)
+      assert.truthy(r and r.result, server.stderr)
+      assert.are.equal("accept:Ada", text_of(r.result))
+    end)
+  end
+end)
+
 describe("mcp.client cancels a TypeScript SDK server's call with the outer call", function()
   for _, era in ipairs(ERAS) do
     it("at " .. era .. " over stdio", function()

@@ -224,7 +224,17 @@ end
 function Client:_during(ctx, msg)
   local method, params = msg.method, type(msg.params) == "table" and msg.params or {}
   if msg.id ~= nil and method then
+    -- A 2026-07-28 outer call that asks its own client ends here (its
+    -- handler runs again with the answer): the inner server is told it
+    -- gets no answer this time, so that its request does not hang.
+    local answered = false
+    local _ <close> = setmetatable({}, { __close = function()
+      if not answered then
+        self:_reply(msg.id, nil, { code = -32603, message = "the call that asked this ended first" })
+      end
+    end })
     local result, err, raised = answer_request(ctx, method, params)
+    answered = true
     self:_reply(msg.id, result, err)
     if raised then error(raised, 0) end
     return
