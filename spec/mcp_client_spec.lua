@@ -102,6 +102,15 @@ mcp.resource { uri = "inner://hello", name = "hello", read = function() return "
 mcp.prompt { name = "hi", args = { who = "string" }, get = function(args) return "hi " .. args.who end }
 ]]
 
+-- Has the file something in it yet (it is written while the spec polls)?
+local function written(path)
+  local f = io.open(path)
+  if not f then return false end
+  local text = f:read("a")
+  f:close()
+  return text ~= ""
+end
+
 local function text_of(result)
   return result.content and result.content[1] and result.content[1].text
 end
@@ -268,9 +277,9 @@ describe("mcp.client passes through", function()
         finally(function() os.remove(marker) os.remove(marker .. ".started") end)
         server:send { jsonrpc = "2.0", id = "long", method = "tools/call",
                       params = { name = "relay", arguments = { tool = "hold", arguments = { marker = marker } } } }
-        assert.is_true(client.poll_until(function() return io.open(marker .. ".started") ~= nil end), server.stderr)
+        assert.is_true(client.poll_until(function() return written(marker .. ".started") end), server.stderr)
         server:notify("notifications/cancelled", { requestId = "long", reason = "enough" })
-        assert.is_true(client.poll_until(function() return io.open(marker) ~= nil end), server.stderr)
+        assert.is_true(client.poll_until(function() return written(marker) end), server.stderr)
         assert.are.equal("cancelled", client.read_file(marker))
         -- And the connection serves the next call.
         assert.is_number(tonumber(text_of(server:call_tool("relay", { tool = "count" }))))
@@ -284,7 +293,7 @@ describe("mcp.client passes through", function()
         local r = server:request("tools/call", { name = "relay_slowly", arguments = { tool = "hold", arguments = { marker = marker } } })
         assert.truthy(r, server.stderr)
         assert.truthy((r.result and r.result.isError) or r.error, client.json.encode(r))
-        assert.is_true(client.poll_until(function() return io.open(marker) ~= nil end), server.stderr)
+        assert.is_true(client.poll_until(function() return written(marker) end), server.stderr)
         assert.are.equal("cancelled", client.read_file(marker))
       end)
     end)
@@ -325,9 +334,9 @@ describe("mcp.client cancels a TypeScript SDK server's call with the outer call"
       finally(function() server:close() client.remove_tree(dir) os.remove(marker) os.remove(marker .. ".started") end)
       server:send { jsonrpc = "2.0", id = "long", method = "tools/call",
                     params = { name = "relay", arguments = { tool = "hold", arguments = { marker = marker } } } }
-      assert.is_true(client.poll_until(function() return io.open(marker .. ".started") ~= nil end), server.stderr)
+      assert.is_true(client.poll_until(function() return written(marker .. ".started") end), server.stderr)
       server:notify("notifications/cancelled", { requestId = "long", reason = "enough" })
-      assert.is_true(client.poll_until(function() return io.open(marker) ~= nil end), server.stderr)
+      assert.is_true(client.poll_until(function() return written(marker) end), server.stderr)
       assert.are.equal("cancelled", client.read_file(marker))
     end)
   end
@@ -353,7 +362,7 @@ mcp.tool { name = "hold", inputSchema = { type = "object", properties = { marker
     local r = server:call_tool("hold", { marker = marker }).structuredContent
     assert.are.equal("timeout", r.code)
     assert.truthy(r.err:find("mcp.client inner: tools/call timed out after 1000 ms", 1, true), r.err)
-    assert.is_true(client.poll_until(function() return io.open(marker) ~= nil end), server.stderr)
+    assert.is_true(client.poll_until(function() return written(marker) end), server.stderr)
     assert.are.equal("cancelled", client.read_file(marker))
   end)
 end)

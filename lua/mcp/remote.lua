@@ -133,23 +133,41 @@ local function target_key(opts)
   return "url " .. core.json_encode(core.array { opts.url, sorted(opts.headers) })
 end
 
+-- The key the runtime knows a connection by (and names it by in its log
+-- lines): the client's name, made unique among the targets this server
+-- connects to; kept in mcp.state so the next generation finds the same.
+local function connection_key(target, name)
+  local keys = core.state("luamcp.remote.keys", {})
+  if keys[target] then return keys[target] end
+  local taken = {}
+  for _, k in pairs(keys) do taken[k] = true end
+  local key, n = name, 1
+  while taken[key] do
+    n = n + 1
+    key = ("%s#%d"):format(name, n)
+  end
+  keys[target] = key
+  return key
+end
+
 --- Connect to another MCP server (no I/O waits here: the handshake comes
 --- at the first request, inside a task). Misuse raises; a program or host
 --- the permissions do not list raises "permission denied: ...".
 function M.connect(opts)
   check_options(opts)
-  local key = target_key(opts)
-  local existing = clients[key]
+  local target = target_key(opts)
+  local existing = clients[target]
   if existing and not existing.closed then return existing end
   local argv, message = permitted(opts)
   if not argv then usage.raise(message) end
+  local name = opts.name or (opts.command and opts.command[1]:match("([^/\\]+)$")) or opts.url
   local self = setmetatable({
-    key = key, opts = opts, name = opts.name or (opts.command and opts.command[1]) or opts.url,
+    key = connection_key(target, name), target = target, opts = opts, name = name,
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for
     abandoned = {}, -- ids of requests that timed out: their late answers are collected (_reap)
   }, Client)
-  clients[key] = self
+  clients[target] = self
   return self
 end
 
@@ -656,7 +674,7 @@ end
 function Client:close()
   if self.closed then return end
   self.closed = true
-  clients[self.key] = nil
+  clients[self.target] = nil
   session_store()[self.key] = nil
   if self.h then self.h:close() end
 end
