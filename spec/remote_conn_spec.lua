@@ -146,6 +146,13 @@ describe("luamcp.remote over stdio", function()
     assert.truthy(r.why:find("over 4194304 bytes", 1, true), r.why)
   end)
 
+  it("refuses connections past the limit per server", function()
+    local r = structured(outer:call_tool("open_until_refused", { url = "http://127.0.0.1:9/mcp" }))
+    assert.are.equal(64, math.tointeger(r.opened))
+    assert.truthy(r.refusal:find("too many connections", 1, true), r.refusal)
+    assert.is_true(r.again, "a connection closed still counted")
+  end)
+
   it("closes an un-keyed connection the script dropped, once it is garbage", function()
     local r = structured(outer:call_tool("drop_and_collect", { command = child_command(INNER) }))
     assert.is_true(r.pid > 0)

@@ -258,6 +258,7 @@ else
   run_counted "C unit: bundle" build/tests/test_bundle
   run_counted "C unit: jwt" build/tests/test_jwt
   run_counted "C unit: trace" build/tests/test_trace
+  run_counted "C unit: sse_reader" build/tests/test_sse_reader
   run_counted "C unit: os/path" build/tests/test_path
   # The JSON Schema Test Suite from ../shared (draft2020-12 and draft7), or
   # else Debian's json-schema-test-suite package (draft7 only; 2020-12 skipped).

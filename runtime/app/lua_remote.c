@@ -757,7 +757,9 @@ static void child_gone(remote_conn *c) {
   char why[160];
   if (c->term_signal)
     snprintf(why, sizeof why, "the server (pid %d) was killed by signal %d", c->process.pid, c->term_signal);
-  else snprintf(why, sizeof why, "the server (pid %d) exited with status %lld", c->process.pid, (long long)c->exit_status);
+  else
+    snprintf(why, sizeof why, "the server (pid %d) exited with status %lld", c->process.pid,
+             (long long)c->exit_status);
   if (!c->ended) log_write(LOG_INFO, "mcp.client %s: %s", c->name, why);
   conn_end(c, why);
   conn_maybe_free(c);
@@ -1013,7 +1015,8 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
     fail_request(p, why);
   } else if (result != CURLE_OK && !(p->sse && !p->too_large && p->status == 200)) {
     if (p->too_large)
-      snprintf(why, sizeof why, "the server sent a message over %u bytes (the limit)", (unsigned)DEFAULT_MAX_MESSAGE_BYTES);
+      snprintf(why, sizeof why, "the server sent a message over %u bytes (the limit)",
+               (unsigned)DEFAULT_MAX_MESSAGE_BYTES);
     else snprintf(why, sizeof why, "%s: %s", c->url, c->hub->api->easy_strerror(result));
     if (!(p->sse && waiting && resume(p))) fail_request(p, why);
   } else if (p->sse) {
@@ -1182,7 +1185,9 @@ static bool post_start(remote_conn *c, post_what what, const char *body, size_t 
 static bool send_cancelled(remote_conn *c, int64_t id, const char *reason, remote_post *stream) {
   if (c->ended || c->hub->stopping) return false;
   buf msg = {0};
-  buf_printf(&msg, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%lld,\"reason\":",
+  buf_printf(&msg,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%lld,"
+             "\"reason\":",
              (long long)id);
   json_write_string(&msg, reason, strlen(reason));
   buf_append_str(&msg, "}}");
@@ -1377,7 +1382,10 @@ static int remote_open(lua_State *L) {
       return 2;
     }
   }
-  if (hub->count >= REMOTE_MAX_CONNECTIONS) {
+  int open_count = 0; /* ended ones wait only for their handles to be collected: they hold nothing */
+  for (remote_conn *c = hub->conns; c; c = c->next)
+    if (!c->ended) open_count++;
+  if (open_count >= REMOTE_MAX_CONNECTIONS) {
     lua_pushnil(L);
     lua_pushfstring(L, "too many connections to other servers (%d, the limit)", REMOTE_MAX_CONNECTIONS);
     return 2;

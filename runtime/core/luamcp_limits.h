@@ -395,8 +395,9 @@
 /* An SSE event id longer than this is ignored (it would be sent back as
  * Last-Event-ID on every resumption). */
 #define SSE_MAX_EVENT_ID_BYTES 256
-/* At most this many connections per app: each is a child process or an
- * HTTP session the server keeps open across calls and reloads. */
+/* At most this many open connections per app: each is a child process or
+ * an HTTP session the server keeps open across calls and reloads (a
+ * closed one no longer counts). */
 #define REMOTE_MAX_CONNECTIONS 64
 /* Requests in flight on one connection (sent, answer not yet taken by a
  * waiting task): past it, send refuses a new request. */
