@@ -77,6 +77,7 @@ local INNER = [[
 local mcp = require "mcp"
 local calls = mcp.state("calls", { n = 0 })
 mcp.tool { name = "count", handler = function() calls.n = calls.n + 1 return calls.n end }
+mcp.tool { name = "die", handler = function() io.stdout:close() os.exit(3) end }
 mcp.tool { name = "hold", inputSchema = { type = "object", properties = { marker = { type = "string" } } },
   handler = function(args, ctx)
     local f = io.open(args.marker .. ".started", "w") f:write("started") f:close()
@@ -340,6 +341,21 @@ describe("mcp.client cancels a TypeScript SDK server's call with the outer call"
       assert.are.equal("cancelled", client.read_file(marker))
     end)
   end
+end)
+
+describe("mcp.client and a server that exits", function()
+  it("fails the call it was running, and starts it again at the next one", function()
+    local inner = inner_folder()
+    local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", inner }, name = "inner" },
+      'local mcp = require "mcp"'))
+    finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) end)
+    assert.are.equal("1", text_of(server:call_tool("relay", { tool = "count" })))
+    local r = server:call_tool("relay", { tool = "die" })
+    assert.is_true(r.isError)
+    assert.truthy(text_of(r):find("mcp.client inner: tools/call: ", 1, true), text_of(r))
+    -- A new process: its count starts again.
+    assert.are.equal("1", text_of(server:call_tool("relay", { tool = "count" })))
+  end)
 end)
 
 describe("mcp.client's timeout_ms", function()

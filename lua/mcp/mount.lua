@@ -225,6 +225,15 @@ registry.refreshers[#registry.refreshers + 1] = function(listing)
           m.stale[kind] = change
         end
       end
+      m.session = m.client.session
+    elseif m.client.session ~= m.session then
+      -- The connection ended and was opened again: another session, maybe
+      -- another server behind it.
+      m.session = m.client.session
+      for _, kind in ipairs(ORDER) do
+        change = change + 1
+        m.stale[kind] = change
+      end
     end
     for _, kind in ipairs(ORDER) do
       if m.stale[kind] then

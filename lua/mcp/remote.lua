@@ -504,7 +504,7 @@ function Client:_ready()
     if not ok then return nil, why end
   end
   local s = self.session
-  if s.protocol_version and s.server and not self.handshaking then return true end
+  if s.protocol_version and s.server and not self.handshaking and not self.ended then return true end
   -- A connection that ended is opened again (a new session) at the next use.
   if self.ended and not self.handshaking then
     local argv, message = permitted(self.opts)
