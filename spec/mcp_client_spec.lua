@@ -112,6 +112,15 @@ local function written(path)
   return text ~= ""
 end
 
+-- Stop an outer server and check it exited cleanly (status 0, no
+-- sanitizer report: under the ASan build a leak or a use-after-free at
+-- exit shows here).
+local function stop(server)
+  local code = server:close()
+  assert(code == 0 and not server.stderr:find("Sanitizer", 1, true) and not server.stderr:find("runtime error:", 1, true),
+    "the outer server did not exit cleanly (status " .. tostring(code) .. "):\n" .. server.stderr)
+end
+
 local function text_of(result)
   return result.content and result.content[1] and result.content[1].text
 end
@@ -150,7 +159,7 @@ describe("mcp.client calls", function()
       it("a luamcp server over stdio (scripts/demo)", function()
         local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", DEMO }, protocol_version = era },
           'local mcp = require "mcp"'))
-        finally(function() server:close() client.remove_tree(dir) end)
+        finally(function() stop(server) client.remove_tree(dir) end)
         assert.are.equal("5", text_of(server:call_tool("relay", { tool = "add", arguments = { a = 2, b = 3 } })))
         assert.are.equal(era, text_of(server:call_tool("era", {})))
         local names = text_of(server:call_tool("relay_list", { kind = "tools" }))
@@ -163,7 +172,7 @@ describe("mcp.client calls", function()
       it("a luamcp server over HTTP", function()
         local inner = http.start { DEMO }
         local server, dir = start_outer(outer_script({ url = inner.url, protocol_version = era }, 'local mcp = require "mcp"'))
-        finally(function() server:close() inner.proc:close() client.remove_tree(dir) end)
+        finally(function() stop(server) inner.proc:close() client.remove_tree(dir) end)
         assert.are.equal("5", text_of(server:call_tool("relay", { tool = "add", arguments = { a = 2, b = 3 } })))
         assert.are.equal("7", text_of(server:call_tool("relay", { tool = "add", arguments = { a = 3, b = 4 } })))
         assert.are.equal(era, text_of(server:call_tool("era", {})))
@@ -172,7 +181,7 @@ describe("mcp.client calls", function()
       it("a TypeScript SDK server over stdio", function()
         local server, dir = start_outer(outer_script({ command = { NODE, SDK_SERVER, "stdio" }, protocol_version = era },
           'local mcp = require "mcp"'))
-        finally(function() server:close() client.remove_tree(dir) end)
+        finally(function() stop(server) client.remove_tree(dir) end)
         assert.are.equal("sdk says hi", text_of(server:call_tool("relay", { tool = "echo", arguments = { text = "hi" } })))
         assert.are.equal(era, text_of(server:call_tool("era", {})))
       end)
@@ -180,7 +189,7 @@ describe("mcp.client calls", function()
       it("a TypeScript SDK server over HTTP", function()
         local sdk, url = start_sdk_http()
         local server, dir = start_outer(outer_script({ url = url, protocol_version = era }, 'local mcp = require "mcp"'))
-        finally(function() server:close() sdk:terminate(5000) client.remove_tree(dir) end)
+        finally(function() stop(server) sdk:terminate(5000) client.remove_tree(dir) end)
         assert.are.equal("sdk says hi", text_of(server:call_tool("relay", { tool = "echo", arguments = { text = "hi" } })))
         assert.are.equal("sdk says again", text_of(server:call_tool("relay", { tool = "echo", arguments = { text = "again" } })))
         assert.are.equal(era, text_of(server:call_tool("era", {})))
@@ -190,7 +199,7 @@ describe("mcp.client calls", function()
 
   it("speaks 2026-07-28 to a server that offers it when no version is pinned", function()
     local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", DEMO } }, 'local mcp = require "mcp"'))
-    finally(function() server:close() client.remove_tree(dir) end)
+    finally(function() stop(server) client.remove_tree(dir) end)
     assert.are.equal("none", text_of(server:call_tool("era", {})))
     assert.are.equal("5", text_of(server:call_tool("relay", { tool = "add", arguments = { a = 2, b = 3 } })))
     assert.are.equal("2026-07-28", text_of(server:call_tool("era", {})))
@@ -200,7 +209,7 @@ describe("mcp.client calls", function()
     local inner = inner_folder()
     local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", inner }, protocol_version = "2025-11-25" },
       'local mcp = require "mcp"'))
-    finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) end)
+    finally(function() stop(server) client.remove_tree(dir) client.remove_tree(inner) end)
     for id = 1, 5 do
       server:send { jsonrpc = "2.0", id = "c" .. id, method = "tools/call", params = { name = "relay", arguments = { tool = "count" } } }
     end
@@ -226,7 +235,7 @@ describe("mcp.client passes through", function()
           'local mcp = require "mcp"'), { capabilities = { elicitation = {} } })
       end)
       after_each(function()
-        server:close()
+        stop(server)
         client.remove_tree(dir)
         client.remove_tree(inner)
       end)
@@ -307,7 +316,7 @@ describe("mcp.client and a 2026-07-28 outer client", function()
       local inner = inner_folder()
       local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", inner }, protocol_version = era },
         'local mcp = require "mcp"'))
-      finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) end)
+      finally(function() stop(server) client.remove_tree(dir) client.remove_tree(inner) end)
       local meta = http.modern_meta({ elicitation = {} })
       local params = { name = "relay", arguments = { tool = "ask" }, _meta = meta }
       local r = server:request("tools/call", params)
@@ -332,7 +341,7 @@ describe("mcp.client cancels a TypeScript SDK server's call with the outer call"
         'local mcp = require "mcp"'))
       local marker = os.tmpname()
       os.remove(marker)
-      finally(function() server:close() client.remove_tree(dir) os.remove(marker) os.remove(marker .. ".started") end)
+      finally(function() stop(server) client.remove_tree(dir) os.remove(marker) os.remove(marker .. ".started") end)
       server:send { jsonrpc = "2.0", id = "long", method = "tools/call",
                     params = { name = "relay", arguments = { tool = "hold", arguments = { marker = marker } } } }
       assert.is_true(client.poll_until(function() return written(marker .. ".started") end), server.stderr)
@@ -348,7 +357,7 @@ describe("mcp.client and a server that exits", function()
     local inner = inner_folder()
     local server, dir = start_outer(outer_script({ command = { LUAMCP, "run", inner }, name = "inner" },
       'local mcp = require "mcp"'))
-    finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) end)
+    finally(function() stop(server) client.remove_tree(dir) client.remove_tree(inner) end)
     assert.are.equal("1", text_of(server:call_tool("relay", { tool = "count" })))
     local r = server:call_tool("relay", { tool = "die" })
     assert.is_true(r.isError)
@@ -374,7 +383,7 @@ mcp.tool { name = "hold", inputSchema = { type = "object", properties = { marker
 ]])
     local marker = os.tmpname()
     os.remove(marker)
-    finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) os.remove(marker) os.remove(marker .. ".started") end)
+    finally(function() stop(server) client.remove_tree(dir) client.remove_tree(inner) os.remove(marker) os.remove(marker .. ".started") end)
     local r = server:call_tool("hold", { marker = marker }).structuredContent
     assert.are.equal("timeout", r.code)
     assert.truthy(r.err:find("mcp.client inner: tools/call timed out after 1000 ms", 1, true), r.err)
@@ -398,7 +407,7 @@ mcp.tool { name = "connect_to", inputSchema = { type = "object", properties = { 
     server, dir = start_outer(HEAD:format(LUAMCP, DEMO, DEMO))
   end)
   teardown(function()
-    server:close()
+    stop(server)
     client.remove_tree(dir)
   end)
 
@@ -425,7 +434,7 @@ describe("an mcp.client connection and a reload of the outer server", function()
     local script = outer_script({ command = { LUAMCP, "run", inner }, protocol_version = "2025-11-25" },
       'local mcp = require "mcp"\n-- version 1')
     local server, dir = start_outer(script, { command = "dev" })
-    finally(function() server:close() client.remove_tree(dir) client.remove_tree(inner) end)
+    finally(function() stop(server) client.remove_tree(dir) client.remove_tree(inner) end)
     assert.are.equal("1", text_of(server:call_tool("relay", { tool = "count" })))
     -- Edit the outer script: luamcp dev reloads it; the new generation's
     -- connect finds the same connection.

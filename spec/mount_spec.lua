@@ -37,6 +37,15 @@ mcp.tool { name = "local_tool", handler = function() return "mine" end }
 mcp.mount { prefix = "in", client = mcp.client.connect { url = %q, protocol_version = %q } }
 ]]
 
+-- Stop an outer server and check it exited cleanly (status 0, no
+-- sanitizer report: under the ASan build a leak or a use-after-free at
+-- exit shows here).
+local function stop(server)
+  local code = server:close()
+  assert(code == 0 and not server.stderr:find("Sanitizer", 1, true) and not server.stderr:find("runtime error:", 1, true),
+    "the outer server did not exit cleanly (status " .. tostring(code) .. "):\n" .. server.stderr)
+end
+
 local function text_of(result)
   return result.content and result.content[1] and result.content[1].text
 end
@@ -60,7 +69,7 @@ for _, era in ipairs { "2025-11-25", "2026-07-28" } do
       assert.truthy(init.capabilities.tools, "a mount may serve tools: the capability is declared")
     end)
     after_each(function()
-      server:close()
+      stop(server)
       client.remove_tree(inner)
       client.remove_tree(outer)
     end)
@@ -121,7 +130,7 @@ for _, era in ipairs { "2025-11-25", "2026-07-28" } do
       client.write_file(outer .. "/outer.lua", OUTER_HTTP:format(inner_server.url, era))
       local server = client.spawn { "run", outer }
       finally(function()
-        server:close()
+        stop(server)
         inner_server.proc:close()
         client.remove_tree(inner)
         client.remove_tree(outer)
@@ -148,7 +157,7 @@ describe("mcp.mount and a reload of the outer server", function()
     client.write_file(outer .. "/outer.lua", script)
     local server = client.spawn { "dev", outer }
     finally(function()
-      server:close()
+      stop(server)
       client.remove_tree(inner)
       client.remove_tree(outer)
     end)
