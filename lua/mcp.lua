@@ -90,6 +90,15 @@ M.store = core.store
 --- nil, message, code (lua/mcp/http.lua).
 M.http = require "mcp.http"
 
+--- Other MCP servers, from a tool: mcp.client.connect{command = {...}} or
+--- {url = ..., headers = ...} -> a client with :call(name, args),
+--- :read(uri), :prompt(name, args), :list(kind), :close() (lua/mcp/remote.lua).
+M.client = { connect = require("mcp.remote").connect }
+
+--- Serve another server's tools, resources and prompts as this server's
+--- own: mcp.mount{prefix = "gh", client = c} (lua/mcp/mount.lua).
+M.mount = require("mcp.mount").mount
+
 --- A tool's own Prometheus metrics, exported at /metrics with luamcp's:
 --- mcp.metrics.counter(name, help) -> :inc(n?, labels?), and
 --- mcp.metrics.histogram(name, help, buckets?) -> :observe(v, labels?)
@@ -627,12 +636,14 @@ function M._describe()
       if e.complete and next(e.complete) then completions = true end
     end
   end
+  -- A mount's lists are fetched at the first request: it may serve any.
+  local mounted = registry.mounted == true
   return {
     server_info = info,
     instructions = s.instructions,
-    tools = #registry.tools.entries > 0,
-    resources = #registry.resources.entries + #registry.templates.entries > 0,
-    prompts = #registry.prompts.entries > 0,
+    tools = mounted or #registry.tools.entries > 0,
+    resources = mounted or #registry.resources.entries + #registry.templates.entries > 0,
+    prompts = mounted or #registry.prompts.entries > 0,
     completions = completions,
     extensions = extensions_json(),
     cache = ('"ttlMs":%d,"cacheScope":"%s"'):format(dispatch.cache_hints()),

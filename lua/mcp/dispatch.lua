@@ -61,6 +61,7 @@ end
 
 -- One page of a registry list, as wire entries, under `field`.
 local function list_page(list, params, field)
+  registry.refresh(list)
   local entries = list:enabled_entries()
   local offset = decode_cursor(params.cursor)
   if offset > #entries then rpc_error(INVALID_PARAMS, "Invalid params: cursor is past the end of the list") end
@@ -296,6 +297,7 @@ end
 methods["tools/call"] = function(params, ctx, check)
   local name = params.name
   if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
+  registry.refresh()
   local tool = registry.tools:get(name)
   if not tool then rpc_error(INVALID_PARAMS, "Unknown tool: " .. name) end
   local args = params.arguments
@@ -415,6 +417,7 @@ end
 methods["resources/read"] = function(params, ctx)
   local uri = params.uri
   if type(uri) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: uri must be a string") end
+  registry.refresh()
   local resource = registry.resources:get(uri)
   if resource then
     require_scopes(resource, ctx, "reading " .. uri)
@@ -479,6 +482,7 @@ end
 methods["prompts/get"] = function(params, ctx)
   local name = params.name
   if type(name) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: name must be a string") end
+  registry.refresh()
   local prompt = registry.prompts:get(name)
   if not prompt then rpc_error(INVALID_PARAMS, "Unknown prompt: " .. name) end
   require_scopes(prompt, ctx, "prompt " .. name)

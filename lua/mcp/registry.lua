@@ -100,6 +100,45 @@ function List:count()
   return n
 end
 
+--- Replace the entries one owner (a mount, lua/mcp/mount.lua) put in the
+--- list with these ({key, entry} pairs, in order), leaving everyone
+--- else's. A key already taken by another owner is skipped and returned in
+--- the second list. Nothing is announced: the owner announces its changes.
+function List:sync(owner, pairs_)
+  local kept = {}
+  for _, e in ipairs(self.entries) do
+    if e.owner == owner then
+      self.by_key[e.key] = nil
+      if e.on_remove then e.on_remove() end
+    else
+      kept[#kept + 1] = e
+    end
+  end
+  self.entries = kept
+  local skipped = {}
+  for _, p in ipairs(pairs_) do
+    local key, entry = p[1], p[2]
+    if self.by_key[key] then
+      skipped[#skipped + 1] = key
+    else
+      entry.key, entry.enabled, entry.owner = key, true, owner
+      kept[#kept + 1] = entry
+      self.by_key[key] = entry
+    end
+  end
+  self.version = self.version + 1
+  return skipped
+end
+
+--- Called by the MCP methods that read the lists, inside the request's
+--- task: fn(listing) brings what it serves up to date (a mount fetches the
+--- mounted server's lists after a change), waiting if it must. listing:
+--- the list a client asked for, or nil (it asked for one entry).
+M.refreshers = {}
+function M.refresh(listing)
+  for _, fn in ipairs(M.refreshers) do fn(listing) end
+end
+
 M.tools = new_list("notifications/tools/list_changed", "tool")
 M.resources = new_list("notifications/resources/list_changed", "resource")
 M.templates = new_list("notifications/resources/list_changed", "resource template")

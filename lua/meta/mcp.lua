@@ -717,6 +717,105 @@ function mcp.http.get(url, opts) end
 ---@return mcp.HttpFailure? code
 function mcp.http.post(url, opts) end
 
+---@class mcp.ClientOptions
+---@field command? string[] a program and its arguments, run as a child speaking MCP on stdin/stdout (never through a shell)
+---@field url? string a Streamable HTTP endpoint, http:// or https:// (give command or url)
+---@field headers? table<string, string> sent with every HTTP request (url only), e.g. authorization
+---@field env? table<string, string> the child's whole environment (command only; default: the server's)
+---@field cwd? string the child's working folder (command only)
+---@field name? string how messages name this server (default: the program or the URL)
+---@field timeout_ms? integer each request's own limit, 0 or nil for none (the outer call's deadline applies anyway)
+---@field protocol_version? string pin "2026-07-28" (server/discover) or a session version such as "2025-11-25" (initialize); default: 2026-07-28 if the server offers it, else initialize
+
+---Other MCP servers, from a tool (README "Calling other servers").
+mcp.client = {}
+
+---Connect to another MCP server. Nothing waits here (it may run at load
+---time): the handshake comes with the first request, inside a handler or
+---mcp.spawn. The same target gives the same connection, and after a
+---reload the new generation gets the live connection and its session.
+---The program must be one the permissions' exec lists, the host one net
+---lists: else it raises "permission denied: ...". Misuse raises.
+---@param opts mcp.ClientOptions
+---@return mcp.client.Client
+function mcp.client.connect(opts) end
+
+---A connection to another MCP server. Each request waits without blocking
+---the loop, passes the inner server's progress and logs on to the running
+---call (ctx:progress, ctx:log), forwards its questions (elicitation,
+---sampling, roots) to the outer client, and is cancelled when the call is.
+---Failures return nil, a message and a code ("connect", "ended",
+---"timeout", "http", "protocol", "input", or the inner server's JSON-RPC
+---error code).
+---@class mcp.client.Client
+local Client = {}
+
+---Call a tool: its CallToolResult ({content, structuredContent?, isError?}).
+---@async
+---@param name string
+---@param args? table
+---@return table? result
+---@return string? message
+---@return string|integer? code
+function Client:call(name, args) end
+
+---Read a resource: its ReadResourceResult ({contents}).
+---@async
+---@param uri string
+---@return table? result
+---@return string? message
+---@return string|integer? code
+function Client:read(uri) end
+
+---Get a prompt: its GetPromptResult ({messages, description?}).
+---@async
+---@param name string
+---@param args? table<string, string>
+---@return table? result
+---@return string? message
+---@return string|integer? code
+function Client:prompt(name, args) end
+
+---A whole list, every page followed.
+---@async
+---@param kind "tools"|"resources"|"resources/templates"|"prompts"
+---@return table[]? entries
+---@return string? message
+---@return string|integer? code
+function Client:list(kind) end
+
+---Any other request (completion/complete, ping, an extension's method).
+---@async
+---@param method string
+---@param params? table
+---@return table? result
+---@return string? message
+---@return string|integer? code
+function Client:request(method, params) end
+
+---What the handshake learned, or nil before the first request:
+---{protocol_version, server = the server/discover or initialize result}.
+---@return {protocol_version: string, server: table}?
+function Client:server() end
+
+---fn(message) for each notification the server sends outside a request
+---(list_changed, resources/updated, ...). It runs outside any call: it must not wait.
+---@param fn fun(message: table)
+function Client:on_notification(fn) end
+
+---End the connection: a child's stdin is closed (then SIGTERM), an HTTP session is deleted.
+function Client:close() end
+
+---@class mcp.MountOptions
+---@field prefix? string tools and prompts are served as PREFIX_name ("" or nil: as they are); resource URIs stay
+---@field client mcp.client.Client
+
+---Serve another server's tools, resources, templates and prompts as this
+---server's own, forwarding each call through client; its list changes
+---reach this server's clients as their own list_changed.
+---@param opts mcp.MountOptions
+function mcp.mount(opts) end
+
 ---A tool's own Prometheus metrics, exported at /metrics with luamcp's
 ---(README "Operating it"). They live in the process: a reload that defines
 ---the same name again keeps counting. A metric keeps at most 100 label

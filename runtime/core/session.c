@@ -1086,18 +1086,20 @@ static void handle_notification(session *s, const jsonrpc_message *m, const char
     if (s->state == SESSION_READY) s->state = SESSION_INITIALIZED;
     return;
   }
-  if (s->state == SESSION_NEW) return;
+  /* Before the state check: a 2026-07-28 client on stdio never
+   * initializes (its session stays NEW), and its calls are cancelled too. */
   if (is_method(m, "notifications/cancelled")) {
     const json_value *id = json_object_get(m->params, "requestId");
     call *c = id && !s->sessionless ? find_call(s, id, NULL) : NULL;
     if (c) {
       log_write(LOG_DEBUG, "%s: request %s cancelled by the client", s->name, c->id.raw);
       call_cancel(c);
-    } else {
+    } else if (s->state != SESSION_NEW) {
       remember_early_cancel(s, id);
     }
     return;
   }
+  if (s->state == SESSION_NEW) return;
   server *srv = s->server;
   if (srv->app && srv->app->notification) srv->app->notification(srv->app_data, s, m->method, m->params, src);
 }
