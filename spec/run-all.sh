@@ -287,7 +287,7 @@ else
     spec/http_client_spec.lua spec/tasks_spec.lua spec/client_spec.lua spec/workers_spec.lua spec/redis_spec.lua \
     spec/scaleout_spec.lua spec/exec_owner_spec.lua spec/session_limits_spec.lua spec/auth_http_spec.lua \
     spec/auth_verifier_spec.lua spec/legacy_sse_spec.lua spec/metrics_spec.lua spec/tracing_spec.lua \
-    spec/remote_conn_spec.lua
+    spec/remote_conn_spec.lua spec/mcp_client_spec.lua spec/mount_spec.lua spec/client_eras_spec.lua
   run_tap "ASan/UBSan: luamcp test" build/luamcp-asan test -o TAP --pattern=_test spec/inprocess
   run_busted "ASan/UBSan: soak (${SOAK_SECONDS:-60} s)" --tags=soak spec/soak_spec.lua
   export LUAMCP=$release_luamcp

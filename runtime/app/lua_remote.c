@@ -625,10 +625,19 @@ static bool id_of(const json_value *v, int64_t *out) {
   return false;
 }
 
+/* Where a server's request over stdio goes (nothing ties it to one of
+ * ours): the oldest unanswered request a task waits on, so one that timed
+ * out and was left (or a long subscriptions/listen) cannot swallow a
+ * question nobody would answer; else the oldest unanswered, whose task is
+ * between two waits. */
 static remote_pending *oldest_unanswered(remote_conn *c) {
-  for (remote_pending *p = c->pending; p; p = p->next)
-    if (!p->answered) return p;
-  return NULL;
+  remote_pending *first = NULL;
+  for (remote_pending *p = c->pending; p; p = p->next) {
+    if (p->answered) continue;
+    if (p->waiter) return p;
+    if (!first) first = p;
+  }
+  return first;
 }
 
 /* One JSON-RPC message from the server (text, len), read from the child's
