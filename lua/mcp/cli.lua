@@ -85,6 +85,18 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --http URL  the Streamable HTTP server at URL; an error status is
               reported with what the server said and its WWW-Authenticate
   --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
+  OAuth client credentials (a client registered with the authorization
+  server beforehand): on the server's 401, luamcp finds the authorization
+  server (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
+  metadata), gets a token with grant_type=client_credentials and retries.
+  Interactive (browser) flows and dynamic registration are not supported.
+  --client-id ID   the client's id
+  --client-secret-env VAR  its secret, from $VAR (client_secret_basic or
+              client_secret_post, as the authorization server takes)
+  --client-key FILE.pem  or its private key, for private_key_jwt
+  --client-key-alg ES256|RS256  how the key signs (default ES256)
+  --scope 'S ...'  the scope to ask for (default: what the server's 401
+              asks for, else all its Protected Resource Metadata lists)
   --header 'Name: value'  send this header too (repeatable)
   --root DIR  answer the server's roots/list with DIR (repeatable)
   --answer key=value  answer a question the server asks (elicitation),
@@ -98,7 +110,8 @@ Usage: luamcp read PATH URI
   a line saying its type and size, or into a file with --output FILE).
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --timeout: as for
+  --http, --bearer-env, --client-id, --client-secret-env, --client-key,
+  --client-key-alg, --scope, --header, --root, --answer, --timeout: as for
   luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
@@ -107,7 +120,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   Get a prompt with its arguments and print its messages. Without NAME,
   list the prompts.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --timeout: as for
+  --http, --bearer-env, --client-id, --client-secret-env, --client-key,
+  --client-key-alg, --scope, --header, --root, --answer, --timeout: as for
   luamcp call (luamcp call --help)
 ]==],
   test = [==[
@@ -204,6 +218,8 @@ end
 local CLIENT_FLAGS = {
   ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
   ["--timeout"] = true, ["--raw"] = false,
+  ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
+  ["--scope"] = true,
 }
 
 local function print_notification(message)
@@ -230,6 +246,43 @@ local function roots_of(command, dirs)
   return roots
 end
 
+-- --client-id with --client-secret-env or --client-key: an authorize
+-- function for client.connect (mcp.client_auth), or nil without them.
+local function oauth_client(command, o)
+  local given = o["client-id"] or o["client-secret-env"] or o["client-key"] or o["client-key-alg"] or o.scope
+  if not given then return nil end
+  local function usage_error(text) fail("luamcp " .. command .. ": " .. text, 2) end
+  if not o.http then usage_error("--client-id and its options are for a server reached with --http URL") end
+  if o["bearer-env"] then usage_error("give either --bearer-env or --client-id, not both") end
+  if not o["client-id"] then usage_error("--client-secret-env, --client-key and --scope need --client-id ID") end
+  local opts = { client_id = o["client-id"], scope = o.scope }
+  if o["client-secret-env"] and o["client-key"] then
+    usage_error("give either --client-secret-env or --client-key, not both")
+  elseif o["client-secret-env"] then
+    local var = o["client-secret-env"]
+    local secret = os.getenv(var)
+    if secret == nil or secret == "" then
+      usage_error(("--client-secret-env %s: the variable %s is %s"):format(var, var,
+        secret == nil and "not set" or "empty"))
+    end
+    opts.client_secret = secret
+  elseif o["client-key"] then
+    local file = o["client-key"]
+    local f, err = io.open(file, "rb")
+    if not f then usage_error("--client-key: " .. tostring(err)) end
+    local pem = f:read(64 * 1024 + 1)
+    f:close()
+    if not pem or #pem > 64 * 1024 then usage_error("--client-key " .. file .. ": not a PEM key file (empty or over 64 KiB)") end
+    opts.key_pem = pem
+    opts.key_alg = o["client-key-alg"] or "ES256"
+    if opts.key_alg ~= "ES256" and opts.key_alg ~= "RS256" then usage_error("--client-key-alg must be ES256 or RS256") end
+  else
+    usage_error("--client-id needs --client-secret-env VAR or --client-key FILE.pem (only the client credentials grant is supported)")
+  end
+  if o["client-key-alg"] and not o["client-key"] then usage_error("--client-key-alg goes with --client-key") end
+  return require("mcp.client_auth").new(opts)
+end
+
 -- Connect to what the options name; the first word is PATH unless --http
 -- or -- named the server.
 local function connect(command, o)
@@ -246,6 +299,7 @@ local function connect(command, o)
   if next(target.headers) ~= nil and not o.http then
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
   end
+  target.authorize = oauth_client(command, o)
   if o.root then target.roots = roots_of(command, o.root) end
   target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail)
   if o.timeout then

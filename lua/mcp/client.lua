@@ -74,6 +74,10 @@ end
 ---   sample(params)    answers sampling/createMessage (declares it)
 ---   roots             a list of URIs (or {uri, name}), or a function returning one (declares it)
 ---   on_notification(message)  called for each notification as it arrives
+---   authorize(info)   HTTP: called on a 401 (or 403 insufficient_scope) with
+---                     {status, challenge = WWW-Authenticate, url}; returns
+---                     a Bearer token (the request is sent again once with
+---                     it) or nil, why (mcp.client_auth makes one)
 ---   identity          in process: who every message comes from, as if it
 ---                     carried a verified token (JSON text; mcp.testing's auth)
 --- Returns the client, or nil and a message.
@@ -104,6 +108,8 @@ function M.connect(target)
     carrier = carrier,
     on_notification = target.on_notification,
     identity = target.identity,
+    url = target.url,
+    authorize = target.authorize,
     handlers = { elicit = target.elicit, sample = target.sample, roots = target.roots },
   }, Client)
   local capabilities = {}
@@ -204,14 +210,22 @@ function Client:request(method, params, identity)
   -- extend it.
   local timeout = self.timeout_ms or core.default_timeout_ms
   local deadline = core.now_ms() + timeout
+  local authorized = false
   while not self.answers[id] do
     local left = math.max(0, deadline - core.now_ms())
-    local text, why, kind = self.conn:receive(left)
-    if not text then
+    local text, why, kind, status, challenge = self.conn:receive(left)
+    if not text and kind == "failed" and not authorized and self:_authorize(status, challenge) then
+      -- A token now: the same request again, once.
+      authorized = true
+      ok, err = self:_send({ jsonrpc = "2.0", id = id, method = method, params = params }, identity)
+      if not ok then return nil, request_error(method, { code = -32000, message = err }) end
+      text, why, kind = nil, nil, nil
+    elseif not text then
       if kind == "timeout" then why = ("no answer within %d ms"):format(timeout) end
+      if self.auth_failure then why, self.auth_failure = self.auth_failure, nil end
       return nil, request_error(method, { code = -32000, message = why })
     end
-    self:_handle(text)
+    if text then self:_handle(text) end
     if self.garbage then
       local why = self.garbage
       self.garbage = nil
@@ -222,6 +236,22 @@ function Client:request(method, params, identity)
   self.answers[id] = nil
   if answer.error then return nil, request_error(method, answer.error) end
   return answer.result
+end
+
+-- An HTTP 401 (or 403 insufficient_scope) with target.authorize given:
+-- get a token and send it from now on. True when there is one; else the
+-- reason is kept for the request's error (self.auth_failure).
+function Client:_authorize(status, challenge)
+  if not self.authorize then return false end
+  local insufficient = status == 403 and tostring(challenge or ""):find("insufficient_scope", 1, true)
+  if status ~= 401 and not insufficient then return false end
+  local token, why = self.authorize { status = status, challenge = challenge, url = self.url }
+  if not token then
+    self.auth_failure = "authorization failed: " .. tostring(why)
+    return false
+  end
+  self.conn:set_header("Authorization", "Bearer " .. token)
+  return true
 end
 
 --- Send a notification.

@@ -28,6 +28,7 @@
 #include "app/lua_json.h"
 #include "app/vm.h"
 #include "cli/client_conn.h"
+#include "cli/client_oauth.h"
 #include "cli/version.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
@@ -78,6 +79,7 @@ void client_conn_release(client_conn *c) {
   c->inbox_tail = NULL;
   free(c->ended);
   free(c->failure);
+  free(c->failure_challenge);
 }
 
 /* ---- Waiting on the loop ------------------------------------------------ */
@@ -186,7 +188,8 @@ static int take_reason(lua_State *L, char **reason, const char *kind, bool clear
 
 /* conn:receive([timeout_ms]) -> json | nil, why, kind
  * kind: "ended" (no more messages will come), "failed" (the transport
- * failed the last request), "timeout", or "idle" (nothing left running
+ * failed the last request; then also the HTTP status or nil, and the
+ * WWW-Authenticate challenge or nil), "timeout", or "idle" (nothing left running
  * that could ever answer). Lets the loop turn until a message comes. */
 static int conn_receive(lua_State *L) {
   client_conn *c = check_conn(L);
@@ -202,7 +205,18 @@ static int conn_receive(lua_State *L) {
       free(m);
       return 1;
     }
-    if (c->failure) return take_reason(L, &c->failure, "failed", true);
+    if (c->failure) {
+      /* An HTTP status (and its WWW-Authenticate) lets the Lua client
+       * authorize and retry (lua/mcp/client_auth.lua). */
+      take_reason(L, &c->failure, "failed", true);
+      if (c->failure_status) lua_pushinteger(L, c->failure_status);
+      else lua_pushnil(L);
+      lua_pushstring(L, c->failure_challenge);
+      free(c->failure_challenge);
+      c->failure_challenge = NULL;
+      c->failure_status = 0;
+      return 5;
+    }
     if (c->ended) return take_reason(L, &c->ended, "ended", false);
     uint64_t now = uv_hrtime();
     if (timeout >= 0 && now >= deadline && waited) {
@@ -381,6 +395,7 @@ static int luaopen_client(lua_State *L) {
       {NULL, NULL},
   };
   luaL_newlib(L, fns);
+  client_oauth_register(L);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
   lua_pushliteral(L, LUAMCP_VERSION);

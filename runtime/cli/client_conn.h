@@ -58,6 +58,8 @@ struct client_conn {
   client_message *inbox, *inbox_tail;
   char *ended;   /* why no more messages will come (the server exited, the stream closed), or NULL */
   char *failure; /* a transport error for the request just sent (HTTP status, refused connection), or NULL */
+  long failure_status;     /* with failure: the HTTP status that caused it, or 0 */
+  char *failure_challenge; /* with failure: that answer's WWW-Authenticate, or NULL */
   const char *idle_reason; /* why nothing can answer once wait says so (static text), or NULL for the default */
 };
 

@@ -195,8 +195,13 @@ static void fail_with_status(http_exchange *x, long status) {
   if (status < 400) buf_printf(&why, " with %s, not JSON-RPC", x->content_type ? x->content_type : "no Content-Type");
   describe_body(&why, &x->pending);
   if (x->challenge) buf_printf(&why, " (WWW-Authenticate: %s)", x->challenge);
-  if (status == 401 && !x->challenge) buf_puts(&why, " (give a token with --bearer-env VAR or --header)");
-  else if (status == 401) buf_puts(&why, "; give a token with --bearer-env VAR or --header 'Authorization: ...'");
+  if (status == 401)
+    buf_puts(&why, "; give a token with --bearer-env VAR (or --header 'Authorization: ...'), or OAuth client "
+                   "credentials with --client-id ID and --client-secret-env VAR or --client-key FILE.pem");
+  if (!c->base.failure) {
+    c->base.failure_status = status;
+    c->base.failure_challenge = x->challenge ? strdup(x->challenge) : NULL;
+  }
   client_conn_fail(&c->base, "%s", why.data);
   buf_free(&why);
 }
