@@ -182,3 +182,16 @@ describe("luamcp call as an OAuth client (oidc-provider)", function()
     end
   end)
 end)
+
+describe("mcp.client_auth's pure pieces", function()
+  it("passes spec/inprocess/client_auth_test.lua under luamcp test", function()
+    local code, out, err = client.sh(LUAMCP .. " test -o TAP --pattern=_test spec/inprocess/client_auth_test.lua </dev/null")
+    assert.are.equal(0, code, out .. err)
+    local passed = 0
+    for line in out:gmatch("[^\n]+") do
+      if line:match("^ok ") then passed = passed + 1 end
+      assert.is_nil(line:match("^not ok .*"), line)
+    end
+    assert.are.equal(5, passed, out)
+  end)
+end)

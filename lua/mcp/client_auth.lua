@@ -214,9 +214,10 @@ local function find_server_metadata(issuer)
   return nil, "no authorization server metadata: " .. table.concat(tried, "; ")
 end
 
--- How to authenticate at the token endpoint: "private_key_jwt",
--- "client_secret_basic", "client_secret_post", or nil and why.
-local function auth_method(opts, server)
+--- How to authenticate at the token endpoint with opts (key_pem or
+--- client_secret) to the server (its metadata): "private_key_jwt",
+--- "client_secret_basic", "client_secret_post", or nil and why.
+function M.auth_method(opts, server)
   local supported = server.token_endpoint_auth_methods_supported
   if opts.key_pem then
     if type(supported) == "table" and not list_has(supported, "private_key_jwt") then
@@ -335,7 +336,7 @@ function M.new(opts)
       state.server, state.issuer = server, issuer
     end
     local method
-    method, why = auth_method(opts, server)
+    method, why = M.auth_method(opts, server)
     if not method then return nil, ("cannot authenticate to %s: %s"):format(issuer, why) end
 
     -- 3. The scope: what the user asked for, what the challenge asks for
