@@ -84,6 +84,13 @@ describe("luamcp call as an OAuth client (oidc-provider)", function()
     assert(line, "oidc-provider did not start:\n" .. proc.stderr)
     p = cjson.decode(line)
     p.proc = proc
+    -- The requests the provider served, per path.
+    function p.stats()
+      proc:send(cjson.encode { stats = true })
+      local answer = proc:read_line(10000)
+      assert(answer, "oidc-provider did not answer:\n" .. proc.stderr)
+      return cjson.decode(answer).hits
+    end
     s = http.start { "--auth-issuer", p.issuer, "--auth-scopes", "notes:read", FIXTURE }
   end)
   teardown(function()
@@ -152,6 +159,67 @@ describe("luamcp call as an OAuth client (oidc-provider)", function()
     assert.truthy(err:find(p.issuer .. "/token", 1, true), err)
     assert.truthy(err:find("HTTP 401 invalid_client", 1, true), err)
     assert_no_secrets(out .. err, "not-the-secret")
+    assert_no_secrets(out .. err, "m2m-secret")
+  end)
+
+  -- A hostile or broken MCP server (Node, below): its 401 leads to a PRM
+  -- for another resource (/mismatch/mcp), or it refuses every token the
+  -- provider gives for it (/refuses/mcp).
+  local FAKE = [[
+const http = require("http"), issuer = process.argv[1];
+const server = http.createServer((req, res) => {
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const which = req.url.includes("mismatch") ? "mismatch" : "refuses";
+  if (req.method === "GET" && req.url.startsWith("/.well-known/oauth-protected-resource/")) {
+    res.setHeader("Content-Type", "application/json");
+    return res.end(JSON.stringify({ authorization_servers: [issuer],
+      resource: which === "mismatch" ? "https://evil.example.com/mcp" : `${base}/refuses/mcp` }));
+  }
+  process.stdout.write(JSON.stringify({ path: req.url, bearer: !!req.headers.authorization }) + "\n");
+  res.statusCode = 401;
+  res.setHeader("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="${base}/.well-known/oauth-protected-resource/${which}/mcp"`);
+  res.end();
+});
+server.listen(0, "127.0.0.1", () => process.stdout.write(JSON.stringify({ port: server.address().port }) + "\n"));
+process.stdin.on("end", () => process.exit(0)).resume();
+]]
+  local function start_fake()
+    local proc = client.spawn({ "-e", FAKE, p.issuer }, { bin = NODE })
+    local line = proc:read_line(30000)
+    assert(line, "the fake server did not start:\n" .. proc.stderr)
+    return proc, ("http://127.0.0.1:%d"):format(cjson.decode(line).port)
+  end
+
+  it("a Protected Resource Metadata for another resource: no credentials sent anywhere", function()
+    local fake, base = start_fake()
+    local before = p.stats()["/token"] or 0
+    local code, out, err = call({ "--http", base .. "/mismatch/mcp", "--client-id", "m2m", "--client-secret-env",
+      "SECRET" }, { SECRET = "m2m-secret" })
+    fake:terminate()
+    assert.are.equal(1, code)
+    assert.truthy(err:find("is for https://evil.example.com/mcp, not " .. base .. "/mismatch/mcp: not sending credentials",
+      1, true), err)
+    assert.are.equal(before, p.stats()["/token"] or 0)
+    assert_no_secrets(out .. err, "m2m-secret")
+  end)
+
+  it("a server that refuses the fresh token: one retry, then a clear failure", function()
+    local fake, base = start_fake()
+    local code, out, err = call({ "--http", base .. "/refuses/mcp", "--client-id", "m2m", "--client-secret-env",
+      "SECRET" }, { SECRET = "m2m-secret" })
+    -- Every request reached the fake before luamcp exited: its lines wait
+    -- in the pipe.
+    local seen = {}
+    for i = 1, 3 do
+      local line = fake:read_line(i <= 2 and 10000 or 200)
+      if line then seen[#seen + 1] = cjson.decode(line) end
+    end
+    fake:terminate()
+    assert.are.equal(1, code)
+    assert.truthy(err:find("refused the access token the authorization server just issued", 1, true), err)
+    assert.are.equal(2, #seen, cjson.encode(seen))
+    assert.is_false(seen[1].bearer)
+    assert.is_true(seen[2].bearer)
     assert_no_secrets(out .. err, "m2m-secret")
   end)
 

@@ -210,13 +210,14 @@ function Client:request(method, params, identity)
   -- extend it.
   local timeout = self.timeout_ms or core.default_timeout_ms
   local deadline = core.now_ms() + timeout
-  local authorized = false
+  local authorized = 0
   while not self.answers[id] do
     local left = math.max(0, deadline - core.now_ms())
     local text, why, kind, status, challenge = self.conn:receive(left)
-    if not text and kind == "failed" and not authorized and self:_authorize(status, challenge) then
-      -- A token now: the same request again, once.
-      authorized = true
+    -- A token now: the same request again (at most twice: a first token,
+    -- then one with more scope; authorize refuses a token that was refused).
+    if not text and kind == "failed" and authorized < 2 and self:_authorize(status, challenge) then
+      authorized = authorized + 1
       ok, err = self:_send({ jsonrpc = "2.0", id = id, method = method, params = params }, identity)
       if not ok then return nil, request_error(method, { code = -32000, message = err }) end
       text, why, kind = nil, nil, nil
