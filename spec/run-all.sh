@@ -291,6 +291,7 @@ else
   export LUAMCP=$release_luamcp
   unset ASAN_OPTIONS UBSAN_OPTIONS AUTH_VERIFIER_DRIVER
   run_counted "MCP conformance suite" spec/conformance.sh
+  run_counted "MCP conformance (client)" spec/conformance_client_run.sh
   # The foreign builds: linux-arm64 under qemu, Windows under wine.
   foreign_all
   run_counted "fuzz smoke (5 s a target)" runtime/tools/fuzz.sh 5

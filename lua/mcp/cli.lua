@@ -79,7 +79,7 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
               it says string; arrays and objects are JSON (tags='["a","b"]'
               or tags=a,b); without a schema type, JSON if it parses
   --json JSON all the arguments as one JSON object
-  --raw       print the whole result as JSON
+  --raw       print the whole result as JSON (without TOOL: the tools)
   --timeout MS how long to wait for the answer (default 60000)
 ]==] .. [==[
   --http URL  the Streamable HTTP server at URL; an error status is
@@ -102,6 +102,27 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --answer key=value  answer a question the server asks (elicitation),
               typed by its schema (repeatable); without it the question
               is asked on the terminal, or cancelled when there is none
+  --accept-defaults  with no terminal, accept a question with the --answer
+              values and the schema's defaults for the rest
+  --protocol-version V  speak only this version: 2026-07-28 (server/discover,
+              no session) or 2025-11-25 and older (initialize). Without it,
+              --http asks server/discover first and falls back to
+              initialize for a server that does not know it; PATH and
+              COMMAND servers are spoken to with initialize
+  --listen    after the call (or instead of one: `luamcp call --http URL
+              --listen`), print the server's notifications as they come
+              until Ctrl-C (2026-07-28: subscriptions/listen; 2025: the
+              session's GET stream)
+
+  In the 2026-07-28 era every request carries its _meta and the
+  MCP-Protocol-Version, Mcp-Method and Mcp-Name headers; a tool's
+  x-mcp-header arguments go as Mcp-Param-* headers, and a tool whose
+  x-mcp-header declarations are invalid is refused (not called). A result
+  that needs input (input_required) is answered as questions are (--root,
+  --answer, the terminal; sampling is refused) and the request sent again.
+  An answer stream that closes early is resumed (GET with Last-Event-ID,
+  after the server's retry delay). Ctrl-C during a call tells the server
+  (notifications/cancelled) and exits with status 130.
 ]==],
   read = [==[
 Usage: luamcp read PATH URI
@@ -217,7 +238,8 @@ end
 -- (true: the option takes a value).
 local CLIENT_FLAGS = {
   ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
-  ["--timeout"] = true, ["--raw"] = false,
+  ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
+  ["--listen"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
   ["--scope"] = true,
 }
@@ -299,9 +321,13 @@ local function connect(command, o)
   if next(target.headers) ~= nil and not o.http then
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
   end
-  target.authorize = oauth_client(command, o)
+  o.authorize = oauth_client(command, o)
   if o.root then target.roots = roots_of(command, o.root) end
-  target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail)
+  target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail, o["accept-defaults"])
+  target.apply_defaults = true
+  target.protocol_version = o["protocol-version"]
+  -- The auth hook (lua/mcp/client_auth.lua adds its flags and sets it).
+  target.authorize = o.authorize
   if o.timeout then
     target.timeout_ms = math.tointeger(tonumber(o.timeout))
     if not target.timeout_ms then fail("luamcp " .. command .. ": --timeout needs a whole number of ms", 2) end
@@ -322,6 +348,7 @@ local function connect(command, o)
       target.path = path
     end
   end
+  core.catch_interrupt()
   local c, err = client.connect(target)
   if not c then fail("luamcp " .. command .. ": " .. err) end
   return c
@@ -442,6 +469,7 @@ local function print_structured(result)
 end
 
 local function rpc_failure(command, err)
+  if err.interrupted then fail("luamcp " .. command .. ": interrupted; the server was told to cancel", 130) end
   local text = string.format("luamcp %s: %s", command, tostring(err.message))
   if err.code and err.code ~= -32000 then text = text .. string.format(" (%s)", tostring(err.code)) end
   if err.data ~= nil then text = text .. "\n" .. pretty(err.data) end
@@ -487,8 +515,21 @@ function commands.call(args)
   if not o then return 0 end
   local c = connect("call", o)
   local name = table.remove(o.words, 1)
+  local function listen()
+    say(paint(2, "2", "listening for the server's notifications (" .. tostring(c.protocol_version) .. "); Ctrl-C ends"))
+    local ok, why = c:listen()
+    c:close()
+    if not ok then fail("luamcp call: the stream ended: " .. tostring(why)) end
+    return 0
+  end
+  if o.listen and not name then return listen() end
   local tools, err = c:list("tools")
   if not tools then rpc_failure("call", err) end
+  if not name and o.raw then
+    print(pretty(json.array(tools)))
+    c:close()
+    return 0
+  end
   if not name then
     list_items("tools", tools, "name")
     if #tools == 0 then print("(no tools)") end
@@ -508,7 +549,7 @@ function commands.call(args)
   end
   local result
   result, err = c:call(name, parse_arguments(o, tool.inputSchema))
-  c:close()
+  if not (result and o.listen) then c:close() end
   if not result then rpc_failure("call", err) end
   if o.raw then
     print(pretty(result))
@@ -517,6 +558,10 @@ function commands.call(args)
   else
     print_content(result.content)
     print_structured(result)
+  end
+  if o.listen then
+    io.stdout:flush()
+    listen()
   end
   return result.isError and 1 or 0
 end
@@ -530,6 +575,11 @@ function commands.read(args)
     local resources, err = c:list("resources")
     if not resources then rpc_failure("read", err) end
     local templates = c:list("resources/templates") or {}
+    if o.raw then
+      print(pretty({ resources = json.array(resources), resourceTemplates = json.array(templates) }))
+      c:close()
+      return 0
+    end
     list_items("resources", resources, "uri")
     list_items("templates", templates, "uriTemplate")
     if #resources + #templates == 0 then print("(no resources)") end
@@ -568,6 +618,11 @@ function commands.prompt(args)
   if not name then
     local prompts, err = c:list("prompts")
     if not prompts then rpc_failure("prompt", err) end
+    if o.raw then
+      print(pretty(json.array(prompts)))
+      c:close()
+      return 0
+    end
     list_items("prompts", prompts, "name")
     if #prompts == 0 then print("(no prompts)") end
     c:close()

@@ -75,8 +75,10 @@ local function ask(name, property, required)
   end
 end
 
---- The elicit handler of a client command. answers: the --answer words.
-function M.elicitation(command, answers, fail)
+--- The elicit handler of a client command. answers: the --answer words;
+--- accept_defaults (--accept-defaults): with no terminal, accept with the
+--- answers given and the schema's defaults for the rest.
+function M.elicitation(command, answers, fail, accept_defaults)
   local given, any = {}, false
   for _, word in ipairs(answers or {}) do
     local key, text = word:match("^([^=]+)=(.*)$")
@@ -105,7 +107,7 @@ function M.elicitation(command, answers, fail)
     local properties = type(schema.properties) == "table" and schema.properties or {}
     local required = {}
     for _, name in ipairs(type(schema.required) == "table" and schema.required or {}) do required[name] = true end
-    if not terminal and not any then
+    if not terminal and not any and not accept_defaults then
       local names = sorted_keys(properties, required)
       local hint = #names > 0 and (" (--answer " .. names[1] .. "=VALUE" .. (#names > 1 and " ..." or "") .. ")") or ""
       return refuse(message, "there is no terminal to ask on and no --answer was given" .. hint)

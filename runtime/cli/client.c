@@ -80,6 +80,18 @@ void client_conn_release(client_conn *c) {
   free(c->ended);
   free(c->failure);
   free(c->failure_challenge);
+  free(c->failure_body);
+}
+
+/* ---- Ctrl-C ------------------------------------------------------------- */
+
+/* Set by SIGINT once catch_interrupt() asked for it: conn:receive returns
+ * "interrupted" so the program can tell the server (cancel) and exit. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int signum) {
+  (void)signum;
+  interrupted = 1;
 }
 
 /* ---- Waiting on the loop ------------------------------------------------ */
@@ -158,15 +170,33 @@ static int push_outcome(lua_State *L, bool ok, buf *err, const char *fallback) {
   return ok ? 1 : 2;
 }
 
-/* conn:send(json [, identity_json]) -> true | nil, message
+/* conn:send(json [, identity_json [, headers]]) -> true | nil, message
  * With an identity (mcp.testing's auth), the message reaches the server as
- * one whose token was verified as that caller: in process only. */
+ * one whose token was verified as that caller: in process only. headers
+ * ({Name = value}) go with this one request (HTTP). */
 static int conn_send(lua_State *L) {
   client_conn *c = check_conn(L);
   size_t len;
   const char *json = luaL_checklstring(L, 2, &len);
   const char *identity = luaL_optstring(L, 3, NULL);
   buf err = BUF_INIT;
+  if (lua_istable(L, 4) && c->ops->send_with && !identity) {
+    enum { MAX_REQUEST_HEADERS = 64 };
+    char *lines[MAX_REQUEST_HEADERS];
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 4) && n < MAX_REQUEST_HEADERS) {
+      const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+      const char *value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+      if (name && value && !strpbrk(name, ":\r\n") && !strpbrk(value, "\r\n")) {
+        if (asprintf(&lines[n], "%s: %s", name, value) >= 0) n++;
+      }
+      lua_pop(L, 1);
+    }
+    bool ok = c->ops->send_with(c, json, len, lines, n, &err);
+    for (int i = 0; i < n; i++) free(lines[i]);
+    return push_outcome(L, ok, &err, "cannot send");
+  }
   if (identity && !c->ops->send_as) {
     buf_puts(&err, "an identity (auth) can only be given to a server loaded in process");
     return push_outcome(L, false, &err, "cannot send");
@@ -186,11 +216,30 @@ static int take_reason(lua_State *L, char **reason, const char *kind, bool clear
   return 3;
 }
 
+/* A failed request: nil, why, "failed", status, challenge, body. */
+static int take_failure(lua_State *L, client_conn *c) {
+  take_reason(L, &c->failure, "failed", true);
+  if (c->failure_status) lua_pushinteger(L, c->failure_status);
+  else lua_pushnil(L);
+  if (c->failure_challenge) lua_pushstring(L, c->failure_challenge);
+  else lua_pushnil(L);
+  if (c->failure_body) lua_pushstring(L, c->failure_body);
+  else lua_pushnil(L);
+  free(c->failure_challenge);
+  free(c->failure_body);
+  c->failure_challenge = c->failure_body = NULL;
+  c->failure_status = 0;
+  return 6;
+}
+
 /* conn:receive([timeout_ms]) -> json | nil, why, kind
  * kind: "ended" (no more messages will come), "failed" (the transport
- * failed the last request; then also the HTTP status or nil, and the
- * WWW-Authenticate challenge or nil), "timeout", or "idle" (nothing left running
- * that could ever answer). Lets the loop turn until a message comes. */
+ * failed the last request; then also the HTTP status, WWW-Authenticate
+ * and body when there was one), "stream_ended" (HTTP: an SSE answer
+ * stream ended; conn:stream_state says where to resume), "timeout",
+ * "interrupted" (Ctrl-C, once
+ * catch_interrupt() was called), or "idle" (nothing left running that
+ * could ever answer). Lets the loop turn until a message comes. */
 static int conn_receive(lua_State *L) {
   client_conn *c = check_conn(L);
   lua_Integer timeout = luaL_optinteger(L, 2, CLIENT_DEFAULT_TIMEOUT_MS);
@@ -205,19 +254,22 @@ static int conn_receive(lua_State *L) {
       free(m);
       return 1;
     }
-    if (c->failure) {
-      /* An HTTP status (and its WWW-Authenticate) lets the Lua client
-       * authorize and retry (lua/mcp/client_auth.lua). */
-      take_reason(L, &c->failure, "failed", true);
-      if (c->failure_status) lua_pushinteger(L, c->failure_status);
-      else lua_pushnil(L);
-      lua_pushstring(L, c->failure_challenge);
-      free(c->failure_challenge);
-      c->failure_challenge = NULL;
-      c->failure_status = 0;
-      return 5;
-    }
+    if (c->failure) return take_failure(L, c);
     if (c->ended) return take_reason(L, &c->ended, "ended", false);
+    if (c->stream_ended) {
+      c->stream_ended = false;
+      lua_pushnil(L);
+      lua_pushliteral(L, "an answer stream ended");
+      lua_pushliteral(L, "stream_ended");
+      return 3;
+    }
+    if (interrupted) {
+      interrupted = 0;
+      lua_pushnil(L);
+      lua_pushliteral(L, "interrupted");
+      lua_pushliteral(L, "interrupted");
+      return 3;
+    }
     uint64_t now = uv_hrtime();
     if (timeout >= 0 && now >= deadline && waited) {
       lua_pushnil(L);
@@ -227,6 +279,7 @@ static int conn_receive(lua_State *L) {
     }
     int left = timeout < 0 ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
     waited = true;
+    if (left < 0 || left > 250) left = 250; /* a Ctrl-C is seen within a quarter second */
     if (!c->ops->wait(c, left) && !c->inbox && !c->failure && !c->ended) {
       lua_pushnil(L);
       lua_pushstring(L, c->idle_reason ? c->idle_reason
@@ -252,6 +305,51 @@ static int conn_set_header(lua_State *L) {
   const char *name = luaL_checkstring(L, 2), *value = luaL_checkstring(L, 3);
   if (strpbrk(name, ":\r\n") || strpbrk(value, "\r\n")) return luaL_error(L, "a header name or value with a newline or a colon in the name");
   if (c->ops->set_header) c->ops->set_header(c, name, value);
+  return 0;
+}
+
+/* conn:get_stream([last_event_id [, delay_ms]]) -> true | nil, why (HTTP):
+ * a GET stream: resuming after last_event_id, or the standalone one. */
+static int conn_get_stream(lua_State *L) {
+  client_conn *c = check_conn(L);
+  const char *last = luaL_optstring(L, 2, NULL);
+  lua_Integer delay = luaL_optinteger(L, 3, 0);
+  if (!c->ops->get_stream) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "only an HTTP connection has GET streams");
+    return 2;
+  }
+  if (delay < 0) delay = 0;
+  if (delay > CLIENT_DEFAULT_TIMEOUT_MS) delay = CLIENT_DEFAULT_TIMEOUT_MS;
+  buf err = BUF_INIT;
+  bool ok = c->ops->get_stream(c, last, (int)delay, &err);
+  return push_outcome(L, ok, &err, "cannot open the stream");
+}
+
+/* conn:stream_state() -> last_event_id|nil, retry_ms|nil, streams_ended */
+static int conn_stream_state(lua_State *L) {
+  client_conn *c = check_conn(L);
+  const char *last = NULL;
+  long retry = -1;
+  int ended = 0;
+  if (c->ops->stream_state) c->ops->stream_state(c, &last, &retry, &ended);
+  if (last) lua_pushstring(L, last);
+  else lua_pushnil(L);
+  if (retry >= 0) lua_pushinteger(L, retry);
+  else lua_pushnil(L);
+  lua_pushinteger(L, ended);
+  return 3;
+}
+
+/* catch_interrupt(): from now on Ctrl-C does not kill the program; the
+ * waiting conn:receive returns nil, "interrupted", "interrupted". */
+static int l_catch_interrupt(lua_State *L) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  (void)L;
   return 0;
 }
 
@@ -367,6 +465,7 @@ static int l_executable(lua_State *L) {
 static int luaopen_client(lua_State *L) {
   static const luaL_Reg conn_methods[] = {
       {"send", conn_send},       {"receive", conn_receive}, {"reload", conn_reload},
+      {"get_stream", conn_get_stream}, {"stream_state", conn_stream_state},
       {"set_header", conn_set_header}, {"close", conn_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, CONN_MT);
@@ -392,6 +491,7 @@ static int luaopen_client(lua_State *L) {
       {"exists", l_exists},
       {"realpath", l_realpath},
       {"executable", l_executable},
+      {"catch_interrupt", l_catch_interrupt},
       {NULL, NULL},
   };
   luaL_newlib(L, fns);

@@ -46,6 +46,16 @@ typedef struct client_conn_ops {
   bool (*reload)(client_conn *c, buf *err);
   /* Set a header sent with every later request (HTTP only; NULL elsewhere). */
   void (*set_header)(client_conn *c, const char *name, const char *value);
+  /* Send one message with extra headers ("Name: value" lines) for this
+   * request only (HTTP only; NULL elsewhere: send is used, headers dropped). */
+  bool (*send_with)(client_conn *c, const char *json, size_t len, char *const *lines, int n, buf *err);
+  /* Open a GET stream (HTTP only): after delay_ms, with Last-Event-ID when
+   * last_event_id is given (resuming a stream that closed), else the
+   * standalone stream. False with the reason in err. */
+  bool (*get_stream)(client_conn *c, const char *last_event_id, int delay_ms, buf *err);
+  /* The SSE state (HTTP only): the last event id seen (or NULL), the
+   * server's retry delay (ms, or -1), and how many streams ended cleanly. */
+  void (*stream_state)(client_conn *c, const char **last_event_id, long *retry_ms, int *streams_ended);
   /* End the connection and free it (and the server, in process). */
   void (*close)(client_conn *c);
 } client_conn_ops;
@@ -58,8 +68,10 @@ struct client_conn {
   client_message *inbox, *inbox_tail;
   char *ended;   /* why no more messages will come (the server exited, the stream closed), or NULL */
   char *failure; /* a transport error for the request just sent (HTTP status, refused connection), or NULL */
-  long failure_status;     /* with failure: the HTTP status that caused it, or 0 */
-  char *failure_challenge; /* with failure: that answer's WWW-Authenticate, or NULL */
+  long failure_status;     /* HTTP: the status of that failure, or 0 */
+  char *failure_challenge; /* HTTP: its WWW-Authenticate, or NULL */
+  char *failure_body;      /* HTTP: its body (a JSON-RPC error, an OAuth error), or NULL */
+  bool stream_ended;       /* HTTP: an answer stream ended (reported once by receive as "stream_ended") */
   const char *idle_reason; /* why nothing can answer once wait says so (static text), or NULL for the default */
 };
 

@@ -11,10 +11,12 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "app/curl_lib.h"
 #include "cli/client_conn.h"
@@ -39,6 +41,9 @@ typedef struct http_exchange {
   char *status_line;  /* "401 Unauthorized", from the last response's first line */
   char *challenge;    /* its WWW-Authenticate, or NULL */
   char *content_type; /* its Content-Type, or NULL */
+  char *last_event_id; /* SSE: the id: of this stream's last event, or NULL */
+  bool resumable;      /* a POST's answer, or a GET resuming one: its end may leave a request unanswered */
+  bool quiet;          /* the standalone GET: an error status is no request's failure */
   struct http_exchange *next;
 } http_exchange;
 
@@ -52,6 +57,9 @@ struct http_conn {
   char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
   int extra_count;
   http_exchange *exchanges;
+  char *last_event_id; /* the last event id of the last answer stream that ended, or NULL (for Last-Event-ID) */
+  long retry_ms;       /* the server's retry: delay, or -1 */
+  int streams_ended;   /* SSE streams that ended cleanly (the caller may resume one) */
   char idle_reason[300]; /* what the last answer was, for a request it did not answer */
 };
 
@@ -70,7 +78,26 @@ static void sse_line(http_exchange *x, const char *line, size_t len) {
     if (n && *v == ' ') v++, n--;
     if (x->event_data.len) buf_putc(&x->event_data, '\n');
     buf_append(&x->event_data, v, n);
-  } /* event:, id:, retry: and comments carry nothing a message needs */
+  } else if (len >= 3 && memcmp(line, "id:", 3) == 0) {
+    /* Remembered for resuming the stream (Last-Event-ID). */
+    const char *v = line + 3;
+    size_t n = len - 3;
+    if (n && *v == ' ') v++, n--;
+    if (n < 1024 && !memchr(v, '\0', n)) {
+      free(x->last_event_id);
+      x->last_event_id = strndup(v, n);
+    }
+  } else if (len >= 6 && memcmp(line, "retry:", 6) == 0) {
+    char digits[24];
+    size_t n = len - 6;
+    const char *v = line + 6;
+    if (n && *v == ' ') v++, n--;
+    if (n > 0 && n < sizeof digits && strspn(v, "0123456789") >= n) {
+      memcpy(digits, v, n);
+      digits[n] = '\0';
+      x->conn->retry_ms = strtol(digits, NULL, 10);
+    }
+  } /* event: and comments carry nothing a message needs */
 }
 
 static size_t on_body(char *data, size_t size, size_t count, void *arg) {
@@ -158,6 +185,7 @@ static void exchange_free(http_exchange *x) {
   free(x->status_line);
   free(x->challenge);
   free(x->content_type);
+  free(x->last_event_id);
   free(x);
 }
 
@@ -199,10 +227,12 @@ static void fail_with_status(http_exchange *x, long status) {
     buf_puts(&why, "; give a token with --bearer-env VAR (or --header 'Authorization: ...'), or OAuth client "
                    "credentials with --client-id ID and --client-secret-env VAR or --client-key FILE.pem");
   if (!c->base.failure) {
+    client_conn_fail(&c->base, "%s", why.data);
+    /* The same failure, structured: for the auth hook and era fallback. */
     c->base.failure_status = status;
     c->base.failure_challenge = x->challenge ? strdup(x->challenge) : NULL;
+    c->base.failure_body = x->pending.len ? strndup(x->pending.data, x->pending.len) : NULL;
   }
-  client_conn_fail(&c->base, "%s", why.data);
   buf_free(&why);
 }
 
@@ -213,7 +243,9 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   c->api->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
   snprintf(c->idle_reason, sizeof c->idle_reason, "%s answered HTTP %s%s without a response to the request", c->url,
            x->status_line ? x->status_line : "", x->sse ? " (an SSE stream that ended)" : "");
-  if (result != CURLE_OK) {
+  if (x->quiet && (result != CURLE_OK || status >= 400 || !x->sse)) {
+    /* The standalone GET stream is an offer the server may refuse (405). */
+  } else if (result != CURLE_OK) {
     client_conn_fail(&c->base, "cannot reach %s: %s", c->url, c->api->easy_strerror(result));
   } else if (status >= 400) {
     /* Whatever the body (a JSON-RPC error with a null id, an OAuth error,
@@ -222,6 +254,14 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   } else if (x->sse) {
     if (x->pending.len) sse_line(x, x->pending.data, x->pending.len);
     sse_line(x, "", 0);
+    if (x->resumable) {
+      /* An answer stream ended: the request may still be unanswered, and
+       * the caller may resume it from this stream's last event. */
+      c->streams_ended++;
+      free(c->last_event_id);
+      c->last_event_id = x->last_event_id ? strdup(x->last_event_id) : NULL;
+      c->base.stream_ended = true;
+    }
   } else if (x->json && x->pending.len) {
     client_conn_deliver(&c->base, x->pending.data, x->pending.len);
   } else if (x->pending.len) {
@@ -243,15 +283,17 @@ static void collect_finished(http_conn *c) {
 
 /* ---- Requests -------------------------------------------------------- */
 
-static http_exchange *exchange_new(http_conn *c, const char *method, const char *json, size_t len) {
+static http_exchange *exchange_new(http_conn *c, const char *method, const char *json, size_t len,
+                                   char *const *lines, int nlines) {
   http_exchange *x = calloc(1, sizeof *x);
   x->conn = c;
   x->easy = c->api->easy_init();
   const curl_api *api = c->api;
   struct curl_slist *h = NULL;
-  h = api->slist_append(h, "Content-Type: application/json");
-  h = api->slist_append(h, "Accept: application/json, text/event-stream");
+  if (json) h = api->slist_append(h, "Content-Type: application/json");
+  h = api->slist_append(h, json ? "Accept: application/json, text/event-stream" : "Accept: text/event-stream");
   for (int i = 0; i < c->extra_count; i++) h = api->slist_append(h, c->extra[i]);
+  for (int i = 0; i < nlines; i++) h = api->slist_append(h, lines[i]);
   if (c->session_id) {
     buf line = BUF_INIT;
     buf_printf(&line, "Mcp-Session-Id: %s", c->session_id);
@@ -285,8 +327,46 @@ static http_exchange *exchange_new(http_conn *c, const char *method, const char 
 
 static bool http_send(client_conn *base, const char *json, size_t len, buf *err) {
   (void)err;
-  exchange_new((http_conn *)base, "POST", json, len);
+  exchange_new((http_conn *)base, "POST", json, len, NULL, 0)->resumable = true;
   return true;
+}
+
+static bool http_send_with(client_conn *base, const char *json, size_t len, char *const *lines, int n, buf *err) {
+  (void)err;
+  exchange_new((http_conn *)base, "POST", json, len, lines, n)->resumable = true;
+  return true;
+}
+
+/* Sleep in slices, so a Ctrl-C (which interrupts nanosleep) is not held up
+ * for long: the caller sees it on its next receive. */
+static void pause_ms(int ms) {
+  while (ms > 0) {
+    int slice = ms > 100 ? 100 : ms;
+    struct timespec ts = {slice / 1000, (long)(slice % 1000) * 1000000L};
+    if (nanosleep(&ts, NULL) != 0) return;
+    ms -= slice;
+  }
+}
+
+static bool http_get_stream(client_conn *base, const char *last_event_id, int delay_ms, buf *err) {
+  (void)err;
+  http_conn *c = (http_conn *)base;
+  pause_ms(delay_ms);
+  char *line = NULL;
+  int n = 0;
+  if (last_event_id && asprintf(&line, "Last-Event-ID: %s", last_event_id) >= 0) n = 1;
+  http_exchange *x = exchange_new(c, "GET", NULL, 0, &line, n);
+  x->resumable = last_event_id != NULL;
+  x->quiet = last_event_id == NULL;
+  free(line);
+  return true;
+}
+
+static void http_stream_state(client_conn *base, const char **last_event_id, long *retry_ms, int *streams_ended) {
+  http_conn *c = (http_conn *)base;
+  *last_event_id = c->last_event_id;
+  *retry_ms = c->retry_ms;
+  *streams_ended = c->streams_ended;
 }
 
 static bool http_wait(client_conn *base, int timeout_ms) {
@@ -317,19 +397,36 @@ static void http_set_header(client_conn *base, const char *name, const char *val
   else buf_free(&line);
 }
 
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void http_close(client_conn *base) {
   http_conn *c = (http_conn *)base;
   /* Streams still open (a call we stopped waiting for) are dropped, then
    * the server is told the session is over (the spec's DELETE), briefly. */
+  /* A message just sent (a notifications/cancelled after Ctrl-C) still
+   * goes out: POSTs the server has not begun to answer get a short grace. */
+  uint64_t until = now_ms() + CLIENT_CHILD_GRACE_MS;
+  for (;;) {
+    bool unsent = false;
+    for (http_exchange *x = c->exchanges; x; x = x->next)
+      if (x->body && !x->status_line) unsent = true;
+    if (!unsent || now_ms() >= until) break;
+    http_wait(base, 50);
+  }
   while (c->exchanges) exchange_free(c->exchanges);
   if (c->session_id) {
-    http_exchange *x = exchange_new(c, "DELETE", NULL, 0);
+    http_exchange *x = exchange_new(c, "DELETE", NULL, 0, NULL, 0);
     c->api->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)CLIENT_CHILD_GRACE_MS);
     while (c->exchanges) http_wait(base, 100);
   }
   c->api->multi_cleanup(c->multi);
   for (int i = 0; i < c->extra_count; i++) free(c->extra[i]);
   free(c->session_id);
+  free(c->last_event_id);
   free(c->url);
   client_conn_release(base);
   free(c);
@@ -339,6 +436,9 @@ static const client_conn_ops HTTP_OPS = {
     .send = http_send,
     .wait = http_wait,
     .set_header = http_set_header,
+    .send_with = http_send_with,
+    .get_stream = http_get_stream,
+    .stream_state = http_stream_state,
     .close = http_close,
 };
 
@@ -358,6 +458,7 @@ client_conn *client_http_open(const char *url, buf *err) {
   c->api = api;
   c->multi = api->multi_init();
   c->url = strdup(url);
+  c->retry_ms = -1;
   snprintf(c->idle_reason, sizeof c->idle_reason, "%s ended its answer without a response to the request", url);
   c->base.idle_reason = c->idle_reason;
   return &c->base;

