@@ -18,7 +18,8 @@
 --   local token, err = authorize { status = 401, challenge = "Bearer ...", url = "http://host/mcp" }
 --
 -- The token is kept for the connection; a second 401 once a token was
--- given is a failure (never a loop). Neither the secret nor the token is
+-- given is a failure (never a loop), unless the token's expires_in has
+-- passed (then a new one is fetched). Neither the secret nor the token is
 -- ever part of a message.
 
 local core = require "luamcp.client"
@@ -298,6 +299,10 @@ function M.new(opts)
   return function(info)
     local challenge = M.parse_challenge(info.challenge)
     local step_up = info.status == 403 and challenge.error == "insufficient_scope"
+    if state.token and not step_up and state.expires_at and os.time() >= state.expires_at then
+      -- The token ran out (a long --listen): a new one, as if from the start.
+      state.token, state.tokens, state.expires_at = nil, 0, nil
+    end
     if state.token and not step_up then
       return nil, ("%s refused the access token the authorization server just issued (HTTP %s%s)"):format(
         info.url, tostring(info.status),
@@ -367,6 +372,8 @@ function M.new(opts)
     answer, why = request_token(opts, server, method, resource, scope)
     if not answer then return nil, why end
     state.token, state.scope, state.tokens = answer.access_token, scope, state.tokens + 1
+    local lifetime = math.tointeger(answer.expires_in)
+    state.expires_at = lifetime and lifetime > 0 and os.time() + lifetime or nil
     return answer.access_token
   end
 end
