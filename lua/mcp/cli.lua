@@ -244,8 +244,13 @@ local CLIENT_FLAGS = {
   ["--scope"] = true,
 }
 
-local function print_notification(message)
+local function print_notification(message, every)
   local p = message.params or {}
+  if every and message.method ~= "notifications/message" and message.method ~= "notifications/progress" then
+    -- --listen: every notification, one line each.
+    say(paint(2, "2", tostring(message.method) .. (next(p) ~= nil and (" " .. json.encode(p)) or "")))
+    return
+  end
   if message.method == "notifications/message" then
     local data = type(p.data) == "string" and p.data or pretty(p.data)
     say(paint(2, "2", string.format("[%s]%s %s", tostring(p.level), p.logger and (" " .. p.logger .. ":") or "", data)))
@@ -308,7 +313,7 @@ end
 -- Connect to what the options name; the first word is PATH unless --http
 -- or -- named the server.
 local function connect(command, o)
-  local target = { headers = o.headers, on_notification = print_notification }
+  local target = { headers = o.headers, on_notification = function(m) print_notification(m, o.listen) end }
   if o["bearer-env"] then
     local var = o["bearer-env"]
     local token = os.getenv(var)

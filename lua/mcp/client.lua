@@ -348,10 +348,17 @@ end
 --- Send a request and wait for its answer. Returns the result, or nil and
 --- a RequestError ({method, code, message, data}; a transport failure has
 --- code -32000 and says what failed). identity: who this one request
---- comes from (in process; JSON text), instead of the client's. An
---- input_required result is answered with the client's handlers and the
---- request sent again (new id, bounded rounds).
+--- comes from (in process; JSON text), instead of the client's. The result
+--- is the server's as it is (an input_required one too: Client:complete
+--- answers those).
 function Client:request(method, params, identity, extra_headers)
+  return self:_request_raw(method, params, identity, extra_headers)
+end
+
+--- Like request, but an input_required result is answered with the
+--- client's handlers and the request sent again (new id, bounded rounds),
+--- until the result is complete.
+function Client:_complete_request(method, params, identity, extra_headers)
   local round = 0
   local current = params
   while true do
@@ -403,7 +410,7 @@ function Client:list(kind)
 end
 
 --- The tool named name, from the last tools/list (listed now if none was).
-function Client:tool(name)
+function Client:_tool(name)
   if not self.tool_index then
     local tools = self:list("tools")
     if not tools then return nil end
@@ -418,7 +425,7 @@ function Client:call(name, arguments)
   arguments = core.object(arguments or {})
   local extra
   if self.era == "modern" then
-    local tool = self:tool(name)
+    local tool = self:_tool(name)
     if tool then
       local declarations, why = proto.header_declarations(tool.inputSchema)
       if not declarations then
@@ -428,7 +435,7 @@ function Client:call(name, arguments)
       extra = proto.param_headers(declarations, arguments)
     end
   end
-  return self:request("tools/call", with_progress(self, { name = name, arguments = arguments }), nil, extra)
+  return self:_complete_request("tools/call", with_progress(self, { name = name, arguments = arguments }), nil, extra)
 end
 
 --- Watch the server's notifications (each goes to on_notification) until
@@ -465,11 +472,11 @@ function Client:listen(uris)
 end
 
 function Client:read(uri)
-  return self:request("resources/read", { uri = uri })
+  return self:_complete_request("resources/read", { uri = uri })
 end
 
 function Client:prompt(name, arguments)
-  return self:request("prompts/get", { name = name, arguments = core.object(arguments or {}) })
+  return self:_complete_request("prompts/get", { name = name, arguments = core.object(arguments or {}) })
 end
 
 --- completion/complete. ref: {type = "ref/prompt", name = ...} or
