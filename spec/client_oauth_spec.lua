@@ -243,11 +243,14 @@ process.stdin.on("end", () => process.exit(0)).resume();
       { { "--client-id", "m2m", "--client-secret-env", "UNSET_FOR_THIS_SPEC" }, "is not set" },
       { { "--client-id", "m2m", "--client-key", dir .. "/ec.pem", "--client-key-alg", "HS256" }, "ES256 or RS256" },
       { { "--client-id", "m2m", "--client-key", dir .. "/missing.pem" }, "--client-key:" },
+      { { "--assertion-env", "UNSET_FOR_THIS_SPEC" }, "--assertion-env UNSET_FOR_THIS_SPEC: the variable" },
+      { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--bearer-env", "SECRET" }, "not both",
+        { SECRET = "m2m-secret" } },
     }
     for _, case in ipairs(cases) do
       local args = { "--http", s.url }
       for _, a in ipairs(case[1]) do args[#args + 1] = a end
-      local code, _, err = call(args)
+      local code, _, err = call(args, case[3])
       assert.are.equal(2, code, err)
       assert.truthy(err:find(case[2], 1, true), err)
     end

@@ -62,7 +62,8 @@ case "$scenario" in
   auth/*)
     # luamcp call as an OAuth client: the pre-registered client's
     # credentials come in the context (client_id with client_secret, or
-    # private_key_pem and signing_algorithm for private_key_jwt); the
+    # private_key_pem and signing_algorithm for private_key_jwt, or a
+    # workload's valid_jwt for the JWT bearer grant); the
     # secret goes through the environment, the key through a file of our
     # own, never argv. Scenarios without credentials need the interactive
     # flows (authorization code, dynamic registration), which luamcp call
@@ -70,7 +71,12 @@ case "$scenario" in
     ctx() { "$NODE" -e 'const v = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}")[process.argv[1]];
       if (typeof v === "string") process.stdout.write(v)' "$1"; }
     id=$(ctx client_id) secret=$(ctx client_secret) pem=$(ctx private_key_pem) alg=$(ctx signing_algorithm)
+    jwt=$(ctx valid_jwt) # workload identity federation: the JWT bearer grant
     flags=()
+    if [ -n "$jwt" ]; then
+      export MCP_CONFORMANCE_ASSERTION=$jwt
+      flags+=(--assertion-env MCP_CONFORMANCE_ASSERTION)
+    fi
     [ -n "$id" ] && flags+=(--client-id "$id")
     if [ -n "$secret" ]; then
       export MCP_CONFORMANCE_CLIENT_SECRET=$secret

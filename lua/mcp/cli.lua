@@ -95,6 +95,9 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
               client_secret_post, as the authorization server takes)
   --client-key FILE.pem  or its private key, for private_key_jwt
   --client-key-alg ES256|RS256  how the key signs (default ES256)
+  --assertion-env VAR  a JWT the workload holds (a CI or cluster OIDC
+              token), in $VAR: the JWT bearer grant (RFC 7523) instead,
+              --client-id optional
   --scope 'S ...'  the scope to ask for (default: what the server's 401
               asks for, else all its Protected Resource Metadata lists)
   --header 'Name: value'  send this header too (repeatable)
@@ -132,8 +135,8 @@ Usage: luamcp read PATH URI
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
-  --client-key-alg, --scope, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --client-key-alg, --assertion-env, --scope, --header, --root, --answer,
+  --timeout: as for luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -142,8 +145,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   list the prompts.
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
-  --client-key-alg, --scope, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --client-key-alg, --assertion-env, --scope, --header, --root, --answer,
+  --timeout: as for luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -241,7 +244,7 @@ local CLIENT_FLAGS = {
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
   ["--listen"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
-  ["--scope"] = true,
+  ["--scope"] = true, ["--assertion-env"] = true,
 }
 
 local function print_notification(message, every)
@@ -273,26 +276,39 @@ local function roots_of(command, dirs)
   return roots
 end
 
--- --client-id with --client-secret-env or --client-key: an authorize
--- function for client.connect (mcp.client_auth), or nil without them.
+-- A secret from the environment variable the flag names (usage error
+-- when unset or empty).
+local function from_env(command, flag, var)
+  local value = os.getenv(var)
+  if value == nil or value == "" then
+    fail(("luamcp %s: %s %s: the variable %s is %s"):format(command, flag, var, var,
+      value == nil and "not set" or "empty"), 2)
+  end
+  return value
+end
+
+-- --client-id with --client-secret-env or --client-key, or --assertion-env:
+-- an authorize function for client.connect (mcp.client_auth), or nil
+-- without them.
 local function oauth_client(command, o)
   local given = o["client-id"] or o["client-secret-env"] or o["client-key"] or o["client-key-alg"] or o.scope
+    or o["assertion-env"]
   if not given then return nil end
   local function usage_error(text) fail("luamcp " .. command .. ": " .. text, 2) end
   if not o.http then usage_error("--client-id and its options are for a server reached with --http URL") end
-  if o["bearer-env"] then usage_error("give either --bearer-env or --client-id, not both") end
-  if not o["client-id"] then usage_error("--client-secret-env, --client-key and --scope need --client-id ID") end
+  if o["bearer-env"] then usage_error("give either --bearer-env or OAuth client options, not both") end
+  if not o["client-id"] and not o["assertion-env"] then
+    usage_error("--client-secret-env, --client-key and --scope need --client-id ID (or --assertion-env VAR)")
+  end
   local opts = { client_id = o["client-id"], scope = o.scope }
+  if o["assertion-env"] then opts.assertion = from_env(command, "--assertion-env", o["assertion-env"]) end
+  if (o["client-secret-env"] or o["client-key"]) and not o["client-id"] then
+    usage_error("--client-secret-env and --client-key need --client-id ID")
+  end
   if o["client-secret-env"] and o["client-key"] then
     usage_error("give either --client-secret-env or --client-key, not both")
   elseif o["client-secret-env"] then
-    local var = o["client-secret-env"]
-    local secret = os.getenv(var)
-    if secret == nil or secret == "" then
-      usage_error(("--client-secret-env %s: the variable %s is %s"):format(var, var,
-        secret == nil and "not set" or "empty"))
-    end
-    opts.client_secret = secret
+    opts.client_secret = from_env(command, "--client-secret-env", o["client-secret-env"])
   elseif o["client-key"] then
     local file = o["client-key"]
     local f, err = io.open(file, "rb")
@@ -303,8 +319,9 @@ local function oauth_client(command, o)
     opts.key_pem = pem
     opts.key_alg = o["client-key-alg"] or "ES256"
     if opts.key_alg ~= "ES256" and opts.key_alg ~= "RS256" then usage_error("--client-key-alg must be ES256 or RS256") end
-  else
-    usage_error("--client-id needs --client-secret-env VAR or --client-key FILE.pem (only the client credentials grant is supported)")
+  elseif not opts.assertion then
+    usage_error("--client-id needs --client-secret-env VAR or --client-key FILE.pem, or a JWT with --assertion-env"
+      .. " VAR (the interactive flows are not supported)")
   end
   if o["client-key-alg"] and not o["client-key"] then usage_error("--client-key-alg goes with --client-key") end
   return require("mcp.client_auth").new(opts)

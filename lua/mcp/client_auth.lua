@@ -1,7 +1,9 @@
 -- mcp.client_auth: luamcp call as an OAuth client, for what a shell client
 -- can do without a browser: the client credentials grant (RFC 6749 4.4)
 -- with a pre-registered client, authenticated by client_secret_basic,
--- client_secret_post or private_key_jwt (RFC 7523). The interactive flows
+-- client_secret_post or private_key_jwt (RFC 7523), or the JWT bearer grant
+-- (RFC 7523 2.1) with a JWT the workload holds (workload identity
+-- federation: a CI or cluster OIDC token). The interactive flows
 -- (authorization code with a browser, dynamic registration) are not here.
 --
 -- Everything is found from the MCP server's 401, as the MCP authorization
@@ -27,6 +29,7 @@ local core = require "luamcp.client"
 local M = {}
 
 local JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+local JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 -- How long a client assertion is valid (RFC 7523 3: short).
 local ASSERTION_LIFETIME_S = 300
 
@@ -216,10 +219,13 @@ local function find_server_metadata(issuer)
 end
 
 --- How to authenticate at the token endpoint with opts (key_pem or
---- client_secret) to the server (its metadata): "private_key_jwt",
---- "client_secret_basic", "client_secret_post", or nil and why.
+--- client_secret, or only an assertion) to the server (its metadata):
+--- "private_key_jwt", "client_secret_basic", "client_secret_post", "none"
+--- (a JWT bearer grant with no client secret: the assertion is the proof),
+--- or nil and why.
 function M.auth_method(opts, server)
   local supported = server.token_endpoint_auth_methods_supported
+  if opts.assertion and not opts.key_pem and not opts.client_secret then return "none" end
   if opts.key_pem then
     if type(supported) == "table" and not list_has(supported, "private_key_jwt") then
       return nil, ("the authorization server does not take private_key_jwt (it takes %s)"):format(
@@ -251,12 +257,15 @@ end
 -- POST the client credentials grant: the token answer, or nil and why.
 local function request_token(opts, server, method, resource, scope)
   local endpoint = server.token_endpoint
-  local fields = { { "grant_type", "client_credentials" }, { "resource", resource }, { "scope", scope } }
+  local fields = { { "grant_type", opts.assertion and JWT_BEARER_GRANT or "client_credentials" },
+    { "assertion", opts.assertion }, { "resource", resource }, { "scope", scope } }
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }
   if method == "client_secret_basic" then
     -- RFC 6749 2.3.1: each part form-encoded before the base64.
     headers.Authorization = "Basic " .. core.base64_encode(form_escape(opts.client_id) .. ":"
       .. form_escape(opts.client_secret))
+  elseif method == "none" then
+    fields[#fields + 1] = { "client_id", opts.client_id }
   elseif method == "client_secret_post" then
     fields[#fields + 1] = { "client_id", opts.client_id }
     fields[#fields + 1] = { "client_secret", opts.client_secret }
@@ -270,8 +279,9 @@ local function request_token(opts, server, method, resource, scope)
   local answer, err = core.oauth_fetch { method = "POST", url = endpoint, headers = headers, body = form(fields) }
   if not answer then return nil, ("the token request to %s failed: %s"):format(endpoint, err) end
   if answer.status ~= 200 then
-    return nil, ("the token endpoint %s refused the client credentials (%s, %s): %s"):format(endpoint,
-      method, "client " .. opts.client_id, describe(answer))
+    return nil, ("the token endpoint %s refused the %s (%s%s): %s"):format(endpoint,
+      opts.assertion and "JWT bearer assertion" or "client credentials", method,
+      opts.client_id and (", client " .. opts.client_id) or "", describe(answer))
   end
   local doc = core.json_decode(answer.body)
   if type(doc) ~= "table" or type(doc.access_token) ~= "string" or doc.access_token == "" then
@@ -290,9 +300,11 @@ end
 
 --- An authorize function for mcp.client.connect's target.authorize.
 --- opts: client_id, and client_secret or key_pem (+ key_alg "ES256" |
---- "RS256"); scope (else the challenge's, else the PRM's scopes_supported).
+--- "RS256"); or assertion (a JWT: the JWT bearer grant; client_id then
+--- optional); scope (else the challenge's, else the PRM's
+--- scopes_supported).
 function M.new(opts)
-  assert(opts.client_id, "client_auth.new needs client_id")
+  assert(opts.client_id or opts.assertion, "client_auth.new needs client_id or assertion")
   opts.key_alg = opts.key_alg or "ES256"
   local state = { tokens = 0 }
 

@@ -57,5 +57,8 @@ describe("mcp.client_auth", function()
     none, why = auth.auth_method(key, { token_endpoint_auth_methods_supported = { "client_secret_basic" } })
     assert.is_nil(none)
     assert.truthy(why:find("does not take private_key_jwt", 1, true))
+    -- The JWT bearer grant with no client secret: the assertion is the proof.
+    assert.are.equal("none", auth.auth_method({ assertion = "a.b.c" }, {}))
+    assert.are.equal("client_secret_basic", auth.auth_method({ assertion = "a.b.c", client_secret = "s" }, {}))
   end)
 end)
