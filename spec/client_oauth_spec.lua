@@ -244,6 +244,8 @@ process.stdin.on("end", () => process.exit(0)).resume();
       { { "--client-id", "m2m", "--client-key", dir .. "/ec.pem", "--client-key-alg", "HS256" }, "ES256 or RS256" },
       { { "--client-id", "m2m", "--client-key", dir .. "/missing.pem" }, "--client-key:" },
       { { "--assertion-env", "UNSET_FOR_THIS_SPEC" }, "--assertion-env UNSET_FOR_THIS_SPEC: the variable" },
+      { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--id-token-env", "SECRET" },
+        "--id-token-env and --idp-issuer go together", { SECRET = "m2m-secret" } },
       { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--bearer-env", "SECRET" }, "not both",
         { SECRET = "m2m-secret" } },
     }

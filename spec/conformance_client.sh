@@ -62,8 +62,9 @@ case "$scenario" in
   auth/*)
     # luamcp call as an OAuth client: the pre-registered client's
     # credentials come in the context (client_id with client_secret, or
-    # private_key_pem and signing_algorithm for private_key_jwt, or a
-    # workload's valid_jwt for the JWT bearer grant); the
+    # private_key_pem and signing_algorithm for private_key_jwt, a
+    # workload's valid_jwt for the JWT bearer grant, an identity provider's
+    # ID token for enterprise-managed authorization); the
     # secret goes through the environment, the key through a file of our
     # own, never argv. Scenarios without credentials need the interactive
     # flows (authorization code, dynamic registration), which luamcp call
@@ -72,7 +73,12 @@ case "$scenario" in
       if (typeof v === "string") process.stdout.write(v)' "$1"; }
     id=$(ctx client_id) secret=$(ctx client_secret) pem=$(ctx private_key_pem) alg=$(ctx signing_algorithm)
     jwt=$(ctx valid_jwt) # workload identity federation: the JWT bearer grant
+    id_token=$(ctx idp_id_token) idp=$(ctx idp_issuer) idp_client=$(ctx idp_client_id) # enterprise-managed
     flags=()
+    if [ -n "$id_token" ]; then
+      export MCP_CONFORMANCE_ID_TOKEN=$id_token
+      flags+=(--id-token-env MCP_CONFORMANCE_ID_TOKEN --idp-issuer "$idp" ${idp_client:+--idp-client-id "$idp_client"})
+    fi
     if [ -n "$jwt" ]; then
       export MCP_CONFORMANCE_ASSERTION=$jwt
       flags+=(--assertion-env MCP_CONFORMANCE_ASSERTION)

@@ -5,9 +5,11 @@
 # 2026-07-28), then json-schema-2020-12-preservation (pending, so in
 # neither set) at both versions. Every check counts: SUCCESS passes;
 # FAILURE and WARNING fail. luamcp call's OAuth client does client
-# credentials with a pre-registered client: auth/pre-registration and the
-# client-credentials extension's scenarios (both in the requirement sets)
-# count; the other auth/* scenarios need the interactive flows and are
+# credentials with a pre-registered client, the JWT bearer grant with a
+# workload's JWT and enterprise-managed authorization (an ID token
+# exchanged for an ID-JAG): auth/pre-registration, client-credentials-*,
+# wif-jwt-bearer and enterprise-managed-authorization count; the other
+# auth/* scenarios need the interactive flows (or DPoP) and are
 # reported (their counts and failures are printed), not counted. Prints
 # "N passed, N failed, N skipped".
 set -uo pipefail
@@ -37,7 +39,7 @@ const authFailures = [];
 // The auth/* scenarios (OAuth as a client) are reported, not counted,
 // except those of client credentials with a pre-registered client.
 const AUTH = /(^|[\/-])auth[\/-]/;
-const COUNTED_AUTH = /auth[\/-](pre-registration|client-credentials-)/;
+const COUNTED_AUTH = /auth[\/-](pre-registration|client-credentials-|wif-jwt-bearer|enterprise-managed-authorization)/;
 const walk = (dir) => {
   for (const name of fs.readdirSync(dir)) {
     const p = path.join(dir, name);

@@ -98,6 +98,10 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --assertion-env VAR  a JWT the workload holds (a CI or cluster OIDC
               token), in $VAR: the JWT bearer grant (RFC 7523) instead,
               --client-id optional
+  --id-token-env VAR --idp-issuer URL [--idp-client-id ID]  enterprise-
+              managed authorization: the ID token in $VAR is exchanged at
+              the identity provider for an ID-JAG (RFC 8693), which the
+              JWT bearer grant presents (with --client-id's credentials)
   --scope 'S ...'  the scope to ask for (default: what the server's 401
               asks for, else all its Protected Resource Metadata lists)
   --header 'Name: value'  send this header too (repeatable)
@@ -135,8 +139,9 @@ Usage: luamcp read PATH URI
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
-  --client-key-alg, --assertion-env, --scope, --header, --root, --answer,
-  --timeout: as for luamcp call (luamcp call --help)
+  --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
+  --idp-client-id, --scope, --header, --root, --answer, --timeout: as for
+  luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -145,8 +150,9 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   list the prompts.
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
-  --client-key-alg, --assertion-env, --scope, --header, --root, --answer,
-  --timeout: as for luamcp call (luamcp call --help)
+  --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
+  --idp-client-id, --scope, --header, --root, --answer, --timeout: as for
+  luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -244,7 +250,8 @@ local CLIENT_FLAGS = {
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
   ["--listen"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
-  ["--scope"] = true, ["--assertion-env"] = true,
+  ["--scope"] = true, ["--assertion-env"] = true, ["--id-token-env"] = true, ["--idp-issuer"] = true,
+  ["--idp-client-id"] = true,
 }
 
 local function print_notification(message, every)
@@ -292,16 +299,22 @@ end
 -- without them.
 local function oauth_client(command, o)
   local given = o["client-id"] or o["client-secret-env"] or o["client-key"] or o["client-key-alg"] or o.scope
-    or o["assertion-env"]
+    or o["assertion-env"] or o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"]
   if not given then return nil end
   local function usage_error(text) fail("luamcp " .. command .. ": " .. text, 2) end
   if not o.http then usage_error("--client-id and its options are for a server reached with --http URL") end
   if o["bearer-env"] then usage_error("give either --bearer-env or OAuth client options, not both") end
-  if not o["client-id"] and not o["assertion-env"] then
+  if not o["client-id"] and not o["assertion-env"] and not o["id-token-env"] then
     usage_error("--client-secret-env, --client-key and --scope need --client-id ID (or --assertion-env VAR)")
   end
   local opts = { client_id = o["client-id"], scope = o.scope }
   if o["assertion-env"] then opts.assertion = from_env(command, "--assertion-env", o["assertion-env"]) end
+  if o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"] then
+    if not (o["id-token-env"] and o["idp-issuer"]) then usage_error("--id-token-env and --idp-issuer go together") end
+    if opts.assertion then usage_error("give either --assertion-env or --id-token-env, not both") end
+    opts.idp = { issuer = o["idp-issuer"], client_id = o["idp-client-id"],
+      id_token = from_env(command, "--id-token-env", o["id-token-env"]) }
+  end
   if (o["client-secret-env"] or o["client-key"]) and not o["client-id"] then
     usage_error("--client-secret-env and --client-key need --client-id ID")
   end
@@ -319,7 +332,7 @@ local function oauth_client(command, o)
     opts.key_pem = pem
     opts.key_alg = o["client-key-alg"] or "ES256"
     if opts.key_alg ~= "ES256" and opts.key_alg ~= "RS256" then usage_error("--client-key-alg must be ES256 or RS256") end
-  elseif not opts.assertion then
+  elseif not opts.assertion and not opts.idp then
     usage_error("--client-id needs --client-secret-env VAR or --client-key FILE.pem, or a JWT with --assertion-env"
       .. " VAR (the interactive flows are not supported)")
   end

@@ -3,7 +3,10 @@
 -- with a pre-registered client, authenticated by client_secret_basic,
 -- client_secret_post or private_key_jwt (RFC 7523), or the JWT bearer grant
 -- (RFC 7523 2.1) with a JWT the workload holds (workload identity
--- federation: a CI or cluster OIDC token). The interactive flows
+-- federation: a CI or cluster OIDC token), or an enterprise identity
+-- provider's ID token exchanged there for an ID-JAG (RFC 8693 token
+-- exchange; MCP's enterprise-managed authorization) that the JWT bearer
+-- grant then presents. The interactive flows
 -- (authorization code with a browser, dynamic registration) are not here.
 --
 -- Everything is found from the MCP server's 401, as the MCP authorization
@@ -30,6 +33,9 @@ local M = {}
 
 local JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 local JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+local TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+local ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
+local ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
 -- How long a client assertion is valid (RFC 7523 3: short).
 local ASSERTION_LIFETIME_S = 300
 
@@ -225,7 +231,7 @@ end
 --- or nil and why.
 function M.auth_method(opts, server)
   local supported = server.token_endpoint_auth_methods_supported
-  if opts.assertion and not opts.key_pem and not opts.client_secret then return "none" end
+  if (opts.assertion or opts.idp) and not opts.key_pem and not opts.client_secret then return "none" end
   if opts.key_pem then
     if type(supported) == "table" and not list_has(supported, "private_key_jwt") then
       return nil, ("the authorization server does not take private_key_jwt (it takes %s)"):format(
@@ -254,11 +260,43 @@ local function client_assertion(opts, audience)
   return core.jws_sign(opts.key_alg, opts.key_pem, header, claims)
 end
 
--- POST the client credentials grant: the token answer, or nil and why.
-local function request_token(opts, server, method, resource, scope)
+-- Enterprise-managed authorization: the user's ID token from the identity
+-- provider (opts.idp = {issuer, id_token, client_id}) exchanged there for
+-- an ID-JAG for this authorization server and resource. The ID-JAG, or
+-- nil and why.
+local function exchange_id_token(idp, server, resource, scope)
+  if not idp.token_endpoint then
+    local meta, why = find_server_metadata(idp.issuer)
+    if not meta then return nil, ("cannot find the identity provider %s: %s"):format(idp.issuer, why) end
+    idp.token_endpoint = meta.token_endpoint
+  end
+  local endpoint = idp.token_endpoint
+  local answer, err = core.oauth_fetch { method = "POST", url = endpoint,
+    headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" },
+    body = form {
+      { "grant_type", TOKEN_EXCHANGE_GRANT }, { "requested_token_type", ID_JAG_TYPE },
+      { "audience", server.issuer }, { "resource", resource }, { "scope", scope },
+      { "subject_token", idp.id_token }, { "subject_token_type", ID_TOKEN_TYPE }, { "client_id", idp.client_id },
+    } }
+  if not answer then return nil, ("the token exchange at %s failed: %s"):format(endpoint, err) end
+  if answer.status ~= 200 then
+    return nil, ("the identity provider's token endpoint %s refused to exchange the ID token: %s"):format(endpoint,
+      describe(answer))
+  end
+  local doc = core.json_decode(answer.body)
+  if type(doc) ~= "table" or type(doc.access_token) ~= "string" or doc.access_token == ""
+    or (doc.issued_token_type ~= nil and doc.issued_token_type ~= ID_JAG_TYPE) then
+    return nil, ("the identity provider's token endpoint %s answered HTTP 200 without an ID-JAG"):format(endpoint)
+  end
+  return doc.access_token
+end
+
+-- POST the token request (client credentials, or the JWT bearer grant
+-- with assertion): the token answer, or nil and why.
+local function request_token(opts, server, method, resource, scope, assertion)
   local endpoint = server.token_endpoint
-  local fields = { { "grant_type", opts.assertion and JWT_BEARER_GRANT or "client_credentials" },
-    { "assertion", opts.assertion }, { "resource", resource }, { "scope", scope } }
+  local fields = { { "grant_type", assertion and JWT_BEARER_GRANT or "client_credentials" },
+    { "assertion", assertion }, { "resource", resource }, { "scope", scope } }
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }
   if method == "client_secret_basic" then
     -- RFC 6749 2.3.1: each part form-encoded before the base64.
@@ -280,7 +318,7 @@ local function request_token(opts, server, method, resource, scope)
   if not answer then return nil, ("the token request to %s failed: %s"):format(endpoint, err) end
   if answer.status ~= 200 then
     return nil, ("the token endpoint %s refused the %s (%s%s): %s"):format(endpoint,
-      opts.assertion and "JWT bearer assertion" or "client credentials", method,
+      assertion and "JWT bearer assertion" or "client credentials", method,
       opts.client_id and (", client " .. opts.client_id) or "", describe(answer))
   end
   local doc = core.json_decode(answer.body)
@@ -301,10 +339,11 @@ end
 --- An authorize function for mcp.client.connect's target.authorize.
 --- opts: client_id, and client_secret or key_pem (+ key_alg "ES256" |
 --- "RS256"); or assertion (a JWT: the JWT bearer grant; client_id then
---- optional); scope (else the challenge's, else the PRM's
---- scopes_supported).
+--- optional); or idp = {issuer, id_token, client_id} (enterprise-managed:
+--- the ID token exchanged for an ID-JAG, then the JWT bearer grant); scope
+--- (else the challenge's, else the PRM's scopes_supported).
 function M.new(opts)
-  assert(opts.client_id or opts.assertion, "client_auth.new needs client_id or assertion")
+  assert(opts.client_id or opts.assertion or opts.idp, "client_auth.new needs client_id, assertion or idp")
   opts.key_alg = opts.key_alg or "ES256"
   local state = { tokens = 0 }
 
@@ -379,9 +418,14 @@ function M.new(opts)
         info.url, tostring(challenge.scope))
     end
 
-    -- 4. The token
+    -- 4. The token (for an enterprise-managed client, first the ID-JAG)
+    local assertion = opts.assertion
+    if opts.idp then
+      assertion, why = exchange_id_token(opts.idp, server, resource, scope)
+      if not assertion then return nil, why end
+    end
     local answer
-    answer, why = request_token(opts, server, method, resource, scope)
+    answer, why = request_token(opts, server, method, resource, scope, assertion)
     if not answer then return nil, why end
     state.token, state.scope, state.tokens = answer.access_token, scope, state.tokens + 1
     local lifetime = math.tointeger(answer.expires_in)

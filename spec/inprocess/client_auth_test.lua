@@ -59,6 +59,7 @@ describe("mcp.client_auth", function()
     assert.truthy(why:find("does not take private_key_jwt", 1, true))
     -- The JWT bearer grant with no client secret: the assertion is the proof.
     assert.are.equal("none", auth.auth_method({ assertion = "a.b.c" }, {}))
+    assert.are.equal("none", auth.auth_method({ idp = { issuer = "https://idp" } }, {}))
     assert.are.equal("client_secret_basic", auth.auth_method({ assertion = "a.b.c", client_secret = "s" }, {}))
   end)
 end)
