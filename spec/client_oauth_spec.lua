@@ -268,6 +268,6 @@ describe("mcp.client_auth's pure pieces", function()
       if line:match("^ok ") then passed = passed + 1 end
       assert.is_nil(line:match("^not ok .*"), line)
     end
-    assert.are.equal(5, passed, out)
+    assert.are.equal(6, passed, out)
   end)
 end)

@@ -140,6 +140,21 @@ function M.resource_allowed(url, resource)
   return p1:sub(1, #p2) == p2
 end
 
+--- May credentials go to url? https, or http on a loopback host (OAuth
+--- 2.1 1.5: TLS everywhere else).
+function M.credentials_allowed(url)
+  local scheme, authority = split_url(url)
+  if scheme == "https" then return true end
+  if scheme ~= "http" then return false end
+  local host = authority:match("^%[([^%]]+)%]") or authority:match("^([^:]+)")
+  return host == "localhost" or host == "::1" or (host or ""):match("^127%.%d+%.%d+%.%d+$") ~= nil
+end
+
+local function plain_http(endpoint)
+  return ("not sending credentials to %s: plain http is only for a loopback host (OAuth 2.1 wants https)"):format(
+    endpoint)
+end
+
 -- application/x-www-form-urlencoded
 local function form_escape(s)
   return (tostring(s):gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end))
@@ -271,6 +286,7 @@ local function exchange_id_token(idp, server, resource, scope)
     idp.token_endpoint = meta.token_endpoint
   end
   local endpoint = idp.token_endpoint
+  if not M.credentials_allowed(endpoint) then return nil, plain_http(endpoint) end
   local answer, err = core.oauth_fetch { method = "POST", url = endpoint,
     headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" },
     body = form {
@@ -295,6 +311,7 @@ end
 -- with assertion): the token answer, or nil and why.
 local function request_token(opts, server, method, resource, scope, assertion)
   local endpoint = server.token_endpoint
+  if not M.credentials_allowed(endpoint) then return nil, plain_http(endpoint) end
   local fields = { { "grant_type", assertion and JWT_BEARER_GRANT or "client_credentials" },
     { "assertion", assertion }, { "resource", resource }, { "scope", scope } }
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }

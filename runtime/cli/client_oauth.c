@@ -103,17 +103,25 @@ static int oauth_fetch(lua_State *L) {
   const curl_api *api = curl_lib_load("luamcp call --http", why, sizeof why);
   if (!api) return fail(L, why);
 
-  /* The header list lives in a userdata-free way: built, used and freed here. */
-  struct curl_slist *headers = NULL;
+  /* The headers are checked first (a Lua error then leaks nothing), then
+   * the list is built, used and freed here. */
   lua_getfield(L, 1, "headers");
   if (lua_istable(L, -1)) {
     lua_pushnil(L);
     while (lua_next(L, -2)) {
-      const char *name = luaL_checkstring(L, -2), *value = luaL_checkstring(L, -1);
-      if (strpbrk(name, ":\r\n") || strpbrk(value, "\r\n")) {
-        api->slist_free_all(headers);
+      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+        return luaL_error(L, "oauth_fetch's headers are strings: name = value");
+      const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
+      if (strpbrk(name, ":\r\n") || strpbrk(value, "\r\n"))
         return luaL_error(L, "a header name or value with a newline or a colon in the name");
-      }
+      lua_pop(L, 1);
+    }
+  }
+  struct curl_slist *headers = NULL;
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
       buf line = BUF_INIT;
       buf_printf(&line, "%s: %s", name, value);
       headers = api->slist_append(headers, line.data);

@@ -43,6 +43,16 @@ describe("mcp.client_auth", function()
     assert.are.equal("https://h/mcp", auth.canonical_url("HTTPS://H/mcp/#frag"))
   end)
 
+  it("sends credentials only over https, or plain http to a loopback host", function()
+    for _, url in ipairs { "https://as.example.com/token", "http://127.0.0.1:9/token", "http://localhost/t",
+      "http://[::1]:8/token" } do
+      assert.is_true(auth.credentials_allowed(url), url)
+    end
+    for _, url in ipairs { "http://as.example.com/token", "http://127.0.0.1.evil.example/t", "ftp://x/t", "token" } do
+      assert.is_false(auth.credentials_allowed(url), url)
+    end
+  end)
+
   it("authenticates the way the authorization server takes", function()
     local secret, key = { client_secret = "s" }, { key_pem = "PEM" }
     assert.are.equal("client_secret_basic", auth.auth_method(secret, {}))
