@@ -325,7 +325,8 @@ local function request_token(opts, server, method, resource, scope, assertion)
     fields[#fields + 1] = { "client_id", opts.client_id }
     fields[#fields + 1] = { "client_secret", opts.client_secret }
   else
-    local assertion, why = client_assertion(opts, server.issuer or opts.issuer)
+    -- aud: the issuer (RFC 7523 3; the token endpoint when the metadata has none)
+    local assertion, why = client_assertion(opts, server.issuer or endpoint)
     if not assertion then return nil, "cannot sign the client assertion with --client-key: " .. why end
     fields[#fields + 1] = { "client_id", opts.client_id }
     fields[#fields + 1] = { "client_assertion_type", JWT_BEARER }
@@ -334,9 +335,13 @@ local function request_token(opts, server, method, resource, scope, assertion)
   local answer, err = core.oauth_fetch { method = "POST", url = endpoint, headers = headers, body = form(fields) }
   if not answer then return nil, ("the token request to %s failed: %s"):format(endpoint, err) end
   if answer.status ~= 200 then
-    return nil, ("the token endpoint %s refused the %s (%s%s): %s"):format(endpoint,
+    local grant = assertion and JWT_BEARER_GRANT or "client_credentials"
+    local listed = server.grant_types_supported
+    local note = type(listed) == "table" and not list_has(listed, grant)
+      and ("; its metadata lists grant_types_supported %s, not %s"):format(table.concat(listed, ", "), grant) or ""
+    return nil, ("the token endpoint %s refused the %s (%s%s): %s%s"):format(endpoint,
       assertion and "JWT bearer assertion" or "client credentials", method,
-      opts.client_id and (", client " .. opts.client_id) or "", describe(answer))
+      opts.client_id and (", client " .. opts.client_id) or "", describe(answer), note)
   end
   local doc = core.json_decode(answer.body)
   if type(doc) ~= "table" or type(doc.access_token) ~= "string" or doc.access_token == "" then
