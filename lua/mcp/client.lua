@@ -85,7 +85,8 @@ M.Client = Client
 ---                     the request is then sent once more
 ---   identity          in process: who every message comes from, as if it
 ---                     carried a verified token (JSON text; mcp.testing's auth)
---- Returns the client, or nil and a message.
+--- Returns the client, or nil, a message and "interrupted" when Ctrl-C
+--- (once the program catches it) stopped it.
 function M.connect(target)
   local conn, err, carrier
   if target.path then
@@ -133,9 +134,9 @@ function M.connect(target)
   local why
   if modern_first then
     local ok, fallback, failure = self:_discover(pinned or protocol.MODERN_VERSION)
-    if not ok and (pinned or not fallback) then
+    if not ok and (pinned or not fallback or self.interrupted) then
       conn:close()
-      return nil, "server/discover failed: " .. tostring(fallback or failure)
+      return nil, "server/discover failed: " .. tostring(fallback or failure), self.interrupted and "interrupted" or nil
     end
     if ok then return self end
     why = fallback
@@ -143,7 +144,8 @@ function M.connect(target)
   local ok, failure = self:_initialize(pinned or M.PROTOCOL_VERSION)
   if not ok then
     conn:close()
-    return nil, "initialize failed: " .. tostring(failure) .. (why and (" (after server/discover: " .. why .. ")") or "")
+    return nil, "initialize failed: " .. tostring(failure) .. (why and (" (after server/discover: " .. why .. ")") or ""),
+      self.interrupted and "interrupted" or nil
   end
   return self
 end
@@ -281,6 +283,7 @@ function Client:_exchange(message, headers, identity)
     local text, why, kind, status, challenge, body = self.conn:receive(left)
     if not text then
       if kind == "interrupted" then
+        self.interrupted = true
         self:notify("notifications/cancelled", { requestId = id, reason = "the user interrupted (Ctrl-C)" })
         return nil, request_error(method, { code = -32000, message = "interrupted", interrupted = true })
       end
@@ -315,11 +318,12 @@ function Client:_exchange(message, headers, identity)
       -- user needs, and why says them.)
       if kind == "failed" and body and status ~= 401 and status ~= 403 then
         -- A JSON-RPC error in an error status's body (400 with -32022,
-        -- 404 with -32601): the code and data matter to the caller.
+        -- 404 with -32601): its code and data matter to the caller; the
+        -- message stays the readable one (the status and what it said).
         local decoded = core.json_decode(body)
         local e = type(decoded) == "table" and decoded.error
-        if type(e) == "table" and e.code then
-          return nil, request_error(method, { code = e.code, message = e.message, data = e.data, status = status })
+        if type(e) == "table" and math.type(e.code) == "integer" then
+          return nil, request_error(method, { code = e.code, message = why, data = e.data, status = status })
         end
       end
       return nil, request_error(method, { code = -32000, message = why, status = status })
@@ -441,7 +445,8 @@ end
 --- Watch the server's notifications (each goes to on_notification) until
 --- Ctrl-C (once the program catches it) or the server ends the stream.
 --- 2026-07-28: subscriptions/listen (lists and the given resource URIs);
---- the session era: the session's standalone GET stream. Returns true
+--- the session era: the session's standalone GET stream (HTTP), stdout (a
+--- child). Returns true
 --- when interrupted, or nil and why the stream ended.
 function Client:listen(uris)
   if self.era == "modern" then
@@ -454,8 +459,8 @@ function Client:listen(uris)
     if err and err.interrupted then return true end
     return nil, err and err.message or "the server ended the subscription"
   end
-  local ok, why = self.conn:get_stream(nil, 0)
-  if not ok then return nil, why end
+  -- The session's standalone GET stream (HTTP) is open since initialize;
+  -- a child's notifications come on its stdout.
   for _, uri in ipairs(uris or {}) do
     local _, err = self:subscribe(uri)
     if err then return nil, tostring(err) end

@@ -181,14 +181,13 @@ static int conn_send(lua_State *L) {
   const char *identity = luaL_optstring(L, 3, NULL);
   buf err = BUF_INIT;
   if (lua_istable(L, 4) && c->ops->send_with && !identity) {
-    enum { MAX_REQUEST_HEADERS = 64 };
-    char *lines[MAX_REQUEST_HEADERS];
+    char *lines[CLIENT_MAX_REQUEST_HEADERS];
     int n = 0;
     lua_pushnil(L);
-    while (lua_next(L, 4) && n < MAX_REQUEST_HEADERS) {
+    while (lua_next(L, 4)) {
       const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
       const char *value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-      if (name && value && !strpbrk(name, ":\r\n") && !strpbrk(value, "\r\n")) {
+      if (name && value && n < CLIENT_MAX_REQUEST_HEADERS && !strpbrk(name, ":\r\n") && !strpbrk(value, "\r\n")) {
         if (asprintf(&lines[n], "%s: %s", name, value) >= 0) n++;
       }
       lua_pop(L, 1);
@@ -279,7 +278,7 @@ static int conn_receive(lua_State *L) {
     }
     int left = timeout < 0 ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
     waited = true;
-    if (left < 0 || left > 250) left = 250; /* a Ctrl-C is seen within a quarter second */
+    if (left < 0 || left > CLIENT_INTERRUPT_POLL_MS) left = CLIENT_INTERRUPT_POLL_MS; /* Ctrl-C is seen soon */
     if (!c->ops->wait(c, left) && !c->inbox && !c->failure && !c->ended) {
       lua_pushnil(L);
       lua_pushstring(L, c->idle_reason ? c->idle_reason

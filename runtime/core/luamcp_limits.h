@@ -105,6 +105,11 @@
  * a child gets to exit once its input ends before it is killed. */
 #define CLIENT_DEFAULT_TIMEOUT_MS 60000
 #define CLIENT_CHILD_GRACE_MS (SHUTDOWN_GRACE_MS + 500)
+/* The client side: the most headers one request may add (Mcp-Param-* and
+ * the standard ones), and how often a waiting client looks for a Ctrl-C
+ * (the longest a Ctrl-C waits to be noticed, ms). */
+#define CLIENT_MAX_REQUEST_HEADERS 64
+#define CLIENT_INTERRUPT_POLL_MS 250
 
 /* luamcp call as an OAuth client (cli/client_oauth.c): each discovery or
  * token request (metadata documents, the token endpoint) is cut off after
