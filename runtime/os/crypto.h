@@ -60,8 +60,7 @@ enum { OS_SIG_MAX_BYTES = 1024 };
  * (a P-256 key; the signature r || s, 64 bytes, as JWS wants) or
  * OS_SIG_RS256 (an RSA key of 2048 bits or more). The signature goes into
  * sig (OS_SIG_MAX_BYTES) and its length into *sig_len. False with why when
- * the PEM holds no such key or the platform cannot sign (the Windows build
- * has no PEM reader: it says so). */
+ * the PEM holds no such key (an encrypted one included). */
 bool os_sign_pem(const char *pem, size_t pem_len, os_sig_alg alg, const void *data, size_t n,
                  uint8_t sig[OS_SIG_MAX_BYTES], size_t *sig_len, char *why, size_t why_len);
 
