@@ -89,10 +89,7 @@ void client_conn_release(client_conn *c) {
  * "interrupted" so the program can tell the server (cancel) and exit. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int signum) {
-  (void)signum;
-  interrupted = 1;
-}
+static void on_interrupt(void) { interrupted = 1; }
 
 /* ---- Waiting on the loop ------------------------------------------------ */
 
@@ -188,7 +185,9 @@ static int conn_send(lua_State *L) {
       const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
       const char *value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
       if (name && value && n < CLIENT_MAX_REQUEST_HEADERS && !strpbrk(name, ":\r\n") && !strpbrk(value, "\r\n")) {
-        if (asprintf(&lines[n], "%s: %s", name, value) >= 0) n++;
+        buf line = BUF_INIT;
+        buf_printf(&line, "%s: %s", name, value);
+        lines[n++] = line.data; /* freed below */
       }
       lua_pop(L, 1);
     }
@@ -343,14 +342,12 @@ static int conn_stream_state(lua_State *L) {
 /* catch_interrupt(): from now on Ctrl-C does not kill the program; the
  * waiting conn:receive returns nil, "interrupted", "interrupted". */
 static int l_catch_interrupt(lua_State *L) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
   (void)L;
+  os_catch_interrupt(on_interrupt);
   return 0;
 }
+
+bool client_conn_interrupted(void) { return interrupted != 0; }
 
 static int conn_close(lua_State *L) {
   conn_ud *u = luaL_checkudata(L, 1, CONN_MT);

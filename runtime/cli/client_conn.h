@@ -81,6 +81,9 @@ void client_conn_deliver(client_conn *c, const char *json, size_t len);
 void client_conn_end(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record a transport failure that the next receive reports (then clears). */
 void client_conn_fail(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether Ctrl-C was pressed and not yet reported (once the program asked
+ * to catch it): a long pause ends early. */
+bool client_conn_interrupted(void);
 /* Free what the base holds (the inbox, the reasons), not the struct. */
 void client_conn_release(client_conn *c);
 

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "app/curl_lib.h"
 #include "cli/client_conn.h"
@@ -337,13 +336,12 @@ static bool http_send_with(client_conn *base, const char *json, size_t len, char
   return true;
 }
 
-/* Sleep in slices, so a Ctrl-C (which interrupts nanosleep) is not held up
- * for long: the caller sees it on its next receive. */
+/* Sleep in slices, so a Ctrl-C is not held up for long: the caller sees
+ * it on its next receive. */
 static void pause_ms(int ms) {
-  while (ms > 0) {
+  while (ms > 0 && !client_conn_interrupted()) {
     int slice = ms > 100 ? 100 : ms;
-    struct timespec ts = {slice / 1000, (long)(slice % 1000) * 1000000L};
-    if (nanosleep(&ts, NULL) != 0) return;
+    uv_sleep((unsigned)slice);
     ms -= slice;
   }
 }
@@ -352,13 +350,12 @@ static bool http_get_stream(client_conn *base, const char *last_event_id, int de
   (void)err;
   http_conn *c = (http_conn *)base;
   pause_ms(delay_ms);
-  char *line = NULL;
-  int n = 0;
-  if (last_event_id && asprintf(&line, "Last-Event-ID: %s", last_event_id) >= 0) n = 1;
-  http_exchange *x = exchange_new(c, "GET", NULL, 0, &line, n);
+  buf line = BUF_INIT;
+  if (last_event_id) buf_printf(&line, "Last-Event-ID: %s", last_event_id);
+  http_exchange *x = exchange_new(c, "GET", NULL, 0, &line.data, last_event_id ? 1 : 0);
   x->resumable = last_event_id != NULL;
   x->quiet = last_event_id == NULL;
-  free(line);
+  buf_free(&line);
   return true;
 }
 
@@ -397,24 +394,18 @@ static void http_set_header(client_conn *base, const char *name, const char *val
   else buf_free(&line);
 }
 
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void http_close(client_conn *base) {
   http_conn *c = (http_conn *)base;
   /* Streams still open (a call we stopped waiting for) are dropped, then
    * the server is told the session is over (the spec's DELETE), briefly. */
   /* A message just sent (a notifications/cancelled after Ctrl-C) still
    * goes out: POSTs the server has not begun to answer get a short grace. */
-  uint64_t until = now_ms() + CLIENT_CHILD_GRACE_MS;
+  uint64_t until = uv_hrtime() / 1000000u + CLIENT_CHILD_GRACE_MS;
   for (;;) {
     bool unsent = false;
     for (http_exchange *x = c->exchanges; x; x = x->next)
       if (x->body && !x->status_line) unsent = true;
-    if (!unsent || now_ms() >= until) break;
+    if (!unsent || uv_hrtime() / 1000000u >= until) break;
     http_wait(base, 50);
   }
   while (c->exchanges) exchange_free(c->exchanges);

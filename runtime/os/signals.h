@@ -41,4 +41,10 @@ void os_signals_stop(os_signals *s);
  * an error return (EPIPE), never the death of the process. */
 void os_signals_ignore_broken_pipe(void);
 
+/* A program with no loop to watch on (luamcp call): from now on Ctrl-C
+ * calls fn (from a signal handler, or Windows' console thread: it may only
+ * set a flag) instead of ending the process. On POSIX a blocking read or
+ * poll in progress then fails with EINTR rather than carrying on. */
+void os_catch_interrupt(void (*fn)(void));
+
 #endif

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The log has always named a stop by its number ("received signal 15")
  * and a reload by its name: name NULL means "signal N". */
@@ -85,3 +86,19 @@ void os_signals_stop(os_signals *s) {
 }
 
 void os_signals_ignore_broken_pipe(void) { signal(SIGPIPE, SIG_IGN); }
+
+static void (*interrupt_fn)(void);
+
+static void on_interrupt(int signum) {
+  (void)signum;
+  interrupt_fn();
+}
+
+void os_catch_interrupt(void (*fn)(void)) {
+  interrupt_fn = fn;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt; /* no SA_RESTART: a read waiting at a terminal ends */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+}

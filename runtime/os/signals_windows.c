@@ -126,3 +126,16 @@ void os_signals_stop(os_signals *s) {
 /* Windows has no SIGPIPE: a write to a closed pipe already fails with an
  * error (ERROR_NO_DATA, EPIPE to libuv). */
 void os_signals_ignore_broken_pipe(void) {}
+
+static void (*interrupt_fn)(void);
+
+static BOOL WINAPI on_console_interrupt(DWORD event) {
+  if (event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT) return FALSE;
+  interrupt_fn();
+  return TRUE;
+}
+
+void os_catch_interrupt(void (*fn)(void)) {
+  interrupt_fn = fn;
+  SetConsoleCtrlHandler(on_console_interrupt, TRUE);
+}
