@@ -151,7 +151,7 @@ test-deps:
 
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle \
               build/tests/test_jwt build/tests/test_trace \
-              build/tests/test_path
+              build/tests/test_path build/tests/test_sign
 
 build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
@@ -161,6 +161,12 @@ UNIT_TESTS += build/tests/test_sse_reader
 # same test under wine: runtime/os/tests/test_path.c says how).
 build/tests/test_path: runtime/os/tests/test_path.c $(filter runtime/os/path_%,$(OS_SRC)) | build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(BASE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^)
+
+# os_sign_pem (luamcp call's private_key_jwt) with the platform's own
+# crypto file (the Windows build runs the same test under wine:
+# runtime/os/tests/seams_windows.sh).
+build/tests/test_sign: runtime/os/tests/test_sign.c $(filter runtime/os/crypto_%,$(OS_SRC)) | deps build/obj
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(BASE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
 
 # app/auth_verifier.c alone on a loop, driven line by line by
 # spec/auth_verifier_spec.lua (its fetches counted by a fake authorization

@@ -60,8 +60,40 @@ case "$scenario" in
       "$LUAMCP" prompt --http "$url" "$prompt" >/dev/null || true
     done ;;
   auth/*)
-    # Helper "oauth"'s scenarios: luamcp call as an OAuth client.
-    call ;;
+    # luamcp call as an OAuth client: the pre-registered client's
+    # credentials come in the context (client_id with client_secret, or
+    # private_key_pem and signing_algorithm for private_key_jwt, a
+    # workload's valid_jwt for the JWT bearer grant, an identity provider's
+    # ID token for enterprise-managed authorization); the
+    # secret goes through the environment, the key through a file of our
+    # own, never argv. Scenarios without credentials need the interactive
+    # flows (authorization code, dynamic registration), which luamcp call
+    # does not do: it reports the 401.
+    ctx() { "$NODE" -e 'const v = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}")[process.argv[1]];
+      if (typeof v === "string") process.stdout.write(v)' "$1"; }
+    id=$(ctx client_id) secret=$(ctx client_secret) pem=$(ctx private_key_pem) alg=$(ctx signing_algorithm)
+    jwt=$(ctx valid_jwt) # workload identity federation: the JWT bearer grant
+    id_token=$(ctx idp_id_token) idp=$(ctx idp_issuer) idp_client=$(ctx idp_client_id) # enterprise-managed
+    flags=()
+    if [ -n "$id_token" ]; then
+      export MCP_CONFORMANCE_ID_TOKEN=$id_token
+      flags+=(--id-token-env MCP_CONFORMANCE_ID_TOKEN --idp-issuer "$idp" ${idp_client:+--idp-client-id "$idp_client"})
+    fi
+    if [ -n "$jwt" ]; then
+      export MCP_CONFORMANCE_ASSERTION=$jwt
+      flags+=(--assertion-env MCP_CONFORMANCE_ASSERTION)
+    fi
+    [ -n "$id" ] && flags+=(--client-id "$id")
+    if [ -n "$secret" ]; then
+      export MCP_CONFORMANCE_CLIENT_SECRET=$secret
+      flags+=(--client-secret-env MCP_CONFORMANCE_CLIENT_SECRET)
+    fi
+    if [ -n "$pem" ]; then
+      keyfile=$(mktemp) && trap 'rm -f "$keyfile"' EXIT
+      chmod 600 "$keyfile" && printf '%s' "$pem" >"$keyfile"
+      flags+=(--client-key "$keyfile" --client-key-alg "${alg:-ES256}")
+    fi
+    call "${flags[@]}" ;;
   *)
     echo "conformance_client.sh: unknown scenario '$scenario'" >&2
     call ;;

@@ -260,6 +260,7 @@ else
   run_counted "C unit: trace" build/tests/test_trace
   run_counted "C unit: sse_reader" build/tests/test_sse_reader
   run_counted "C unit: os/path" build/tests/test_path
+  run_counted "C unit: os_sign_pem" build/tests/test_sign
   # The JSON Schema Test Suite from ../shared (draft2020-12 and draft7), or
   # else Debian's json-schema-test-suite package (draft7 only; 2020-12 skipped).
   schema_suite="$SHARED/json-schema-test-suite/tests"

@@ -85,6 +85,25 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --http URL  the Streamable HTTP server at URL; an error status is
               reported with what the server said and its WWW-Authenticate
   --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
+  OAuth client credentials (a client registered with the authorization
+  server beforehand): on the server's 401, luamcp finds the authorization
+  server (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
+  metadata), gets a token with grant_type=client_credentials and retries.
+  Interactive (browser) flows and dynamic registration are not supported.
+  --client-id ID   the client's id
+  --client-secret-env VAR  its secret, from $VAR (client_secret_basic or
+              client_secret_post, as the authorization server takes)
+  --client-key FILE.pem  or its private key, for private_key_jwt
+  --client-key-alg ES256|RS256  how the key signs (default ES256)
+  --assertion-env VAR  a JWT the workload holds (a CI or cluster OIDC
+              token), in $VAR: the JWT bearer grant (RFC 7523) instead,
+              --client-id optional
+  --id-token-env VAR --idp-issuer URL [--idp-client-id ID]  enterprise-
+              managed authorization: the ID token in $VAR is exchanged at
+              the identity provider for an ID-JAG (RFC 8693), which the
+              JWT bearer grant presents (with --client-id's credentials)
+  --scope 'S ...'  the scope to ask for (default: what the server's 401
+              asks for, else all its Protected Resource Metadata lists)
   --header 'Name: value'  send this header too (repeatable)
   --root DIR  answer the server's roots/list with DIR (repeatable)
   --answer key=value  answer a question the server asks (elicitation),
@@ -119,7 +138,9 @@ Usage: luamcp read PATH URI
   a line saying its type and size, or into a file with --output FILE).
   Without URI, list the resources and templates.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --accept-defaults,
+  --http, --bearer-env, --client-id, --client-secret-env, --client-key,
+  --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
+  --idp-client-id, --scope, --header, --root, --answer, --accept-defaults,
   --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   prompt = [==[
@@ -128,7 +149,9 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   Get a prompt with its arguments and print its messages. Without NAME,
   list the prompts.
   --raw   print the whole result as JSON
-  --http, --bearer-env, --header, --root, --answer, --accept-defaults,
+  --http, --bearer-env, --client-id, --client-secret-env, --client-key,
+  --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
+  --idp-client-id, --scope, --header, --root, --answer, --accept-defaults,
   --protocol-version, --timeout: as for luamcp call (luamcp call --help)
 ]==],
   test = [==[
@@ -225,6 +248,9 @@ end
 local CLIENT_FLAGS = {
   ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
+  ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
+  ["--scope"] = true, ["--assertion-env"] = true, ["--id-token-env"] = true, ["--idp-issuer"] = true,
+  ["--idp-client-id"] = true,
 }
 
 local function print_notification(message, every)
@@ -256,6 +282,63 @@ local function roots_of(command, dirs)
   return roots
 end
 
+-- A secret from the environment variable the flag names (usage error
+-- when unset or empty).
+local function from_env(command, flag, var)
+  local value = os.getenv(var)
+  if value == nil or value == "" then
+    fail(("luamcp %s: %s %s: the variable %s is %s"):format(command, flag, var, var,
+      value == nil and "not set" or "empty"), 2)
+  end
+  return value
+end
+
+-- --client-id with --client-secret-env or --client-key, or --assertion-env:
+-- an authorize function for client.connect (mcp.client_auth), or nil
+-- without them.
+local function oauth_client(command, o)
+  local given = o["client-id"] or o["client-secret-env"] or o["client-key"] or o["client-key-alg"] or o.scope
+    or o["assertion-env"] or o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"]
+  if not given then return nil end
+  local function usage_error(text) fail("luamcp " .. command .. ": " .. text, 2) end
+  if not o.http then usage_error("--client-id and its options are for a server reached with --http URL") end
+  if o["bearer-env"] then usage_error("give either --bearer-env or OAuth client options, not both") end
+  if not o["client-id"] and not o["assertion-env"] and not o["id-token-env"] then
+    usage_error("--client-secret-env, --client-key and --scope need --client-id ID (or --assertion-env VAR)")
+  end
+  local opts = { client_id = o["client-id"], scope = o.scope }
+  if o["assertion-env"] then opts.assertion = from_env(command, "--assertion-env", o["assertion-env"]) end
+  if o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"] then
+    if not (o["id-token-env"] and o["idp-issuer"]) then usage_error("--id-token-env and --idp-issuer go together") end
+    if opts.assertion then usage_error("give either --assertion-env or --id-token-env, not both") end
+    opts.idp = { issuer = o["idp-issuer"], client_id = o["idp-client-id"],
+      id_token = from_env(command, "--id-token-env", o["id-token-env"]) }
+  end
+  if (o["client-secret-env"] or o["client-key"]) and not o["client-id"] then
+    usage_error("--client-secret-env and --client-key need --client-id ID")
+  end
+  if o["client-secret-env"] and o["client-key"] then
+    usage_error("give either --client-secret-env or --client-key, not both")
+  elseif o["client-secret-env"] then
+    opts.client_secret = from_env(command, "--client-secret-env", o["client-secret-env"])
+  elseif o["client-key"] then
+    local file = o["client-key"]
+    local f, err = io.open(file, "rb")
+    if not f then usage_error("--client-key: " .. tostring(err)) end
+    local pem = f:read(64 * 1024 + 1)
+    f:close()
+    if not pem or #pem > 64 * 1024 then usage_error("--client-key " .. file .. ": not a PEM key file (empty or over 64 KiB)") end
+    opts.key_pem = pem
+    opts.key_alg = o["client-key-alg"] or "ES256"
+    if opts.key_alg ~= "ES256" and opts.key_alg ~= "RS256" then usage_error("--client-key-alg must be ES256 or RS256") end
+  elseif not opts.assertion and not opts.idp then
+    usage_error("--client-id needs --client-secret-env VAR or --client-key FILE.pem, or a JWT with --assertion-env"
+      .. " VAR (the interactive flows are not supported)")
+  end
+  if o["client-key-alg"] and not o["client-key"] then usage_error("--client-key-alg goes with --client-key") end
+  return require("mcp.client_auth").new(opts)
+end
+
 -- Connect to what the options name; the first word is PATH unless --http
 -- or -- named the server.
 local function connect(command, o)
@@ -272,6 +355,7 @@ local function connect(command, o)
   if next(target.headers) ~= nil and not o.http then
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
   end
+  o.authorize = oauth_client(command, o)
   if o.root then target.roots = roots_of(command, o.root) end
   target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail, o["accept-defaults"])
   target.apply_defaults = true

@@ -276,7 +276,7 @@ function Client:_exchange(message, headers, identity)
   -- extend it.
   local timeout = self.timeout_ms or core.default_timeout_ms
   local deadline = core.now_ms() + timeout
-  local authorized, resumes = false, 0
+  local authorized, resumes = 0, 0
   local _, _, ended_before = self.conn:stream_state()
   while not self.answers[id] do
     local left = math.max(0, deadline - core.now_ms())
@@ -288,8 +288,10 @@ function Client:_exchange(message, headers, identity)
         return nil, request_error(method, { code = -32000, message = "interrupted", interrupted = true })
       end
       local insufficient = status == 403 and challenge and challenge:find("insufficient_scope", 1, true)
-      if kind == "failed" and self.authorize and not authorized and (status == 401 or insufficient) then
-        authorized = true
+      -- At most twice: a token, then (a 403 insufficient_scope) one with
+      -- more scope; authorize itself refuses when a fresh token was refused.
+      if kind == "failed" and self.authorize and authorized < 2 and (status == 401 or insufficient) then
+        authorized = authorized + 1
         local token, auth_err = self.authorize { status = status, challenge = challenge, url = self.url }
         if not token then
           return nil, request_error(method, { code = -32000, status = status,
@@ -312,7 +314,9 @@ function Client:_exchange(message, headers, identity)
         if kind == "stream_ended" then goto continue end
       end
       if kind == "timeout" then why = ("no answer within %d ms"):format(timeout) end
-      if kind == "failed" and body then
+      -- (Not for 401/403: there the status and WWW-Authenticate are what the
+      -- user needs, and why says them.)
+      if kind == "failed" and body and status ~= 401 and status ~= 403 then
         -- A JSON-RPC error in an error status's body (400 with -32022,
         -- 404 with -32601): its code and data matter to the caller; the
         -- message stays the readable one (the status and what it said).
@@ -324,7 +328,7 @@ function Client:_exchange(message, headers, identity)
       end
       return nil, request_error(method, { code = -32000, message = why, status = status })
     end
-    self:_handle(text)
+    if text then self:_handle(text) end
     if self.garbage then
       local garbage = self.garbage
       self.garbage = nil

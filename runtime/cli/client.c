@@ -28,6 +28,7 @@
 #include "app/lua_json.h"
 #include "app/vm.h"
 #include "cli/client_conn.h"
+#include "cli/client_oauth.h"
 #include "cli/version.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
@@ -490,6 +491,7 @@ static int luaopen_client(lua_State *L) {
       {NULL, NULL},
   };
   luaL_newlib(L, fns);
+  client_oauth_register(L);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
   lua_pushliteral(L, LUAMCP_VERSION);

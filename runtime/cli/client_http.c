@@ -176,8 +176,9 @@ static void fail_with_status(http_exchange *x, long status) {
   if (status < 400) buf_printf(&why, " with %s, not JSON-RPC", x->content_type ? x->content_type : "no Content-Type");
   describe_body(&why, &x->pending);
   if (x->challenge) buf_printf(&why, " (WWW-Authenticate: %s)", x->challenge);
-  if (status == 401 && !x->challenge) buf_puts(&why, " (give a token with --bearer-env VAR or --header)");
-  else if (status == 401) buf_puts(&why, "; give a token with --bearer-env VAR or --header 'Authorization: ...'");
+  if (status == 401)
+    buf_puts(&why, "; give a token with --bearer-env VAR (or --header 'Authorization: ...'), or OAuth client "
+                   "credentials with --client-id ID and --client-secret-env VAR or --client-key FILE.pem");
   if (!c->base.failure) {
     client_conn_fail(&c->base, "%s", why.data);
     /* The same failure, structured: for the auth hook and era fallback. */

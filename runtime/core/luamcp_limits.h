@@ -111,6 +111,12 @@
 #define CLIENT_MAX_REQUEST_HEADERS 64
 #define CLIENT_INTERRUPT_POLL_MS 250
 
+/* luamcp call as an OAuth client (cli/client_oauth.c): each discovery or
+ * token request (metadata documents, the token endpoint) is cut off after
+ * this long and this many bytes of answer. */
+#define CLIENT_OAUTH_FETCH_TIMEOUT_MS 30000
+#define CLIENT_OAUTH_MAX_BODY_BYTES (256u * 1024u)
+
 /* How long the requestState of an input_required result (2026-07-28)
  * stays valid: the client must retry with its answers within this (ms). */
 #define MRTR_STATE_TTL_MS (15u * 60u * 1000u)

@@ -50,4 +50,18 @@ void os_pubkey_free(os_pubkey *key);
 bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, size_t n, const uint8_t *sig,
                       size_t sig_len);
 
+/* ---- Signing (private_key_jwt client assertions, luamcp call) ----------- */
+
+/* The largest signature os_sign_pem writes: RS256 with a 8192-bit key. */
+enum { OS_SIG_MAX_BYTES = 1024 };
+
+/* Sign data with the private key in pem (PKCS#8 "PRIVATE KEY", or the
+ * traditional "EC PRIVATE KEY" / "RSA PRIVATE KEY") by alg: OS_SIG_ES256
+ * (a P-256 key; the signature r || s, 64 bytes, as JWS wants) or
+ * OS_SIG_RS256 (an RSA key of 2048 bits or more). The signature goes into
+ * sig (OS_SIG_MAX_BYTES) and its length into *sig_len. False with why when
+ * the PEM holds no such key (an encrypted one included). */
+bool os_sign_pem(const char *pem, size_t pem_len, os_sig_alg alg, const void *data, size_t n,
+                 uint8_t sig[OS_SIG_MAX_BYTES], size_t *sig_len, char *why, size_t why_len);
+
 #endif

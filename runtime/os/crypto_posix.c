@@ -6,6 +6,7 @@
 #include "os/crypto.h"
 
 #include <limits.h>
+#include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -14,6 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/param_build.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
@@ -222,6 +224,85 @@ bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, si
   }
   EVP_MD_CTX_free(md);
   OPENSSL_free(der);
+  ERR_clear_error();
+  return ok;
+}
+
+/* An ECDSA signature in DER (what libcrypto makes) as JWS's r || s, each
+ * left-padded to 32 bytes. False when it does not fit. */
+static bool der_to_es256(const unsigned char *der, size_t der_len, uint8_t out[2 * P256_COORD_BYTES]) {
+  const unsigned char *p = der;
+  ECDSA_SIG *ecdsa = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
+  if (!ecdsa) return false;
+  const BIGNUM *r, *s;
+  ECDSA_SIG_get0(ecdsa, &r, &s);
+  bool ok = BN_bn2binpad(r, out, P256_COORD_BYTES) == P256_COORD_BYTES &&
+            BN_bn2binpad(s, out + P256_COORD_BYTES, P256_COORD_BYTES) == P256_COORD_BYTES;
+  ECDSA_SIG_free(ecdsa);
+  return ok;
+}
+
+bool os_sign_pem(const char *pem, size_t pem_len, os_sig_alg alg, const void *data, size_t n,
+                 uint8_t sig[OS_SIG_MAX_BYTES], size_t *sig_len, char *why, size_t why_len) {
+  if (alg != OS_SIG_ES256 && alg != OS_SIG_RS256) {
+    say(why, why_len, "only ES256 and RS256 can sign");
+    return false;
+  }
+  if (pem_len > INT_MAX) {
+    say(why, why_len, "the key file is too large");
+    return false;
+  }
+  BIO *bio = BIO_new_mem_buf(pem, (int)pem_len);
+  EVP_PKEY *pkey = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+  BIO_free(bio);
+  bool ok = false;
+  EVP_MD_CTX *md = NULL;
+  unsigned char *der = NULL;
+  if (!pkey) {
+    say(why, why_len, "the file holds no PEM private key that can be read without a passphrase");
+    goto done;
+  }
+  if (alg == OS_SIG_ES256) {
+    char group[32] = "";
+    if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_EC ||
+        EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, NULL) != 1 ||
+        strcmp(group, "prime256v1") != 0) {
+      say(why, why_len, "ES256 needs an EC P-256 private key");
+      goto done;
+    }
+  } else if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_RSA || EVP_PKEY_get_bits(pkey) < RSA_MIN_BITS) {
+    say(why, why_len, "RS256 needs an RSA private key of 2048 bits or more");
+    goto done;
+  }
+  size_t len = 0;
+  md = EVP_MD_CTX_new();
+  EVP_PKEY_CTX *pctx = NULL;
+  if (!md || EVP_DigestSignInit(md, &pctx, EVP_sha256(), NULL, pkey) != 1 ||
+      (alg == OS_SIG_RS256 && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) ||
+      EVP_DigestSign(md, NULL, &len, data, n) != 1 || !(der = OPENSSL_malloc(len)) ||
+      EVP_DigestSign(md, der, &len, data, n) != 1) {
+    say(why, why_len, "libcrypto could not sign with the key");
+    goto done;
+  }
+  if (alg == OS_SIG_ES256) {
+    if (!der_to_es256(der, len, sig)) {
+      say(why, why_len, "libcrypto made an ECDSA signature that is not P-256's");
+      goto done;
+    }
+    *sig_len = 2 * P256_COORD_BYTES;
+  } else {
+    if (len > OS_SIG_MAX_BYTES) {
+      say(why, why_len, "the RSA key is too large (over 8192 bits)");
+      goto done;
+    }
+    memcpy(sig, der, len);
+    *sig_len = len;
+  }
+  ok = true;
+done:
+  OPENSSL_free(der);
+  EVP_MD_CTX_free(md);
+  EVP_PKEY_free(pkey);
   ERR_clear_error();
   return ok;
 }

@@ -11,11 +11,16 @@
  * Public keys (JWT access tokens): RSA (PKCS#1 v1.5 and PSS) and ECDSA
  * P-256 through BCryptImportKeyPair and BCryptVerifySignature. CNG has no
  * Ed25519, so EdDSA keys are refused on Windows.
+ *
+ * Private keys (private_key_jwt): crypt32 turns the PEM into DER, whose
+ * few fields (PKCS#8 around SEC1 or PKCS#1) are read here into CNG's
+ * private key blobs; BCryptSignHash signs.
  */
 #include "os/crypto.h"
 
 #include <windows.h>
 #include <bcrypt.h>
+#include <wincrypt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,4 +224,212 @@ bool os_pubkey_verify(const os_pubkey *key, os_sig_alg alg, const void *data, si
   ULONG flags = alg == OS_SIG_RS256 ? BCRYPT_PAD_PKCS1 : alg == OS_SIG_PS256 ? BCRYPT_PAD_PSS : 0;
   return BCRYPT_SUCCESS(
       BCryptVerifySignature(key->key, padding, hash, sizeof hash, (PUCHAR)sig, (ULONG)sig_len, flags));
+}
+
+/* ---- Signing with a PEM private key (private_key_jwt) ----------------- */
+
+/* Is the text "-----BEGIN label-----" somewhere in pem? */
+static bool pem_has(const char *pem, size_t pem_len, const char *label) {
+  char want[64];
+  int n = snprintf(want, sizeof want, "-----BEGIN %s-----", label);
+  for (size_t i = 0; n > 0 && i + (size_t)n <= pem_len; i++)
+    if (memcmp(pem + i, want, (size_t)n) == 0) return true;
+  return false;
+}
+
+/* A DER element being read: what is left of it. */
+typedef struct der_cursor {
+  const uint8_t *p;
+  size_t n;
+} der_cursor;
+
+/* The next element of in (tag and content), or false when in does not
+ * hold a whole one. Definite lengths only, as DER has. */
+static bool der_next(der_cursor *in, uint8_t *tag, der_cursor *content) {
+  if (in->n < 2) return false;
+  size_t len = in->p[1], header = 2;
+  if (len & 0x80) {
+    size_t bytes = len & 0x7f;
+    if (bytes == 0 || bytes > 3 || in->n < 2 + bytes) return false;
+    len = 0;
+    for (size_t i = 0; i < bytes; i++) len = len << 8 | in->p[2 + i];
+    header += bytes;
+  }
+  if (len > in->n - header) return false;
+  *tag = in->p[0];
+  content->p = in->p + header;
+  content->n = len;
+  in->p += header + len;
+  in->n -= header + len;
+  return true;
+}
+
+/* The next element, which must have tag want. */
+static bool der_expect(der_cursor *in, uint8_t want, der_cursor *content) {
+  uint8_t tag;
+  return der_next(in, &tag, content) && tag == want;
+}
+
+enum { DER_INTEGER = 0x02, DER_BIT_STRING = 0x03, DER_OCTET_STRING = 0x04, DER_OID = 0x06, DER_SEQUENCE = 0x30 };
+
+/* 1.2.840.10045.3.1.7 (P-256) and 1.2.840.10045.2.1 (an EC public key). */
+static const uint8_t OID_P256[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
+static const uint8_t OID_EC_KEY[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01};
+
+static bool der_is(const der_cursor *c, const uint8_t *bytes, size_t n) {
+  return c->n == n && memcmp(c->p, bytes, n) == 0;
+}
+
+/* An ECDSA P-256 signing key from a SEC1 ECPrivateKey, which must carry
+ * its public point (OpenSSL and Node write it); curve_known: PKCS#8 named
+ * P-256 already. */
+static BCRYPT_KEY_HANDLE import_ec_private(der_cursor in, bool curve_known, char *why, size_t why_len) {
+  der_cursor key, version, d, field;
+  uint8_t tag;
+  const uint8_t *point = NULL;
+  bool p256 = curve_known;
+  if (!der_expect(&in, DER_SEQUENCE, &key) || !der_expect(&key, DER_INTEGER, &version) ||
+      !der_expect(&key, DER_OCTET_STRING, &d)) {
+    say(why, why_len, "the EC private key cannot be decoded");
+    return NULL;
+  }
+  while (der_next(&key, &tag, &field)) {
+    der_cursor inner;
+    if (tag == 0xa0 && der_expect(&field, DER_OID, &inner)) p256 = der_is(&inner, OID_P256, sizeof OID_P256);
+    else if (tag == 0xa1 && der_expect(&field, DER_BIT_STRING, &inner) && inner.n == 2 + 2 * P256_COORD_BYTES &&
+             inner.p[0] == 0 && inner.p[1] == 0x04)
+      point = inner.p + 2;
+  }
+  if (!p256 || d.n != P256_COORD_BYTES) {
+    say(why, why_len, "ES256 needs an EC P-256 private key");
+    return NULL;
+  }
+  if (!point) {
+    say(why, why_len, "the EC private key does not hold its public point (write it with OpenSSL or Node)");
+    return NULL;
+  }
+  /* BCRYPT_ECCPRIVATE_BLOB: the header, then x, y and d. */
+  struct {
+    BCRYPT_ECCKEY_BLOB header;
+    uint8_t xyd[3 * P256_COORD_BYTES];
+  } blob;
+  blob.header.dwMagic = BCRYPT_ECDSA_PRIVATE_P256_MAGIC;
+  blob.header.cbKey = P256_COORD_BYTES;
+  memcpy(blob.xyd, point, 2 * P256_COORD_BYTES);
+  memcpy(blob.xyd + 2 * P256_COORD_BYTES, d.p, P256_COORD_BYTES);
+  BCRYPT_KEY_HANDLE handle = NULL;
+  if (!p256_alg || !BCRYPT_SUCCESS(BCryptImportKeyPair(p256_alg, NULL, BCRYPT_ECCPRIVATE_BLOB, &handle,
+                                                       (PUCHAR)&blob, sizeof blob, 0))) {
+    handle = NULL;
+    say(why, why_len, "ES256 needs an EC P-256 private key");
+  }
+  SecureZeroMemory(&blob, sizeof blob);
+  return handle;
+}
+
+/* An RSA signing key from a PKCS#1 RSAPrivateKey: n, e, p and q go into
+ * a BCRYPT_RSAPRIVATE_BLOB (CNG works out the rest). */
+static BCRYPT_KEY_HANDLE import_rsa_private(der_cursor in, char *why, size_t why_len) {
+  der_cursor key, part[6]; /* version, n, e, d, p, q */
+  bool ok = der_expect(&in, DER_SEQUENCE, &key);
+  for (int i = 0; ok && i < 6; i++) ok = der_expect(&key, DER_INTEGER, &part[i]);
+  if (!ok) {
+    say(why, why_len, "the RSA private key cannot be decoded");
+    return NULL;
+  }
+  size_t n_len = part[1].n, e_len = part[2].n, p_len = part[4].n, q_len = part[5].n;
+  const uint8_t *n = strip_zeros(part[1].p, &n_len), *e = strip_zeros(part[2].p, &e_len),
+                *p = strip_zeros(part[4].p, &p_len), *q = strip_zeros(part[5].p, &q_len);
+  if (n_len * 8 < RSA_MIN_BITS || n_len > OS_SIG_MAX_BYTES || e_len > 8) {
+    say(why, why_len, "RS256 needs an RSA private key of 2048 bits or more");
+    return NULL;
+  }
+  size_t size = sizeof(BCRYPT_RSAKEY_BLOB) + e_len + n_len + p_len + q_len;
+  BCRYPT_RSAKEY_BLOB *blob = calloc(1, size);
+  if (!blob) {
+    say(why, why_len, "out of memory");
+    return NULL;
+  }
+  blob->Magic = BCRYPT_RSAPRIVATE_MAGIC;
+  blob->BitLength = (ULONG)(n_len * 8);
+  blob->cbPublicExp = (ULONG)e_len;
+  blob->cbModulus = (ULONG)n_len;
+  blob->cbPrime1 = (ULONG)p_len;
+  blob->cbPrime2 = (ULONG)q_len;
+  uint8_t *at = (uint8_t *)(blob + 1);
+  memcpy(at, e, e_len);
+  memcpy(at += e_len, n, n_len);
+  memcpy(at += n_len, p, p_len);
+  memcpy(at + p_len, q, q_len);
+  BCRYPT_KEY_HANDLE handle = NULL;
+  if (!rsa_alg || !BCRYPT_SUCCESS(BCryptImportKeyPair(rsa_alg, NULL, BCRYPT_RSAPRIVATE_BLOB, &handle, (PUCHAR)blob,
+                                                      (ULONG)size, 0))) {
+    handle = NULL;
+    say(why, why_len, "the RSA private key cannot be imported");
+  }
+  SecureZeroMemory(blob, size);
+  free(blob);
+  return handle;
+}
+
+bool os_sign_pem(const char *pem, size_t pem_len, os_sig_alg alg, const void *data, size_t n,
+                 uint8_t sig[OS_SIG_MAX_BYTES], size_t *sig_len, char *why, size_t why_len) {
+  InitOnceExecuteOnce(&providers_once, open_providers, NULL, NULL);
+  if (alg != OS_SIG_ES256 && alg != OS_SIG_RS256) {
+    say(why, why_len, "only ES256 and RS256 can sign");
+    return false;
+  }
+  bool sec1 = pem_has(pem, pem_len, "EC PRIVATE KEY"), pkcs1 = pem_has(pem, pem_len, "RSA PRIVATE KEY"),
+       pkcs8 = pem_has(pem, pem_len, "PRIVATE KEY");
+  DWORD der_len = 0;
+  BYTE *der = NULL;
+  if (pem_len <= 0x100000 && (sec1 || pkcs1 || pkcs8) &&
+      CryptStringToBinaryA(pem, (DWORD)pem_len, CRYPT_STRING_BASE64HEADER, NULL, &der_len, NULL, NULL) &&
+      (der = malloc(der_len)) &&
+      !CryptStringToBinaryA(pem, (DWORD)pem_len, CRYPT_STRING_BASE64HEADER, der, &der_len, NULL, NULL)) {
+    free(der);
+    der = NULL;
+  }
+  if (!der) {
+    say(why, why_len, "the file holds no PEM private key that can be read without a passphrase");
+    return false;
+  }
+  der_cursor key = {der, der_len};
+  bool ec = sec1, curve_known = false;
+  if (!sec1 && !pkcs1) {
+    /* PKCS#8: { version, { algorithm OID, parameters }, OCTET STRING key } */
+    der_cursor info, version, algorithm, oid, params;
+    uint8_t tag;
+    if (!der_expect(&key, DER_SEQUENCE, &info) || !der_expect(&info, DER_INTEGER, &version) ||
+        !der_expect(&info, DER_SEQUENCE, &algorithm) || !der_expect(&algorithm, DER_OID, &oid) ||
+        !der_expect(&info, DER_OCTET_STRING, &key)) {
+      SecureZeroMemory(der, der_len);
+      free(der);
+      say(why, why_len, "the PKCS#8 private key cannot be decoded (an encrypted key is not supported)");
+      return false;
+    }
+    ec = der_is(&oid, OID_EC_KEY, sizeof OID_EC_KEY);
+    curve_known = ec && der_next(&algorithm, &tag, &params) && tag == DER_OID && der_is(&params, OID_P256, sizeof OID_P256);
+  }
+  BCRYPT_KEY_HANDLE handle = NULL;
+  if (alg == OS_SIG_ES256 && !ec) say(why, why_len, "ES256 needs an EC P-256 private key");
+  else if (alg == OS_SIG_RS256 && ec) say(why, why_len, "RS256 needs an RSA private key of 2048 bits or more");
+  else handle = ec ? import_ec_private(key, curve_known, why, why_len) : import_rsa_private(key, why, why_len);
+  SecureZeroMemory(der, der_len);
+  free(der);
+  if (!handle) return false;
+  uint8_t hash[OS_SHA256_BYTES];
+  os_sha256(data, n, hash);
+  BCRYPT_PKCS1_PADDING_INFO pkcs1_padding = {BCRYPT_SHA256_ALGORITHM};
+  ULONG out = 0;
+  /* CNG's ECDSA signature is r || s already, as JWS wants. */
+  bool ok = BCRYPT_SUCCESS(BCryptSignHash(handle, alg == OS_SIG_RS256 ? &pkcs1_padding : NULL, hash, sizeof hash, sig,
+                                          OS_SIG_MAX_BYTES, &out, alg == OS_SIG_RS256 ? BCRYPT_PAD_PKCS1 : 0));
+  BCryptDestroyKey(handle);
+  if (!ok) {
+    say(why, why_len, "CNG could not sign with the key");
+    return false;
+  }
+  *sig_len = out;
+  return true;
 }

@@ -12,7 +12,7 @@ mkdir -p "$out"
 wine=$(command -v wine || command -v wine64 || echo /usr/lib/wine/wine64)
 if ! x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -O1 -Iruntime -I"$prefix/include" -static \
      -o "$out/test_seams_windows.exe" runtime/os/tests/test_seams_windows.c runtime/os/*_windows.c \
-     "$prefix/lib/libuv_a.a" -lbcrypt -lws2_32 -liphlpapi -luserenv -ldbghelp -lole32 -luuid -lpsapi -lshell32; then
+     "$prefix/lib/libuv_a.a" -lbcrypt -lcrypt32 -lws2_32 -liphlpapi -luserenv -ldbghelp -lole32 -luuid -lpsapi -lshell32; then
   echo "0 passed, 1 failed"; exit 1
 fi
 export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/build/wineprefix}
@@ -49,9 +49,20 @@ if x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Iruntime -o "$out/test_path.ex
   [ -n "$paths" ] || { cat "$out/test_path.log"; paths="0 passed, 1 failed"; }
   [ "$prc" -eq 0 ] || [ "${paths#* passed, }" != "0 failed" ] || paths="${paths%% *} passed, 1 failed"
 fi
-echo "os seams: $seams; os/path: $paths"
-p=$(( ${seams%% *} + ${paths%% *} ))
-f1=${seams#* passed, }; f2=${paths#* passed, }
-f=$(( ${f1%% *} + ${f2%% *} ))
+# os_sign_pem's unit test (runtime/os/tests/test_sign.c): crypt32 and CNG.
+signs="0 passed, 1 failed"
+if x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Iruntime -o "$out/test_sign.exe" \
+     runtime/os/tests/test_sign.c runtime/os/crypto_windows.c -lbcrypt -lcrypt32; then
+  (cd "$out" && timeout -s KILL 300 "$wine" test_sign.exe) >"$out/test_sign.log" 2>&1
+  src=$?
+  grep -E '^FAIL' "$out/test_sign.log"
+  signs=$(grep -oE '^[0-9]+ passed, [0-9]+ failed' "$out/test_sign.log" | tail -n 1)
+  [ -n "$signs" ] || { cat "$out/test_sign.log"; signs="0 passed, 1 failed"; }
+  [ "$src" -eq 0 ] || [ "${signs#* passed, }" != "0 failed" ] || signs="${signs%% *} passed, 1 failed"
+fi
+echo "os seams: $seams; os/path: $paths; os_sign_pem: $signs"
+p=$(( ${seams%% *} + ${paths%% *} + ${signs%% *} ))
+f1=${seams#* passed, }; f2=${paths#* passed, }; f3=${signs#* passed, }
+f=$(( ${f1%% *} + ${f2%% *} + ${f3%% *} ))
 echo "$p passed, $f failed"
 [ "$f" -eq 0 ]
