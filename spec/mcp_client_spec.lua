@@ -423,6 +423,17 @@ mcp.tool { name = "connect_to", inputSchema = { type = "object", properties = { 
     assert.truthy(text_of(r):find("permission denied: net 127.0.0.1:9 (allowed: localhost:1)", 1, true), text_of(r))
   end)
 
+  it("judges the host libcurl would reach, not a reading of its own: a URL hiding one host behind a NUL is refused", function()
+    -- A Lua reading of the authority would take the host after the last
+    -- "@" (the listed localhost:1); libcurl stops at the NUL (127.0.0.1:9).
+    local r = server:call_tool("connect_to", { url = "http://127.0.0.1:9\0@localhost:1/mcp" })
+    assert.is_true(r.isError)
+    assert.truthy(text_of(r):find("control character", 1, true), text_of(r))
+    -- An upper-case scheme is the same URL.
+    r = server:call_tool("connect_to", { url = "HTTP://127.0.0.1:9/mcp" })
+    assert.truthy(text_of(r):find("permission denied: net 127.0.0.1:9 (allowed: localhost:1)", 1, true), text_of(r))
+  end)
+
   it("runs a program exec lists", function()
     assert.are.equal("2", text_of(server:call_tool("connect_to", { program = LUAMCP })))
   end)

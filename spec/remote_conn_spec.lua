@@ -124,6 +124,12 @@ describe("luamcp.remote over stdio", function()
     assert.are.same({ "ended: " .. r.why }, r.seen)
   end)
 
+  it("ends the connection when the child closes its stdout and goes on running (and stops that child)", function()
+    local r = structured(outer:call_tool("wait_for_end", { key = "mute", command = { "sh", "-c", "exec 1>&-; sleep 600" } }))
+    assert.are.equal("ended", r.kind)
+    assert.truthy(r.why:find("closed its stdout", 1, true), r.why)
+  end)
+
   it("hands messages no request takes to on_message", function()
     local r = structured(outer:call_tool("wait_for_end", { key = "note", command = { "sh", "-c",
       [[printf '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'; read line; exit 0]] } }))

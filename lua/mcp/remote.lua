@@ -102,7 +102,8 @@ end
 -- The script's permissions (mcp.server{permissions}): the program must be
 -- one exec lists, the host one net lists, with the checks and messages of
 -- mcp.exec and mcp.http. Returns the argv to run (the program resolved as
--- the check resolved it), or nil, message, "EACCES".
+-- the check resolved it) or the URL to open (as libcurl read it), or nil,
+-- message, "EACCES".
 local function permitted(opts)
   if opts.command then
     local program, message, code = permissions.check_exec(opts.command[1])
@@ -111,10 +112,13 @@ local function permitted(opts)
     argv[1] = program
     return argv
   end
-  local _, host, port = permissions.url_parts(opts.url)
-  local ok, message, code = permissions.check_net(host or "", port or 0)
+  -- libcurl's own parse is judged, and the URL it writes back is the one
+  -- opened: what is judged is what is used, as for mcp.http.
+  local scheme, host, port, url = connections().endpoint(opts.url)
+  if not scheme then return nil, ("mcp.client: %s"):format(host) end
+  local ok, message, code = permissions.check_net(host, port)
   if not ok then return nil, message, code end
-  return true
+  return url
 end
 
 -- One text per connect target: the same target in the next generation
@@ -179,7 +183,7 @@ function Client:_open(argv)
   if opts.command then
     spec.command, spec.cwd, spec.env = argv, opts.cwd, opts.env
   else
-    spec.url, spec.headers = opts.url, opts.headers
+    spec.url, spec.headers = argv, opts.headers -- the URL as the permission check read it
   end
   local h, how = connections().open(spec)
   if not h then return nil, tostring(how) end

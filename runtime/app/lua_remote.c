@@ -408,6 +408,14 @@ static remote_hub *hub_get(lua_app *app) {
   return hub;
 }
 
+/* A header name or value (or a URL) we may send: no control byte (a bare
+ * CR, LF or NUL would split or cut the line). A tab is a value's own. */
+static bool header_ok(const char *s) {
+  for (; *s; s++)
+    if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f) return false;
+  return true;
+}
+
 /* ---- A connection's life ------------------------------------------------ */
 
 static void post_abort(remote_post *p);
@@ -697,6 +705,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   b->len = b->base ? suggested : 0;
 }
 
+static void on_stdout_closed(uv_timer_t *timer) {
+  remote_conn *c = timer->data;
+  if (!c->exited && !c->ended) conn_close(c, "the server closed its stdout and kept running: it is stopped");
+}
+
 static void on_child_stdout(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
   remote_conn *c = stream->data;
   const char *p = b->base, *end = b->base + (n > 0 ? n : 0);
@@ -724,6 +737,10 @@ static void on_child_stdout(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
     uv_read_stop(stream);
     c->out_eof = true;
     if (c->exited) child_gone(c);
+    /* No answer can come any more: a child that closed its stdout and
+     * goes on running would leave every wait hanging. Its exit is usually
+     * on the way (then that is the reason given); else it is closed. */
+    else if (!c->ended) uv_timer_start(&c->timer, on_stdout_closed, REMOTE_EXIT_DRAIN_MS, 0);
   }
 }
 
@@ -944,7 +961,7 @@ static size_t on_post_header(char *data, size_t size, size_t count, void *arg) {
     free(v);
   } else if ((v = header_value(data, len, "mcp-session-id"))) {
     remote_conn *c = p->conn;
-    if (*v && strlen(v) < 1024 && p->what != POST_DELETE) {
+    if (*v && strlen(v) < 1024 && header_ok(v) && p->what != POST_DELETE) {
       free(c->session_id);
       c->session_id = v;
     } else {
@@ -1049,11 +1066,6 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
 
 static void hub_after_curl(void *data) { hub_kick(data); }
 
-static bool header_ok(const char *s) {
-  for (; *s; s++)
-    if (*s == '\r' || *s == '\n') return false;
-  return true;
-}
 
 /* Start a transfer: a message (body), a resumption GET or the DELETE.
  * Extra headers from the Lua table at extra_idx (0: none). */
@@ -1150,6 +1162,9 @@ static bool post_start(remote_conn *c, post_what what, const char *body, size_t 
   api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   api->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  /* Straight to the host the net permission judged: no proxy from the
+   * environment (http_proxy, ALL_PROXY), which nothing judged. */
+  api->easy_setopt(e, CURLOPT_PROXY, "");
   api->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)REMOTE_CONNECT_TIMEOUT_MS);
   api->easy_setopt(e, CURLOPT_USERAGENT, "luamcp");
   api->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_post_body);
@@ -1362,6 +1377,64 @@ static int spawn_child(remote_conn *c, char **argv, char **env, const char *cwd)
   return 0;
 }
 
+/* remote.endpoint(url): the URL as libcurl reads it — scheme, host (lower
+ * case, no IPv6 brackets: as permissions name it), port (the scheme's
+ * default when none is given) and the URL as curl writes it back — or nil
+ * and why. The net permission judges this parse, and the connection is
+ * opened with the URL it writes back, so what is judged is what is used
+ * (a Lua reading of "http://a\0@b/" would judge b where curl goes to a). */
+static int remote_endpoint(lua_State *L) {
+  size_t len;
+  const char *url = luaL_checklstring(L, 1, &len);
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)url[i] < 0x20 || url[i] == 0x7f) {
+      lua_pushnil(L);
+      lua_pushliteral(L, "the URL has a control character (a NUL, a line break, ...)");
+      return 2;
+    }
+  char why[300] = "";
+  const curl_api *api = curl_lib_load("mcp.client", why, sizeof why);
+  if (!api) {
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  CURLU *u = api->url();
+  char *scheme = NULL, *host = NULL, *port = NULL, *full = NULL;
+  bool ok = u && api->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+            api->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+            api->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+            api->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+            api->url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK && *host;
+  int n;
+  if (!ok) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: not a URL libcurl can read", url);
+    n = 2;
+  } else if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: not an http:// or https:// URL", url);
+    n = 2;
+  } else {
+    size_t hl = strlen(host);
+    char *h = host;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') h++, hl -= 2;
+    for (size_t i = 0; i < hl; i++)
+      if (h[i] >= 'A' && h[i] <= 'Z') h[i] = (char)(h[i] + 32);
+    lua_pushstring(L, scheme);
+    lua_pushlstring(L, h, hl);
+    lua_pushinteger(L, strtol(port, NULL, 10));
+    lua_pushstring(L, full);
+    n = 4;
+  }
+  api->free(scheme);
+  api->free(host);
+  api->free(port);
+  api->free(full);
+  if (u) api->url_cleanup(u);
+  return n;
+}
+
 /* remote.open{ key, command, cwd, env } or { key, url, headers } */
 static int remote_open(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -1405,7 +1478,12 @@ static int remote_open(lua_State *L) {
       lua_pushfstring(L, "%s: not an http:// or https:// URL", url);
       return 2;
     }
-    if (!header_ok(url)) return luaL_error(L, "luamcp.remote.open: the URL has a line break");
+    size_t url_len = 0;
+    lua_getfield(L, 1, "url");
+    lua_tolstring(L, -1, &url_len);
+    lua_pop(L, 1);
+    if (!header_ok(url) || strlen(url) != url_len) /* a NUL would make curl read less than was judged */
+      return luaL_error(L, "luamcp.remote.open: the URL has a control character");
   }
   lua_getfield(L, 1, "headers");
   int headers_idx = lua_gettop(L);
@@ -1749,9 +1827,11 @@ int luaopen_luamcp_remote(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
-  lua_createtable(L, 0, 1);
+  lua_createtable(L, 0, 2);
   lua_pushvalue(L, lua_upvalueindex(1)); /* the vm */
   lua_pushcclosure(L, remote_open, 1);
   lua_setfield(L, -2, "open");
+  lua_pushcfunction(L, remote_endpoint);
+  lua_setfield(L, -2, "endpoint");
   return 1;
 }
