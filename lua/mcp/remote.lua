@@ -349,9 +349,13 @@ function Client:_exchange(method, params, extra_headers)
   local h = self.h
   local id = h:next_id()
   params = copy(params)
-  local meta = copy(params._meta)
-  meta.progressToken = id
-  params._meta = core.object(meta)
+  -- Progress for the outer call: asked of every request but the handshake's
+  -- (whose _meta the spec fixes).
+  if method ~= "initialize" and method ~= "server/discover" then
+    local meta = copy(params._meta)
+    meta.progressToken = id
+    params._meta = core.object(meta)
+  end
   local msg, headers = proto.request(self:_state(), id, method, core.object(params), extra_headers)
   if protocol.is_modern(self.session.protocol_version) and method ~= "server/discover" then
     -- A 2026-07-28 server logs to a request only when it asks: all of it,
