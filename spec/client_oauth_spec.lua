@@ -9,6 +9,11 @@
 --   * private_key_jwt with an ES256 and an RS256 key (made by Node here);
 --   * a wrong secret: the authorization server's error shown, exit 1, and
 --     neither the secret nor any token printed;
+--   * where the credentials may go: authorization server metadata without
+--     its issuer is refused; --issuer pins the authorization server, and
+--     without it stderr names the one a secret goes to; OAuth options over
+--     plain http to a non-loopback host are a usage error, --bearer-env
+--     there a warning;
 --   * no credentials: the 401 reported with a hint naming the flags;
 --   * flags that do not go together: a usage error (exit 2).
 local client = require "mcp_client"
@@ -172,11 +177,16 @@ describe("luamcp call as an OAuth client (oidc-provider)", function()
 const http = require("http"), issuer = process.argv[1];
 const server = http.createServer((req, res) => {
   const base = `http://127.0.0.1:${server.address().port}`;
-  const which = req.url.includes("mismatch") ? "mismatch" : "refuses";
+  const which = ["mismatch", "noissuer"].find((w) => req.url.includes(w)) || "refuses";
   if (req.method === "GET" && req.url.startsWith("/.well-known/oauth-protected-resource/")) {
     res.setHeader("Content-Type", "application/json");
-    return res.end(JSON.stringify({ authorization_servers: [issuer],
-      resource: which === "mismatch" ? "https://evil.example.com/mcp" : `${base}/refuses/mcp` }));
+    return res.end(JSON.stringify({ authorization_servers: [which === "noissuer" ? `${base}/as` : issuer],
+      resource: which === "mismatch" ? "https://evil.example.com/mcp" : `${base}/${which}/mcp` }));
+  }
+  if (req.method === "GET" && req.url === "/.well-known/oauth-authorization-server/as") {
+    // Metadata without an issuer, whose token endpoint is this server.
+    res.setHeader("Content-Type", "application/json");
+    return res.end(JSON.stringify({ token_endpoint: `${base}/token` }));
   }
   process.stdout.write(JSON.stringify({ path: req.url, bearer: !!req.headers.authorization }) + "\n");
   res.statusCode = 401;
@@ -204,6 +214,74 @@ process.stdin.on("end", () => process.exit(0)).resume();
       1, true), err)
     assert.are.equal(before, p.stats()["/token"] or 0)
     assert_no_secrets(out .. err, "m2m-secret")
+  end)
+
+  it("authorization server metadata with no issuer: refused, the secret not sent to its token endpoint", function()
+    local fake, base = start_fake()
+    local code, out, err = call({ "--http", base .. "/noissuer/mcp", "--client-id", "m2m", "--client-secret-env",
+      "SECRET" }, { SECRET = "m2m-secret" })
+    -- What reached the fake besides the metadata (its lines wait in the pipe).
+    local seen = {}
+    for i = 1, 3 do
+      local line = fake:read_line(i == 1 and 10000 or 500)
+      if line then seen[#seen + 1] = cjson.decode(line).path end
+    end
+    fake:terminate()
+    assert.are.equal(1, code)
+    assert.truthy(err:find(base .. "/.well-known/oauth-authorization-server/as names no issuer", 1, true), err)
+    assert.truthy(err:find(base .. "/as", 1, true), err)
+    assert.are.same({ "/noissuer/mcp" }, seen)
+    assert_no_secrets(out .. err, "m2m-secret")
+  end)
+
+  it("without --issuer, stderr names the authorization server the secret goes to (not the secret)", function()
+    local code, out, err = call({ "--http", s.url, "--client-id", "m2m", "--client-secret-env", "SECRET", "--raw",
+      "whoami" }, { SECRET = "m2m-secret" })
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("sending the client credentials to the authorization server " .. p.issuer, 1, true), err)
+    assert_no_secrets(out .. err, "m2m-secret")
+  end)
+
+  it("--issuer: the named authorization server is used, silently; another is refused before anything is sent",
+    function()
+      local code, out, err = call({ "--http", s.url, "--client-id", "m2m", "--client-secret-env", "SECRET",
+        "--issuer", p.issuer, "--raw", "whoami" }, { SECRET = "m2m-secret" })
+      assert.are.equal(0, code, err)
+      assert.are.equal("m2m", cjson.decode(out).structuredContent.subject)
+      assert.is_nil(err:find("sending the client credentials", 1, true), err)
+
+      local before = p.stats()["/token"] or 0
+      code, out, err = call({ "--http", s.url, "--client-id", "m2m", "--client-secret-env", "SECRET",
+        "--issuer", "https://as.example.com" }, { SECRET = "m2m-secret" })
+      assert.are.equal(1, code)
+      assert.truthy(err:find("names the authorization server " .. p.issuer .. ", not --issuer https://as.example.com",
+        1, true), err)
+      assert.are.equal(before, p.stats()["/token"] or 0)
+      assert_no_secrets(out .. err, "m2m-secret")
+    end)
+
+  it("plain http to a host that is not loopback: OAuth options refused, --bearer-env warned about", function()
+    -- 0.0.0.0 reaches this machine but is not a loopback name.
+    local remote = s.url:gsub("127%.0%.0%.1", "0.0.0.0")
+    assert.are_not.equal(s.url, remote)
+    local before = p.stats()["/token"] or 0
+    local code, out, err = call({ "--http", remote, "--client-id", "m2m", "--client-secret-env", "SECRET" },
+      { SECRET = "m2m-secret" })
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find("need an https URL or a loopback host, not " .. remote, 1, true), err)
+    assert.are.equal(before, p.stats()["/token"] or 0)
+    assert_no_secrets(out .. err, "m2m-secret")
+
+    code, out, err = call({ "--http", remote, "--bearer-env", "TOKEN" }, { TOKEN = "not-a-token" })
+    assert.are.equal(1, code, err)
+    assert.truthy(err:find("warning: --bearer-env sends the token in the clear to " .. remote, 1, true), err)
+    -- Sent all the same (the server answers: its Host check refuses 0.0.0.0).
+    assert.truthy(err:find("answered HTTP", 1, true), err)
+    assert.is_nil((out .. err):find("not-a-token", 1, true))
+    -- Loopback: no warning.
+    code, out, err = call({ "--http", s.url, "--bearer-env", "TOKEN" }, { TOKEN = "not-a-token" })
+    assert.are.equal(1, code, err)
+    assert.is_nil(err:find("warning", 1, true), err)
   end)
 
   it("a server that refuses the fresh token: one retry, then a clear failure", function()
@@ -248,6 +326,8 @@ process.stdin.on("end", () => process.exit(0)).resume();
         "--id-token-env and --idp-issuer go together", { SECRET = "m2m-secret" } },
       { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--bearer-env", "SECRET" }, "not both",
         { SECRET = "m2m-secret" } },
+      { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--issuer", "http://as.example.com" },
+        "--issuer http://as.example.com: an authorization server is https", { SECRET = "m2m-secret" } },
     }
     for _, case in ipairs(cases) do
       local args = { "--http", s.url }

@@ -104,6 +104,11 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
               JWT bearer grant presents (with --client-id's credentials)
   --scope 'S ...'  the scope to ask for (default: what the server's 401
               asks for, else all its Protected Resource Metadata lists)
+  --issuer URL  the authorization server the credentials may go to; a
+              server whose metadata names another is refused (without
+              it, luamcp says on stderr where a secret or key goes)
+  The OAuth options need an https URL (or http to a loopback host);
+  --bearer-env over plain http elsewhere is sent, with a warning.
   --header 'Name: value'  send this header too (repeatable)
   --root DIR  answer the server's roots/list with DIR (repeatable)
   --answer key=value  answer a question the server asks (elicitation),
@@ -140,8 +145,9 @@ Usage: luamcp read PATH URI
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --header, --root, --answer, --accept-defaults,
-  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
+  --idp-client-id, --scope, --issuer, --header, --root, --answer,
+  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  (luamcp call --help)
 ]==],
   prompt = [==[
 Usage: luamcp prompt PATH NAME [key=value ...]
@@ -151,8 +157,9 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --header, --root, --answer, --accept-defaults,
-  --protocol-version, --timeout: as for luamcp call (luamcp call --help)
+  --idp-client-id, --scope, --issuer, --header, --root, --answer,
+  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  (luamcp call --help)
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -250,7 +257,7 @@ local CLIENT_FLAGS = {
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
   ["--scope"] = true, ["--assertion-env"] = true, ["--id-token-env"] = true, ["--idp-issuer"] = true,
-  ["--idp-client-id"] = true,
+  ["--idp-client-id"] = true, ["--issuer"] = true,
 }
 
 local function print_notification(message, every)
@@ -298,15 +305,26 @@ end
 -- without them.
 local function oauth_client(command, o)
   local given = o["client-id"] or o["client-secret-env"] or o["client-key"] or o["client-key-alg"] or o.scope
-    or o["assertion-env"] or o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"]
+    or o["assertion-env"] or o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"] or o.issuer
   if not given then return nil end
   local function usage_error(text) fail("luamcp " .. command .. ": " .. text, 2) end
   if not o.http then usage_error("--client-id and its options are for a server reached with --http URL") end
+  local client_auth = require "mcp.client_auth"
+  -- The token (and the metadata that leads to the credentials) would
+  -- travel in the clear: OAuth 2.1 1.5.
+  if not client_auth.credentials_allowed(o.http) then
+    usage_error(("the OAuth client options need an https URL or a loopback host, not %s"
+      .. " (plain http would carry the access token in the clear)"):format(o.http))
+  end
+  if o.issuer and not client_auth.credentials_allowed(o.issuer) then
+    usage_error(("--issuer %s: an authorization server is https (or http on a loopback host)"):format(o.issuer))
+  end
   if o["bearer-env"] then usage_error("give either --bearer-env or OAuth client options, not both") end
   if not o["client-id"] and not o["assertion-env"] and not o["id-token-env"] then
     usage_error("--client-secret-env, --client-key and --scope need --client-id ID (or --assertion-env VAR)")
   end
-  local opts = { client_id = o["client-id"], scope = o.scope }
+  local opts = { client_id = o["client-id"], scope = o.scope, issuer = o.issuer,
+    notice = function(text) say("luamcp " .. command .. ": " .. text) end }
   if o["assertion-env"] then opts.assertion = from_env(command, "--assertion-env", o["assertion-env"]) end
   if o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"] then
     if not (o["id-token-env"] and o["idp-issuer"]) then usage_error("--id-token-env and --idp-issuer go together") end
@@ -336,7 +354,7 @@ local function oauth_client(command, o)
       .. " VAR (the interactive flows are not supported)")
   end
   if o["client-key-alg"] and not o["client-key"] then usage_error("--client-key-alg goes with --client-key") end
-  return require("mcp.client_auth").new(opts)
+  return client_auth.new(opts)
 end
 
 -- Connect to what the options name; the first word is PATH unless --http
@@ -351,6 +369,10 @@ local function connect(command, o)
         token == nil and "not set" or "empty"), 2)
     end
     target.headers.Authorization = "Bearer " .. token
+    if o.http and not require("mcp.client_auth").credentials_allowed(o.http) then
+      say(("luamcp %s: warning: --bearer-env sends the token in the clear to %s (plain http, not a loopback host)")
+        :format(command, o.http))
+    end
   end
   if next(target.headers) ~= nil and not o.http then
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)

@@ -228,8 +228,14 @@ local function find_server_metadata(issuer)
   for _, u in ipairs(M.server_metadata_urls(issuer)) do
     local doc, why = get_json(u)
     if doc then
-      if doc.issuer ~= nil and trim_slash(doc.issuer) ~= trim_slash(issuer) then
-        return nil, ("%s names the issuer %s, not %s (RFC 8414 3.3)"):format(u, tostring(doc.issuer), issuer)
+      -- RFC 8414 3.3: the document must name the issuer it was fetched
+      -- for, or it may be anyone's (and its token_endpoint anywhere).
+      if type(doc.issuer) ~= "string" then
+        return nil, ("%s names no issuer (RFC 8414 3.3 wants %s): not sending credentials"):format(u, issuer)
+      end
+      if trim_slash(doc.issuer) ~= trim_slash(issuer) then
+        return nil, ("%s names the issuer %s, not %s (RFC 8414 3.3): not sending credentials"):format(
+          u, doc.issuer, issuer)
       end
       if type(doc.token_endpoint) ~= "string" then return nil, u .. " names no token_endpoint" end
       return doc, u
@@ -363,7 +369,10 @@ end
 --- "RS256"); or assertion (a JWT: the JWT bearer grant; client_id then
 --- optional); or idp = {issuer, id_token, client_id} (enterprise-managed:
 --- the ID token exchanged for an ID-JAG, then the JWT bearer grant); scope
---- (else the challenge's, else the PRM's scopes_supported).
+--- (else the challenge's, else the PRM's scopes_supported); issuer (the
+--- only authorization server the credentials may go to: a PRM naming
+--- another is refused); notice(text) (without issuer: told, once per
+--- authorization server, where a secret or key is about to go).
 function M.new(opts)
   assert(opts.client_id or opts.assertion or opts.idp, "client_auth.new needs client_id, assertion or idp")
   opts.key_alg = opts.key_alg or "ES256"
@@ -401,6 +410,10 @@ function M.new(opts)
       local servers = prm.authorization_servers
       issuer = type(servers) == "table" and type(servers[1]) == "string" and servers[1] or nil
       if not issuer then return nil, ("the Protected Resource Metadata at %s names no authorization_servers"):format(where) end
+      if opts.issuer and trim_slash(issuer) ~= trim_slash(opts.issuer) then
+        return nil, ("the Protected Resource Metadata at %s names the authorization server %s, not --issuer %s:"
+          .. " not sending credentials"):format(where, issuer, opts.issuer)
+      end
     else
       return nil, ("cannot authorize at %s: %s"):format(info.url, where)
     end
@@ -412,6 +425,10 @@ function M.new(opts)
       server, why = find_server_metadata(issuer)
       if not server then return nil, ("cannot find the authorization server %s: %s"):format(issuer, why) end
       state.server, state.issuer = server, issuer
+      if not opts.issuer and opts.notice and (opts.client_secret or opts.key_pem) then
+        opts.notice(("sending the client credentials to the authorization server %s (named by %s;"
+          .. " --issuer URL allows only that one)"):format(issuer, where))
+      end
     end
     local method
     method, why = M.auth_method(opts, server)
