@@ -288,10 +288,7 @@ static char *dup_string_field(lua_State *L, int idx, const char *name) {
   return s;
 }
 
-/* argv or env as a NULL-terminated array of strings. The strings stay
- * referenced from the Lua stack (or the list itself) until lua_exec
- * returns, which is all uv_spawn needs. */
-static char **string_list(lua_State *L, int list_idx, const char *what, bool env) {
+char **exec_string_list(lua_State *L, int list_idx, const char *api, const char *what, bool env) {
   size_t n = 0;
   lua_pushnil(L);
   while (lua_next(L, list_idx)) {
@@ -305,11 +302,11 @@ static char **string_list(lua_State *L, int list_idx, const char *what, bool env
     lua_pushnil(L);
     while (lua_next(L, list_idx)) {
       if (lua_type(L, -2) != LUA_TSTRING || (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
-        luaL_error(L, "mcp.exec: %s must map names to strings", what);
+        luaL_error(L, "%s: %s must map names to strings", api, what);
       /* A confined server's child gets no loader variables: LD_PRELOAD
        * would run the caller's code inside an allowed program. */
       if (os_proc_drops_variable(lua_tostring(L, -2))) {
-        log_write(LOG_WARNING, "mcp.exec: %s left out of the child's environment: the server is confined",
+        log_write(LOG_WARNING, "%s: %s left out of the child's environment: the server is confined", api,
                   lua_tostring(L, -2));
         lua_pop(L, 1);
         continue;
@@ -322,7 +319,7 @@ static char **string_list(lua_State *L, int list_idx, const char *what, bool env
   } else {
     for (i = 0; i < n; i++) {
       lua_rawgeti(L, list_idx, (lua_Integer)i + 1);
-      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "mcp.exec: %s must be a list of strings", what);
+      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "%s: %s must be a list of strings", api, what);
       out[i] = (char *)lua_tostring(L, -1);
       lua_pop(L, 1); /* still referenced by the list */
     }
@@ -339,7 +336,7 @@ int lua_exec(lua_State *L) {
   if (lua_type(L, -1) != LUA_TTABLE || lua_rawlen(L, -1) == 0)
     return luaL_error(L, "mcp.exec needs argv, a list such as {\"ls\", \"-l\"} (no shell is used)");
   int argv_idx = lua_gettop(L);
-  char **argv = string_list(L, argv_idx, "argv", false);
+  char **argv = exec_string_list(L, argv_idx, "mcp.exec", "argv", false);
   /* file: what to run, when it is not argv[1] found on PATH (a confined
    * server runs the resolved program and keeps argv[0] as given). */
   lua_getfield(L, 1, "file");
@@ -349,7 +346,7 @@ int lua_exec(lua_State *L) {
   int env_idx = lua_gettop(L);
   if (!lua_isnil(L, env_idx)) {
     luaL_checktype(L, env_idx, LUA_TTABLE);
-    env = string_list(L, env_idx, "env", true);
+    env = exec_string_list(L, env_idx, "mcp.exec", "env", true);
   }
   lua_getfield(L, 1, "stdin");
   size_t stdin_len = 0;

@@ -51,6 +51,7 @@
 #include "app/app.h"
 #include "app/curl_lib.h"
 #include "app/curl_loop.h"
+#include "app/lua_exec.h"
 #include "app/lua_remote.h"
 #include "app/lua_task.h"
 #include "os/proc.h"
@@ -1294,41 +1295,6 @@ static int conn_gc(lua_State *L) {
   return 0;
 }
 
-static char **string_list(lua_State *L, int idx, bool env) {
-  size_t n = 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    n++;
-    lua_pop(L, 1);
-  }
-  char **out = lua_newuserdatauv(L, (n + 1) * sizeof *out, 0);
-  size_t i = 0;
-  if (env) {
-    luaL_checkstack(L, (int)n + 8, "too many environment variables");
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      if (lua_type(L, -2) != LUA_TSTRING || (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
-        luaL_error(L, "luamcp.remote.open: env must map names to strings");
-      if (os_proc_drops_variable(lua_tostring(L, -2))) {
-        lua_pop(L, 1);
-        continue;
-      }
-      out[i++] = (char *)lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
-      lua_insert(L, -3);
-      lua_pop(L, 1);
-    }
-  } else {
-    for (i = 0; i < n; i++) {
-      lua_rawgeti(L, idx, (lua_Integer)i + 1);
-      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "luamcp.remote.open: command must be a list of strings");
-      out[i] = (char *)lua_tostring(L, -1);
-      lua_pop(L, 1);
-    }
-  }
-  out[i] = NULL;
-  return out;
-}
-
 static remote_conn *conn_new(remote_hub *hub, const char *key, const char *name) {
   remote_conn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
@@ -1499,11 +1465,11 @@ static int remote_open(lua_State *L) {
   char **argv = NULL, **env = NULL;
   const char *cwd = NULL;
   if (is_cmd) {
-    argv = string_list(L, cmd_idx, false);
+    argv = exec_string_list(L, cmd_idx, "mcp.client", "command", false);
     lua_getfield(L, 1, "env");
     if (!lua_isnil(L, -1)) {
       luaL_checktype(L, -1, LUA_TTABLE);
-      env = string_list(L, lua_gettop(L), true);
+      env = exec_string_list(L, lua_gettop(L), "mcp.client", "env", true);
     }
     lua_getfield(L, 1, "cwd");
     cwd = lua_isnil(L, -1) ? NULL : luaL_checkstring(L, -1);
