@@ -2,7 +2,10 @@
 #
 #   make          build build/luamcp (installing missing Debian packages)
 #   make run      serve the example server (scripts/demo) on stdio
-#   make test     every test suite; ends with "N passed, N failed"
+#   make test     every test suite, several at a time; ends with a table of their
+#                 times and "N passed, N failed" (spec/run-all.sh)
+#   make check    the inner loop: the C units, the core protocol specs and the
+#                 conformance suite's two requirement sets (about a minute)
 #   make bench    benchmarks against the official TypeScript SDK
 #   make fuzz     every fuzz target under libFuzzer (FUZZ_SECONDS each, default 60)
 #   make install  bin/luamcp, its man page, the LuaLS definitions and the runtimes
@@ -63,6 +66,8 @@ CORE_GUARD  := $(addprefix build/core-guard/,uv.h lua.h lauxlib.h lualib.h)
 OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o
 
 .DEFAULT_GOAL := all
+# Every build runs on all the cores (the recipes say what waits for what).
+MAKEFLAGS += --jobs=$(shell nproc 2>/dev/null || echo 2)
 
 # make bench, make bench-smoke (the load client, the peers, the floor).
 include bench/bench.mk
@@ -70,7 +75,7 @@ include bench/bench.mk
 include runtime/tools/cross/windows.mk
 include runtime/tools/cross/arm64.mk
 
-.PHONY: all deps run test test-deps fuzz clean install uninstall
+.PHONY: all deps run test check test-build check-build test-deps fuzz clean install uninstall
 all: build/luamcp
 
 deps:
@@ -153,8 +158,14 @@ UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_sc
               build/tests/test_jwt build/tests/test_trace \
               build/tests/test_path build/tests/test_sign
 
-build/tests/test_%: runtime/core/tests/test_%.c $(CORE_SRC) $(OS_CORE_SRC) $(CORE_GUARD) | deps build/obj
-	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^) $(CORE_LIBS) -lm -ldl -lpthread
+# The unit tests link the core under ASan/UBSan, compiled once for all of
+# them (build/unit/), with the core's own flags (no Lua, no libuv).
+UNIT_CORE_OBJ := $(patsubst runtime/%.c,build/unit/%.o,$(CORE_SRC) $(OS_CORE_SRC))
+build/unit/%.o: runtime/%.c $(CORE_GUARD) | deps
+	@mkdir -p $(@D)
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -c -o $@ $<
+build/tests/test_%: runtime/core/tests/test_%.c $(UNIT_CORE_OBJ) $(CORE_GUARD) | deps build/obj
+	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $< $(UNIT_CORE_OBJ) $(CORE_LIBS) -lm -ldl -lpthread
 UNIT_TESTS += build/tests/test_sse_reader
 
 # The path seam, with the platform's own file (the Windows build runs the
@@ -181,9 +192,20 @@ AUTH_DRIVER_ASAN_OBJ := $(patsubst build/obj/%,build/asan/%,$(AUTH_DRIVER_OBJ))
 build/tests/auth_verifier_driver-asan: runtime/app/tests/auth_verifier_driver.c $(AUTH_DRIVER_ASAN_OBJ) | deps build/obj
 	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $< $(AUTH_DRIVER_ASAN_OBJ) $(LIBDIR)/libuv_a.a $(CORE_LIBS) $(LDLIBS)
 
-test: test-deps build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient \
-      build/tests/auth_verifier_driver build/tests/auth_verifier_driver-asan
+# make test: spec/run-all.sh builds test-build, then runs every suite,
+# several at a time, the cross builds (make windows, make linux-arm64) and
+# their suites among them; it ends with the suites' wall times.
+test: test-deps
 	@spec/run-all.sh
+
+# make check: the inner loop of editing (README "Tests").
+check: test-deps
+	@spec/run-all.sh --check
+
+# What the native suites run (the cross builds are built by their suites).
+test-build: build/luamcp build/luamcp-static build/luamcp-asan $(UNIT_TESTS) $(BENCH_DIR)/loadclient \
+            build/tests/auth_verifier_driver build/tests/auth_verifier_driver-asan
+check-build: build/luamcp $(UNIT_TESTS)
 
 # A fully static runtime for `luamcp build --static`. glibc warns that dlopen
 # (Lua's package.loadlib) and getpwuid_r (libuv) need its shared libraries at

@@ -223,27 +223,41 @@ describe("--workers 2", function()
   end)
 
   it("seals 2026-07-28 requestState with one key: a retry opens it on whichever worker reads it", function()
-    local seen = {}
-    local function ask(id, extra)
-      local params = { name = "ask", arguments = EMPTY, _meta = http.modern_meta({ elicitation = EMPTY }) }
+    -- Which worker accepts a connection is the kernel's choice: open
+    -- connections (kept open) until one of each worker has answered on its
+    -- own, then ask on one worker's connection and retry on the other's.
+    local function call_on(conn, id, name, extra)
+      local params = { name = name, arguments = EMPTY, _meta = http.modern_meta({ elicitation = EMPTY }) }
       for k, v in pairs(extra or {}) do params[k] = v end
-      local r = server:post({ jsonrpc = "2.0", id = id, method = "tools/call", params = params },
-        http.modern_headers("tools/call", "ask"))
+      local headers = http.modern_headers("tools/call", name,
+        { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" })
+      local r = conn:request { method = "POST", headers = headers,
+        body = { jsonrpc = "2.0", id = id, method = "tools/call", params = params } }
       assert(r and r.json and r.json.result, cjson.encode(r or {}))
       return r.json.result
     end
-    for i = 1, 16 do
-      local first = ask(i)
-      assert.are.equal("input_required", first.resultType)
-      local key = next(first.inputRequests)
-      local done = ask(i, { requestState = first.requestState,
-                            inputResponses = { [key] = { action = "accept", content = { name = "Ann" } } } })
-      assert.are.equal("complete", done.resultType, cjson.encode(done))
-      local name, index = done.content[1].text:match("^(%a+) (%d+) %d+$")
-      assert.are.equal("Ann", name)
-      seen[tonumber(index)] = true
+    local conn_of = {}
+    for _ = 1, 200 do
+      local conn = server:connect()
+      local index = who(call_on(conn, 1, "whoami").content[1].text)
+      conn_of[index] = conn_of[index] or conn
+      if conn_of[1] and conn_of[2] then break end
     end
-    assert.is_true(seen[1] and seen[2])
+    assert.is_truthy(conn_of[1] and conn_of[2], "not every worker answered")
+    for _, pair in ipairs { { 1, 2 }, { 2, 1 } } do
+      local sealer, opener = pair[1], pair[2]
+      for i = 1, 2 do
+        local first = call_on(conn_of[sealer], i, "ask")
+        assert.are.equal("input_required", first.resultType)
+        local key = next(first.inputRequests)
+        local done = call_on(conn_of[opener], i, "ask", { requestState = first.requestState,
+          inputResponses = { [key] = { action = "accept", content = { name = "Ann" } } } })
+        assert.are.equal("complete", done.resultType, cjson.encode(done))
+        local name, index = done.content[1].text:match("^(%a+) (%d+) %d+$")
+        assert.are.equal("Ann", name)
+        assert.are.equal(opener, tonumber(index), "the retry is answered by the worker its connection reached")
+      end
+    end
   end)
 
   it("answers 404 to an id naming a worker it does not have, or another node", function()

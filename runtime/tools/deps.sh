@@ -10,8 +10,10 @@ set -eu
 # libhiredis-dev: --redis (mcp.store, the bus), with its libuv adapter,
 # linked statically.
 # lua-busted: the test framework `luamcp test` runs, so that it works after
-# `make` alone (it is Lua: nothing links it).
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev libhiredis-dev lua-busted"
+# `make` alone (it is Lua: nothing links it); with lua5.4 and lua-luv,
+# plain `busted spec/FILE_spec.lua` too (README "Tests"). lua5.4 in the
+# same install also keeps lua-busted from pulling in lua5.2 for `lua`.
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev libhiredis-dev lua5.4 lua-luv lua-busted"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec
@@ -21,8 +23,11 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # nginx-light: the load balancer in front of
 # spec/scaleout_spec.lua and bench/scale.sh; lua-penlight and
 # lua-filesystem: the pure-Lua module and the C module of
-# spec/second_week_deps_spec.lua (luamcp build carries one, refuses the other).
-test_pkgs="lua5.4 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
+# spec/second_week_deps_spec.lua (luamcp build carries one, refuses the other);
+# lua5.2: spec/busted_lua_spec.lua runs busted with a `lua` that is 5.2
+# first on PATH (what /usr/bin/lua is on a machine where lua-busted
+# brought lua5.2 in: every busted run must be Lua 5.4 all the same).
+test_pkgs="lua5.4 lua5.2 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
            openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus"
 bench_pkgs="wrk"
 
@@ -48,6 +53,9 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; the
   echo "deps.sh: need root or sudo to install:$missing" >&2; exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+# One apt at a time: make test builds the cross targets side by side, and
+# each installs what it lacks (runtime/tools/cross/*-deps.sh take the same lock).
+lock="${TMPDIR:-/tmp}/luamcp-apt.lock"
+$sudo flock "$lock" apt-get update -qq
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+$sudo flock "$lock" apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -5,6 +5,12 @@
 -- here also makes it one module for every spec file (busted insulates each
 -- file's package.loaded, but keeps what was loaded before the first one).
 local busted = require "busted"
+-- The specs' helpers drive processes with luv, from Debian's lua-luv: say
+-- how to get it rather than fail on the first spec's require.
+if not pcall(require, "luv") then
+  error("the specs need luv for Lua 5.4 (and the other test tools): install them with\n"
+    .. "  make test-deps        (Debian: apt-get install lua-luv)", 0)
+end
 local reaper = require "reaper"
 require "mcp_client"
 

@@ -21,17 +21,19 @@ as_root() {
   $sudo "$@"
 }
 export DEBIAN_FRONTEND=noninteractive
+# One apt at a time (runtime/tools/deps.sh takes the same lock).
+lock="${TMPDIR:-/tmp}/luamcp-apt.lock"
 updated=""
 apt_update() {
   [ -n "$updated" ] && return 0
-  as_root apt-get update -qq
+  as_root flock "$lock" apt-get update -qq
   updated=yes
 }
 
 # The arm64 architecture, for the :arm64 packages.
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "arm64-deps.sh: adding the arm64 architecture to dpkg" >&2
-  as_root dpkg --add-architecture arm64
+  as_root flock "$lock" dpkg --add-architecture arm64
   apt_update
 fi
 
@@ -46,20 +48,32 @@ if [ -n "$missing" ]; then
   # --no-remove: fail rather than let apt remove a native package to make
   # room for an :arm64 one (the native build must keep working).
   # shellcheck disable=SC2086
-  as_root apt-get install -y -qq --no-install-recommends --no-remove $missing >/dev/null
+  as_root flock "$lock" apt-get install -y -qq --no-install-recommends --no-remove $missing >/dev/null
 fi
 
-# http_parser for arm64, unpacked beside the build (never installed).
+# http_parser for arm64, unpacked beside the build (never installed). The
+# archive is kept in the user's cache folder, named by its version, so a
+# later clone on this machine unpacks it without a download (removing the
+# cache is always safe: it is downloaded again).
 if [ ! -f "$deps_dir/usr/lib/aarch64-linux-gnu/libhttp_parser.a" ]; then
   echo "arm64-deps.sh: unpacking libhttp-parser-dev:arm64 into $deps_dir" >&2
   mkdir -p "$deps_dir"
-  download=$(mktemp -d)
-  # apt-get download as root warns that _apt cannot write here: let it.
-  chmod 777 "$download"
-  if ! (cd "$download" && apt-get download -qq libhttp-parser-dev:arm64 2>/dev/null); then
-    apt_update
-    (cd "$download" && apt-get download -qq libhttp-parser-dev:arm64)
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/luamcp/arm64-deps
+  version=$(apt-cache policy libhttp-parser-dev:arm64 2>/dev/null | sed -n 's/^ *Candidate: *//p' | tr ':' '%')
+  cached="$cache/libhttp-parser-dev_${version:-unknown}_arm64.deb"
+  if [ -z "$version" ] || [ "$version" = "(none)" ] || [ ! -s "$cached" ]; then
+    download=$(mktemp -d)
+    # apt-get download as root warns that _apt cannot write here: let it.
+    chmod 777 "$download"
+    if ! (cd "$download" && apt-get download -qq libhttp-parser-dev:arm64 2>/dev/null); then
+      apt_update
+      (cd "$download" && apt-get download -qq libhttp-parser-dev:arm64)
+    fi
+    version=$(dpkg-deb -f "$download"/libhttp-parser-dev_*_arm64.deb Version | tr ':' '%')
+    cached="$cache/libhttp-parser-dev_${version}_arm64.deb"
+    mkdir -p "$cache" && cp "$download"/libhttp-parser-dev_*_arm64.deb "$cached.tmp" && mv "$cached.tmp" "$cached" ||
+      cached="$(echo "$download"/libhttp-parser-dev_*_arm64.deb)"
   fi
-  dpkg -x "$download"/libhttp-parser-dev_*_arm64.deb "$deps_dir"
-  rm -rf "$download"
+  dpkg -x "$cached" "$deps_dir"
+  rm -rf "${download:-}"
 fi

@@ -48,8 +48,5 @@ $(ARM64_DIR)/obj/embedded_lua.o: build/embedded_lua.c | arm64-deps
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(ARM64_CFLAGS) -c -o $@ $<
 
-# make test runs the specs against it under qemu (spec/run-all.sh,
-# run_foreign): one more prerequisite of the Makefile's test target.
-test: $(ARM64_DIR)/luamcp
 
 -include $(ARM64_OBJ:.o=.d)

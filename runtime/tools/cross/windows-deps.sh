@@ -3,12 +3,21 @@
 # from Debian 12's own source packages with Debian's mingw-w64 cross
 # compiler (make windows calls it; issue #28). Installs what it needs
 # (mingw-w64, wine, dpkg-dev, libz-mingw-w64-dev), adds a deb-src entry
-# when the machine has none, and builds into OUT (build/windows):
+# when the machine has none, and puts into OUT (build/windows):
 #
-#   OUT/src/<package>-<version>/   the unpacked Debian sources (apt-get source)
 #   OUT/deps/include, OUT/deps/lib static libraries and their headers
-#   OUT/deps/stamp-<package>       one per library: a second run does nothing
 #   OUT/deps/stamp-all             every one is there (what make windows waits for)
+#
+# They are built once per machine, not per clone: in the user's cache folder
+# (${XDG_CACHE_HOME:-~/.cache}/luamcp/windows-deps/KEY/deps), keyed by the
+# exact source package versions apt-get source would fetch, the cross
+# compiler's version and this script's own text; OUT/deps is a copy. A
+# changed key builds anew; removing the cache is always safe (the next run
+# builds again). While building, KEY.build.PID holds:
+#
+#   src/<package>-<version>/   the unpacked Debian sources (apt-get source)
+#   obj-deps/                  the objects
+#   deps/stamp-<package>       one per library built
 #
 # Lua, lua-cjson, libuv, http-parser and libyaml are a handful of C files
 # each: compiled here file by file (no configure step, nothing to guess).
@@ -21,16 +30,13 @@ out=${1:-build/windows}
 host=x86_64-w64-mingw32
 cc="$host-gcc-win32"
 ar="$host-ar"
-src="$out/src"
-deps="$out/deps"
-mkdir -p "$src" "$deps/include" "$deps/lib"
-out_abs=$(cd "$out" && pwd)
-deps_abs="$out_abs/deps"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 say() { echo "windows-deps: $*" >&2; }
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# One apt at a time (runtime/tools/deps.sh takes the same lock).
+lock="${TMPDIR:-/tmp}/luamcp-apt.lock"
 
 # ---- Debian packages and the deb-src entry ---------------------------------
 
@@ -56,22 +62,68 @@ if ! has_deb_src; then
   say "adding $src_list (deb-src for Debian 12)"
   printf '%s\n' 'Types: deb-src' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm bookworm-updates' \
     'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' | $sudo tee "$src_list" >/dev/null
-  $sudo apt-get update -qq
+  $sudo flock "$lock" apt-get update -qq
   updated=1
 fi
 if [ -n "$missing" ]; then
   say "installing$missing"
-  [ -n "$updated" ] || $sudo apt-get update -qq
+  [ -n "$updated" ] || $sudo flock "$lock" apt-get update -qq
   # shellcheck disable=SC2086
-  $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  $sudo flock "$lock" apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+
+# ---- The cache --------------------------------------------------------------
+
+libraries="lua5.4 lua-cjson libuv1 http-parser libyaml hiredis curl"
+# What the built libraries depend on: this script, the compiler, the
+# mingw-w64 headers and zlib they build against, and the source packages'
+# exact versions (the .dsc names apt-get source would fetch).
+key_input() {
+  cat "$0"
+  "$cc" --version | head -n 1
+  dpkg-query -W mingw-w64-x86-64-dev libz-mingw-w64-dev 2>/dev/null
+  for p in $libraries; do
+    flock "$lock" apt-get source --print-uris --only-source "$p" 2>/dev/null | awk '$2 ~ /\.dsc$/ { print $2 }'
+  done
+}
+key=$(key_input | sha256sum | cut -c1-16)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/luamcp/windows-deps
+mkdir -p "$out"
+out_abs=$(cd "$out" && pwd)
+
+# publish DIR: OUT/deps becomes a copy of DIR (a complete deps folder).
+publish() {
+  rm -rf "$out_abs/deps.new"
+  cp -a "$1" "$out_abs/deps.new"
+  rm -rf "$out_abs/deps"
+  mv "$out_abs/deps.new" "$out_abs/deps"
+  touch "$out_abs/deps/stamp-all" # newer than this script: make is done with it
+}
+if [ -f "$cache/$key/deps/stamp-all" ]; then
+  say "using the libraries built before, from $cache/$key"
+  publish "$cache/$key/deps"
+  exit 0
+fi
+# Build in a folder of our own beside the cache entry (or, when the cache
+# folder cannot be written, in OUT as before), then move it in whole: a
+# build stopped half-way is never taken for a cached one.
+if mkdir -p "$cache" 2>/dev/null && work="$cache/$key.build.$$" && mkdir "$work" 2>/dev/null; then
+  trap 'rm -rf "$work"' EXIT
+else
+  work=$out_abs
+fi
+say "building the Windows libraries (key $key) in $work"
+src="$work/src"
+deps="$work/deps"
+mkdir -p "$src" "$deps/include" "$deps/lib"
+deps_abs="$deps"
 
 # fetch PACKAGE: unpack Debian's source of PACKAGE (its patches applied)
 # under OUT/src once; prints the directory.
 fetch() {
   dir=$(find "$src" -maxdepth 1 -type d -name "$1-[0-9]*" | head -n 1)
   if [ -z "$dir" ]; then
-    (cd "$src" && apt-get source -qq --only-source "$1" >/dev/null 2>&1) || {
+    (cd "$src" && flock "$lock" apt-get source -qq --only-source "$1" >/dev/null 2>&1) || {
       say "apt-get source $1 failed (is there a deb-src entry for Debian 12?)"; exit 1; }
     dir=$(find "$src" -maxdepth 1 -type d -name "$1-[0-9]*" | head -n 1)
   fi
@@ -85,7 +137,7 @@ objects() {
   flags=""
   while [ "$1" != "--" ]; do flags="$flags $1"; shift; done
   shift
-  obj="$out_abs/obj-deps/$lib"
+  obj="$work/obj-deps/$lib"
   rm -rf "$obj"; mkdir -p "$obj"
   # Compiled two (nproc) at a time; a/b.c becomes a_b.c.o.
   # shellcheck disable=SC2016
@@ -160,7 +212,7 @@ fi
 # ---- libcurl (Schannel) ----------------------------------------------------
 if ! stamp curl; then
   d=$(fetch curl)
-  b="$out_abs/obj-deps/curl"
+  b="$work/obj-deps/curl"
   rm -rf "$b"; mkdir -p "$b"
   d_abs=$(cd "$d" && pwd)
   [ -x "$d_abs/configure" ] || (cd "$d_abs" && autoreconf -fi >/dev/null)
@@ -179,3 +231,11 @@ if ! stamp curl; then
 fi
 
 touch "$deps/stamp-all"
+if [ "$work" != "$out_abs" ]; then
+  rm -rf "$cache/$key"
+  mkdir -p "$cache/$key"
+  mv "$deps" "$cache/$key/deps"
+  rm -rf "$work"
+  publish "$cache/$key/deps"
+  say "cached in $cache/$key"
+fi
