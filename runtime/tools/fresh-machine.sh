@@ -96,7 +96,7 @@ if [ ! -x "$pristine/bin/sh" ]; then
     echo "deb $security bookworm-security main"
   } >"$pristine.partial/etc/apt/sources.list"
   mv "$pristine.partial" "$pristine"
-  say "debootstrap took $(($(date +%s) - t0)) s; the pristine root is $(du -sh "$pristine" | cut -f1)"
+  say "debootstrap took $(($(date +%s) - t0)) s; the pristine root is $(du -shx "$pristine" | cut -f1)"
 fi
 
 # ---- 2. The scratch root and the clone ------------------------------------
@@ -137,7 +137,7 @@ cleanup() {
   if [ -n "$left" ]; then
     say "still mounted, so $scratch is left as it is:" $left
   elif [ "${FRESH_KEEP:-}" = 1 ]; then
-    say "kept the scratch root $scratch ($(du -sh "$scratch" 2>/dev/null | cut -f1))"
+    say "kept the scratch root $scratch ($(du -shx "$scratch" 2>/dev/null | cut -f1))"
   else
     rm -rf --one-file-system "$scratch"
   fi
@@ -156,7 +156,7 @@ if [ "${FRESH_REUSE_CACHE:-}" = 1 ]; then
   if [ -d "$user_cache" ]; then
     mkdir -p "$root/root/.cache"
     cp -a "$user_cache" "$root/root/.cache/luamcp"
-    say "starting with the saved user cache ($(du -sh "$user_cache" | cut -f1))"
+    say "starting with the saved user cache ($(du -shx "$user_cache" | cut -f1))"
   else
     say "FRESH_REUSE_CACHE=1 but no run has saved a user cache yet: starting cold"
   fi
@@ -202,7 +202,7 @@ case $run_status in
   124) say "make run did not exit within 60 s of the end of its input" ;;
   *) say "make run exited $run_status (see $setup_log)" ;;
 esac
-say "the scratch root is $(du -sh "$scratch" | cut -f1) after make"
+say "the scratch root is $(du -shx "$scratch" | cut -f1) after make"
 
 if [ "${FRESH_NO_TEST:-}" = 1 ]; then
   say "FRESH_NO_TEST=1: make test not run"
@@ -212,7 +212,7 @@ say "in the chroot: make test (about 30 minutes; tail -f $test_log)"
 t0=$(date +%s)
 test_status=0
 in_root make test >"$test_log" 2>&1 || test_status=$?
-say "make test exited $test_status after $(($(date +%s) - t0)) s; the root is $(du -sh "$scratch" | cut -f1)"
+say "make test exited $test_status after $(($(date +%s) - t0)) s; the root is $(du -shx "$scratch" | cut -f1)"
 tail -n 60 "$test_log"
 [ "$test_status" -ne 0 ] && exit "$test_status"
 exit "$run_status"
