@@ -179,11 +179,15 @@ printf '#!/bin/sh\n# fresh-machine.sh: no daemons are started in this chroot.\ne
 chmod 755 "$root/usr/sbin/policy-rc.d"
 
 # in_root COMMAND: runs COMMAND with bash in the chroot, in /root/luamcp,
-# with a login's plain environment.
+# with a login's plain environment. In the background and waited for, so
+# that ^C or a TERM runs the trap at once (bash defers a trap until a
+# foreground child ends, and drops it when the child exits on its own);
+# the cleanup then stops what runs in the root.
 in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash \
     PATH="$chroot_path" LANG=C.UTF-8 ${TERM:+TERM="$TERM"} \
-    /bin/bash -c "cd /root/luamcp && $1"
+    /bin/bash -c "cd /root/luamcp && $1" &
+  wait $!
 }
 
 # ---- 4. make, make run, make test -----------------------------------------
