@@ -74,6 +74,9 @@ include bench/bench.mk
 # make windows (build/windows/luamcp.exe), make linux-arm64: cross builds.
 include runtime/tools/cross/windows.mk
 include runtime/tools/cross/arm64.mk
+# make fresh-machine-test: make, make run and make test on a new Debian 12
+# machine (a debootstrap chroot).
+include runtime/tools/fresh-machine.mk
 
 .PHONY: all deps run test check test-build check-build test-deps fuzz clean install uninstall
 all: build/luamcp
