@@ -164,7 +164,7 @@ describe("limits", function()
 
   it("stops a backtracking string pattern when the call is cancelled, and answers others meanwhile", function()
     server:send({ jsonrpc = "2.0", id = "bt", method = "tools/call", params = { name = "backtrack_forever", arguments = { fn = "gsub" } } })
-    client.sleep(100)
+    assert.is_true(server:wait_stderr("backtrack_forever started"), server.stderr)
     -- While it matches, the loop still turns: the cancellation is read.
     server:notify("notifications/cancelled", { requestId = "bt" })
     assert.are.same({}, server:request("ping", {}).result)
@@ -178,7 +178,7 @@ describe("limits", function()
 
   it("stops computing code when the call is cancelled", function()
     server:send({ jsonrpc = "2.0", id = "spin", method = "tools/call", params = { name = "spin_counting", arguments = {} } })
-    client.sleep(100)
+    assert.is_true(server:wait_stderr("spin_counting started"), server.stderr)
     server:notify("notifications/cancelled", { requestId = "spin" })
     -- The server answers again, and the loop is not running any more.
     assert.are.same({}, server:request("ping", {}).result)
@@ -249,7 +249,7 @@ describe("limits over HTTP", function()
     conn:send_request { method = "POST", headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json",
       ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" },
       body = { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = "spin_counting", arguments = {} } } }
-    client.sleep(100)
+    assert.is_true(server:wait_stderr("spin_counting started"), server:stderr())
     return conn
   end
 
