@@ -191,7 +191,7 @@ describe("POST", function()
   it("ends the exchange of a request the client cancels, without a response", function()
     -- Before anything was sent: an event stream with nothing in it.
     local conn = server:connect()
-    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("c1", "sleep", { ms = 3000, tag = "c1" }) }
+    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("c1", "sleep", { ms = 60000, tag = "c1" }) }
     assert.is_true(server:wait_stderr("sleep c1 started"), server:stderr())
     local r = server:post({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "c1" } }, on(session))
     assert.are.equal(202, r.status)
@@ -373,7 +373,7 @@ describe("sessions", function()
     p:send_request { method = "POST", headers = post_headers(on(session)), body = call(1, "progress", { steps = 1000 }, { progressToken = 1 }) }
     assert.are.equal(200, p:read_head().status)
     local j = server:connect()
-    j:send_request { method = "POST", headers = post_headers(on(session)), body = call(2, "sleep", { ms = 5000, tag = "j" }) }
+    j:send_request { method = "POST", headers = post_headers(on(session)), body = call(2, "sleep", { ms = 60000, tag = "j" }) }
     assert.is_true(server:wait_stderr("sleep j started"), server:stderr())
     assert.are.equal(200, server:request({ method = "DELETE", headers = { ["Mcp-Session-Id"] = session } }).status)
     local _, ended = g:read_events()
@@ -635,7 +635,7 @@ describe("clients that vanish", function()
 
   it("before a JSON answer: the call is cancelled", function()
     local conn = server:connect()
-    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("w1", "wait", { ms = 200, tag = "gone" }) }
+    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("w1", "wait", { ms = 60000, tag = "gone" }) }
     assert.is_true(server:wait_stderr("wait gone started"), server:stderr())
     conn:close()
     -- The same call with a client that stays finishes.

@@ -265,7 +265,7 @@ describe("--workers 2 when a worker dies", function()
         local conn = server:connect()
         assert.is_true(conn:send_request { method = "POST",
           headers = on(by_owner[k], { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }),
-          body = call_message(i, "sleep", { ms = 1500, tag = k .. "." .. i }) })
+          body = call_message(i, "sleep", { ms = 3000, tag = k .. "." .. i }) })
         inflight[#inflight + 1] = { k = k, conn = conn }
       end
     end
@@ -713,7 +713,7 @@ describe("SIGTERM with calls in flight", function()
     for k = 1, 2 do
       conns[k] = server:connect()
       assert.is_true(conns[k]:send_request { method = "POST", headers = legacy_headers(by_owner[k]),
-                                              body = call_message(10 + k, "sleep", { ms = 2000, tag = "w" .. k }) })
+                                              body = call_message(10 + k, "sleep", { ms = 3000, tag = "w" .. k }) })
     end
     -- Both calls are running (each worker's drain line counts it): each says so.
     for k = 1, 2 do assert.is_true(server:wait_stderr("sleep w" .. k .. " started"), server:stderr()) end
