@@ -50,14 +50,19 @@ describe("concurrency", function()
   end)
 
   it("stops a cancelled call and sends no response for it", function()
-    server:send('{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"sleep","arguments":{"ms":800}}}')
-    client.sleep(50)
+    -- Each is cancelled once it has started (the tool says so on stderr).
+    server:send('{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"sleep","arguments":{"ms":3000,"tag":"c"}}}')
+    assert.is_true(server:wait_stderr("sleep c started"), server.stderr)
     server:notify("notifications/cancelled", { requestId = "c", reason = "changed my mind" })
     -- A cancellation may name the id with different escapes: still the same id.
-    server:send('{"jsonrpc":"2.0","id":"\\u0064","method":"tools/call","params":{"name":"sleep","arguments":{"ms":800}}}')
-    client.sleep(50)
+    server:send('{"jsonrpc":"2.0","id":"\\u0064","method":"tools/call","params":{"name":"sleep","arguments":{"ms":3000,"tag":"d"}}}')
+    assert.is_true(server:wait_stderr("sleep d started"), server.stderr)
     server:send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"d"}}')
-    assert.is_true(server:silent_for(1200))
+    -- No response for either: the next line is that of a longer sleep
+    -- started after them (their 3 s would have ended before its 3.1 s: an
+    -- order, not a window; the 3 s only need to outlast the cancellation).
+    server:send('{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"sleep","arguments":{"ms":3100}}}')
+    assert.are.equal("after", cjson.decode(server:read_line()).id)
     -- The ids are free again and the server is fine.
     server:send('{"jsonrpc":"2.0","id":"c","method":"ping"}')
     assert.are.equal('{"jsonrpc":"2.0","id":"c","result":{}}', server:read_line())

@@ -13,10 +13,14 @@ local cjson = client.json
 local SCRIPT = [[
 local mcp = require "mcp"
 local object = { type = "object" }
-mcp.tool { name = "child", inputSchema = object, handler = function()
+-- With a tag, child and compute say on stderr when they start: the events
+-- the tests wait for.
+mcp.tool { name = "child", inputSchema = object, handler = function(args)
+  if args.tag then io.stderr:write("child " .. args.tag .. " started\n") end
   return mcp.exec { argv = { "sleep", "0.1" } }.code
 end }
 mcp.tool { name = "compute", inputSchema = object, handler = function(args)
+  if args.tag then io.stderr:write("compute " .. args.tag .. " started\n") end
   local parts, deadline = {}, os.clock() + (args.ms or 300) / 1000
   while os.clock() < deadline do parts[#parts % 100 + 1] = string.rep("z", 200) .. #parts end
   return "computed"
@@ -80,8 +84,9 @@ describe("the concurrency core", function()
     end
     for round = 1, 5 do
       local ca, cb = server:connect(), server:connect()
-      cb:send_request { method = "POST", headers = headers(b), body = call(round, "child") }
-      client.sleep(20)
+      -- The child starts first (the tool says so), then the computation.
+      cb:send_request { method = "POST", headers = headers(b), body = call(round, "child", { tag = tostring(round) }) }
+      assert.is_true(server:wait_stderr("child " .. round .. " started"), server:stderr())
       ca:send_request { method = "POST", headers = headers(a), body = call(round, "compute", { ms = 400 }) }
       local ra, rb = ca:read_response(20000), cb:read_response(20000)
       assert.is_table(ra, "no answer to the computation:\n" .. server:stderr())
@@ -186,8 +191,9 @@ describe("the concurrency core", function()
       local conn = server:connect()
       conn.tcp:read_stop()
       conn:write(http.format_request(server.port, { method = "POST", headers = headers, body = call("b" .. round, "big", { n = 4000000 }) })
-                 .. http.format_request(server.port, { method = "POST", headers = headers, body = call(round, "compute", { ms = 400 }) }))
-      client.sleep(100 + round * 20)
+                 .. http.format_request(server.port, { method = "POST", headers = headers,
+                                                       body = call(round, "compute", { ms = 400, tag = tostring(round) }) }))
+      assert.is_true(server:wait_stderr("compute " .. round .. " started"), server:stderr())
       conn:close()
     end
     local r = server:post({ jsonrpc = "2.0", id = "after", method = "ping" }, headers, { timeout_ms = 20000 })
@@ -237,8 +243,8 @@ describe("the concurrency core", function()
     local server = client.spawn { "run", dir }
     server:initialize()
     local before = rss_kb(server.pid)
-    server:send(call("long", "compute", { ms = 4000 }))
-    client.sleep(200)
+    server:send(call("long", "compute", { ms = 4000, tag = "long" }))
+    assert.is_true(server:wait_stderr("compute long started"), server.stderr)
     -- 128 MB of pings, written without waiting: the pipe fills and the
     -- writes wait in the client while the server computes.
     local ping = '{"jsonrpc":"2.0","id":"p","method":"ping"}\n'

@@ -191,11 +191,11 @@ describe("POST", function()
   it("ends the exchange of a request the client cancels, without a response", function()
     -- Before anything was sent: an event stream with nothing in it.
     local conn = server:connect()
-    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("c1", "sleep", { ms = 3000 }) }
-    http.sleep(50)
+    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("c1", "sleep", { ms = 60000, tag = "c1" }) }
+    assert.is_true(server:wait_stderr("sleep c1 started"), server:stderr())
     local r = server:post({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "c1" } }, on(session))
     assert.are.equal(202, r.status)
-    r = conn:read_response(1000)
+    r = conn:read_response()
     assert.is_table(r, "the cancelled request got no answer")
     assert.are.equal(200, r.status)
     assert.are.equal("text/event-stream", r.headers["content-type"])
@@ -208,7 +208,7 @@ describe("POST", function()
     conn:read_event()
     assert.are.equal("notifications/progress", conn:read_event().json.method)
     server:post({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "c2" } }, on(session))
-    local events, ended = conn:read_events(1000)
+    local events, ended = conn:read_events()
     assert.is_true(ended, "the cancelled request's stream did not end")
     for _, e in ipairs(events) do assert.is_nil(e.json.id) end
     -- The connection is still good.
@@ -373,15 +373,15 @@ describe("sessions", function()
     p:send_request { method = "POST", headers = post_headers(on(session)), body = call(1, "progress", { steps = 1000 }, { progressToken = 1 }) }
     assert.are.equal(200, p:read_head().status)
     local j = server:connect()
-    j:send_request { method = "POST", headers = post_headers(on(session)), body = call(2, "sleep", { ms = 5000 }) }
-    http.sleep(50)
+    j:send_request { method = "POST", headers = post_headers(on(session)), body = call(2, "sleep", { ms = 60000, tag = "j" }) }
+    assert.is_true(server:wait_stderr("sleep j started"), server:stderr())
     assert.are.equal(200, server:request({ method = "DELETE", headers = { ["Mcp-Session-Id"] = session } }).status)
-    local _, ended = g:read_events(1000)
+    local _, ended = g:read_events()
     assert.is_true(ended)
-    _, ended = p:read_events(1000)
+    _, ended = p:read_events()
     assert.is_true(ended)
     -- The call that had not answered yet gets what the session now gets.
-    assert_error(j:read_response(1000), 404, -32001, nil, 2)
+    assert_error(j:read_response(), 404, -32001, nil, 2)
     -- A client may be sending its next request on any of these connections
     -- already (Node's fetch does): each one is still served.
     local ping = { method = "POST", headers = post_headers(), body = '{"jsonrpc":"2.0","id":1,"method":"ping"}' }
@@ -486,7 +486,8 @@ describe("Last-Event-ID on POST streams", function()
   -- POST close_stream: the response is a priming event and the end.
   local function start_closing_call(id, ms)
     local conn = server:connect()
-    local r = exchange(conn, { method = "POST", headers = post_headers(on(session)), body = call(id, "close_stream", { ms = ms }) })
+    local r = exchange(conn, { method = "POST", headers = post_headers(on(session)),
+                               body = call(id, "close_stream", { ms = ms, tag = tostring(id) }) })
     assert.are.equal(200, r.status)
     assert.are.equal("text/event-stream", r.headers["content-type"])
     assert.is_true(r.complete)
@@ -523,7 +524,7 @@ describe("Last-Event-ID on POST streams", function()
 
   it("replays everything after the given id once the call is over", function()
     local prime = start_closing_call(3, 50)
-    http.sleep(300)
+    assert.is_true(server:wait_stderr("close_stream 3 answers"), server:stderr()) -- the call is over
     local r = server:request(get(prime.id))
     assert.are.equal(200, r.status)
     assert.is_true(r.complete)
@@ -566,7 +567,10 @@ describe("Last-Event-ID on POST streams", function()
     local prime = conn:read_event()
     conn:read_event()
     conn:close()
-    http.sleep(100)
+    assert.is_true(conn:server_closed()) -- the client is away ...
+    -- ... while the call ticks on (its log lines reach stderr too).
+    local ticks = mcp_client.count(server:stderr(), "tool ticks: tick ")
+    assert.is_true(server:wait_stderr("tool ticks: tick ", ticks + 1), server:stderr())
     assert.are.equal(202, server:post({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = 6 } }, on(session)).status)
     local r = server:request(get(prime.id))
     assert.are.equal(200, r.status)
@@ -631,12 +635,13 @@ describe("clients that vanish", function()
 
   it("before a JSON answer: the call is cancelled", function()
     local conn = server:connect()
-    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("w1", "wait", { ms = 200, tag = "gone" }) }
-    http.sleep(50)
+    conn:send_request { method = "POST", headers = post_headers(on(session)), body = call("w1", "wait", { ms = 60000, tag = "gone" }) }
+    assert.is_true(server:wait_stderr("wait gone started"), server:stderr())
     conn:close()
     -- The same call with a client that stays finishes.
     assert.are.equal("waited", result_text(server:post(call("w2", "wait", { ms = 10, tag = "stayed" }), on(session))))
-    http.sleep(400)
+    -- The first call ended (the tool says so), cancelled before its end.
+    assert.is_true(server:wait_stderr("wait gone ended"), server:stderr())
     assert.are.equal("false", result_text(server:post(call("w3", "finished", { tag = "gone" }), on(session))))
     assert.are.equal("true", result_text(server:post(call("w4", "finished", { tag = "stayed" }), on(session))))
     still_serving()
@@ -649,7 +654,7 @@ describe("clients that vanish", function()
     conn = server:connect()
     conn:write(http.format_request(server.port, { method = "POST", headers = post_headers(on(session, { ["Content-Length"] = "500" })),
                                                   body = '{"jsonrpc":"2.0",' }))
-    http.sleep(20)
+    assert.is_true(conn:server_read_all()) -- the server has read part of the body
     conn:close()
     conn = server:connect()
     conn:write(http.format_request(server.port, { method = "POST", headers = post_headers(on(session, { ["Transfer-Encoding"] = "chunked" })),
@@ -785,7 +790,7 @@ describe("chunked request bodies", function()
     local pieces = { body:sub(1, 10), body:sub(11, 11), body:sub(12, 80), body:sub(81) }
     for _, p in ipairs(pieces) do
       conn:write(chunk(p))
-      http.sleep(10)
+      assert.is_true(conn:server_read_all()) -- one read per chunk
     end
     conn:write("0\r\n\r\n")
     local r = conn:read_response()
@@ -800,7 +805,7 @@ describe("chunked request bodies", function()
     local split = body:find("\u{1F600}", 1, true) + 2 -- inside the 4-byte character
     conn:write(http.format_request(server.port, { method = "POST", headers = post_headers(on(session, { ["Transfer-Encoding"] = "chunked" })) })
       .. ("%x;name=value\r\n%s\r\n"):format(split - 1, body:sub(1, split - 1)))
-    http.sleep(10)
+    assert.is_true(conn:server_read_all()) -- read apart from the rest
     conn:write(chunk(body:sub(split)) .. "0\r\n\r\n")
     local r = conn:read_response()
     assert.are.equal(200, r.status, r.body)
@@ -849,9 +854,9 @@ describe("limits, methods and paths", function()
     local conn = server:connect()
     conn:write(http.format_request(server.port, { method = "POST", headers = post_headers(on(session, { ["Transfer-Encoding"] = "chunked" })) })
       .. ("%x\r\n%s\r\n"):format(600, ("x"):rep(600)))
-    http.sleep(20)
+    assert.is_true(conn:server_read_all()) -- read apart from the rest
     conn:write(("%x\r\n%s\r\n"):format(600, ("x"):rep(600))) -- 1200 bytes so far, and no end
-    local r = conn:read_response(1000)
+    local r = conn:read_response() -- 413, not the 408 of a body that never ends
     assert_error(r, 413, -32600, "Content Too Large")
     assert.is_true(conn:wait_eof(1000))
   end)
@@ -1095,9 +1100,9 @@ end)
 describe("--session-timeout", function()
   -- Every check that a session is still there runs right after what kept
   -- it (no sleep a loaded machine could stretch past the timeout); every
-  -- check that one ended waits well past the timeout.
+  -- check that one ended waits for the server's debug line saying so.
   local server
-  setup(function() server = http.start { KITCHEN, "--session-timeout", "5" } end)
+  setup(function() server = http.start { KITCHEN, "--session-timeout", "5", "--log-level", "debug" } end)
   teardown(function() server:stop_cleanly() end)
 
   it("ends idle sessions, but not one with an open stream or a call in progress", function()
@@ -1118,8 +1123,8 @@ describe("--session-timeout", function()
     -- opening, 7 s ago, it would be gone).
     g:close()
     assert.are.equal("2", result_text(server:post(call(1, "add", { a = 1, b = 1 }), on(streaming))))
-    -- Left alone, it ends too.
-    http.sleep(9000)
+    -- Left alone, it ends too: the server says so of each of the three.
+    assert.is_true(server:wait_stderr("expired after 5 s idle", 3), server:stderr())
     assert_error(server:post(call(2, "add", { a = 1, b = 1 }), on(streaming)), 404, -32001, nil, 2)
   end)
 end)

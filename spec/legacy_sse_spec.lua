@@ -454,7 +454,9 @@ describe("HTTP+SSE while a handler computes", function()
       wrong_path:send_request { method = "DELETE", path = "/messages", headers = { ["Mcp-Session-Id"] = sid } }
       local wrong_transport = server:connect()
       wrong_transport:send_request { method = "DELETE", path = "/mcp", headers = { ["Mcp-Session-Id"] = legacy_id } }
-      client.sleep(300) -- for the server to read them while it computes (were it later, nothing would be tested)
+      -- The server reads them while it computes (were it later, nothing would be tested).
+      assert.is_true(wrong_path:server_read_all())
+      assert.is_true(wrong_transport:server_read_all())
       -- A cancellation on the session's own path is acted on at once.
       assert.are.equal(202, post(server, endpoint, { jsonrpc = "2.0", method = "notifications/cancelled",
         params = { requestId = 50 } }).status)

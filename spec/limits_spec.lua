@@ -164,7 +164,7 @@ describe("limits", function()
 
   it("stops a backtracking string pattern when the call is cancelled, and answers others meanwhile", function()
     server:send({ jsonrpc = "2.0", id = "bt", method = "tools/call", params = { name = "backtrack_forever", arguments = { fn = "gsub" } } })
-    client.sleep(100)
+    assert.is_true(server:wait_stderr("backtrack_forever started"), server.stderr)
     -- While it matches, the loop still turns: the cancellation is read.
     server:notify("notifications/cancelled", { requestId = "bt" })
     assert.are.same({}, server:request("ping", {}).result)
@@ -178,7 +178,7 @@ describe("limits", function()
 
   it("stops computing code when the call is cancelled", function()
     server:send({ jsonrpc = "2.0", id = "spin", method = "tools/call", params = { name = "spin_counting", arguments = {} } })
-    client.sleep(100)
+    assert.is_true(server:wait_stderr("spin_counting started"), server.stderr)
     server:notify("notifications/cancelled", { requestId = "spin" })
     -- The server answers again, and the loop is not running any more.
     assert.are.same({}, server:request("ping", {}).result)
@@ -228,8 +228,12 @@ describe("limits", function()
     assert.are.same({ "a", "b", 0 }, out.all)
     assert.are.equal("boom", out.failed)
     assert.is_true(out.done)
-    -- At once, not one after another: the shortest wait ended first.
-    assert.are.same({ "exec", "b", "a" }, out.order)
+    -- At once, not one after another: all three started before any ended,
+    -- and the shorter sleep ended first (the exec ends wherever it does).
+    assert.are.same({ "start a", "start b", "start exec" }, { out.order[1], out.order[2], out.order[3] })
+    local at = {}
+    for i, what in ipairs(out.order) do at[what] = i end
+    assert.is_true(at.exec and at.b < at.a, table.concat(out.order, ", "))
   end)
 end)
 
@@ -249,7 +253,7 @@ describe("limits over HTTP", function()
     conn:send_request { method = "POST", headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json",
       ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" },
       body = { jsonrpc = "2.0", id = id, method = "tools/call", params = { name = "spin_counting", arguments = {} } } }
-    client.sleep(100)
+    assert.is_true(server:wait_stderr("spin_counting started"), server:stderr())
     return conn
   end
 

@@ -155,14 +155,13 @@ describe("2026-07-28 over HTTP", function()
     conn:send_request { method = "POST", headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json",
       ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = "slow" },
       body = { jsonrpc = "2.0", id = 60, method = "tools/call", params = with_meta { name = "slow" } } }
-    -- The call has started once its handler is known to be waiting.
-    http.sleep(100)
+    -- The call has started once the tool says so on stderr.
+    local before = client.count(server:stderr(), "slow started")
+    assert.is_true(server:wait_stderr("slow started", before + 1), server:stderr())
     conn:close()
-    local stopped
-    assert.is_true(http.wait_until(function()
-      stopped = rpc(post(server, 61, "tools/call", with_meta { name = "stopped" })).result.content[1].text
-      return stopped == "1"
-    end, 5000), "the slow call was not stopped: " .. tostring(stopped))
+    -- The tool says when it stops too; then it counts itself stopped.
+    assert.is_true(server:wait_stderr("slow stopped", before + 1), "the slow call was not stopped:\n" .. server:stderr())
+    assert.are.equal("1", rpc(post(server, 61, "tools/call", with_meta { name = "stopped" })).result.content[1].text)
   end)
 
   it("sends log messages only to a request that asked for them, at its level", function()

@@ -15,7 +15,7 @@ local memory = mcp.state("memory", { calls = 0 })
 mcp.tool { name = "version", description = %q,
   handler = function() memory.calls = memory.calls + 1 return "v%d calls=" .. memory.calls end }
 mcp.tool { name = "slow", description = "Sleeps, then says its version",
-  handler = function(args) mcp.sleep(args.ms or 2000) return "slow v%d" end }
+  handler = function(args) if args.tag then io.stderr:write("slow " .. args.tag .. " started\n") end mcp.sleep(args.ms or 2000) return "slow v%d" end }
 mcp.tool { name = "info", description = "Generations", handler = function() return mcp.info() end }
 %s
 ]]):format(description or "Says its version", version, version, extra or "")
@@ -50,7 +50,7 @@ describe("luamcp dev over stdio", function()
     local ok = client.wait_until(function()
       got = version_of(server:call_tool("version", {}))
       return got == want
-    end, 3000)
+    end)
     assert(ok, ("still version %s, wanted %d\n%s"):format(tostring(got), want, server.stderr))
   end
 
@@ -89,18 +89,18 @@ end }
   end)
 
   it("finishes a call in flight on the old generation and serves new calls from the new one", function()
-    server:send({ jsonrpc = "2.0", id = "before", method = "tools/call", params = { name = "slow", arguments = { ms = 2000 } } })
-    client.sleep(100)
+    server:send({ jsonrpc = "2.0", id = "before", method = "tools/call", params = { name = "slow", arguments = { ms = 2000, tag = "before" } } })
+    assert.is_true(server:wait_stderr("slow before started"), server.stderr) -- in flight on generation 1
     save(dir .. "/tools.lua", script(2))
     wait_for_version(2)
     local r = server:request("tools/call", { name = "slow", arguments = { ms = 10 } })
     assert.are.equal("slow v2", r.result.content[1].text)
-    local old = server:await_response("before", 4000)
+    local old = server:await_response("before")
     assert.are.equal("slow v1", old.result.content[1].text)
     -- Once that call is done the old generation is freed.
     assert.is_true(client.wait_until(function()
       return server:call_tool("info", {}).structuredContent.generations_open == 1
-    end, 2000))
+    end))
   end)
 
   it("keeps the old tools on a syntax error, tells the client, and resumes when fixed", function()
@@ -112,7 +112,7 @@ end }
         if n.params.level == "error" then note = n end
       end
       return note ~= nil
-    end, 3000))
+    end))
     assert.are.equal("luamcp", note.params.logger)
     assert.truthy(note.params.data:find("tools.lua:11: unexpected symbol near <eof>", 1, true), note.params.data)
     assert.are.equal(1, version_of(server:call_tool("version", {})))
@@ -148,7 +148,7 @@ end }
     save(dir .. "/helper.lua", "return { word = 'second' }")
     assert.is_true(client.wait_until(function()
       return server:call_tool("word", {}).content[1].text == "second"
-    end, 3000))
+    end))
   end)
 end)
 
@@ -178,7 +178,7 @@ describe("luamcp run", function()
     server:kill("sighup")
     assert.is_true(client.wait_until(function()
       return version_of(server:call_tool("version", {})) == 2
-    end, 3000))
+    end))
     server:close()
     client.remove_tree(dir)
   end)

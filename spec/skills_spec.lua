@@ -98,11 +98,12 @@ describe("skills", function()
   end)
 
   it("reloads a changed skill under luamcp dev and tells listeners", function()
-    local server = client.spawn { "dev", dir }
+    local server = client.spawn { "dev", dir, "--log-level", "debug" }
     server:send({ jsonrpc = "2.0", id = "listen", method = "subscriptions/listen",
       params = with_meta({ notifications = { resourcesListChanged = true } }) })
-    assert.are.equal("notifications/subscriptions/acknowledged", server:read(5000).method)
-    client.sleep(200) -- let the watcher settle after the first load
+    assert.are.equal("notifications/subscriptions/acknowledged", server:read().method)
+    -- The skill's folder is watched once the server says so (debug log).
+    assert.is_true(server:wait_stderr("watching " .. dir .. "/skills/deploy"), server.stderr)
     client.write_file(dir .. "/skills/deploy/notes.txt", "very careful\n")
     local size
     assert.is_true(client.wait_until(function()
@@ -110,11 +111,11 @@ describe("skills", function()
         if r.uri == "skill://deploy/notes.txt" then size = r.size end
       end
       return size == #"very careful\n"
-    end, 5000))
+    end))
     assert.is_true(client.wait_until(function()
       server:request("skills/list", with_meta())
       return #server:notifications_named("notifications/resources/list_changed") > 0
-    end, 3000), cjson.encode(server.notifications) .. server.stderr)
+    end), cjson.encode(server.notifications) .. server.stderr)
     server:close()
   end)
 end)

@@ -171,7 +171,7 @@ describe("stdio framing", function()
     }, "\n")) -- no newline at the end: the last line still counts
     local server = client.spawn({ "run", KITCHEN }, { stdin_file = path })
     assert.are.equal(0, server:wait_exit(3000))
-    client.wait_until(function() return server.stdout_closed end, 1000)
+    client.wait_until(function() return server.stdout_closed end)
     assert.are.equal(3, #server.lines)
     assert.are.equal(1, cjson.decode(server.lines[1]).id)
     assert.are.equal('{"jsonrpc":"2.0","id":2,"result":{"content":[{"text":"42","type":"text"}]}}', server.lines[2])
@@ -221,8 +221,8 @@ describe("stdio framing", function()
     local server = client.spawn { "run", KITCHEN }
     server:initialize()
     -- A call that would sleep for a minute: the exit comes long before.
-    server:send('{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}')
-    client.sleep(100)
+    server:send('{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000,"tag":"slow"}}}')
+    assert.is_true(server:wait_stderr("sleep slow started"), server.stderr) -- in flight
     server:close_stdin()
     assert.are.equal(0, server:wait_exit(30000))
     assert.are.equal(0, #server.lines)

@@ -279,15 +279,18 @@ describe("--workers 2 when a worker dies", function()
         local conn = server:connect()
         assert.is_true(conn:send_request { method = "POST",
           headers = on(by_owner[k], { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }),
-          body = call_message(i, "sleep", { ms = 1500 }) })
+          body = call_message(i, "sleep", { ms = 3000, tag = k .. "." .. i }) })
         inflight[#inflight + 1] = { k = k, conn = conn }
       end
     end
-    http.sleep(300) -- the calls are running
+    -- The calls are running: each says so on stderr.
+    for k = 1, 2 do
+      for i = 1, 3 do assert.is_true(server:wait_stderr("sleep " .. k .. "." .. i .. " started"), server:stderr()) end
+    end
     uv.kill(pids[2], "sigkill")
     local answered = { 0, 0 }
     for _, c in ipairs(inflight) do
-      local r = c.conn:read_response(5000)
+      local r = c.conn:read_response()
       if r and r.status == 200 then
         assert.are.equal(c.k, who(text_of(r)))
         answered[c.k] = answered[c.k] + 1
@@ -297,7 +300,7 @@ describe("--workers 2 when a worker dies", function()
     assert.is_true(http.wait_until(function()
       return server:stderr():find("worker 2 %(pid " .. pids[2] .. "%) was killed by signal 9") ~= nil
         and server:stderr():find("worker 2 %(pid %d+%) serves again") ~= nil
-    end, 5000), server:stderr())
+    end), server:stderr())
     local after = worker_pids(server, 2)
     assert.are.equal(pids[1], after[1])
     assert.are_not.equal(pids[2], after[2])
@@ -681,8 +684,8 @@ describe("SIGTERM with calls in flight", function()
       local server = http.start({ FIXTURE }, { drain_time = drain_time })
       local slow = server:connect()
       assert.is_true(slow:send_request { method = "POST", headers = legacy_headers(server:initialize()),
-                                         body = call_message(7, "sleep", { ms = 30000 }) })
-      http.sleep(300)
+                                         body = call_message(7, "sleep", { ms = 30000, tag = "busy" }) })
+      assert.is_true(server:wait_stderr("sleep busy started"), server:stderr()) -- in flight
       server.proc:kill("sigterm")
       return server, slow
     end
@@ -699,7 +702,7 @@ describe("SIGTERM with calls in flight", function()
     server, slow = terminated_while_busy(60)
     assert.is_true(http.wait_until(function()
       return server:stderr():find("draining 1 call for up to 60 s", 1, true) ~= nil
-    end, 5000), server:stderr())
+    end), server:stderr())
     server.proc:kill("sigint")
     assert.are.equal(0, (server.proc:wait_exit(5000)), server:stderr())
     assert.is_false(answered(slow))
@@ -724,12 +727,13 @@ describe("SIGTERM with calls in flight", function()
     for k = 1, 2 do
       conns[k] = server:connect()
       assert.is_true(conns[k]:send_request { method = "POST", headers = legacy_headers(by_owner[k]),
-                                              body = call_message(10 + k, "sleep", { ms = 2000 }) })
+                                              body = call_message(10 + k, "sleep", { ms = 3000, tag = "w" .. k }) })
     end
-    http.sleep(500) -- both calls are running (each worker's drain line counts it)
+    -- Both calls are running (each worker's drain line counts it): each says so.
+    for k = 1, 2 do assert.is_true(server:wait_stderr("sleep w" .. k .. " started"), server:stderr()) end
     server.proc:kill("sigterm")
     for k = 1, 2 do
-      local r = conns[k]:read_response(8000)
+      local r = conns[k]:read_response()
       assert.are.equal(k, who(text_of(r)), server:stderr())
       assert.are.equal(10 + k, r.json.id)
     end

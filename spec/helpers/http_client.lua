@@ -83,6 +83,8 @@ function M.connect(port, timeout_ms)
     self:close()
     return nil, err or "connect timed out"
   end
+  local name = self.tcp:getsockname()
+  self.local_port = name and name.port
   self.tcp:read_start(function(e, data)
     if e or not data then
       self.eof = true
@@ -120,6 +122,47 @@ end
 --- least DEFAULT_TIMEOUT_MS whatever timeout_ms says (a loaded machine).
 function Conn:wait_eof(timeout_ms)
   return wait_until(function() return self.eof end, math.max(timeout_ms or 0, M.DEFAULT_TIMEOUT_MS))
+end
+
+-- The TCP sockets between 127.0.0.1:from and 127.0.0.1:to, as the kernel
+-- lists them: { state = hex state, tx = bytes unacknowledged, rx = bytes
+-- not read by the process }, or nil when there is none.
+local function socket_of(from, to)
+  local f = io.open("/proc/net/tcp")
+  if not f then return nil end
+  local want = ("0100007F:%04X 0100007F:%04X"):format(from, to)
+  for line in f:lines() do
+    local addrs, st, tx, rx = line:match("^%s*%d+: (%x+:%x+ %x+:%x+) (%x+) (%x+):(%x+)")
+    if addrs == want then
+      f:close()
+      return { state = st, tx = tonumber(tx, 16), rx = tonumber(rx, 16) }
+    end
+  end
+  f:close()
+  return nil
+end
+
+--- Wait until the server has read every byte written on this connection:
+--- the kernel holds none of them, neither unacknowledged on this side nor
+--- unread on the server's (/proc/net/tcp). The server announces nothing
+--- when it reads part of a request: this is how a spec knows that it did.
+--- Linux only. Returns true if that happened within timeout_ms.
+function Conn:server_read_all(timeout_ms)
+  return M.poll_until(function()
+    local mine = socket_of(self.local_port, self.port)
+    local theirs = socket_of(self.port, self.local_port)
+    return (mine == nil or mine.tx == 0) and (theirs == nil or theirs.rx == 0)
+  end, timeout_ms, 10)
+end
+
+--- After this side closed the connection: wait until the server noticed
+--- and closed its end (its socket has left ESTABLISHED and CLOSE_WAIT, in
+--- /proc/net/tcp). Linux only. Returns true if it did within timeout_ms.
+function Conn:server_closed(timeout_ms)
+  return M.poll_until(function()
+    local theirs = socket_of(self.port, self.local_port)
+    return theirs == nil or (theirs.state ~= "01" and theirs.state ~= "08")
+  end, timeout_ms, 10)
 end
 
 --- Raw bytes received and not consumed yet.
@@ -380,6 +423,9 @@ function M.start(args, opts)
 end
 
 function Server:stderr() return self.proc.stderr end
+
+--- See mcp_client's Process:wait_stderr.
+function Server:wait_stderr(needle, n, timeout_ms) return self.proc:wait_stderr(needle, n, timeout_ms) end
 
 --- Is the process still running?
 function Server:alive()

@@ -63,6 +63,16 @@ function M.sleep(ms)
   M.wait_until(function() return false end, ms)
 end
 
+--- How many times needle (plain text) occurs in text.
+function M.count(text, needle)
+  local n, at = 0, 1
+  while true do
+    local i, j = text:find(needle, at, true)
+    if not i then return n end
+    n, at = n + 1, j + 1
+  end
+end
+
 local Process = {}
 Process.__index = Process
 
@@ -148,6 +158,14 @@ end
 --- True if nothing arrives within ms.
 function Process:silent_for(ms)
   return self:read_line(ms) == nil
+end
+
+--- Wait until the process's stderr holds needle (plain text) at least n
+--- times (default 1): how a spec waits for what the server, or a fixture
+--- tool with io.stderr:write, announces there (a call started, a call
+--- ended, a debug log line). Returns true if it did within timeout_ms.
+function Process:wait_stderr(needle, n, timeout_ms)
+  return M.wait_until(function() return M.count(self.stderr, needle) >= (n or 1) end, timeout_ms)
 end
 
 --- Send a request and wait for its response. Notifications and requests
