@@ -58,12 +58,19 @@ const walk = (dir) => {
         else if (bad) {
           failed++;
           console.log(`${c.status} ${path.dirname(rel)} ${c.id}: ${c.errorMessage || JSON.stringify(c.details || "")}`.slice(0, 400));
+          blamed.add(path.dirname(p));
         }
       }
     }
   }
 };
+const blamed = new Set();
 walk(root);
+// What luamcp call said in a scenario that failed (the suite keeps it).
+for (const dir of blamed) {
+  const err = path.join(dir, "stderr.txt");
+  if (fs.existsSync(err)) console.log(`luamcp call's stderr in ${path.relative(root, dir)}:\n${fs.readFileSync(err, "utf8").slice(-2000)}`);
+}
 console.log(`auth/* needing the interactive flows (not counted): ${authPassed} checks passed, ${authFailed} failed`);
 console.log(`${passed} passed, ${failed} failed, 0 skipped`);
 process.exit(failed ? 1 : 0);

@@ -114,7 +114,7 @@ suite_count=0
 run_owned() {
   local log sidfile t0
   suite_count=$((suite_count + 1))
-  suite_marker="$run_marker.$job_id.$suite_count"
+  suite_marker="$run_marker.$job_id.$BASHPID.$suite_count"
   log=$(mktemp)
   sidfile=$(mktemp)
   t0=$(date +%s)
@@ -326,13 +326,38 @@ ASAN_SPECS="core_safety concurrency limits reload load_limits http_hardening mod
 # programs and paths), the official SDK v1 and v2 clients spawning it over
 # stdio, and the conformance suite's 2025-11-25 and 2026-07-28 requirement
 # sets against it over HTTP.
-run_foreign() {
-  local name=$1 launcher=$2 platform=$3
+run_foreign() (
+  name=$1 launcher=$2 platform=$3
   await_flag "$results/npm.done"
+  # In this subshell only: the job's later suites run the native build.
   export LUAMCP=$launcher LUAMCP_PLATFORM=$platform
-  run_busted "$name: platform spec" spec/platform_spec.lua
-  run_busted "$name: SDK v1, v2 clients (stdio)" --filter="over stdio" spec/sdk_client_spec.lua spec/sdk_v2_spec.lua
-  run_counted "$name: conformance (2 eras)" spec/conformance.sh eras
+  side_by_side \
+    "run_busted '$name: platform spec' spec/platform_spec.lua" \
+    "run_busted '$name: SDK v1, v2 clients (stdio)' --filter='over stdio' spec/sdk_client_spec.lua spec/sdk_v2_spec.lua" \
+    "run_counted '$name: conformance (2 eras)' spec/conformance.sh eras"
+)
+
+# side_by_side COMMAND...: shell commands (suites of this job) run at once,
+# their reports printed one after another once all have ended. For a
+# foreign build's suites, which each mostly wait on an emulator.
+side_by_side() {
+  local dir i=0 cmd
+  dir=$(mktemp -d)
+  for cmd in "$@"; do
+    i=$((i + 1))
+    (eval "$cmd") >"$dir/$i" 2>&1 &
+  done
+  wait
+  for ((j = 1; j <= i; j++)); do cat "$dir/$j"; done
+  rm -rf "$dir"
+}
+
+# The native build's outcome (build_native), for the jobs that started
+# before it ended: the cross builds' libraries and packages need nothing of
+# it, their programs need build/embedded_lua.c.
+native_built() {
+  await_flag "$results/native.done"
+  [ "$(cat "$results/native.done")" = ok ]
 }
 
 # Linux arm64 under qemu-user-static (make linux-arm64). With binfmt_misc
@@ -342,7 +367,10 @@ run_foreign() {
 # mcp.exec is tested, and the exec tests say why they are pending.
 foreign_arm64() {
   local bin=build/linux-arm64/luamcp why="" how=skip
-  [ "$mode" = foreign ] || run_step "build: linux-arm64 (make linux-arm64)" make --no-print-directory -s linux-arm64
+  if [ "$mode" != foreign ]; then
+    run_step "build: arm64 packages (make arm64-deps)" make --no-print-directory -s arm64-deps
+    native_built && run_step "build: linux-arm64 (make linux-arm64)" make --no-print-directory -s linux-arm64
+  fi
   if [ ! -x "$bin" ]; then
     why="$bin is not built (make linux-arm64)"
   elif why=$(runtime/tools/cross/qemu-binfmt.sh "$bin"); then
@@ -379,7 +407,10 @@ foreign_arm64() {
 foreign_windows() {
   local exe=build/windows/luamcp.exe launcher=build/windows/luamcp-wine
   local prefix=${LUAMCP_WINEPREFIX:-$PWD/build/windows/wineprefix}
-  [ "$mode" = foreign ] || run_step "build: windows (make windows)" make --no-print-directory -s windows
+  if [ "$mode" != foreign ]; then
+    run_step "build: windows libraries (make windows-deps)" make --no-print-directory -s windows-deps
+    native_built && run_step "build: windows (make windows)" make --no-print-directory -s windows
+  fi
   if [ ! -f "$exe" ]; then
     skip_suite "windows (wine)" "$exe is not built (make windows)"
   elif ! command -v wine >/dev/null 2>&1 || ! command -v wineserver >/dev/null 2>&1; then
@@ -479,10 +510,12 @@ build_native() { # TARGETS...
   local t0=$(date +%s)
   if ! make --no-print-directory -s -j"$cores" "$@" >"$logs/build.log" 2>&1; then
     tail -n 60 "$logs/build.log"
-    job_id=build record "build: native" 0 1 0 $(($(date +%s) - t0))
+    job_id=build record "build: native (make $*)" 0 1 0 $(($(date +%s) - t0))
+    echo failed >"$results/native.done"
     return 1
   fi
   job_id=build record "build: native (make $*)" 0 0 0 $(($(date +%s) - t0))
+  echo ok >"$results/native.done"
 }
 
 case $mode in
@@ -508,13 +541,14 @@ case $mode in
     run_queue <"$results/queue.in"
     ;;
   all)
+    # The cross builds start first, beside the native one: they are the
+    # longest (their libraries, apt and configure), and their libraries
+    # need nothing of it. Their suites wait for npm ci.
+    job windows foreign_windows
+    job arm64 foreign_arm64
     if build_native test-build; then
       job npm npm_tools
       {
-        # The cross builds first when nothing is known: they are long, and
-        # mostly wait on apt and configure. Their suites wait for npm ci.
-        queue windows 900 foreign_windows
-        queue arm64 600 foreign_arm64
         queue units 30 unit_tests
         for f in $(ls spec/*_spec.lua | grep -v -x spec/cross_build_spec.lua); do queue "busted-${f#spec/}" $(($(lines_of "$f") / 20)) busted_file "$f"; done
         for n in $ASAN_SPECS; do
@@ -530,6 +564,8 @@ case $mode in
         queue bench 30 bench_smoke
       } >"$results/queue.in"
       run_queue <"$results/queue.in"
+    else
+      touch "$results/npm.done" # nothing left to wait for it
     fi
     ;;
 esac
