@@ -90,6 +90,8 @@ session_members() {
 
 # Kill what is left of the running suite's session (on ^C, or after the report).
 stop_session() {
+  # Interrupted while the suite runs: its session's id is in its file.
+  [ -n "$session_sid" ] || session_sid=$(cat "${current_sidfile:-/nonexistent}" 2>/dev/null)
   [ -n "$session_sid" ] || return 0
   local pids
   pids=$(session_members "$session_sid" "$suite_marker")
@@ -117,6 +119,7 @@ run_owned() {
   suite_marker="$run_marker.$job_id.$BASHPID.$suite_count"
   log=$(mktemp)
   sidfile=$(mktemp)
+  current_sidfile=$sidfile
   t0=$(date +%s)
   # setsid forks first only when it leads a process group already; either
   # way the shell it runs leads the new session and writes down its id.
@@ -343,9 +346,13 @@ run_foreign() (
 side_by_side() {
   local dir i=0 cmd
   dir=$(mktemp -d)
+  trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 130' INT TERM
   for cmd in "$@"; do
     i=$((i + 1))
-    (eval "$cmd") >"$dir/$i" 2>&1 &
+    (
+      trap 'stop_session; exit 130' INT TERM
+      eval "$cmd"
+    ) >"$dir/$i" 2>&1 &
   done
   wait
   for ((j = 1; j <= i; j++)); do cat "$dir/$j"; done
