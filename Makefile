@@ -66,7 +66,8 @@ CORE_GUARD  := $(addprefix build/core-guard/,uv.h lua.h lauxlib.h lualib.h)
 OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o
 
 .DEFAULT_GOAL := all
-# Every build runs on all the cores (the recipes say what waits for what).
+# Every build runs on all the cores: what compiles waits for the packages
+# (an order-only `| deps`), and the recipes say what else waits for what.
 MAKEFLAGS += --jobs=$(shell nproc 2>/dev/null || echo 2)
 
 # make bench, make bench-smoke (the load client, the peers, the floor).
@@ -105,7 +106,7 @@ build/obj/embedded_lua.o: build/embedded_lua.c | build/obj
 build/embedded_lua.c: build/embed $(LUA_LIB)
 	build/embed $@ lua $(LUA_LIB)
 
-build/embed: runtime/tools/embed.c | build/obj
+build/embed: runtime/tools/embed.c | deps build/obj
 	$(CC) -O1 -o $@ $<
 
 build/obj:
@@ -173,7 +174,7 @@ UNIT_TESTS += build/tests/test_sse_reader
 
 # The path seam, with the platform's own file (the Windows build runs the
 # same test under wine: runtime/os/tests/test_path.c says how).
-build/tests/test_path: runtime/os/tests/test_path.c $(filter runtime/os/path_%,$(OS_SRC)) | build/obj
+build/tests/test_path: runtime/os/tests/test_path.c $(filter runtime/os/path_%,$(OS_SRC)) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(BASE_CFLAGS) -fsanitize=address,undefined -o $@ $(filter %.c,$^)
 
 # os_sign_pem (luamcp call's private_key_jwt) with the platform's own

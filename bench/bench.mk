@@ -59,19 +59,19 @@ BENCH_SMOKE_TRANSPORTS ?= auto
 
 bench-build: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luafloor $(BENCH_DIR)/echo $(BENCH_DIR)/httpecho
 
-$(BENCH_DIR)/loadclient: bench/loadclient.c bench/payload.h
+$(BENCH_DIR)/loadclient: bench/loadclient.c bench/payload.h | deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/echo: bench/floor/echo.c bench/payload.h
+$(BENCH_DIR)/echo: bench/floor/echo.c bench/payload.h | deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/httpecho: bench/floor/httpecho.c
+$(BENCH_DIR)/httpecho: bench/floor/httpecho.c | deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/luafloor: bench/floor/luafloor.c
+$(BENCH_DIR)/luafloor: bench/floor/luafloor.c | deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) $(BENCH_LUA_CFLAGS) -o $@ $< $(BENCH_LUA_LIBS)
 
@@ -101,7 +101,7 @@ bench-smoke: $(BENCH_DIR)/loadclient
 BENCH_NOHOOK_OBJ := $(patsubst runtime/%.c,$(BENCH_DIR)/nohook/%.o,$(RUNTIME_SRC)) $(BENCH_DIR)/nohook/embedded_lua.o
 $(BENCH_DIR)/luamcp-nohook: $(BENCH_NOHOOK_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
-$(BENCH_DIR)/nohook/%.o: runtime/%.c
+$(BENCH_DIR)/nohook/%.o: runtime/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DLUAMCP_NO_WATCHDOG -c -o $@ $<
 $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c

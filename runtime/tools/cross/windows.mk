@@ -65,7 +65,7 @@ $(WIN_DIR)/obj/embedded_lua.o: build/embedded_lua.c | $(WIN_DEPS_STAMP)
 
 # The application manifest (UTF-8 as the program's code page: see
 # luamcp.manifest).
-$(WIN_DIR)/obj/resources.o: runtime/tools/cross/windows.rc runtime/tools/cross/luamcp.manifest
+$(WIN_DIR)/obj/resources.o: runtime/tools/cross/windows.rc runtime/tools/cross/luamcp.manifest | $(WIN_DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(WIN_HOST)-windres -O coff -i $< -o $@
 
