@@ -215,7 +215,7 @@ fi
 say "in the chroot: make test (about 30 minutes; tail -f $test_log)"
 t0=$(date +%s)
 test_status=0
-in_root make test >"$test_log" 2>&1 || test_status=$?
+in_root 'make test' >"$test_log" 2>&1 || test_status=$?
 say "make test exited $test_status after $(($(date +%s) - t0)) s; the root is $(du -shx "$scratch" | cut -f1)"
 tail -n 60 "$test_log"
 [ "$test_status" -ne 0 ] && exit "$test_status"
