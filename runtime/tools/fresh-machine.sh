@@ -175,6 +175,17 @@ mount --bind /dev/pts "$root/dev/pts"
 mount -t tmpfs -o nosuid,nodev,mode=1777 shm "$root/dev/shm"
 rm -f "$root/etc/resolv.conf"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The rest of this machine's way out to the registries, which a new machine
+# here comes with: the local CA certificates (a TLS-inspecting egress proxy
+# signs the npm registry's certificate with one; the ca-certificates package,
+# which make test installs, adds them to the system bundle) and npm's own
+# settings that name that bundle. The CA variables of the environment are
+# passed in by in_root.
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+[ ! -f /etc/npmrc ] || cp /etc/npmrc "$root/etc/npmrc"
 printf '#!/bin/sh\n# fresh-machine.sh: no daemons are started in this chroot.\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 
@@ -183,9 +194,10 @@ chmod 755 "$root/usr/sbin/policy-rc.d"
 # that ^C or a TERM runs the trap at once (bash defers a trap until a
 # foreground child ends, and drops it when the child exits on its own);
 # the cleanup then stops what runs in the root.
+ca_env=$(env | grep -E '^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|CURL_CA_BUNDLE|GIT_SSL_CAINFO)=' | tr '\n' ' ')
 in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash \
-    PATH="$chroot_path" LANG=C.UTF-8 ${TERM:+TERM="$TERM"} \
+    PATH="$chroot_path" LANG=C.UTF-8 ${TERM:+TERM="$TERM"} $ca_env \
     /bin/bash -c "cd /root/luamcp && $1" &
   wait $!
 }

@@ -105,7 +105,16 @@ function M.spawn(args, opts)
     self.exit_signal = signal
     self.exited_at = uv.hrtime()
   end)
-  assert(handle, pid_or_err)
+  if not handle then
+    -- No process (a program that is not there): free the pipes first, as a
+    -- handle left open crashes luv at exit and hides this error.
+    for _, h in pairs { self.stdin or false, self.stdout, self.stderr_pipe } do
+      if h then h:close() end
+    end
+    if self.stdin_fd then uv.fs_close(self.stdin_fd) end
+    uv.run("nowait")
+    error(("cannot start %s: %s"):format(opts.bin or M.LUAMCP, tostring(pid_or_err)), 2)
+  end
   self.handle, self.pid = handle, pid_or_err
   reaper.track(self) -- stopped when its test, block or file is over, if the spec did not
   if self.stdin_fd then uv.fs_close(self.stdin_fd) end
