@@ -151,16 +151,18 @@ describe("2026-07-28 over HTTP", function()
   end)
 
   it("cancels a call when the client closes its stream", function()
+    -- Counted before the request: its line may come before the next statement.
+    local started = client.count(server:stderr(), "slow started")
+    local stopped = client.count(server:stderr(), "slow stopped")
     local conn = server:connect()
     conn:send_request { method = "POST", headers = { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json",
       ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = "slow" },
       body = { jsonrpc = "2.0", id = 60, method = "tools/call", params = with_meta { name = "slow" } } }
     -- The call has started once the tool says so on stderr.
-    local before = client.count(server:stderr(), "slow started")
-    assert.is_true(server:wait_stderr("slow started", before + 1), server:stderr())
+    assert.is_true(server:wait_stderr("slow started", started + 1), server:stderr())
     conn:close()
     -- The tool says when it stops too; then it counts itself stopped.
-    assert.is_true(server:wait_stderr("slow stopped", before + 1), "the slow call was not stopped:\n" .. server:stderr())
+    assert.is_true(server:wait_stderr("slow stopped", stopped + 1), "the slow call was not stopped:\n" .. server:stderr())
     assert.are.equal("1", rpc(post(server, 61, "tools/call", with_meta { name = "stopped" })).result.content[1].text)
   end)
 
