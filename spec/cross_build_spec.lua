@@ -113,12 +113,17 @@ local WINEPREFIX = os.getenv("LUAMCP_WINEPREFIX") or (BUILD_DIR .. "/windows/win
 local WINESERVER = which("wineserver") or (exists("/usr/lib/wine/wineserver64") and "/usr/lib/wine/wineserver64")
   or (exists("/usr/lib/wine/wineserver") and "/usr/lib/wine/wineserver") or nil
 
+-- Do aarch64 programs run here? qemu-aarch64 enabled in binfmt_misc, or
+-- (in a chroot, where binfmt_misc is the host's and not mounted) the arm64
+-- runtime itself answering --version.
 local function binfmt_aarch64()
   local f = io.open("/proc/sys/fs/binfmt_misc/qemu-aarch64", "r")
-  if not f then return false end
-  local status = f:read("l")
-  f:close()
-  return status == "enabled"
+  if f then
+    local status = f:read("l")
+    f:close()
+    if status == "enabled" then return true end
+  end
+  return exists(ARM64_RUNTIME) and os.execute("'" .. ARM64_RUNTIME .. "' --version >/dev/null 2>&1") == true
 end
 
 -- The official MCPB CLI, run by Node: $MCPB_CLI, else spec/node_modules.

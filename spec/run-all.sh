@@ -14,7 +14,7 @@
 #   TEST_JOBS=N                            how many suites run at once
 #
 # Most suites spend their time waiting on the processes they drive, so more
-# of them run at once than there are cores (TEST_JOBS, default cores + 2);
+# of them run at once than there are cores (TEST_JOBS, default cores + 3);
 # each busted spec file is a suite of its own, so a file that crashes busted
 # while loading is that file's failure, with its error. Every suite's output
 # goes to build/test-logs/NAME.log and is printed, shortened, when it ends.
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared}
 export LUAMCP=${LUAMCP:-build/luamcp}
 cores=$(nproc 2>/dev/null || echo 2)
-JOBS=${TEST_JOBS:-$((cores + 2))}
+JOBS=${TEST_JOBS:-$((cores + 3))}
 logs=build/test-logs
 results=$(mktemp -d)
 started_at=$(date +%s)
@@ -298,10 +298,15 @@ unit_tests() {
   run_counted "C unit: JSON Schema suite" build/tests/test_schema "$schema_suite"
 }
 
-# One busted spec file (release build): the suites that need Node wait for
-# npm ci.
+# A spec that runs Node (the SDKs, the conformance suite, the helpers'
+# scripts) waits for npm ci; the others start at once.
+await_npm_for() { # FILE
+  ! grep -q -e node_modules -e node_runner -e NODE "$1" || await_flag "$results/npm.done"
+}
+
+# One busted spec file (release build).
 busted_file() { # FILE
-  await_flag "$results/npm.done"
+  await_npm_for "$1"
   JSON_TEST_SUITE="$SHARED/JSONTestSuite/test_parsing" run_busted "busted: ${1#spec/}" --exclude-tags=soak "$1"
 }
 
@@ -313,7 +318,7 @@ asan_env() {
   export AUTH_VERIFIER_DRIVER=build/tests/auth_verifier_driver-asan
 }
 asan_file() { # FILE
-  await_flag "$results/npm.done"
+  await_npm_for "$1"
   asan_env
   run_busted "ASan/UBSan: ${1#spec/}" "$1"
 }

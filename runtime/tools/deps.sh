@@ -24,6 +24,8 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # spec/scaleout_spec.lua and bench/scale.sh; lua-penlight and
 # lua-filesystem: the pure-Lua module and the C module of
 # spec/second_week_deps_spec.lua (luamcp build carries one, refuses the other);
+# valgrind: spec/client_spec.lua runs luamcp call under it (a new machine
+# here has it; a minimal Debian does not);
 # curl, python3 (its zipfile) and file: spec/build_spec.lua and
 # spec/cross_build_spec.lua check what luamcp build writes with them (a
 # minimal Debian has none of them);
@@ -31,7 +33,7 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # first on PATH (what /usr/bin/lua is on a machine where lua-busted
 # brought lua5.2 in: every busted run must be Lua 5.4 all the same).
 test_pkgs="lua5.4 lua5.2 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           curl python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus"
+           valgrind curl python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus"
 bench_pkgs="wrk"
 
 case "${1:-build}" in

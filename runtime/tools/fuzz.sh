@@ -52,25 +52,42 @@ all="json fast_paths fast_paths_words session http_util regex schema bundle jwt 
 targets=${*:-$all}
 passed=0
 failed=0
-rm -rf "$out/core-obj" "$out/libcore.a"
-mkdir -p "$out/core-obj"
-# shellcheck disable=SC2016,SC2086 # expanded by the inner shell
-if ! printf '%s\n' $core_src | xargs -P "$(nproc)" -I{} sh -c \
-     'exec clang $1 -c "$2" -o "$3/$(echo "$2" | tr / _).o"' sh "${CFLAGS/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" {} "$out/core-obj" \
-     2>"$out/core.build.log" || ! ar rcs "$out/libcore.a" "$out"/core-obj/*.o; then
-  echo "the core does not build for fuzzing"; cat "$out/core.build.log"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+# The targets are built once per machine for the same sources: kept in the
+# user's cache folder, keyed by this script, the compiler and every file of
+# runtime/ (any change builds anew; removing the cache is always safe).
+key=$({ cat "$0"; clang --version | head -n 1; find runtime -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort | xargs cat; } |
+  sha256sum | cut -c1-16)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/luamcp/fuzz/$key
+core_built=""
+build_core() {
+  [ -z "$core_built" ] || return 0
+  rm -rf "$out/core-obj" "$out/libcore.a"
+  mkdir -p "$out/core-obj"
+  # shellcheck disable=SC2016,SC2086 # expanded by the inner shell
+  if ! printf '%s\n' $core_src | xargs -P "$(nproc)" -I{} sh -c \
+       'exec clang $1 -c "$2" -o "$3/$(echo "$2" | tr / _).o"' sh "${CFLAGS/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" {} "$out/core-obj" \
+       2>"$out/core.build.log" || ! ar rcs "$out/libcore.a" "$out"/core-obj/*.o; then
+    echo "the core does not build for fuzzing"; cat "$out/core.build.log"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  core_built=yes
+}
 for target in $targets; do
   src=$(ls runtime/*/fuzz/fuzz_$target.c 2>/dev/null)
   if [ -z "$src" ] || [ -z "${sources[$target]:-}" ]; then
     echo "fuzz_$target: no such target (targets: $all)"; failed=$((failed + 1)); continue
   fi
   files=${sources[$target]}
-  case " $files " in *" CORE "*) files="${files/CORE/} $core_link" ;; esac
-  if ! clang $CFLAGS -o "$out/fuzz_$target" "$src" $files -lm 2>"$out/$target.build.log"; then
-    echo "fuzz_$target: does not build"; cat "$out/$target.build.log"; failed=$((failed + 1)); continue
+  if [ -x "$cache/fuzz_$target" ]; then
+    cp "$cache/fuzz_$target" "$out/fuzz_$target"
+  else
+    case " $files " in *" CORE "*) build_core; files="${files/CORE/} $core_link" ;; esac
+    if ! clang $CFLAGS -o "$out/fuzz_$target" "$src" $files -lm 2>"$out/$target.build.log"; then
+      echo "fuzz_$target: does not build"; cat "$out/$target.build.log"; failed=$((failed + 1)); continue
+    fi
+    mkdir -p "$cache" 2>/dev/null && cp "$out/fuzz_$target" "$cache/fuzz_$target.$$" 2>/dev/null &&
+      mv "$cache/fuzz_$target.$$" "$cache/fuzz_$target"
   fi
   corpus="$out/corpus_$target"
   mkdir -p "$corpus"
