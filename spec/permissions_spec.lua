@@ -39,10 +39,12 @@ local function try(server, tool, arguments)
   return result.structuredContent
 end
 
-local function denied(r, kind, target)
+-- resolved: the path the message must say target resolves to (a link, "..").
+local function denied(r, kind, target, resolved)
   assert.is_false(r.ok, cjson.encode(r))
   assert.are.equal("EACCES", r.code)
-  local expected = "permission denied: " .. kind .. " " .. target .. " (allowed: "
+  local expected = "permission denied: " .. kind .. " " .. target
+    .. (resolved and (" (resolves to " .. resolved .. "; allowed: ") or " (allowed: ")
   assert.are.equal(expected, r.message:sub(1, #expected), r.message)
 end
 
@@ -68,9 +70,11 @@ describe("permissions", function()
     assert.are.equal("inside", try(server, "open", { path = data .. "/note.txt" }).value)
     assert.are.equal("inside", try(server, "fs_read", { path = data .. "/note.txt" }).value)
     denied(try(server, "open", { path = outside .. "/secret.txt" }), "read", outside .. "/secret.txt")
-    denied(try(server, "open", { path = data .. "/../outside/secret.txt" }), "read", data .. "/../outside/secret.txt")
-    denied(try(server, "open", { path = data .. "/link.txt" }), "read", data .. "/link.txt")
-    denied(try(server, "fs_read", { path = data .. "/door/secret.txt" }), "read", data .. "/door/secret.txt")
+    denied(try(server, "open", { path = data .. "/../outside/secret.txt" }), "read", data .. "/../outside/secret.txt",
+      outside .. "/secret.txt")
+    denied(try(server, "open", { path = data .. "/link.txt" }), "read", data .. "/link.txt", outside .. "/secret.txt")
+    denied(try(server, "fs_read", { path = data .. "/door/secret.txt" }), "read", data .. "/door/secret.txt",
+      outside .. "/secret.txt")
     denied(try(server, "open", { path = "/etc/passwd" }), "read", "/etc/passwd")
     local lines = try(server, "lines", { path = "/etc/passwd" })
     assert.is_false(lines.ok)
@@ -96,7 +100,8 @@ describe("permissions", function()
     assert.is_true(try(server, "remove", { path = data .. "/other.txt" }).ok)
     -- A dangling link inside points where writing through it would create the file.
     assert(uv.fs_symlink(outside .. "/planted.txt", data .. "/dangling"))
-    denied(try(server, "open", { path = data .. "/dangling", to = "w" }), "write", data .. "/dangling")
+    denied(try(server, "open", { path = data .. "/dangling", to = "w" }), "write", data .. "/dangling",
+      outside .. "/planted.txt")
     assert.is_nil(io.open(outside .. "/planted.txt"))
     server:close()
   end)
@@ -401,5 +406,57 @@ describe("permissions for the web", function()
       return r.ok
     end, 20000), cjson.encode(r or {}))
     assert.truthy((cjson.decode(r.value).headers.via or ""):find("tinyproxy", 1, true), r.value)
+  end)
+end)
+
+-- A Lua module is a file read: Debian puts penlight in /usr/share/lua/5.4
+-- as links into /usr/share/lua/5.1, so declaring the 5.4 folder alone is
+-- refused, and the refusal must say where the file really is; what the
+-- README says to declare for penlight works (issue #41, item 8).
+describe("permissions for Lua modules on package.path", function()
+  local readme = client.read_file("README.md")
+  local STRINGX = "/usr/share/lua/5.4/pl/stringx.lua"
+  local dir
+
+  before_each(function() dir = client.temp_dir() end)
+  after_each(function() client.remove_tree(dir) end)
+
+  -- A script folder that declares these permissions (Lua source) and
+  -- requires penlight at load and inside a handler.
+  local function penlight_server(permissions)
+    client.write_file(dir .. "/server.lua", ([[
+local mcp = require "mcp"
+mcp.server { name = "pl", permissions = %s }
+local stringx = require "pl.stringx"
+mcp.tool { name = "strip", args = { s = "string" }, handler = function(a) return stringx.strip(a.s) end }
+mcp.tool { name = "show", handler = function() return require("pl.pretty").write({ 1, 2 }, "") end }
+]]):format(permissions))
+    return { "PATH=" .. os.getenv("PATH"), "HOME=" .. dir } -- no LUA_PATH: Lua's own package.path
+  end
+
+  it("name the file a module's link resolves to, and no C module for a Lua one", function()
+    local real = assert(uv.fs_realpath(STRINGX), "lua-penlight is not installed (runtime/tools/deps.sh test)")
+    assert.are_not.equal(STRINGX, real, "penlight's files are not links here")
+    local env = penlight_server('{ read = { "~/notes", "/usr/share/lua/5.4" } }')
+    local code, _, err = client.sh(("env -i %s %s run %q </dev/null"):format(table.concat(env, " "), client.LUAMCP, dir))
+    assert.are_not.equal(0, code)
+    local expected = ("permission denied: read %s (resolves to %s; allowed: ~/notes, /usr/share/lua/5.4)")
+      :format(STRINGX, real)
+    assert.truthy(err:find(expected, 1, true), err)
+    assert.falsy(err:find("c_modules", 1, true), err)
+  end)
+
+  it("load penlight with what the README says to declare for it", function()
+    local declared = readme:match("`lua%-penlight`.-declare%s+`(read = { [^`]- })`")
+    assert.truthy(declared, "README.md does not say what to declare for lua-penlight")
+    local env = penlight_server("{ " .. declared .. " }")
+    local server = client.spawn({ "run", dir }, { env = env })
+    server:initialize()
+    local r = server:call_tool("strip", { s = "  penlight  " })
+    assert.are.equal("penlight", r and r.content[1].text, cjson.encode(r or {}) .. server.stderr)
+    r = server:call_tool("show", {})
+    assert.are.equal("{1,2}", r and r.content[1].text, cjson.encode(r or {}) .. server.stderr)
+    assert.falsy(server.stderr:find("permission denied", 1, true), server.stderr)
+    server:close()
   end)
 end)

@@ -128,9 +128,11 @@ local function allowed_text(kind)
   return table.concat(shown, ", ")
 end
 
--- nil, message, "EACCES"; logged once per tool and message.
-local function deny(kind, target)
-  local message = ("permission denied: %s %s (allowed: %s)"):format(kind, target, allowed_text(kind))
+-- nil, message, "EACCES"; logged once per tool and message. resolved:
+-- the path target resolves to, when that is what the rules refused.
+local function deny(kind, target, resolved)
+  local message = ("permission denied: %s %s (%sallowed: %s)"):format(kind, target,
+    resolved and ("resolves to " .. resolved .. "; ") or "", allowed_text(kind))
   local tool = tool_name()
   local key = (tool or "") .. "\0" .. message
   if not logged[key] then
@@ -161,7 +163,10 @@ local function check_path(kind, path)
       end
     end
   end
-  return deny(kind, path)
+  -- The rules judged the resolved path: name it when it is not the one
+  -- given (a link, "..", a relative path), or the message would seem to
+  -- refuse a path it allows.
+  return deny(kind, path, real and paths.key(real) ~= paths.key(path) and real or nil)
 end
 M.check_path = check_path
 
@@ -468,7 +473,9 @@ end
 -- (package.path is the script's to change: "/etc/?" would read any file);
 -- a C module the policy does not name is not found, with the reason in
 -- require's message. (package.searchers: preload, the script folder, the
--- library, package.path, then the C searchers.)
+-- library, package.path, then the C searchers: package.cpath by the name,
+-- then by its root, "a" for "a.b".) A C searcher refuses only a library
+-- it would load: a Lua module that was not found is no C module.
 do
   local searchers = package.searchers
   local search_path = searchers[4]
@@ -484,11 +491,15 @@ do
       return search_path(name, ...)
     end
   end
+  local function c_library(i, name)
+    local file = i == 5 and name or (i == 6 and name:match("^([^.]+)%.")) -- Lua's croot looks for "a" only for "a.b"
+    return file and package.searchpath(file, package.cpath) ~= nil
+  end
   for i = 5, #searchers do -- after preload, the script folder, the library and package.path
     local search = searchers[i]
     if search then
       searchers[i] = function(name, ...)
-        if policy and not (policy.c_modules == true or policy.c_modules[name]) then
+        if policy and not (policy.c_modules == true or policy.c_modules[name]) and c_library(i, tostring(name)) then
           local _, message = deny("c_modules", name)
           return "\n\t" .. message
         end
