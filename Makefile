@@ -79,7 +79,7 @@ include runtime/tools/cross/arm64.mk
 # machine (a debootstrap chroot).
 include runtime/tools/fresh-machine.mk
 
-.PHONY: all deps run test check test-build check-build test-deps fuzz clean install uninstall
+.PHONY: all deps run test check test-build check-build test-deps test-tools fuzz clean install uninstall
 all: build/luamcp
 
 deps:
@@ -157,6 +157,13 @@ uninstall:
 
 test-deps:
 	@runtime/tools/deps.sh test
+
+# The test tools from npm (spec/package.json: Node 22, the official SDKs,
+# oidc-provider, the conformance suite) in spec/node_modules, installed
+# again when spec/package-lock.json changes (spec/run-all.sh makes this too).
+test-tools: test-deps spec/node_modules/.package-lock.json
+spec/node_modules/.package-lock.json: spec/package-lock.json
+	cd spec && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
 
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle \
               build/tests/test_jwt build/tests/test_trace \

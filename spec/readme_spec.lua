@@ -143,3 +143,62 @@ end)
     assert.truthy(out:find("1 success / 0 failures", 1, true), out)
   end)
 end)
+
+-- The README's OAuth recipe (## Authorization, "A working setup with a
+-- real authorization server") runs as written in one shell, the
+-- authorization server in the background (issue #41, item 9). Its fixed
+-- ports and key folder become ones of this run; `make test-tools` is
+-- left out (make test has just installed the tools) but must exist.
+describe("the README's OAuth recipe", function()
+  local services = require "services"
+
+  local function recipe()
+    local readme = client.read_file("README.md")
+    local section = readme:match("\n%*%*A working setup with a real authorization server%.%*%*(.-)\n%*%*")
+    assert.truthy(section, "README.md has no \"A working setup with a real authorization server\"")
+    local blocks = {}
+    for block in section:gmatch("```sh\n(.-)```") do blocks[#blocks + 1] = block end
+    assert.are.equal(2, #blocks, section)
+    return table.concat(blocks)
+  end
+
+  it("works from a fresh clone's tools, the authorization server in the background", function()
+    local text = recipe()
+    assert.truthy(text:find("^make test%-tools "), text)
+    local code, out = sh("make -n test-tools")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("npm ci", 1, true), out)
+    assert.truthy(text:find("spec/node_modules/", 1, true))
+    local dir = client.temp_dir()
+    local as_port, mcp_port = services.free_port(), services.free_port()
+    text = text:gsub("/tmp/as%-keys", dir .. "/as-keys"):gsub("9400", tostring(as_port)):gsub("8080", tostring(mcp_port))
+    -- What a person does by reading the output before the next command:
+    -- wait for a server started in the background to listen.
+    local lines = {
+      "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT",
+      "wait_port() { for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; "
+        .. "echo \"nothing listens on $1\"; exit 1; }",
+    }
+    for line in text:gmatch("[^\n]+") do
+      if not line:match("^make ") then
+        lines[#lines + 1] = line
+        if line:match("&%s*$") then
+          local port = line:match('"port":(%d+)') or line:match("%-%-http [%d.:]-(%d+)%s")
+          assert.truthy(port, "no port in " .. line)
+          lines[#lines + 1] = "wait_port " .. port
+        end
+      end
+    end
+    client.write_file(dir .. "/recipe.sh", table.concat(lines, "\n") .. "\n")
+    local out, err
+    code, out, err = sh(("bash %q"):format(dir .. "/recipe.sh"))
+    client.remove_tree(dir)
+    assert.are.equal(0, code, out .. err)
+    -- the 401 that starts a client's discovery, the metadata naming the
+    -- authorization server, and the call with the token it issued
+    assert.truthy(out:find("HTTP/1.1 401", 1, true), out .. err)
+    assert.truthy(out:lower():find("www-authenticate: bearer resource_metadata=", 1, true), out .. err)
+    assert.truthy(out:find(('"authorization_servers":["http://127.0.0.1:%d"]'):format(as_port), 1, true), out .. err)
+    assert.truthy(out:find('"text":"5"', 1, true), out .. err)
+  end)
+end)

