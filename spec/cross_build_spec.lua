@@ -481,3 +481,39 @@ describe("make install", function()
     client.remove_tree(dest)
   end)
 end)
+
+-- The README's commands for the arm64 build (### Linux arm64) run as
+-- written on a machine where binfmt_misc knows no aarch64 (issue #41,
+-- item 15: make test registers qemu there, a reader's machine has not):
+-- in a user namespace with a binfmt_misc of its own, empty (Linux 6.7 and
+-- later), else on this machine as it is.
+describe("the README's linux-arm64 commands", function()
+  local ISOLATED = "unshare --user --map-root-user --mount sh -c "
+    .. quote("mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc && exec sh \"$0\"")
+
+  it("run as written, where binfmt_misc knows no aarch64", function()
+    local readme = client.read_file("README.md")
+    local block = readme:match("\n### Linux arm64: `make linux%-arm64`\n+```sh\n(.-)```")
+    assert.truthy(block, "README.md has no commands under ### Linux arm64")
+    if not exists(ARM64_RUNTIME) then
+      pending("no " .. ARM64_RUNTIME .. " (make linux-arm64)")
+      return
+    end
+    local dir = client.temp_dir()
+    client.write_file(dir .. "/probe.sh", "test ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64\n")
+    local isolated = sh(ISOLATED .. " " .. quote(dir .. "/probe.sh")) == 0
+    local ran = 0
+    for line in block:gmatch("[^\n]+") do
+      local command = line:gsub("%s*#.*$", "")
+      if command ~= "" and not command:match("^make%s") then
+        client.write_file(dir .. "/command.sh", command .. "\n")
+        local code, out, err = sh((isolated and (ISOLATED .. " ") or "sh ") .. quote(dir .. "/command.sh"))
+        assert.are.equal(0, code, command .. (isolated and " (binfmt_misc without aarch64)" or "") .. ":\n" .. out .. err)
+        if command:find("--version", 1, true) then assert.truthy(out:find("^luamcp "), out) end
+        ran = ran + 1
+      end
+    end
+    client.remove_tree(dir)
+    assert.is_true(ran >= 1, block)
+  end)
+end)
