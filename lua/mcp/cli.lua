@@ -573,9 +573,9 @@ function commands.call(args)
   local name = table.remove(o.words, 1)
   local function listen()
     say(paint(2, "2", "listening for the server's notifications (" .. tostring(c.protocol_version) .. "); Ctrl-C ends"))
-    local ok, why = c:listen()
+    local ok, why, standalone = c:listen()
     c:close()
-    if not ok then fail("luamcp call: the stream ended: " .. tostring(why)) end
+    if not ok then fail("luamcp call: " .. (standalone and "" or "the stream ended: ") .. tostring(why)) end
     return 0
   end
   if o.listen and not name then return listen() end

@@ -339,6 +339,16 @@ static int conn_stream_state(lua_State *L) {
   return 3;
 }
 
+/* conn:standalone_end() -> why the standalone GET stream is over | nil
+ * (open, not yet answered, or not HTTP). */
+static int conn_standalone_end(lua_State *L) {
+  client_conn *c = check_conn(L);
+  const char *why = c->ops->standalone_end ? c->ops->standalone_end(c) : NULL;
+  if (why) lua_pushstring(L, why);
+  else lua_pushnil(L);
+  return 1;
+}
+
 /* catch_interrupt(): from now on Ctrl-C does not kill the program; the
  * waiting conn:receive returns nil, "interrupted", "interrupted". */
 static int l_catch_interrupt(lua_State *L) {
@@ -462,6 +472,7 @@ static int luaopen_client(lua_State *L) {
   static const luaL_Reg conn_methods[] = {
       {"send", conn_send},       {"receive", conn_receive}, {"reload", conn_reload},
       {"get_stream", conn_get_stream}, {"stream_state", conn_stream_state},
+      {"standalone_end", conn_standalone_end},
       {"set_header", conn_set_header}, {"close", conn_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, CONN_MT);
