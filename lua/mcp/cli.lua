@@ -12,7 +12,7 @@ local json = client.json
 -- Colour on a terminal unless NO_COLOR is set to anything (no-color.org).
 local function colour_on(fd)
   local no = os.getenv("NO_COLOR")
-  return core.isatty(fd) and (no == nil or no == "")
+  return core.is_terminal(fd) and (no == nil or no == "")
 end
 
 local function paint(fd, code, text)

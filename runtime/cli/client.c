@@ -35,6 +35,7 @@
 #include "os/path.h"
 #include "os/self.h"
 #include "os/signals.h"
+#include "os/terminal.h"
 
 /* ---- The connection base --------------------------------------------- */
 
@@ -415,8 +416,8 @@ static int open_http(lua_State *L) {
 
 /* ---- Small system calls ---------------------------------------------------- */
 
-static int l_isatty(lua_State *L) {
-  lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+static int l_is_terminal(lua_State *L) {
+  lua_pushboolean(L, os_is_terminal((int)luaL_checkinteger(L, 1)));
   return 1;
 }
 
@@ -492,7 +493,7 @@ static int luaopen_client(lua_State *L) {
       {"array", ljson_lua_array},
       {"object", ljson_lua_object},
       {"base64_decode", lua_base64_decode},
-      {"isatty", l_isatty},
+      {"is_terminal", l_is_terminal},
       {"now_ms", l_now_ms},
       {"mkdir", l_mkdir},
       {"exists", l_exists},
