@@ -46,8 +46,8 @@ EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=
 OS_SUFFIXES   := posix linux
 OS_SRC        := $(sort $(foreach s,$(OS_SUFFIXES),$(wildcard runtime/os/*_$(s).c)))
 # The seams the core itself calls (randomness, hashes, the executable's
-# path, the log's stderr): the unit tests and the fuzzers link the core with these alone.
-OS_CORE_SRC   := $(filter runtime/os/crypto_% runtime/os/self_% runtime/os/stderr_%,$(OS_SRC))
+# path, the log's stderr and whether it is a terminal): the unit tests and the fuzzers link the core with these alone.
+OS_CORE_SRC   := $(filter runtime/os/crypto_% runtime/os/self_% runtime/os/stderr_% runtime/os/terminal_%,$(OS_SRC))
 CORE_SRC      := $(sort $(wildcard runtime/core/*.c))
 TRANSPORT_SRC := $(sort $(wildcard runtime/transport/*.c))
 APP_SRC       := $(sort $(wildcard runtime/app/*.c))

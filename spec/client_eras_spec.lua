@@ -134,6 +134,25 @@ describe("luamcp call --http, both eras", function()
     assert.equal(0, p.exit_code, p.stderr)
   end)
 
+  it("--listen says plainly when a 2025 server offers no stream (405 to GET), and exits 1", function()
+    local node = client.spawn({ "spec/fixtures/client_eras/v1_server.mjs", "--no-stream" }, { bin = NODE })
+    local port = (node:read_line(15000) or ""):match("^port (%d+)$")
+    assert(port, "the v1 server did not start\n" .. node.stderr)
+    local v1 = "http://127.0.0.1:" .. port .. "/mcp"
+    local said = "luamcp call: the server offers no stream to listen on (HTTP 405 to GET, as the MCP specification allows)"
+    -- Listening alone, and after a call (whose answer is printed first).
+    for _, args in ipairs { { "--listen" }, { "add", "a=2", "b=3", "--listen" } } do
+      local p = client.spawn({ "call", "--http", v1, table.unpack(args) }, { stdin_file = "/dev/null" })
+      p:wait_exit(60000)
+      assert.is_true(p.exited, p.stderr)
+      assert.equal(1, p.exit_code, p.stderr)
+      assert.truthy(p.stderr:find(said, 1, true), p.stderr)
+      assert.falsy(p.stderr:find("without a response", 1, true), p.stderr)
+      assert.equal(args[1] == "add" and "5" or nil, p.lines[1])
+    end
+    node:terminate(2000)
+  end)
+
   it("calls the authorize hook on a 401 and sends the request again with its token", function()
     local gate = client.spawn({ "spec/fixtures/client_eras/auth_proxy.mjs", url }, { bin = NODE })
     local port = (gate:read_line(15000) or ""):match("^port (%d+)$")

@@ -111,6 +111,34 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
     end)
   end)
 
+  describe("luamcp call", function()
+    -- stdin from the null device is no terminal: nobody is asked, and
+    -- --accept-defaults accepts the defaults. On Windows the C runtime's
+    -- isatty is true of NUL (any character device), which read end of
+    -- input as a person who typed nothing and cancelled.
+    it("accepts the defaults with --accept-defaults when stdin is the null device", function()
+      -- As any platform's program is run here (stdin from /dev/null, which
+      -- wine turns into a character device too) and, on Windows, with
+      -- cmd's own `< NUL`, in the prefix and with the .exe the launcher
+      -- (build/windows/luamcp-wine) uses, which sit beside it.
+      local commands = { client.LUAMCP .. " call " .. FIXTURE .. " settings --accept-defaults" }
+      if WINDOWS then
+        local dir = io.popen("readlink -f " .. (client.LUAMCP:match("^(.*)/[^/]*$") or ".")):read("l")
+        local prefix = os.getenv("LUAMCP_WINEPREFIX") or (dir .. "/wineprefix")
+        local fixture = io.popen("readlink -f " .. FIXTURE):read("l")
+        commands[2] = ("env WINEPREFIX=%s WINEDEBUG=-all wine cmd /c '%s call %s settings --accept-defaults < NUL'")
+          :format(prefix, native(dir .. "/luamcp.exe"), native(fixture))
+      end
+      for _, command in ipairs(commands) do
+        -- timeout: a client that waits for a person fails the test, not the run.
+        local code, out, err = client.sh("timeout -s KILL 600 " .. command .. " </dev/null")
+        assert.are.equal(0, code, command .. "\n" .. err)
+        assert.are.equal("accept Ada 3", (out:gsub("\r?\n$", "")), command .. "\n" .. err)
+        assert.falsy(err:find("cancelled", 1, true), err)
+      end
+    end)
+  end)
+
   describe("over stdio, 2025-11-25", function()
     local proc
     before_each(function()

@@ -12,7 +12,7 @@ local json = client.json
 -- Colour on a terminal unless NO_COLOR is set to anything (no-color.org).
 local function colour_on(fd)
   local no = os.getenv("NO_COLOR")
-  return core.isatty(fd) and (no == nil or no == "")
+  return core.is_terminal(fd) and (no == nil or no == "")
 end
 
 local function paint(fd, code, text)
@@ -193,15 +193,17 @@ local function usage(command)
   return USAGE[command]
 end
 
--- The option a mistyped one most likely meant (mcp.check's rule), or nil.
--- mcp.check needs mcp.core only for schemas, and the command line has no
--- mcp.core: it loads with an empty one lent for the moment.
-local function suggest(word, candidates)
+-- " (did you mean X?)" for the candidate (a set: name -> true) a mistyped
+-- word most likely meant (mcp.check's rule), or "". mcp.check needs
+-- mcp.core only for schemas, and the command line has no mcp.core: it
+-- loads with an empty one lent for the moment.
+local function did_you_mean(word, candidates)
   local lent = package.loaded["mcp.core"] == nil
   if lent then package.loaded["mcp.core"] = {} end
   local ok, check = pcall(require, "mcp.check")
   if lent then package.loaded["mcp.core"], package.loaded["mcp.check"] = nil, nil end
-  return ok and check.suggest(word, candidates) or nil
+  local hint = ok and check.suggest(word, candidates) or nil
+  return hint and (" (did you mean " .. hint .. "?)") or ""
 end
 
 -- Split a command line into the target (path, url with headers, or a
@@ -239,8 +241,7 @@ local function parse(command, args, flags)
     elseif a:sub(1, 2) == "--" then
       local known = { ["--help"] = true }
       for flag in pairs(flags) do known[flag] = true end
-      local hint = suggest(a, known)
-      fail("luamcp " .. command .. ": unknown option " .. a .. (hint and (" (did you mean " .. hint .. "?)") or "")
+      fail("luamcp " .. command .. ": unknown option " .. a .. did_you_mean(a, known)
         .. "\nRun 'luamcp " .. command .. " --help' for usage.", 2)
     else
       o.words[#o.words + 1] = a
@@ -524,12 +525,28 @@ local function print_structured(result)
   print(pretty(s))
 end
 
-local function rpc_failure(command, err)
+-- hint: what to add to the server's message (" (did you mean X?)").
+local function rpc_failure(command, err, hint)
   if err.interrupted then fail("luamcp " .. command .. ": interrupted; the server was told to cancel", 130) end
-  local text = string.format("luamcp %s: %s", command, tostring(err.message))
+  local text = string.format("luamcp %s: %s%s", command, tostring(err.message), hint or "")
   if err.code and err.code ~= -32000 then text = text .. string.format(" (%s)", tostring(err.code)) end
   if err.data ~= nil then text = text .. "\n" .. pretty(err.data) end
   fail(text)
+end
+
+-- After the server refused a request for name (err): " (did you mean X?)"
+-- when the server lists a near name, not name itself, among its kind
+-- ("prompts", "resources"; key: the items' "name" or "uri"), else "". Not
+-- after a transport failure or Ctrl-C (asking again would wait as long).
+local function listed_hint(c, err, kind, key, name)
+  if err.interrupted or err.code == nil or err.code == -32000 then return "" end
+  local items = c:list(kind)
+  if not items then return "" end
+  local known = {}
+  for _, item in ipairs(items) do
+    known[tostring(item[key])] = true
+  end
+  return known[name] and "" or did_you_mean(name, known)
 end
 
 local function list_items(title, items, key, describe)
@@ -573,9 +590,9 @@ function commands.call(args)
   local name = table.remove(o.words, 1)
   local function listen()
     say(paint(2, "2", "listening for the server's notifications (" .. tostring(c.protocol_version) .. "); Ctrl-C ends"))
-    local ok, why = c:listen()
+    local ok, why, standalone = c:listen()
     c:close()
-    if not ok then fail("luamcp call: the stream ended: " .. tostring(why)) end
+    if not ok then fail("luamcp call: " .. (standalone and "" or "the stream ended: ") .. tostring(why)) end
     return 0
   end
   if o.listen and not name then return listen() end
@@ -597,11 +614,13 @@ function commands.call(args)
     if t.name == name then tool = t end
   end
   if not tool then
-    local names = {}
+    local names, known = {}, {}
     for i, t in ipairs(tools) do
       names[i] = t.name
+      known[t.name] = true
     end
-    fail(string.format("luamcp call: no tool %s (the tools are: %s)", name, table.concat(names, ", ")))
+    fail(string.format("luamcp call: no tool %s%s; the tools are: %s", name, did_you_mean(name, known),
+      table.concat(names, ", ")))
   end
   local result
   result, err = c:call(name, parse_arguments(o, tool.inputSchema))
@@ -643,8 +662,9 @@ function commands.read(args)
     return 0
   end
   local result, err = c:read(uri)
+  local hint = not result and listed_hint(c, err, "resources", "uri", uri)
   c:close()
-  if not result then rpc_failure("read", err) end
+  if not result then rpc_failure("read", err, hint) end
   if o.raw then
     print(pretty(result))
     return 0
@@ -691,8 +711,9 @@ function commands.prompt(args)
     arguments[key] = value -- prompt arguments are strings
   end
   local result, err = c:prompt(name, arguments)
+  local hint = not result and listed_hint(c, err, "prompts", "name", name)
   c:close()
-  if not result then rpc_failure("prompt", err) end
+  if not result then rpc_failure("prompt", err, hint) end
   if o.raw then
     print(pretty(result))
     return 0

@@ -94,7 +94,7 @@ function M.elicitation(command, answers, fail, accept_defaults)
     return { action = "cancel" }
   end
   return function(params)
-    local terminal = core.isatty(0)
+    local terminal = core.is_terminal(0)
     local message = params.message or "(no message)"
     if params.mode == "url" then
       if not terminal then return refuse(message, "it asks to open " .. tostring(params.url) .. ", and there is no terminal to confirm on") end

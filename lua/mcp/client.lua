@@ -447,7 +447,8 @@ end
 --- 2026-07-28: subscriptions/listen (lists and the given resource URIs);
 --- the session era: the session's standalone GET stream (HTTP), stdout (a
 --- child). Returns true
---- when interrupted, or nil and why the stream ended.
+--- when interrupted, or nil and why the stream ended (and true when it is
+--- the server that offers no stream, or refused it: nothing was heard).
 function Client:listen(uris)
   if self.era == "modern" then
     local saved = self.timeout_ms
@@ -469,6 +470,10 @@ function Client:listen(uris)
     local text, reason, kind = self.conn:receive(-1)
     if not text then
       if kind == "interrupted" then return true end
+      -- Over with nothing left running: the standalone stream's own end
+      -- says why (a 405 is no stream offered), not the last answer's.
+      local over = kind == "idle" and self.url and self.conn:standalone_end()
+      if over then return nil, over, true end
       if kind ~= "stream_ended" then return nil, reason end
     else
       self:_handle(text)

@@ -35,6 +35,7 @@
 #include "os/path.h"
 #include "os/self.h"
 #include "os/signals.h"
+#include "os/terminal.h"
 
 /* ---- The connection base --------------------------------------------- */
 
@@ -339,6 +340,16 @@ static int conn_stream_state(lua_State *L) {
   return 3;
 }
 
+/* conn:standalone_end() -> why the standalone GET stream is over | nil
+ * (open, not yet answered, or not HTTP). */
+static int conn_standalone_end(lua_State *L) {
+  client_conn *c = check_conn(L);
+  const char *why = c->ops->standalone_end ? c->ops->standalone_end(c) : NULL;
+  if (why) lua_pushstring(L, why);
+  else lua_pushnil(L);
+  return 1;
+}
+
 /* catch_interrupt(): from now on Ctrl-C does not kill the program; the
  * waiting conn:receive returns nil, "interrupted", "interrupted". */
 static int l_catch_interrupt(lua_State *L) {
@@ -405,8 +416,8 @@ static int open_http(lua_State *L) {
 
 /* ---- Small system calls ---------------------------------------------------- */
 
-static int l_isatty(lua_State *L) {
-  lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+static int l_is_terminal(lua_State *L) {
+  lua_pushboolean(L, os_is_terminal((int)luaL_checkinteger(L, 1)));
   return 1;
 }
 
@@ -462,6 +473,7 @@ static int luaopen_client(lua_State *L) {
   static const luaL_Reg conn_methods[] = {
       {"send", conn_send},       {"receive", conn_receive}, {"reload", conn_reload},
       {"get_stream", conn_get_stream}, {"stream_state", conn_stream_state},
+      {"standalone_end", conn_standalone_end},
       {"set_header", conn_set_header}, {"close", conn_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, CONN_MT);
@@ -481,7 +493,7 @@ static int luaopen_client(lua_State *L) {
       {"array", ljson_lua_array},
       {"object", ljson_lua_object},
       {"base64_decode", lua_base64_decode},
-      {"isatty", l_isatty},
+      {"is_terminal", l_is_terminal},
       {"now_ms", l_now_ms},
       {"mkdir", l_mkdir},
       {"exists", l_exists},

@@ -56,6 +56,9 @@ typedef struct client_conn_ops {
   /* The SSE state (HTTP only): the last event id seen (or NULL), the
    * server's retry delay (ms, or -1), and how many streams ended cleanly. */
   void (*stream_state)(client_conn *c, const char **last_event_id, long *retry_ms, int *streams_ended);
+  /* Why the standalone GET stream is over (the server refused or ended
+   * it), or NULL while it is open or not yet answered (HTTP only). */
+  const char *(*standalone_end)(client_conn *c);
   /* End the connection and free it (and the server, in process). */
   void (*close)(client_conn *c);
 } client_conn_ops;

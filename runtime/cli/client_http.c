@@ -60,6 +60,7 @@ struct http_conn {
   long retry_ms;       /* the server's retry: delay, or -1 */
   int streams_ended;   /* SSE streams that ended cleanly (the caller may resume one) */
   char idle_reason[300]; /* what the last answer was, for a request it did not answer */
+  char standalone_end[300]; /* why the standalone GET stream is over, or "" */
 };
 
 /* ---- Reading answers ------------------------------------------------- */
@@ -189,6 +190,28 @@ static void fail_with_status(http_exchange *x, long status) {
   buf_free(&why);
 }
 
+/* The standalone GET stream is over: why, for one who listens on it. 405
+ * is the specification's "no stream here", not a failure of the server. */
+static void standalone_over(http_exchange *x, CURLcode result, long status) {
+  http_conn *c = x->conn;
+  const char *line = x->status_line ? x->status_line : "";
+  if (result != CURLE_OK)
+    snprintf(c->standalone_end, sizeof c->standalone_end, "the stream to listen on broke: %s",
+             c->api->easy_strerror(result));
+  else if (status == 405)
+    snprintf(c->standalone_end, sizeof c->standalone_end,
+             "the server offers no stream to listen on (HTTP 405 to GET, as the MCP specification allows)");
+  else if (status >= 400)
+    snprintf(c->standalone_end, sizeof c->standalone_end, "the server refused the stream to listen on (HTTP %s to GET)",
+             line);
+  else if (!x->sse)
+    snprintf(c->standalone_end, sizeof c->standalone_end,
+             "the server answered the GET for a stream to listen on with HTTP %s and %s, not an SSE stream", line,
+             x->content_type ? x->content_type : "no Content-Type");
+  else
+    snprintf(c->standalone_end, sizeof c->standalone_end, "the server ended the stream to listen on");
+}
+
 /* A finished exchange: hand over what it carried, or say why nothing. */
 static void exchange_done(http_exchange *x, CURLcode result) {
   http_conn *c = x->conn;
@@ -196,6 +219,7 @@ static void exchange_done(http_exchange *x, CURLcode result) {
   c->api->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
   snprintf(c->idle_reason, sizeof c->idle_reason, "%s answered HTTP %s%s without a response to the request", c->url,
            x->status_line ? x->status_line : "", x->sse ? " (an SSE stream that ended)" : "");
+  if (x->quiet) standalone_over(x, result, status);
   if (x->quiet && (result != CURLE_OK || status >= 400 || !x->sse)) {
     /* The standalone GET stream is an offer the server may refuse (405). */
   } else if (result != CURLE_OK) {
@@ -319,6 +343,11 @@ static void http_stream_state(client_conn *base, const char **last_event_id, lon
   *streams_ended = c->streams_ended;
 }
 
+static const char *http_standalone_end(client_conn *base) {
+  http_conn *c = (http_conn *)base;
+  return c->standalone_end[0] ? c->standalone_end : NULL;
+}
+
 static bool http_wait(client_conn *base, int timeout_ms) {
   http_conn *c = (http_conn *)base;
   int running = 0;
@@ -383,6 +412,7 @@ static const client_conn_ops HTTP_OPS = {
     .send_with = http_send_with,
     .get_stream = http_get_stream,
     .stream_state = http_stream_state,
+    .standalone_end = http_standalone_end,
     .close = http_close,
 };
 

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
 #include "os/stderr.h"
+#include "os/terminal.h"
 
 static const char *const LEVEL_NAMES[] = {"emergency", "alert", "critical", "error",
                                           "warning",   "notice", "info",    "debug"};
@@ -97,7 +97,7 @@ bool log_color(void) { return use_color; }
 bool log_color_wanted(int fd) {
   /* https://no-color.org: set and not empty means no colour. */
   const char *no_color = getenv("NO_COLOR");
-  return isatty(fd) && !(no_color && *no_color);
+  return os_is_terminal(fd) && !(no_color && *no_color);
 }
 
 static void timestamp(char *out, size_t n) {
@@ -224,13 +224,13 @@ bool trace_open(const char *path) {
   if (strcmp(path, "-") == 0) {
     trace_file = stderr;
     trace_to_stderr = true;
-    trace_pretty = isatty(2);
+    trace_pretty = os_is_terminal(2);
     return true;
   }
   trace_file = fopen(path, "a");
   if (!trace_file) return false;
   setvbuf(trace_file, NULL, _IOLBF, 0);
-  trace_pretty = isatty(fileno(trace_file));
+  trace_pretty = os_is_terminal(fileno(trace_file));
   return true;
 }
 

@@ -22,13 +22,13 @@ o=runtime/os
 # The whole core, as the Makefile's unit tests link it (a hand-kept list
 # fell behind when the core grew jobs.c), with the platform seams it calls
 # (the Makefile's OS_CORE_SRC: randomness and hashes, the executable's
-# path, the log's stderr) and the Makefile's CORE_LIBS: libcrypto under those seams for the
+# path, the log's stderr and whether it is a terminal) and the Makefile's CORE_LIBS: libcrypto under those seams for the
 # sealed requestState and task ids, zlib for ZIP.
 libdir=/usr/lib/$(gcc -print-multiarch)
 # Compiled once into build/fuzz/libcore.a (instrumented, not linked with
 # libFuzzer's main), which the targets that take the whole core link last:
 # CORE in a target's list below.
-core_src=$(ls $c/*.c $o/crypto_posix.c $o/self_linux.c $o/stderr_posix.c)
+core_src=$(ls $c/*.c $o/crypto_posix.c $o/self_linux.c $o/stderr_posix.c $o/terminal_posix.c)
 core_link="$out/libcore.a $libdir/libcrypto.a $libdir/libz.a -ldl -lpthread"
 core=CORE
 declare -A sources=(

@@ -19,7 +19,10 @@
 #include "os/proc.h"
 #include "os/self.h"
 #include "os/signals.h"
+#include "os/terminal.h"
 
+#include <fcntl.h>
+#include <io.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +245,15 @@ static void check_signals(uv_loop_t *loop) {
   check(signal_kind == OS_SIGNAL_INTERRUPT, "a console event reaches the loop as an interrupt");
 }
 
+/* NUL is a character device, as a console is, and the C runtime's isatty
+ * says yes to it: os_is_terminal must not. */
+static void check_terminal(void) {
+  int nul = _open("NUL", _O_RDONLY);
+  check(nul >= 0 && !os_is_terminal(nul), "os_is_terminal: NUL is no terminal");
+  if (nul >= 0) _close(nul);
+  check(!os_is_terminal(-1), "os_is_terminal: no descriptor is no terminal");
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "sleep") == 0) {
     Sleep(30000);
@@ -252,6 +264,7 @@ int main(int argc, char **argv) {
   check_pubkeys();
   check_self_dynlib_confine(argv[0], self, sizeof self);
   check_interrupt();
+  check_terminal();
   uv_loop_t *loop = uv_default_loop();
   check_proc(loop, self);
   if (argc > 1 && strcmp(argv[1], "wait-signal") == 0) check_signals(loop);
