@@ -143,7 +143,8 @@ static void usage_options(FILE *to, bool bundled) {
           "                              session when known)\n"
           "  --metrics [HOST:]PORT       serve /metrics (Prometheus), /healthz and /readyz on a\n"
           "                              listener of their own, without auth (HOST default\n"
-          "                              127.0.0.1); over HTTP they are on the MCP port too;\n"
+          "                              127.0.0.1; not loopback needs --allow-remote); over\n"
+          "                              HTTP they are on the MCP port too;\n"
           "                              --metrics off: count nothing, no /metrics\n"
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
@@ -181,7 +182,8 @@ static void usage_options(FILE *to, bool bundled) {
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
           "                              port 0 picks a free port (printed on stderr)\n"
-          "  --allow-remote              allow a HOST that is not loopback (prints a warning)\n"
+          "  --allow-remote              allow a HOST that is not loopback, of --http and of\n"
+          "                              --metrics (prints a warning)\n"
           "  --allow-host NAME           accept this Host header name too (repeatable)\n"
           "  --allow-origin ORIGIN       accept this Origin too, e.g. https://app.example (repeatable)\n"
           "  --bearer-token-env NAME     require Authorization: Bearer $NAME on every request\n"
@@ -883,7 +885,8 @@ static int serve(int argc, char **argv, bool watch) {
   if (o.metrics && o.worker_index <= 1) {
     /* Under --workers, worker 1 serves it, with every worker's figures. */
     char err_text[400];
-    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
+    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.http_opts.allow_remote,
+                                 o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
     if (!rt->metrics) {
       fprintf(stderr, "luamcp: %s\n", err_text);
       return 1;
