@@ -8,6 +8,9 @@
  *   subscribers and listeners;
  * - list_changed, after a reload or a change at run time (a tool disabled,
  *   a tool added by a tool), for the other processes' clients;
+ * - mcp.everywhere: a named function of the scripts (one that registers or
+ *   removes a tool at run time) and its arguments as JSON, run by every
+ *   other process too, so that they all serve the same lists;
  * - tasks: a job lives in the process that runs it. tasks/get, tasks/update
  *   and tasks/cancel for a job this process does not hold (the core makes
  *   them calls: server.jobs_elsewhere) are sent as a request; the process
@@ -60,6 +63,14 @@ void bus_free(bus *b);
 void bus_resource_updated(bus *b, const char *uri, size_t len);
 /* Only the three list_changed notifications travel. */
 void bus_list_changed(bus *b, const char *method);
+
+/* Run mcp.everywhere calls of the other processes in app's current
+ * generation (lua_core.c, core_run_everywhere); set once by main. */
+struct lua_app;
+void bus_serve_app(bus *b, struct lua_app *app);
+/* This process ran the mcp.everywhere function name with args (a JSON
+ * array): the others run it too. */
+void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args, size_t args_len);
 
 /* A tasks/ call for a job this process does not hold: ask the others. */
 void bus_forward_job(bus *b, call *c, const json_value *params);

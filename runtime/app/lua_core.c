@@ -29,6 +29,7 @@
 #include "app/lua_store.h"
 #include "app/lua_task.h"
 #include "app/bus.h"
+#include "app/vm.h"
 
 static vm *core_vm(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -69,17 +70,42 @@ static int core_is_rpc_error(lua_State *L) {
   return 1;
 }
 
-/* broadcast(method [, params]): a notification to every initialized session,
- * and a list_changed to the other processes' too (the bus), as a reload's. */
+/* broadcast(method [, params [, here_only]]): a notification to every
+ * initialized session, and a list_changed to the other processes' too (the
+ * bus), as a reload's; here_only: not to the others (a change every process
+ * makes itself: mcp.everywhere). */
 static int core_broadcast(lua_State *L) {
   const char *method = luaL_checkstring(L, 1);
   buf params = BUF_INIT;
   if (!lua_isnoneornil(L, 2)) encode_arg(L, 2, &params, "broadcast");
   vm *v = core_vm(L);
   server_broadcast(v->srv, method, params.data, params.len);
-  if (v->app) bus_list_changed(v->app->bus, method);
+  if (v->app && !lua_toboolean(L, 3)) bus_list_changed(v->app->bus, method);
   buf_free(&params);
   return 0;
+}
+
+/* everywhere(name, args_json): the other processes run the mcp.everywhere
+ * function name with these arguments too (the bus; none: nothing to do). */
+static int core_everywhere(lua_State *L) {
+  size_t name_len, args_len;
+  const char *name = luaL_checklstring(L, 1, &name_len);
+  const char *args = luaL_checklstring(L, 2, &args_len);
+  vm *v = core_vm(L);
+  if (v->app) bus_everywhere(v->app->bus, name, name_len, args, args_len);
+  return 0;
+}
+
+bool core_run_everywhere(vm *v, const char *name, size_t name_len, const char *args, size_t args_len) {
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushlstring(L, name, name_len);
+  lua_pushlstring(L, args, args_len);
+  bool ok = vm_call_library(v, "_everywhere", 2);
+  if (!ok) log_write(LOG_WARNING, "mcp.everywhere %.*s (run for another process): %s", (int)name_len, name,
+                     lua_tostring(L, -1));
+  lua_settop(L, top);
+  return ok;
 }
 
 /* resource_updated(uri): this process's subscribers, and the other
@@ -285,6 +311,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"metric_add", metrics_lua_add},
       {"is_rpc_error", core_is_rpc_error},
       {"broadcast", core_broadcast},
+      {"everywhere", core_everywhere},
       {"resource_updated", core_resource_updated},
       {"log", core_log},
       {"stderr", core_stderr},

@@ -790,6 +790,7 @@ static int serve(int argc, char **argv, bool watch) {
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
+  bus_serve_app(rt->bus, &rt->app);
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   /* Counting is on unless --metrics off: it costs a small call about 1 %
