@@ -16,14 +16,14 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/luamcp_limits.h"
-#include "app/app.h"
-#include "app/lua_core.h"
 #include "os/crypto.h"
 
 /* mcp.everywhere calls of the other processes, waiting until no Lua runs
  * here. Owner: the bus; freed by its idle handle's close (bus_free). */
 typedef struct everywhere_queue {
-  lua_app *app;
+  server *srv;
+  bus_everywhere_fn run;
+  void *arg;
   uv_idle_t idle; /* runs them on the next turn with no Lua running */
   buf *messages;  /* each one whole message's text, in arrival order */
   size_t count, cap;
@@ -38,7 +38,7 @@ struct bus {
   bus_transport transport;
   struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
   long long next_seq;
-  everywhere_queue *everywhere; /* NULL until bus_serve_app */
+  everywhere_queue *everywhere; /* NULL until bus_on_everywhere */
 };
 
 /* A tasks/ request for a job another process may hold, waiting for the
@@ -278,39 +278,41 @@ static void on_everywhere_closed(uv_handle_t *h) {
   free(q);
 }
 
-/* Each message in order, in the current generation, once no Lua runs: a
- * computing handler's turn, or a task's callback, must not be entered. */
+/* Each message in order, once no Lua runs: a computing handler's turn, or
+ * a task's callback, must not be entered. */
 static void on_everywhere_idle(uv_idle_t *h) {
   everywhere_queue *q = h->data;
-  vm *v = q->app->current;
-  if (q->app->srv->nested_poll > 0 || (v && v->running)) return;
-  size_t n = q->count;
-  buf *messages = q->messages;
-  q->messages = NULL;
-  q->count = q->cap = 0;
-  uv_idle_stop(h);
-  for (size_t i = 0; i < n; i++) {
+  size_t done = 0;
+  while (done < q->count && q->srv->nested_poll == 0) {
+    buf *m = &q->messages[done];
     json_error err;
-    json_doc *doc = json_parse(messages[i].data, messages[i].len, MAX_JSON_DEPTH, &err);
+    json_doc *doc = json_parse(m->data, m->len, MAX_JSON_DEPTH, &err);
     const json_value *root = doc ? json_doc_root(doc) : NULL;
     const json_value *name = root ? json_object_get(root, "name") : NULL;
     const json_value *args = root ? json_object_get(root, "args") : NULL;
-    if (v && name && name->type == JSON_STRING && args && args->type == JSON_ARRAY) {
+    bool ran = true;
+    if (name && name->type == JSON_STRING && args && args->type == JSON_ARRAY) {
       buf a = BUF_INIT;
       json_write_value(&a, args);
-      core_run_everywhere(v, name->u.string, name->len, a.data, a.len);
+      ran = q->run(q->arg, name->u.string, name->len, a.data, a.len);
       buf_free(&a);
     }
     if (doc) json_doc_free(doc);
-    buf_free(&messages[i]);
+    if (!ran) break;
+    buf_free(m);
+    done++;
   }
-  free(messages);
+  memmove(q->messages, q->messages + done, (q->count - done) * sizeof *q->messages);
+  q->count -= done;
+  if (!q->count) uv_idle_stop(h);
 }
 
-void bus_serve_app(bus *b, lua_app *app) {
+void bus_on_everywhere(bus *b, bus_everywhere_fn fn, void *arg) {
   everywhere_queue *q = calloc(1, sizeof *q);
   if (!q) return;
-  q->app = app;
+  q->srv = b->srv;
+  q->run = fn;
+  q->arg = arg;
   uv_idle_init(b->loop, &q->idle);
   q->idle.data = q;
   b->everywhere = q;

@@ -64,10 +64,12 @@ void bus_resource_updated(bus *b, const char *uri, size_t len);
 /* Only the three list_changed notifications travel. */
 void bus_list_changed(bus *b, const char *method);
 
-/* Run mcp.everywhere calls of the other processes in app's current
- * generation (lua_core.c, core_run_everywhere); set once by main. */
-struct lua_app;
-void bus_serve_app(bus *b, struct lua_app *app);
+/* Runs an mcp.everywhere call of another process (name, and args as a
+ * JSON array); false when no Lua may run now: it is tried again on the
+ * next loop turn. Set once by main, which runs it in the current
+ * generation (mcp._everywhere, lua/mcp.lua). */
+typedef bool (*bus_everywhere_fn)(void *arg, const char *name, size_t name_len, const char *args, size_t args_len);
+void bus_on_everywhere(bus *b, bus_everywhere_fn fn, void *arg);
 /* This process ran the mcp.everywhere function name with args (a JSON
  * array): the others run it too. */
 void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args, size_t args_len);

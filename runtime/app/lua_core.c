@@ -29,7 +29,6 @@
 #include "app/lua_store.h"
 #include "app/lua_task.h"
 #include "app/bus.h"
-#include "app/vm.h"
 
 static vm *core_vm(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -94,18 +93,6 @@ static int core_everywhere(lua_State *L) {
   vm *v = core_vm(L);
   if (v->app) bus_everywhere(v->app->bus, name, name_len, args, args_len);
   return 0;
-}
-
-bool core_run_everywhere(vm *v, const char *name, size_t name_len, const char *args, size_t args_len) {
-  lua_State *L = v->L;
-  int top = lua_gettop(L);
-  lua_pushlstring(L, name, name_len);
-  lua_pushlstring(L, args, args_len);
-  bool ok = vm_call_library(v, "_everywhere", 2);
-  if (!ok) log_write(LOG_WARNING, "mcp.everywhere %.*s (run for another process): %s", (int)name_len, name,
-                     lua_tostring(L, -1));
-  lua_settop(L, top);
-  return ok;
 }
 
 /* resource_updated(uri): this process's subscribers, and the other

@@ -645,6 +645,24 @@ static void on_signal(void *arg, os_signal_kind kind, const char *name) {
   uv_prepare_start(&rt->drain_prepare, on_drain_prepare);
 }
 
+/* bus_everywhere_fn: another process's mcp.everywhere call, in the current
+ * generation, once no Lua of it runs (the bus waits for the nested turns). */
+static bool run_everywhere(void *arg, const char *name, size_t name_len, const char *args, size_t args_len) {
+  runtime *rt = arg;
+  vm *v = rt->app.current;
+  if (v && v->running) return false;
+  if (!v) return true;
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushlstring(L, name, name_len);
+  lua_pushlstring(L, args, args_len);
+  if (!vm_call_library(v, "_everywhere", 2))
+    log_write(LOG_WARNING, "mcp.everywhere %.*s (run for another process): %s", (int)name_len, name,
+              lua_tostring(L, -1));
+  lua_settop(L, top);
+  return true;
+}
+
 /* A worker's hooks (http_worker_hooks). */
 static void on_worker_announce(void *arg) {
   runtime *rt = arg;
@@ -790,7 +808,7 @@ static int serve(int argc, char **argv, bool watch) {
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
-  bus_serve_app(rt->bus, &rt->app);
+  bus_on_everywhere(rt->bus, run_everywhere, rt);
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   /* Counting is on unless --metrics off: it costs a small call about 1 %
