@@ -354,6 +354,62 @@ function M.tool(def)
   return handle(registry.tools, entry)
 end
 
+-- Run fn(...) with the lists' changes announced to this process's clients
+-- only, whatever it raises.
+local function here_only(fn, ...)
+  local was = registry.here_only
+  registry.here_only = true
+  local result = table.pack(pcall(fn, ...))
+  registry.here_only = was
+  if not result[1] then error(result[2], 0) end
+  return table.unpack(result, 2, result.n)
+end
+
+--- A function that changes the lists at run time (registers, removes,
+--- disables a tool, a resource, a prompt) on every process of the server:
+--- calling what this returns runs fn here and, with the same arguments
+--- (JSON values), on every other worker of --workers and process of
+--- --redis that loaded a function of that name, so all of them serve the
+--- same lists. fn must not wait (no mcp.sleep, no ctx): the others run it
+--- between requests. Declared at load, under a name unique to the server.
+---@param name string
+---@param fn fun(...): any
+---@return fun(...): any
+function M.everywhere(name, fn)
+  if type(name) ~= "string" or name == "" then
+    error(("mcp.everywhere: name must be a non-empty string, got %s"):format(type(name)), 2)
+  end
+  if type(fn) ~= "function" then error(("mcp.everywhere %s: fn must be a function, got %s"):format(name, type(fn)), 2) end
+  if registry.everywhere[name] then error(("mcp.everywhere %s is already declared"):format(name), 2) end
+  registry.everywhere[name] = fn
+  return function(...)
+    -- At load every process runs its own scripts: nothing to tell.
+    if registry.started then
+      local args = table.pack(...)
+      local list = {}
+      for i = 1, args.n do
+        if args[i] == nil then error(("mcp.everywhere %s: argument %d is nil: give JSON values"):format(name, i), 2) end
+        list[i] = args[i]
+      end
+      local ok, json = pcall(core.json_encode, core.array(list))
+      if not ok then error(("mcp.everywhere %s: the arguments must be JSON values: %s"):format(name, json), 2) end
+      core.everywhere(name, json)
+      return here_only(fn, ...)
+    end
+    return fn(...)
+  end
+end
+
+--- Another process ran the mcp.everywhere function name (mcp.core calls
+--- this from the bus); args: its arguments, a JSON array.
+function M._everywhere(name, args)
+  local fn = registry.everywhere[name]
+  if not fn then return false end -- a process with other scripts (--redis)
+  local list = core.json_decode(args)
+  here_only(fn, table.unpack(list, 1, #list))
+  return true
+end
+
 ---@class mcp.ResourceDefinition
 ---@field uri string
 ---@field name string

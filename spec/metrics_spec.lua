@@ -290,6 +290,31 @@ describe("--metrics ADDR", function()
     proc:close()
   end)
 
+  -- The rule of the MCP port: a listener others can reach needs
+  -- --allow-remote, and is warned about when allowed.
+  it("refuses an address that is not loopback without --allow-remote", function()
+    local proc = client.spawn({ "run", FIXTURE, "--metrics", "0.0.0.0:" .. services.free_port() })
+    local code = proc:wait_exit()
+    assert.is_true(proc.exited, "the server did not stop")
+    assert.are.equal(1, code)
+    assert.truthy(proc.stderr:find("refusing to listen on 0.0.0.0: it is not a loopback address", 1, true), proc.stderr)
+    assert.truthy(proc.stderr:find("--allow-remote", 1, true), proc.stderr)
+    proc:close()
+  end)
+
+  it("serves an address that is not loopback with --allow-remote, warning", function()
+    local port = services.free_port()
+    local proc = client.spawn({ "run", FIXTURE, "--metrics", "0.0.0.0:" .. port, "--allow-remote" })
+    proc:initialize()
+    assert.is_true(client.poll_until(function()
+      local m = get(port, "/metrics") -- 0.0.0.0 includes 127.0.0.1
+      return m and m.status == 200
+    end, 20000))
+    assert.truthy(proc.stderr:find("listening on 0.0.0.0, which is not loopback: anyone who can reach it", 1, true),
+      proc.stderr)
+    proc:close()
+  end)
+
   it("closes a connection that sends nothing, and one past the connection cap", function()
     local port = services.free_port()
     local proc = client.spawn({ "run", FIXTURE, "--metrics", "127.0.0.1:" .. port })

@@ -230,6 +230,48 @@ describe("stdio framing", function()
   end)
 end)
 
+-- A stop asked for while input pours in (issue 41.20): stopping wins over
+-- reading, whatever arrives. The exit is the event waited for.
+describe("SIGTERM while stdin pours bytes without a newline", function()
+  local function assert_stops(server)
+    assert.is_true(server:wait_stderr("serving MCP on stdio", 1, 30000), server.stderr)
+    assert.is_true(server:wait_stderr("dropped a message over", 1, 30000), server.stderr) -- reading, discarding
+    server:kill("sigterm")
+    local code, signal = server:wait_exit(30000)
+    assert.is_true(server.exited, "SIGTERM did not stop the server:\n" .. server.stderr)
+    assert.are.equal(0, code, server.stderr)
+    assert.are.equal(0, signal)
+    assert.truthy(server.stderr:find("received signal 15; stopping", 1, true), server.stderr)
+  end
+
+  it("stops, stdin being /dev/zero", function()
+    local server = client.spawn({ "run", KITCHEN, "--max-message-bytes", "1000" }, { stdin_file = "/dev/zero" })
+    assert_stops(server)
+    server:close()
+  end)
+
+  it("stops, stdin being a pipe the client floods", function()
+    local server = client.spawn { "run", KITCHEN, "--max-message-bytes", "1000" }
+    local chunk = string.rep("x", 64 * 1024)
+    -- Writing on once the server has gone fails with EPIPE, not SIGPIPE.
+    local sigpipe = uv.new_signal()
+    sigpipe:start("sigpipe", function() end)
+    local flood = uv.new_idle()
+    flood:start(function()
+      -- Keep a little queued: the pipe is always full, never a backlog here.
+      if not server.stdin:is_closing() and server.stdin:get_write_queue_size() < 4 * #chunk then
+        server.stdin:write(chunk, function() end)
+      end
+    end)
+    local ok, err = pcall(assert_stops, server)
+    flood:stop()
+    flood:close()
+    server:close()
+    sigpipe:close()
+    assert(ok, err)
+  end)
+end)
+
 describe("command line", function()
   it("prints its version", function()
     local out = io.popen(client.LUAMCP .. " --version"):read("a")

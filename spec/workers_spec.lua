@@ -222,6 +222,66 @@ describe("--workers 2", function()
     end
   end)
 
+  it("answers one tools/list on every worker after a tool is registered, and removed, at run time", function()
+    -- Keep-alive connections pinned to each worker (the kernel's choice),
+    -- several per worker: sessionless 2026-07-28 requests, each answered by
+    -- the worker its connection reached.
+    local function modern(conn, id, method, params)
+      params._meta = http.modern_meta()
+      local r = conn:request { method = "POST", headers = http.modern_headers(method, params.name,
+        { Accept = http.ACCEPT_BOTH, ["Content-Type"] = "application/json" }),
+        body = { jsonrpc = "2.0", id = id, method = method, params = params } }
+      assert(r and r.json and r.json.result, cjson.encode(r and r.json or {}))
+      return r.json.result
+    end
+    local function names(conn)
+      local out = {}
+      for i, t in ipairs(modern(conn, 2, "tools/list", {}).tools) do out[i] = t.name end
+      return table.concat(out, " ")
+    end
+    local conns, per_worker = {}, { 0, 0 }
+    for _ = 1, 200 do
+      local conn = server:connect()
+      local index = who(modern(conn, 1, "tools/call", { name = "whoami", arguments = EMPTY }).content[1].text)
+      if per_worker[index] < 4 then
+        per_worker[index] = per_worker[index] + 1
+        conns[#conns + 1] = { conn = conn, worker = index }
+      else
+        conn:close()
+      end
+      if per_worker[1] == 4 and per_worker[2] == 4 then break end
+    end
+    assert.are.same({ 4, 4 }, per_worker, "not every worker answered")
+    local before = names(conns[1].conn)
+    -- Registered by worker 2's call: every connection lists it, in one order.
+    local by = conns[#conns].worker
+    for _, c in ipairs(conns) do
+      if c.worker ~= conns[1].worker then by = c break end
+    end
+    assert.are.equal(by.worker, who(modern(by.conn, 3, "tools/call",
+      { name = "add", arguments = { name = "late", text = "here" } }).content[1].text))
+    local want = before .. " late"
+    for _, c in ipairs(conns) do
+      -- The other worker hears of it over the bus: wait for that, then
+      -- nothing differs.
+      assert.is_true(http.wait_until(function() return names(c.conn) == want end, 30000),
+        "worker " .. c.worker .. " lists: " .. names(c.conn))
+      assert.are.equal("here", modern(c.conn, 4, "tools/call", { name = "late", arguments = EMPTY }).content[1].text)
+    end
+    for _ = 1, 8 do
+      for _, c in ipairs(conns) do assert.are.equal(want, names(c.conn)) end
+    end
+    -- Removed by the other worker's call: gone everywhere.
+    local other = conns[1].worker == by.worker and conns[#conns] or conns[1]
+    assert.are_not.equal(by.worker, other.worker)
+    modern(other.conn, 5, "tools/call", { name = "drop", arguments = { name = "late" } })
+    for _, c in ipairs(conns) do
+      assert.is_true(http.wait_until(function() return names(c.conn) == before end, 30000),
+        "worker " .. c.worker .. " lists: " .. names(c.conn))
+    end
+    for _, c in ipairs(conns) do c.conn:close() end
+  end)
+
   it("seals 2026-07-28 requestState with one key: a retry opens it on whichever worker reads it", function()
     -- Which worker accepts a connection is the kernel's choice: open
     -- connections (kept open) until one of each worker has answered on its

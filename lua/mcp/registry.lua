@@ -36,9 +36,16 @@ local function registered_at(level)
   return ("%s:%d"):format(src, info.currentline)
 end
 
+--- Inside an mcp.everywhere function: every process makes the change
+--- itself, and tells its own clients.
+M.here_only = false
+
+--- mcp.everywhere's functions, by name.
+M.everywhere = {}
+
 function List:changed()
   self.version = self.version + 1
-  if M.started then core.broadcast(self.notification) end
+  if M.started then core.broadcast(self.notification, nil, M.here_only) end
 end
 
 function List:add(key, entry)

@@ -312,6 +312,16 @@ function Handle:disable() end
 ---Serve it again after disable().
 function Handle:enable() end
 
+---A function that changes the lists at run time on every process of the
+---server: calling what it returns runs fn here and, with the same
+---arguments (JSON values), on every other worker of --workers and every
+---process of --redis that declared the same name, so all serve the same
+---lists. Declare it at load; fn must not wait.
+---@param name string unique to the server
+---@param fn fun(...): any registers, removes, disables or enables
+---@return fun(...): any
+function mcp.everywhere(name, fn) end
+
 -- ---- Notifications and errors ----------------------------------------------
 
 ---Tell the clients subscribed to uri (resources/subscribe) that it

@@ -18,6 +18,17 @@
 #include "core/luamcp_limits.h"
 #include "os/crypto.h"
 
+/* mcp.everywhere calls of the other processes, waiting until no Lua runs
+ * here. Owner: the bus; freed by its idle handle's close (bus_free). */
+typedef struct everywhere_queue {
+  server *srv;
+  bus_everywhere_fn run;
+  void *arg;
+  uv_idle_t idle; /* runs them on the next turn with no Lua running */
+  buf *messages;  /* each one whole message's text, in arrival order */
+  size_t count, cap;
+} everywhere_queue;
+
 /* Owner: main (bus_new .. bus_free). */
 struct bus {
   uv_loop_t *loop;
@@ -27,6 +38,7 @@ struct bus {
   bus_transport transport;
   struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
   long long next_seq;
+  everywhere_queue *everywhere; /* NULL until bus_on_everywhere */
 };
 
 /* A tasks/ request for a job another process may hold, waiting for the
@@ -257,8 +269,86 @@ void bus_set_transport(bus *b, const bus_transport *t) {
   b->srv->job_changed_data = t ? b : NULL;
 }
 
+/* ---- mcp.everywhere ------------------------------------------------------ */
+
+static void on_everywhere_closed(uv_handle_t *h) {
+  everywhere_queue *q = h->data;
+  for (size_t i = 0; i < q->count; i++) buf_free(&q->messages[i]);
+  free(q->messages);
+  free(q);
+}
+
+/* Each message in order, once no Lua runs: a computing handler's turn, or
+ * a task's callback, must not be entered. */
+static void on_everywhere_idle(uv_idle_t *h) {
+  everywhere_queue *q = h->data;
+  size_t done = 0;
+  while (done < q->count && q->srv->nested_poll == 0) {
+    buf *m = &q->messages[done];
+    json_error err;
+    json_doc *doc = json_parse(m->data, m->len, MAX_JSON_DEPTH, &err);
+    const json_value *root = doc ? json_doc_root(doc) : NULL;
+    const json_value *name = root ? json_object_get(root, "name") : NULL;
+    const json_value *args = root ? json_object_get(root, "args") : NULL;
+    bool ran = true;
+    if (name && name->type == JSON_STRING && args && args->type == JSON_ARRAY) {
+      buf a = BUF_INIT;
+      json_write_value(&a, args);
+      ran = q->run(q->arg, name->u.string, name->len, a.data, a.len);
+      buf_free(&a);
+    }
+    if (doc) json_doc_free(doc);
+    if (!ran) break;
+    buf_free(m);
+    done++;
+  }
+  memmove(q->messages, q->messages + done, (q->count - done) * sizeof *q->messages);
+  q->count -= done;
+  if (!q->count) uv_idle_stop(h);
+}
+
+void bus_on_everywhere(bus *b, bus_everywhere_fn fn, void *arg) {
+  everywhere_queue *q = calloc(1, sizeof *q);
+  if (!q) return;
+  q->srv = b->srv;
+  q->run = fn;
+  q->arg = arg;
+  uv_idle_init(b->loop, &q->idle);
+  q->idle.data = q;
+  b->everywhere = q;
+}
+
+static void queue_everywhere(bus *b, const char *text, size_t len) {
+  everywhere_queue *q = b->everywhere;
+  if (!q) return;
+  if (q->count == q->cap) {
+    size_t cap = q->cap ? q->cap * 2 : 4;
+    buf *grown = realloc(q->messages, cap * sizeof *grown);
+    if (!grown) return;
+    q->messages = grown;
+    q->cap = cap;
+  }
+  q->messages[q->count] = (buf)BUF_INIT;
+  buf_append(&q->messages[q->count++], text, len);
+  uv_idle_start(&q->idle, on_everywhere_idle);
+}
+
+void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args, size_t args_len) {
+  if (!b || !b->has_transport) return;
+  buf m = BUF_INIT;
+  start_message(b, &m, "everywhere");
+  buf_puts(&m, ",\"name\":");
+  json_write_string(&m, name, name_len);
+  buf_puts(&m, ",\"args\":");
+  buf_append(&m, args, args_len);
+  buf_putc(&m, '}');
+  publish(b, &m, NULL);
+  buf_free(&m);
+}
+
 void bus_free(bus *b) {
   if (!b) return;
+  if (b->everywhere) uv_close((uv_handle_t *)&b->everywhere->idle, on_everywhere_closed);
   bus_set_transport(b, NULL);
   while (b->forwards) {
     /* Their calls were cancelled with their sessions; any left go now. */
@@ -289,6 +379,8 @@ void bus_receive(bus *b, const char *text, size_t len) {
   } else if (text_is(kind, "broadcast")) {
     for (size_t i = 0; i < sizeof LIST_CHANGED / sizeof *LIST_CHANGED; i++)
       if (text_is(method, LIST_CHANGED[i])) server_broadcast(b->srv, LIST_CHANGED[i], NULL, 0);
+  } else if (text_is(kind, "everywhere")) {
+    queue_everywhere(b, text, len);
   } else if (text_is(kind, "task_request")) {
     answer_task_request(b, root, node);
   } else if (text_is(kind, "task_reply")) {

@@ -8,6 +8,9 @@
  *   subscribers and listeners;
  * - list_changed, after a reload or a change at run time (a tool disabled,
  *   a tool added by a tool), for the other processes' clients;
+ * - mcp.everywhere: a named function of the scripts (one that registers or
+ *   removes a tool at run time) and its arguments as JSON, run by every
+ *   other process too, so that they all serve the same lists;
  * - tasks: a job lives in the process that runs it. tasks/get, tasks/update
  *   and tasks/cancel for a job this process does not hold (the core makes
  *   them calls: server.jobs_elsewhere) are sent as a request; the process
@@ -60,6 +63,16 @@ void bus_free(bus *b);
 void bus_resource_updated(bus *b, const char *uri, size_t len);
 /* Only the three list_changed notifications travel. */
 void bus_list_changed(bus *b, const char *method);
+
+/* Runs an mcp.everywhere call of another process (name, and args as a
+ * JSON array); false when no Lua may run now: it is tried again on the
+ * next loop turn. Set once by main, which runs it in the current
+ * generation (mcp._everywhere, lua/mcp.lua). */
+typedef bool (*bus_everywhere_fn)(void *arg, const char *name, size_t name_len, const char *args, size_t args_len);
+void bus_on_everywhere(bus *b, bus_everywhere_fn fn, void *arg);
+/* This process ran the mcp.everywhere function name with args (a JSON
+ * array): the others run it too. */
+void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args, size_t args_len);
 
 /* A tasks/ call for a job this process does not hold: ask the others. */
 void bus_forward_job(bus *b, call *c, const json_value *params);

@@ -69,16 +69,29 @@ static int core_is_rpc_error(lua_State *L) {
   return 1;
 }
 
-/* broadcast(method [, params]): a notification to every initialized session,
- * and a list_changed to the other processes' too (the bus), as a reload's. */
+/* broadcast(method [, params [, here_only]]): a notification to every
+ * initialized session, and a list_changed to the other processes' too (the
+ * bus), as a reload's; here_only: not to the others (a change every process
+ * makes itself: mcp.everywhere). */
 static int core_broadcast(lua_State *L) {
   const char *method = luaL_checkstring(L, 1);
   buf params = BUF_INIT;
   if (!lua_isnoneornil(L, 2)) encode_arg(L, 2, &params, "broadcast");
   vm *v = core_vm(L);
   server_broadcast(v->srv, method, params.data, params.len);
-  if (v->app) bus_list_changed(v->app->bus, method);
+  if (v->app && !lua_toboolean(L, 3)) bus_list_changed(v->app->bus, method);
   buf_free(&params);
+  return 0;
+}
+
+/* everywhere(name, args_json): the other processes run the mcp.everywhere
+ * function name with these arguments too (the bus; none: nothing to do). */
+static int core_everywhere(lua_State *L) {
+  size_t name_len, args_len;
+  const char *name = luaL_checklstring(L, 1, &name_len);
+  const char *args = luaL_checklstring(L, 2, &args_len);
+  vm *v = core_vm(L);
+  if (v->app) bus_everywhere(v->app->bus, name, name_len, args, args_len);
   return 0;
 }
 
@@ -285,6 +298,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"metric_add", metrics_lua_add},
       {"is_rpc_error", core_is_rpc_error},
       {"broadcast", core_broadcast},
+      {"everywhere", core_everywhere},
       {"resource_updated", core_resource_updated},
       {"log", core_log},
       {"stderr", core_stderr},

@@ -7,7 +7,6 @@
 #include <lua.h>
 
 int luaopen_mcp_core(lua_State *L);
-
 /* base64_decode(text) -> bytes | nil, message (also the client side's). */
 int lua_base64_decode(lua_State *L);
 

@@ -143,7 +143,8 @@ static void usage_options(FILE *to, bool bundled) {
           "                              session when known)\n"
           "  --metrics [HOST:]PORT       serve /metrics (Prometheus), /healthz and /readyz on a\n"
           "                              listener of their own, without auth (HOST default\n"
-          "                              127.0.0.1); over HTTP they are on the MCP port too;\n"
+          "                              127.0.0.1; not loopback needs --allow-remote); over\n"
+          "                              HTTP they are on the MCP port too;\n"
           "                              --metrics off: count nothing, no /metrics\n"
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
           "  --page-size N               items per page of tools/list and the other lists\n"
@@ -181,7 +182,8 @@ static void usage_options(FILE *to, bool bundled) {
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
           "                              port 0 picks a free port (printed on stderr)\n"
-          "  --allow-remote              allow a HOST that is not loopback (prints a warning)\n"
+          "  --allow-remote              allow a HOST that is not loopback, of --http and of\n"
+          "                              --metrics (prints a warning)\n"
           "  --allow-host NAME           accept this Host header name too (repeatable)\n"
           "  --allow-origin ORIGIN       accept this Origin too, e.g. https://app.example (repeatable)\n"
           "  --bearer-token-env NAME     require Authorization: Bearer $NAME on every request\n"
@@ -643,6 +645,24 @@ static void on_signal(void *arg, os_signal_kind kind, const char *name) {
   uv_prepare_start(&rt->drain_prepare, on_drain_prepare);
 }
 
+/* bus_everywhere_fn: another process's mcp.everywhere call, in the current
+ * generation, once no Lua of it runs (the bus waits for the nested turns). */
+static bool run_everywhere(void *arg, const char *name, size_t name_len, const char *args, size_t args_len) {
+  runtime *rt = arg;
+  vm *v = rt->app.current;
+  if (v && v->running) return false;
+  if (!v) return true;
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushlstring(L, name, name_len);
+  lua_pushlstring(L, args, args_len);
+  if (!vm_call_library(v, "_everywhere", 2))
+    log_write(LOG_WARNING, "mcp.everywhere %.*s (run for another process): %s", (int)name_len, name,
+              lua_tostring(L, -1));
+  lua_settop(L, top);
+  return true;
+}
+
 /* A worker's hooks (http_worker_hooks). */
 static void on_worker_announce(void *arg) {
   runtime *rt = arg;
@@ -788,6 +808,7 @@ static int serve(int argc, char **argv, bool watch) {
   buf_free(&err);
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
+  bus_on_everywhere(rt->bus, run_everywhere, rt);
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   /* Counting is on unless --metrics off: it costs a small call about 1 %
@@ -883,7 +904,8 @@ static int serve(int argc, char **argv, bool watch) {
   if (o.metrics && o.worker_index <= 1) {
     /* Under --workers, worker 1 serves it, with every worker's figures. */
     char err_text[400];
-    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
+    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.http_opts.allow_remote,
+                                 o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
     if (!rt->metrics) {
       fprintf(stderr, "luamcp: %s\n", err_text);
       return 1;

@@ -1083,17 +1083,26 @@ void http_options_defaults(http_options *o) {
   o->buffer_bytes = (size_t)DEFAULT_HTTP_MEMORY_MB * 1024 * 1024;
 }
 
+bool http_remote_allowed(const char *host, bool allow_remote, const char *exposed, char *err, size_t err_len) {
+  if (allow_remote || http_is_loopback_address(host)) return true;
+  snprintf(err, err_len,
+           "refusing to listen on %s: it is not a loopback address. Anyone who can reach it can %s; "
+           "add --allow-remote if that is what you want",
+           host, exposed);
+  return false;
+}
+
+void http_remote_warn(const char *host, const char *exposed) {
+  if (!http_is_loopback_address(host))
+    log_write(LOG_WARNING, "listening on %s, which is not loopback: anyone who can reach it can %s", host, exposed);
+}
+
 /* The listen address, or false with a message in err (a remote address not
  * allowed, or one that does not parse). */
 static bool listen_address(const http_options *opts, int port, struct sockaddr_storage *addr, char *err,
                            size_t err_len) {
-  if (!http_is_loopback_address(opts->host) && !opts->allow_remote) {
-    snprintf(err, err_len,
-             "refusing to listen on %s: it is not a loopback address. Anyone who can reach it can use your tools; "
-             "add --allow-remote (and --bearer-token-env) if that is what you want",
-             opts->host);
-    return false;
-  }
+  if (!http_remote_allowed(opts->host, opts->allow_remote, "use your tools (add --bearer-token-env too)", err,
+                           err_len)) return false;
   const char *host = strcmp(opts->host, "localhost") == 0 ? "127.0.0.1" : opts->host;
   int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)addr)
                              : uv_ip4_addr(host, port, (struct sockaddr_in *)addr);
@@ -1156,9 +1165,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   uv_timer_start(&h->sweep, on_sweep, 1000, 1000);
   uv_timer_init(loop, &h->probe);
   h->probe.data = h;
-  if (!http_is_loopback_address(opts->host))
-    log_write(LOG_WARNING, "listening on %s, which is not loopback: anyone who can reach it can call your tools%s",
-              opts->host, opts->bearer_token ? "" : " (no --bearer-token-env set)");
+  http_remote_warn(opts->host, opts->bearer_token ? "call your tools" : "call your tools (no --bearer-token-env set)");
   return h;
 }
 

@@ -356,8 +356,16 @@ static void on_connection(uv_stream_t *server, int status) {
   if (uv_read_start((uv_stream_t *)&oc->tcp, alloc_cb, on_read) != 0) conn_end(oc);
 }
 
-observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, const http_observe_hooks *hooks,
-                                 char *err, size_t err_len) {
+/* What anyone who reaches the --metrics listener can do. */
+#define OBSERVE_EXPOSES "read your metrics (the tools' names and counts)"
+
+observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, bool allow_remote,
+                                 const http_observe_hooks *hooks, char *err, size_t err_len) {
+  char refused[400];
+  if (!http_remote_allowed(host, allow_remote, OBSERVE_EXPOSES, refused, sizeof refused)) {
+    snprintf(err, err_len, "--metrics: %s", refused);
+    return NULL;
+  }
   struct sockaddr_storage addr;
   if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
       uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
@@ -385,6 +393,7 @@ observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, co
   if (uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&bound, &len) == 0)
     l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                  : ((struct sockaddr_in *)&bound)->sin_port);
+  http_remote_warn(host, OBSERVE_EXPOSES);
   return l;
 }
 

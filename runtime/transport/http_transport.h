@@ -118,13 +118,23 @@ int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_
  * false (with *why) when it cannot leave. */
 bool http_worker_publish(http_server *h, const char *message, size_t len, const char **why);
 
+/* The rule of every listener (the MCP port, --metrics): an address that is
+ * not loopback lets in anyone who can reach it, who then can do what
+ * `exposed` says ("use your tools"), so it needs --allow-remote. False, with
+ * the refusal in err, when it is not allowed. */
+bool http_remote_allowed(const char *host, bool allow_remote, const char *exposed, char *err, size_t err_len);
+/* The warning of an allowed listener that is not loopback (nothing for a
+ * loopback one); `exposed` as for http_remote_allowed. */
+void http_remote_warn(const char *host, const char *exposed);
+
 /* ---- --metrics ADDR ------------------------------------------------------ */
 
 /* A listener of its own for /metrics, /healthz and /readyz only (no MCP,
- * no auth: meant for an internal address). Returns NULL with err. */
+ * no auth: meant for an internal address); an address that is not
+ * loopback needs allow_remote (http_remote_allowed). Returns NULL with err. */
 typedef struct observe_listener observe_listener;
-observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, const http_observe_hooks *hooks,
-                                 char *err, size_t err_len);
+observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, bool allow_remote,
+                                 const http_observe_hooks *hooks, char *err, size_t err_len);
 int observe_bound_port(const observe_listener *l);
 /* Stop listening; freed once its handles closed. */
 void observe_close(observe_listener *l);

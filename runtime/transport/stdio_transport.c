@@ -424,6 +424,11 @@ static void on_file_read(uv_fs_t *req) {
   stdio_transport *t = req->data;
   ssize_t n = req->result;
   uv_fs_req_cleanup(req);
+  if (t->closed) { /* stopping wins over reading: no more reads, nothing fed to the freed session */
+    free(t->file_buf);
+    t->file_buf = NULL;
+    return;
+  }
   if (n > 0) {
     if (holding(t)) hold(t, t->file_buf, (size_t)n);
     else feed(t, t->file_buf, (size_t)n);
@@ -476,6 +481,17 @@ void stdio_start(stdio_transport *t, uv_loop_t *loop, server *srv, stdio_done_fn
 }
 
 void stdio_close_handles(stdio_transport *t) {
+  t->closed = true;
+  if (!t->in_is_stream && t->file_buf) {
+    /* A read paused (held input) frees its buffer here;
+     * one in flight, from its callback (cancelled if still queued). */
+    if (t->read_paused) {
+      free(t->file_buf);
+      t->file_buf = NULL;
+    } else {
+      uv_cancel((uv_req_t *)&t->read_req);
+    }
+  }
   if (!uv_is_closing((uv_handle_t *)&t->flush_check)) uv_close((uv_handle_t *)&t->flush_check, NULL);
   if (!uv_is_closing((uv_handle_t *)&t->flush_idle)) uv_close((uv_handle_t *)&t->flush_idle, NULL);
   if (!uv_is_closing((uv_handle_t *)&t->held_check)) uv_close((uv_handle_t *)&t->held_check, NULL);

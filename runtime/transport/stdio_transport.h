@@ -46,7 +46,7 @@ struct stdio_transport {
     uv_tcp_t tcp;
   } in;
   uv_fs_t read_req;
-  char *file_buf;
+  char *file_buf; /* a file's read buffer; freed by the read's callback once closed */
   /* The incomplete line read so far. A pipe reads straight into it, and
    * lines are handled where they are (decoded in place: no copy of a big
    * message). */
@@ -80,6 +80,9 @@ struct stdio_transport {
   uv_check_t flush_check; /* flushes pending once per loop turn ... */
   uv_idle_t flush_idle;   /* ... and keeps that turn from blocking in poll first */
   bool finished;
+  /* stdio_close_handles ran: the server is stopping, and a file read still
+   * in flight ends there, whatever it read (stdin can be endless: /dev/zero). */
+  bool closed;
 };
 
 /* Take over fds 0 and 1 (see above). Call before any script runs. */
