@@ -744,77 +744,7 @@ function M._fingerprints()
 end
 
 -- `luamcp inspect`: what the scripts serve, as clients see it. Text for a
--- person, or JSON (the wire entries of every list).
-local function schema_lines(out, schema, indent)
-  if type(schema) ~= "table" or type(schema.properties) ~= "table" then return end
-  local required = {}
-  for _, name in ipairs(schema.required or {}) do required[name] = true end
-  local names = {}
-  for name in pairs(schema.properties) do names[#names + 1] = name end
-  table.sort(names)
-  for _, name in ipairs(names) do
-    local p = schema.properties[name]
-    local kind = type(p.type) == "table" and table.concat(p.type, "|") or p.type or "any"
-    if kind == "array" and type(p.items) == "table" and type(p.items.type) == "string" then
-      kind = "array of " .. p.items.type
-    end
-    local facts = { kind }
-    if required[name] then facts[#facts + 1] = "required" end
-    if p.default ~= nil then facts[#facts + 1] = "default " .. core.json_encode(p.default) end
-    if p.enum then facts[#facts + 1] = "one of " .. core.json_encode(p.enum) end
-    if p.minimum or p.maximum then
-      facts[#facts + 1] = ("%s..%s"):format(p.minimum or "", p.maximum or "")
-    end
-    if p.minLength or p.maxLength then
-      facts[#facts + 1] = ("length %s..%s"):format(p.minLength or "", p.maxLength or "")
-    end
-    if p.minItems or p.maxItems then
-      facts[#facts + 1] = ("%s..%s items"):format(p.minItems or "", p.maxItems or "")
-    end
-    out[#out + 1] = ("%s%s: %s%s"):format(indent, name, table.concat(facts, ", "),
-      p.description and (" — " .. p.description) or "")
-  end
-end
-
-local function inspect_text(view)
-  local out = {}
-  local s = view.server
-  out[1] = ("%s %s%s"):format(s.name, s.version, s.title and (" — " .. s.title) or "")
-  if view.instructions then out[#out + 1] = "  " .. view.instructions end
-  out[#out + 1] = "Permissions: " .. (view.permissions or "none declared: runs unconfined")
-  local function section(title, list, head, body)
-    out[#out + 1] = ""
-    out[#out + 1] = ("%s (%d)"):format(title, #list)
-    for _, e in ipairs(list) do
-      local line = "  " .. head(e)
-      local about = e.title or e.description
-      if about then line = line .. " — " .. about end
-      out[#out + 1] = line
-      if body then body(e) end
-    end
-  end
-  section("Tools", view.tools, function(t) return t.name end, function(t)
-    schema_lines(out, t.inputSchema, "    ")
-    if t.outputSchema then out[#out + 1] = "    returns structured content" end
-    local task = view.tasks[t.name]
-    if task then
-      out[#out + 1] = ("    %s for clients that support tasks%s"):format(task[1] == "required" and "only as a task" or "a task",
-        task[2] > 0 and (", once it runs " .. task[2] .. " ms") or "")
-    end
-  end)
-  section("Resources", view.resources, function(r)
-    return r.uri .. (r.mimeType and (" (" .. r.mimeType .. ")") or "")
-  end)
-  section("Resource templates", view.resourceTemplates, function(r) return r.uriTemplate end)
-  section("Prompts", view.prompts, function(p) return p.name end, function(p)
-    for _, a in ipairs(p.arguments or {}) do
-      out[#out + 1] = ("    %s%s%s"):format(a.name, a.required and " (required)" or "",
-        a.description and (" — " .. a.description) or "")
-    end
-  end)
-  return table.concat(out, "\n") .. "\n"
-end
-
+-- person (lua/mcp/inspect.lua), or JSON (the wire entries of every list).
 function M._inspect(as_json)
   local function wires(list)
     local out = core.array()
@@ -828,12 +758,12 @@ function M._inspect(as_json)
     permissions = permissions.declared and core.object(permissions.declared) or nil,
   }
   if as_json then return core.json_encode(view) .. "\n" end
-  view.permissions = permissions.summary()
+  view.loaded, view.permissions = true, permissions.summary()
   view.tasks = {}
   for _, e in ipairs(registry.tools.entries) do
     if e.task[1] then view.tasks[e.name] = e.task end
   end
-  return inspect_text(view)
+  return require("mcp.inspect").text(view, core.json_encode)
 end
 
 -- `luamcp run`'s start line: who serves, and how much of each list.

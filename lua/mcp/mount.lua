@@ -152,14 +152,24 @@ end
 -- Put one fetched list (the inner server's entries) in the registry.
 local function apply(m, kind, list)
   local target, entries = builders[kind](m, list)
-  local skipped = target:sync(m, entries)
-  for _, key in ipairs(skipped) do
-    if not m.warned[key] then
-      m.warned[key] = true
-      core.stderr("warning", ("mcp.mount %s: %s %s is already served here; the mounted one is not"):format(
-        m.prefix, target.kind, key))
+  local function warn(key, why)
+    if m.warned[key] then return end
+    m.warned[key] = true
+    core.stderr("warning", ("mcp.mount %s: %s %s %s; the mounted one is not"):format(m.prefix, target.kind, key, why))
+  end
+  -- A URI under a template of this server's own is that template's (its
+  -- scopes guard it): the mounted resource would never be served.
+  local served = {}
+  for _, p in ipairs(entries) do
+    local claim = target == registry.resources and registry.local_claim(p[1])
+    if claim and claim.uriTemplate then
+      warn(p[1], ("is under the template %s%s served here"):format(claim.uriTemplate,
+        claim.registered_at and (" (" .. claim.registered_at .. ")") or ""))
+    else
+      served[#served + 1] = p
     end
   end
+  for _, key in ipairs(target:sync(m, served)) do warn(key, "is already served here") end
 end
 
 -- Does the inner server serve this list (its capabilities)?

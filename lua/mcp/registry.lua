@@ -5,6 +5,7 @@
 -- it changes after start-up.
 
 local core = require "mcp.core"
+local uri_template = require "mcp.uri_template"
 
 local M = {}
 
@@ -135,6 +136,22 @@ function List:sync(owner, pairs_)
   end
   self.version = self.version + 1
   return skipped
+end
+
+--- The entry this server's own scripts registered (not a mount's: those
+--- have an owner, see List:sync) that names uri, enabled or not: the
+--- resource of that URI, else the first template matching it; nil when
+--- none does. Such a URI is this server's alone: a mounted server's
+--- resource or template does not serve it (lua/mcp/dispatch.lua), so what
+--- a mount lists cannot be read or followed without the local entry's
+--- scopes.
+function M.local_claim(uri)
+  local resource = M.resources.by_key[uri]
+  if resource and not resource.owner then return resource end
+  for _, t in ipairs(M.templates.entries) do
+    if not t.owner and uri_template.match(t.matcher, uri) then return t end
+  end
+  return nil
 end
 
 --- Called by the MCP methods that read the lists, inside the request's

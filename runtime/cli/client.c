@@ -298,6 +298,27 @@ static int conn_reload(lua_State *L) {
   return push_outcome(L, ok, &err, "the reload failed");
 }
 
+/* conn:inspect(as_json) -> text | nil, message | false: what the server's
+ * own library says it serves (luamcp inspect); false for a server that
+ * is not loaded in process. */
+static int conn_inspect(lua_State *L) {
+  client_conn *c = check_conn(L);
+  bool as_json = lua_toboolean(L, 2);
+  if (!c->ops->inspect) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  buf out = BUF_INIT, err = BUF_INIT;
+  if (!c->ops->inspect(c, as_json, &out, &err)) {
+    buf_free(&out);
+    return push_outcome(L, false, &err, "cannot inspect the server");
+  }
+  lua_pushlstring(L, out.data ? out.data : "", out.len);
+  buf_free(&out);
+  buf_free(&err);
+  return 1;
+}
+
 /* conn:set_header(name, value): HTTP only; elsewhere nothing to do. */
 static int conn_set_header(lua_State *L) {
   client_conn *c = check_conn(L);
@@ -474,7 +495,7 @@ static int luaopen_client(lua_State *L) {
       {"send", conn_send},       {"receive", conn_receive}, {"reload", conn_reload},
       {"get_stream", conn_get_stream}, {"stream_state", conn_stream_state},
       {"standalone_end", conn_standalone_end},
-      {"set_header", conn_set_header}, {"close", conn_close}, {NULL, NULL},
+      {"set_header", conn_set_header}, {"inspect", conn_inspect}, {"close", conn_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, CONN_MT);
   luaL_newlib(L, conn_methods);

@@ -1,6 +1,6 @@
 /*
  * client.h - the commands that act as an MCP client: luamcp call, read,
- * prompt, test and init (their code is Lua: lua/mcp/cli.lua).
+ * prompt, inspect, test and init (their code is Lua: lua/mcp/cli.lua).
  */
 #ifndef LUAMCP_CLIENT_H
 #define LUAMCP_CLIENT_H

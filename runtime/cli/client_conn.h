@@ -44,6 +44,9 @@ typedef struct client_conn_ops {
   /* Reload the served scripts in place (in process only; NULL elsewhere).
    * On failure, false with the reason in err. */
   bool (*reload)(client_conn *c, buf *err);
+  /* What the served generation's own library says it serves, as text or
+   * JSON, appended to out (inspect.h; in process only, NULL elsewhere). */
+  bool (*inspect)(client_conn *c, bool as_json, buf *out, buf *err);
   /* Set a header sent with every later request (HTTP only; NULL elsewhere). */
   void (*set_header)(client_conn *c, const char *name, const char *value);
   /* Send one message with extra headers ("Name: value" lines) for this

@@ -15,6 +15,7 @@
 #include "app/reload.h"
 #include "app/vm.h"
 #include "cli/client_conn.h"
+#include "cli/inspect.h"
 #include "core/auth.h"
 #include "core/jobs.h"
 #include "core/json.h"
@@ -119,6 +120,11 @@ static bool inprocess_reload(client_conn *base, buf *err) {
   return ok;
 }
 
+static bool inprocess_inspect(client_conn *base, bool as_json, buf *out, buf *err) {
+  inprocess_conn *c = (inprocess_conn *)base;
+  return inspect_generation(c->app.current, as_json, out, err);
+}
+
 static void on_waiter_closed(uv_handle_t *h) {
   inprocess_conn *c = h->data;
   c->closing_handles--;
@@ -146,6 +152,7 @@ static const client_conn_ops INPROCESS_OPS = {
     .send_as = inprocess_send_as,
     .wait = inprocess_wait,
     .reload = inprocess_reload,
+    .inspect = inprocess_inspect,
     .close = inprocess_close,
 };
 

@@ -14,7 +14,6 @@
 #include "cli/auth_setup.h"
 #include "cli/build.h"
 #include "cli/client.h"
-#include "cli/inspect.h"
 #include "cli/install.h"
 #include "cli/start_line.h"
 #include "cli/suggest.h"
@@ -96,7 +95,8 @@ static void usage_commands(FILE *to) {
           "  luamcp build PATH [-o OUT]  one executable with the scripts in PATH inside\n"
           "                              (also --target PLATFORM; 'luamcp build --help')\n"
           "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
-          "                              arguments, resources, templates, prompts\n"
+          "                              arguments, resources, templates, prompts (also\n"
+          "                              --http URL, or -- COMMAND for any server)\n"
           "  luamcp call PATH TOOL [key=value...]\n"
           "                              call a tool and print what it returns (also\n"
           "                              --http URL, or TOOL ... -- COMMAND for any server)\n"
@@ -1012,8 +1012,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
   if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);
   if (strcmp(cmd, "uninstall") == 0) return uninstall_command(argc - 2, argv + 2);
-  if (strcmp(cmd, "inspect") == 0) return inspect_command(argc - 2, argv + 2);
-  static const char *const client_commands[] = {"call", "read", "prompt", "test", "init"};
+  static const char *const client_commands[] = {"call", "read", "prompt", "inspect", "test", "init"};
   for (size_t i = 0; i < sizeof client_commands / sizeof *client_commands; i++)
     if (strcmp(cmd, client_commands[i]) == 0) return client_command(argc - 1, argv + 1);
   if (strcmp(cmd, "--bundle-info") == 0) {
