@@ -282,6 +282,20 @@ describe("--workers 2", function()
     for _, c in ipairs(conns) do c.conn:close() end
   end)
 
+  it("warns once that a tool registered at run time without mcp.everywhere is on one worker only", function()
+    modern_call(server, "add_here")
+    assert.is_true(server:wait_stderr("tool here_only registered at run time (server.lua:"),
+      server:stderr())
+    modern_call(server, "add_here")
+    modern_call(server, "add_here")
+    -- mcp.everywhere's changes (the test before) are every worker's: no
+    -- warning of theirs; one per worker that ran add_here.
+    local stderr = server:stderr()
+    assert.is_nil(stderr:find("tool late registered at run time", 1, true), stderr)
+    local warnings = count(stderr, "in this process only")
+    assert.is_true(warnings >= 1 and warnings <= 2, stderr)
+  end)
+
   it("seals 2026-07-28 requestState with one key: a retry opens it on whichever worker reads it", function()
     -- Which worker accepts a connection is the kernel's choice: open
     -- connections (kept open) until one of each worker has answered on its

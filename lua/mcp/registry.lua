@@ -49,6 +49,20 @@ function List:changed()
   if M.started then core.broadcast(self.notification, nil, M.here_only) end
 end
 
+-- A change a handler makes to this server's own lists (not a mount's) at
+-- run time, outside mcp.everywhere, while other processes serve the same
+-- server (--workers, --redis): only this process makes it, and the clients
+-- the others answer see other lists. Said once per list.
+local warned_one_process = {}
+local function one_process_change(list, entry, what)
+  if not M.started or M.here_only or entry.owner or warned_one_process[list] or not core.shared() then return end
+  warned_one_process[list] = true
+  core.stderr("warning", ("%s %s %s at run time%s in this process only: the other processes of this server "
+    .. "(--workers, --redis) keep their lists; make the change with mcp.everywhere so every one makes it")
+    :format(list.kind or "entry", entry.key, what, what == "registered" and entry.registered_at
+      and (" (" .. entry.registered_at .. ")") or ""))
+end
+
 function List:add(key, entry)
   local earlier = self.by_key[key]
   if earlier then
@@ -60,6 +74,7 @@ function List:add(key, entry)
   entry.enabled = true
   self.entries[#self.entries + 1] = entry
   self.by_key[key] = entry
+  one_process_change(self, entry, "registered")
   self:changed()
   return entry
 end
@@ -74,6 +89,7 @@ function List:remove(entry)
       break
     end
   end
+  one_process_change(self, entry, "removed")
   self:changed()
   return true
 end
@@ -81,6 +97,7 @@ end
 function List:set_enabled(entry, enabled)
   if entry.enabled == enabled or self.by_key[entry.key] ~= entry then return end
   entry.enabled = enabled
+  one_process_change(self, entry, enabled and "enabled" or "disabled")
   self:changed()
 end
 

@@ -269,6 +269,8 @@ void bus_set_transport(bus *b, const bus_transport *t) {
   b->srv->job_changed_data = t ? b : NULL;
 }
 
+bool bus_is_shared(const bus *b) { return b && b->has_transport; }
+
 /* ---- mcp.everywhere ------------------------------------------------------ */
 
 static void on_everywhere_closed(uv_handle_t *h) {

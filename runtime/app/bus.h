@@ -52,6 +52,9 @@ bus *bus_new(uv_loop_t *loop, server *srv);
 /* Carry the messages with t (copied), or, with NULL, with nothing any
  * more. A transport makes srv ask the others for jobs it does not hold. */
 void bus_set_transport(bus *b, const bus_transport *t);
+/* Whether other processes serve this server too (a transport is set:
+ * --workers, --redis). */
+bool bus_is_shared(const bus *b);
 /* A message from another process, as its transport received it. */
 void bus_receive(bus *b, const char *text, size_t len);
 /* Fail what still waits for a reply, and free the bus (its timers close

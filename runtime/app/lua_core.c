@@ -95,6 +95,14 @@ static int core_everywhere(lua_State *L) {
   return 0;
 }
 
+/* shared() -> whether other processes serve this server too (--workers,
+ * --redis): a list changed here outside mcp.everywhere is this one's. */
+static int core_shared(lua_State *L) {
+  vm *v = core_vm(L);
+  lua_pushboolean(L, v->app && bus_is_shared(v->app->bus));
+  return 1;
+}
+
 /* resource_updated(uri): this process's subscribers, and the other
  * processes' (the bus: --redis, or the other workers). */
 static int core_resource_updated(lua_State *L) {
@@ -298,7 +306,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"metric_add", metrics_lua_add},
       {"is_rpc_error", core_is_rpc_error},
       {"broadcast", core_broadcast},
-      {"everywhere", core_everywhere},
+      {"everywhere", core_everywhere}, {"shared", core_shared},
       {"resource_updated", core_resource_updated},
       {"log", core_log},
       {"stderr", core_stderr},

@@ -120,30 +120,39 @@ mcp.tool { name = "test_logging_tool", description = "Logs at every level", inpu
     return text("logged")
   end }
 
+-- Run-time changes of the lists through mcp.everywhere: under --workers
+-- every worker makes them, so whichever answers lists the same tools.
 local extra_tool, extra_prompt
+local toggle_tool = mcp.everywhere("toggle_dynamic_tool", function()
+  if extra_tool then
+    extra_tool:remove()
+    extra_tool = nil
+  else
+    extra_tool = mcp.tool { name = "test_dynamic_tool", description = "Comes and goes",
+      handler = function() return "here" end }
+  end
+end)
+local toggle_prompt = mcp.everywhere("toggle_dynamic_prompt", function()
+  if extra_prompt then
+    extra_prompt:remove()
+    extra_prompt = nil
+  else
+    extra_prompt = mcp.prompt { name = "test_dynamic_prompt", description = "Comes and goes",
+      get = function() return "here" end }
+  end
+end)
+
 mcp.tool { name = "test_trigger_tool_change", description = "Adds or removes a tool (tools/list_changed)",
   inputSchema = NO_ARGS,
   handler = function()
-    if extra_tool then
-      extra_tool:remove()
-      extra_tool = nil
-    else
-      extra_tool = mcp.tool { name = "test_dynamic_tool", description = "Comes and goes",
-        handler = function() return "here" end }
-    end
+    toggle_tool()
     return text("tools changed")
   end }
 
 mcp.tool { name = "test_trigger_prompt_change", description = "Adds or removes a prompt (prompts/list_changed)",
   inputSchema = NO_ARGS,
   handler = function()
-    if extra_prompt then
-      extra_prompt:remove()
-      extra_prompt = nil
-    else
-      extra_prompt = mcp.prompt { name = "test_dynamic_prompt", description = "Comes and goes",
-        get = function() return "here" end }
-    end
+    toggle_prompt()
     return text("prompts changed")
   end }
 
