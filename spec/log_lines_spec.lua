@@ -231,7 +231,7 @@ mcp.tool { name = "t", handler = function() return "ok" end }
     end
     local line = stderr:match("[^\n]*luamcp itself may also connect[^\n]*")
     assert.truthy(line, stderr)
-    assert.truthy(line:find(("TCP port %d (the OpenTelemetry collector"):format(port), 1, true), line)
+    assert.truthy(line:find(("TCP port %d for the OpenTelemetry collector"):format(port), 1, true), line)
     assert.is_nil(line:find("OAuth", 1, true), line)
   end)
 end)

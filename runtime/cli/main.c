@@ -818,15 +818,21 @@ static int serve(int argc, char **argv, bool watch) {
   {
     /* luamcp's own fetches (the OAuth server's metadata, JWKS,
      * introspection) run under the same kernel rules as the scripts. */
-    unsigned own_ports[4];
+    static const char oauth[] = "for the OAuth authorization server (issuer, JWKS, introspection); a JWKS or "
+                                "introspection endpoint that discovery finds on another port must be given with "
+                                "--auth-jwks-uri / --auth-introspection-endpoint";
+    confine_port own_ports[4];
     size_t own_port_count = 0;
     if (o.http) {
       app_description d;
       memset(&d, 0, sizeof d);
       rt->srv.app->describe(rt->srv.app_data, &d);
-      own_port_count = auth_setup_ports(&o.auth, d.auth_json, own_ports, 3);
+      unsigned ports[3];
+      size_t n = auth_setup_ports(&o.auth, d.auth_json, ports, 3);
+      for (size_t i = 0; i < n; i++) own_ports[own_port_count++] = (confine_port){ports[i], oauth};
     }
-    if (otel_collector_port()) own_ports[own_port_count++] = otel_collector_port(); /* the OTLP collector */
+    if (otel_collector_port())
+      own_ports[own_port_count++] = (confine_port){otel_collector_port(), "for the OpenTelemetry collector (traces)"};
     confine_process(rt->app.current, own_ports, own_port_count);
   }
 
