@@ -864,6 +864,9 @@ static int serve(int argc, char **argv, bool watch) {
     const char *host = o.http_opts.host;
     int n = snprintf(rt->where, sizeof rt->where, "over HTTP at http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
                      strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+    /* The 2024-11-05 endpoint is served too (unless --no-sse): say where. */
+    if (o.http_opts.sse_path[0] && n > 0 && (size_t)n < sizeof rt->where)
+      n += snprintf(rt->where + n, sizeof rt->where - (size_t)n, " (legacy SSE: %s)", o.http_opts.sse_path);
     if (o.worker_index && n > 0 && (size_t)n < sizeof rt->where)
       snprintf(rt->where + n, sizeof rt->where - (size_t)n, " by %d workers", o.workers);
     if (o.worker_index) {
