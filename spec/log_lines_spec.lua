@@ -103,6 +103,16 @@ describe("luamcp call, printing what a server sent", function()
     assert.are.equal("a\tb\nline two \\x1b]0;title\\x07\\r\n", out)
   end)
 
+  it("--raw: JSON with no control byte in it, which decodes to the very text", function()
+    local text = "a\127b \194\155 \27]0;title\7"
+    local code, out, err = client.sh(LUAMCP .. " call --raw " .. quote(dir) .. " give " .. quote("text=" .. text)
+      .. " </dev/null")
+    assert.are.equal(0, code, err)
+    assert.is_nil(out:find("[%z\1-\8\11-\31\127]"), out)
+    assert.is_nil(out:find("\194[\128-\159]"), out)
+    assert.are.equal(text, cjson.decode(out).content[1].text)
+  end)
+
   it("a tool's error: on stderr, escape sequences made visible", function()
     local code, out, err = client.sh(LUAMCP .. " call " .. quote(dir) .. " fail "
       .. quote("text=bad \27[2J news") .. " </dev/null")

@@ -40,9 +40,18 @@ end
 -- JSON for people: indented, keys sorted
 ---------------------------------------------------------------------------
 
+-- JSON text with no control byte left in it: DEL and the C1 controls too
+-- as \u escapes (the same string to a JSON parser), so paint leaves --raw
+-- output valid JSON while no byte of it can act on a terminal.
+local function json_text(value)
+  return (json.encode(value):gsub("\127", "\\u007f"):gsub("\194([\128-\159])", function(c)
+    return ("\\u%04x"):format(c:byte())
+  end))
+end
+
 local function pretty(value, indent)
   indent = indent or ""
-  if type(value) ~= "table" then return json.encode(value) end
+  if type(value) ~= "table" then return json_text(value) end
   local inner = indent .. "  "
   local parts = {}
   if client.is_array(value) or (next(value) ~= nil and #value > 0 and next(value, #value) == nil) then
@@ -59,7 +68,7 @@ local function pretty(value, indent)
   if #keys == 0 then return "{}" end
   table.sort(keys)
   for i, k in ipairs(keys) do
-    parts[i] = inner .. json.encode(k) .. ": " .. pretty(value[k], inner)
+    parts[i] = inner .. json_text(k) .. ": " .. pretty(value[k], inner)
   end
   return "{\n" .. table.concat(parts, ",\n") .. "\n" .. indent .. "}"
 end
@@ -272,7 +281,7 @@ local function print_notification(message, every)
   local p = message.params or {}
   if every and message.method ~= "notifications/message" and message.method ~= "notifications/progress" then
     -- --listen: every notification, one line each.
-    say(tostring(message.method) .. (next(p) ~= nil and (" " .. json.encode(p)) or ""), "2")
+    say(tostring(message.method) .. (next(p) ~= nil and (" " .. json_text(p)) or ""), "2")
     return
   end
   if message.method == "notifications/message" then
