@@ -91,6 +91,19 @@ describe("the text log, with what a caller sent in it", function()
   end)
 end)
 
+describe("the trace of a message that is not JSON", function()
+  it("shows it as it came, but on one line that cannot act on a terminal", function()
+    local server = client.spawn({ "run", "--trace", "-", "spec/fixtures/kitchen" }, { env = environment() })
+    server:write("not json \27[2J here\r\n")
+    assert.truthy(client.wait_until(function() return server.stderr:find("not json", 1, true) end, 10000),
+      server.stderr)
+    local stderr = server.stderr
+    server:close()
+    assert.truthy(stderr:find("<- not json \\x1b[2J here\n", 1, true), stderr)
+    assert.is_nil(stderr:find(ESC, 1, true), stderr)
+  end)
+end)
+
 describe("luamcp call, printing what a server sent", function()
   local dir
   setup(function() dir = script_dir(ECHOES) end)
