@@ -69,7 +69,7 @@ describe("the start line of luamcp run", function()
     server:kill()
     server:wait_exit(3000)
     assert.is_truthy(port, server.stderr)
-    assert.truthy(server.stderr:find("/mcp " .. WHAT .. "\n", 1, true), server.stderr)
+    assert.truthy(server.stderr:find("/mcp (legacy SSE: /sse) " .. WHAT .. "\n", 1, true), server.stderr)
   end)
 end)
 

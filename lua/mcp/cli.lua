@@ -15,12 +15,20 @@ local function colour_on(fd)
   return core.is_terminal(fd) and (no == nil or no == "")
 end
 
+-- text for fd, in colour code (nil: none). What a server sent is shown
+-- with its control bytes written out (core.visible), never obeyed: an
+-- escape sequence in a tool's text cannot set the terminal's title, clear
+-- it or overwrite a line. Its lines and tabs are kept, since printing a
+-- tool's text is what call is for.
 local function paint(fd, code, text)
-  if not colour_on(fd) then return text end
+  text = core.visible(tostring(text))
+  if not code or not colour_on(fd) then return text end
   return "\27[" .. code .. "m" .. text .. "\27[0m"
 end
 
-local function say(text) io.stderr:write(text, "\n") end
+-- Every line for people goes through these two (and so through paint).
+local function say(text, code) io.stderr:write(paint(2, code, text), "\n") end
+local function show(text, code) io.stdout:write(paint(1, code, text), "\n") end
 
 -- A command's failure: the message on stderr, exit status 1 (2: usage).
 local Failure = {}
@@ -32,9 +40,18 @@ end
 -- JSON for people: indented, keys sorted
 ---------------------------------------------------------------------------
 
+-- JSON text with no control byte left in it: DEL and the C1 controls too
+-- as \u escapes (the same string to a JSON parser), so paint leaves --raw
+-- output valid JSON while no byte of it can act on a terminal.
+local function json_text(value)
+  return (json.encode(value):gsub("\127", "\\u007f"):gsub("\194([\128-\159])", function(c)
+    return ("\\u%04x"):format(c:byte())
+  end))
+end
+
 local function pretty(value, indent)
   indent = indent or ""
-  if type(value) ~= "table" then return json.encode(value) end
+  if type(value) ~= "table" then return json_text(value) end
   local inner = indent .. "  "
   local parts = {}
   if client.is_array(value) or (next(value) ~= nil and #value > 0 and next(value, #value) == nil) then
@@ -51,7 +68,7 @@ local function pretty(value, indent)
   if #keys == 0 then return "{}" end
   table.sort(keys)
   for i, k in ipairs(keys) do
-    parts[i] = inner .. json.encode(k) .. ": " .. pretty(value[k], inner)
+    parts[i] = inner .. json_text(k) .. ": " .. pretty(value[k], inner)
   end
   return "{\n" .. table.concat(parts, ",\n") .. "\n" .. indent .. "}"
 end
@@ -283,16 +300,15 @@ local function print_notification(message, every)
   local p = message.params or {}
   if every and message.method ~= "notifications/message" and message.method ~= "notifications/progress" then
     -- --listen: every notification, one line each.
-    say(paint(2, "2", tostring(message.method) .. (next(p) ~= nil and (" " .. json.encode(p)) or "")))
+    say(tostring(message.method) .. (next(p) ~= nil and (" " .. json_text(p)) or ""), "2")
     return
   end
   if message.method == "notifications/message" then
     local data = type(p.data) == "string" and p.data or pretty(p.data)
-    say(paint(2, "2", string.format("[%s]%s %s", tostring(p.level), p.logger and (" " .. p.logger .. ":") or "", data)))
+    say(string.format("[%s]%s %s", tostring(p.level), p.logger and (" " .. p.logger .. ":") or "", data), "2")
   elseif message.method == "notifications/progress" then
     local total = p.total and ("/" .. tostring(p.total)) or ""
-    say(paint(2, "2", string.format("progress %s%s%s", tostring(p.progress), total,
-      p.message and ("  " .. p.message) or "")))
+    say(string.format("progress %s%s%s", tostring(p.progress), total, p.message and ("  " .. p.message) or ""), "2")
   end
 end
 
@@ -514,7 +530,7 @@ local function same_json(a, b)
 end
 
 local function print_content(items, to)
-  local write = to == "stderr" and say or print
+  local write = to == "stderr" and say or show
   for _, item in ipairs(items or {}) do
     if item.type == "text" then
       write(item.text)
@@ -540,7 +556,7 @@ local function print_structured(result)
   for _, item in ipairs(result.content or {}) do
     if item.type == "text" and same_json(json.decode(item.text), s) then return end
   end
-  print(pretty(s))
+  show(pretty(s))
 end
 
 -- hint: what to add to the server's message (" (did you mean X?)").
@@ -569,7 +585,7 @@ end
 
 local function list_items(title, items, key, describe)
   if #items == 0 then return end
-  print(title .. ":")
+  show(title .. ":")
   local width = 0
   for _, item in ipairs(items) do
     width = math.max(width, #tostring(item[key]))
@@ -577,7 +593,7 @@ local function list_items(title, items, key, describe)
   for _, item in ipairs(items) do
     local d = describe and describe(item) or item.description
     local name = tostring(item[key])
-    print(string.format("  %s%s", name, d and (string.rep(" ", width - #name + 2) .. paint(1, "2", (d:gsub("\n.*", "")))) or ""))
+    io.stdout:write("  ", paint(1, nil, name), d and (string.rep(" ", width - #name + 2) .. paint(1, "2", (d:gsub("\n.*", "")))) or "", "\n")
   end
 end
 
@@ -607,7 +623,7 @@ function commands.call(args)
   local c = connect("call", o)
   local name = table.remove(o.words, 1)
   local function listen()
-    say(paint(2, "2", "listening for the server's notifications (" .. tostring(c.protocol_version) .. "); Ctrl-C ends"))
+    say("listening for the server's notifications (" .. tostring(c.protocol_version) .. "); Ctrl-C ends", "2")
     local ok, why, standalone = c:listen()
     c:close()
     if not ok then fail("luamcp call: " .. (standalone and "" or "the stream ended: ") .. tostring(why)) end
@@ -617,13 +633,13 @@ function commands.call(args)
   local tools, err = c:list("tools")
   if not tools then rpc_failure("call", err) end
   if not name and o.raw then
-    print(pretty(json.array(tools)))
+    show(pretty(json.array(tools)))
     c:close()
     return 0
   end
   if not name then
     list_items("tools", tools, "name")
-    if #tools == 0 then print("(no tools)") end
+    if #tools == 0 then show("(no tools)") end
     c:close()
     return 0
   end
@@ -645,7 +661,7 @@ function commands.call(args)
   if not (result and o.listen) then c:close() end
   if not result then rpc_failure("call", err) end
   if o.raw then
-    print(pretty(result))
+    show(pretty(result))
   elseif result.isError then
     print_content(result.content, "stderr")
   else
@@ -669,13 +685,13 @@ function commands.read(args)
     if not resources then rpc_failure("read", err) end
     local templates = c:list("resources/templates") or {}
     if o.raw then
-      print(pretty({ resources = json.array(resources), resourceTemplates = json.array(templates) }))
+      show(pretty({ resources = json.array(resources), resourceTemplates = json.array(templates) }))
       c:close()
       return 0
     end
     list_items("resources", resources, "uri")
     list_items("templates", templates, "uriTemplate")
-    if #resources + #templates == 0 then print("(no resources)") end
+    if #resources + #templates == 0 then show("(no resources)") end
     c:close()
     return 0
   end
@@ -684,12 +700,12 @@ function commands.read(args)
   c:close()
   if not result then rpc_failure("read", err, hint) end
   if o.raw then
-    print(pretty(result))
+    show(pretty(result))
     return 0
   end
   for _, item in ipairs(result.contents or {}) do
     if item.text then
-      io.write(item.text, item.text:sub(-1) == "\n" and "" or "\n")
+      io.write(core.visible(item.text), item.text:sub(-1) == "\n" and "" or "\n")
     elseif item.blob and o.output then
       local bytes = core.base64_decode(item.blob)
       local f = assert(io.open(o.output, "wb"))
@@ -697,7 +713,7 @@ function commands.read(args)
       f:close()
       say(string.format("%s: %d bytes written to %s", tostring(item.uri), #bytes, o.output))
     else
-      print(string.format("[blob %s, %s, %d bytes of base64; --output FILE writes it]", tostring(item.uri),
+      show(string.format("[blob %s, %s, %d bytes of base64; --output FILE writes it]", tostring(item.uri),
         tostring(item.mimeType), #(item.blob or "")))
     end
   end
@@ -713,12 +729,12 @@ function commands.prompt(args)
     local prompts, err = c:list("prompts")
     if not prompts then rpc_failure("prompt", err) end
     if o.raw then
-      print(pretty(json.array(prompts)))
+      show(pretty(json.array(prompts)))
       c:close()
       return 0
     end
     list_items("prompts", prompts, "name")
-    if #prompts == 0 then print("(no prompts)") end
+    if #prompts == 0 then show("(no prompts)") end
     c:close()
     return 0
   end
@@ -733,12 +749,12 @@ function commands.prompt(args)
   c:close()
   if not result then rpc_failure("prompt", err, hint) end
   if o.raw then
-    print(pretty(result))
+    show(pretty(result))
     return 0
   end
-  if result.description then print(paint(1, "2", result.description)) end
+  if result.description then show(result.description, "2") end
   for _, message in ipairs(result.messages or {}) do
-    print(paint(1, "1", tostring(message.role) .. ":"))
+    show(tostring(message.role) .. ":", "1")
     print_content({ message.content })
   end
   return 0
@@ -780,7 +796,8 @@ function commands.inspect(args)
   c:close()
   if text == nil then fail("luamcp inspect: " .. tostring(why)) end
   if text == false then
-    text = o.json and (json.encode(view) .. "\n") or require("mcp.inspect").text(view, json.encode)
+    -- What another server's lists hold is shown, never obeyed (see paint).
+    text = o.json and (json_text(view) .. "\n") or core.visible(require("mcp.inspect").text(view, json.encode))
   end
   io.write(text)
   return 0
@@ -843,7 +860,7 @@ function M.main(command, args)
   end, args)
   if ok then return status or 0 end
   if getmetatable(status) == Failure then
-    say(paint(2, "31", status.message))
+    say(status.message, "31")
     return status.status
   end
   say("luamcp " .. command .. ": " .. tostring(status))

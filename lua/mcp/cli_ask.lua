@@ -7,7 +7,9 @@ local core = require "luamcp.client"
 
 local M = {}
 
-local function say(text) io.stderr:write(text, "\n") end
+-- What the server asks is shown with its control bytes written out
+-- (core.visible), never obeyed by the terminal.
+local function say(text) io.stderr:write(core.visible(text), "\n") end
 
 -- The properties' names: the required ones first, each group sorted.
 local function sorted_keys(t, required)
@@ -59,7 +61,7 @@ end
 -- Ask on the terminal until the answer fits; nil: left empty.
 local function ask(name, property, required)
   while true do
-    io.stderr:write("  ", describe(name, property, required), ": ")
+    io.stderr:write("  ", core.visible(describe(name, property, required)), ": ")
     io.stderr:flush()
     local line = io.stdin:read("l")
     if line == nil then return nil, "end of input" end
@@ -99,7 +101,7 @@ function M.elicitation(command, answers, fail, accept_defaults)
     if params.mode == "url" then
       if not terminal then return refuse(message, "it asks to open " .. tostring(params.url) .. ", and there is no terminal to confirm on") end
       say(prefix .. "the server asks: " .. message)
-      io.stderr:write("  open ", tostring(params.url), " - done? [y/N] ")
+      io.stderr:write("  open ", core.visible(tostring(params.url)), " - done? [y/N] ")
       local line = io.stdin:read("l") or ""
       return { action = line:match("^%s*[yY]") and "accept" or "decline" }
     end

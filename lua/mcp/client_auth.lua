@@ -168,17 +168,20 @@ local function form(fields)
   return table.concat(parts, "&")
 end
 
+-- The server's own words on one line (what prints them escapes the other
+-- control bytes).
+local function one_line(text) return (text:gsub("[\r\n]+", " ")) end
+
 -- What an error answer says, for a person: "HTTP 401 invalid_client:
 -- description", never more than a line of the body.
 local function describe(answer)
   local text = "HTTP " .. tostring(answer.status)
   local doc = core.json_decode(answer.body or "")
   if type(doc) == "table" and type(doc.error) == "string" then
-    text = text .. " " .. doc.error
-    if type(doc.error_description) == "string" then text = text .. ": " .. doc.error_description:sub(1, 500) end
+    text = text .. " " .. one_line(doc.error:sub(1, 100))
+    if type(doc.error_description) == "string" then text = text .. ": " .. one_line(doc.error_description:sub(1, 500)) end
   elseif answer.body and answer.body:match("%S") then
-    local shown = answer.body:sub(1, 200):gsub("[\r\n]+", " ")
-    text = text .. ": " .. shown .. (#answer.body > 200 and "..." or "")
+    text = text .. ": " .. one_line(answer.body:sub(1, 200)) .. (#answer.body > 200 and "..." or "")
   end
   return text
 end

@@ -248,11 +248,20 @@ local function list_of(kind, value, level)
   return value
 end
 
+-- The script's list and the command line's, each entry once, in the order
+-- first given (a name in permissions.env and in config, or declared and
+-- given with --allow-env, is listed once everywhere the lists are shown).
 local function merge(a, b)
   if a == true or b == true then return true end
-  local out = {}
-  for _, v in ipairs(a or {}) do out[#out + 1] = v end
-  for _, v in ipairs(b or {}) do out[#out + 1] = v end
+  local out, seen = {}, {}
+  for _, list in ipairs { a or {}, b or {} } do
+    for _, v in ipairs(list) do
+      if not seen[v] then
+        seen[v] = true
+        out[#out + 1] = v
+      end
+    end
+  end
   return out
 end
 

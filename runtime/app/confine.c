@@ -39,7 +39,7 @@ static bool field_true(lua_State *L, int t, const char *field) {
 
 /* The OS's rules for confinement table t; false (nothing confined) with
  * the reason in report. *notes: what the rules could not say exactly. */
-static bool confine_by_os(lua_State *L, int t, const unsigned *own_ports, size_t own_port_count, char *report,
+static bool confine_by_os(lua_State *L, int t, const confine_port *own_ports, size_t own_port_count, char *report,
                           size_t report_size, char **notes) {
   *notes = NULL;
   /* $ROOTS are known only when a client tells them, after the process is
@@ -65,7 +65,7 @@ static bool confine_by_os(lua_State *L, int t, const unsigned *own_ports, size_t
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  for (size_t i = 0; i < own_port_count; i++) os_confine_allow_port(c, own_ports[i]);
+  for (size_t i = 0; i < own_port_count; i++) os_confine_allow_port(c, own_ports[i].port);
   return os_confine_apply(c, report, report_size, notes);
 }
 
@@ -114,7 +114,7 @@ void confine_after_reload(vm *fresh) {
   buf_free(&now);
 }
 
-void confine_process(vm *v, const unsigned *own_ports, size_t own_port_count) {
+void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count) {
   lua_State *L = v->L;
   int top = lua_gettop(L);
   if (!vm_call_library(v, "_confinement", 0)) {
@@ -132,14 +132,14 @@ void confine_process(vm *v, const unsigned *own_ports, size_t own_port_count) {
     char *notes;
     bool confined = confine_by_os(L, t, own_ports, own_port_count, report, sizeof report, &notes);
     log_write(confined ? LOG_INFO : LOG_WARNING, "%s", report);
-    if (confined && own_port_count && !field_true(L, t, "any_port")) {
+    /* One line per purpose: "TCP port 9000, 9001 for the OAuth ...". */
+    for (size_t i = 0; confined && !field_true(L, t, "any_port") && i < own_port_count;) {
       buf list = BUF_INIT;
-      for (size_t i = 0; i < own_port_count; i++) buf_printf(&list, "%s%u", i ? ", " : "", own_ports[i]);
-      log_write(LOG_INFO, "confine: luamcp itself may also connect to TCP port %s (the OAuth authorization "
-                          "server: issuer, JWKS, introspection); a JWKS or introspection endpoint that discovery "
-                          "finds on another port must be given with --auth-jwks-uri / "
-                          "--auth-introspection-endpoint",
-                list.data);
+      size_t first = i;
+      for (; i < own_port_count && own_ports[i].purpose == own_ports[first].purpose; i++)
+        buf_printf(&list, "%s%u", i > first ? ", " : "", own_ports[i].port);
+      log_write(LOG_INFO, "confine: luamcp itself may also connect to TCP port %s %s", list.data,
+                own_ports[first].purpose);
       buf_free(&list);
     }
     if (confined) {

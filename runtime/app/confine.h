@@ -9,12 +9,21 @@
 
 #include "app/vm.h"
 
+/* A TCP port luamcp itself connects to, allowed beside the scripts' ports,
+ * and what for, as the start log says it after the port: "for the
+ * OpenTelemetry collector (traces)". Ports with the same purpose (the same
+ * pointer, next to each other) share one line. */
+typedef struct confine_port {
+  unsigned port;
+  const char *purpose;
+} confine_port;
+
 /* Once the first generation has loaded and before serving (run, dev, a
  * built program; never build, inspect or mcp.testing): log what the
  * process may do, and confine it with Landlock when the scripts are
- * confined. Irreversible. own_ports: TCP ports luamcp itself connects to
- * (the OAuth authorization server's), allowed beside the scripts'. */
-void confine_process(vm *v, const unsigned *own_ports, size_t own_port_count);
+ * confined. Irreversible. own_ports: the ports luamcp itself connects to
+ * (the OAuth authorization server's, the OpenTelemetry collector's). */
+void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count);
 /* After a reload swapped in fresh: if its permissions differ from the
  * rules the kernel was given at start (which cannot change), say so on
  * stderr, and tell the library, whose denials then say so too. */

@@ -490,6 +490,20 @@ static int l_executable(lua_State *L) {
   return 1;
 }
 
+/* visible(text): the text with its control bytes written out, its lines
+ * and tabs kept (log_escape): what call, read and prompt print of what a
+ * server or an authorization server sent, so it cannot act on the
+ * terminal. */
+static int l_visible(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  buf shown = BUF_INIT;
+  log_escape(&shown, text, len, true);
+  lua_pushlstring(L, shown.data ? shown.data : "", shown.len);
+  buf_free(&shown);
+  return 1;
+}
+
 static int luaopen_client(lua_State *L) {
   static const luaL_Reg conn_methods[] = {
       {"send", conn_send},       {"receive", conn_receive}, {"reload", conn_reload},
@@ -521,6 +535,7 @@ static int luaopen_client(lua_State *L) {
       {"realpath", l_realpath},
       {"executable", l_executable},
       {"catch_interrupt", l_catch_interrupt},
+      {"visible", l_visible},
       {NULL, NULL},
   };
   luaL_newlib(L, fns);

@@ -839,15 +839,21 @@ static int serve(int argc, char **argv, bool watch) {
   {
     /* luamcp's own fetches (the OAuth server's metadata, JWKS,
      * introspection) run under the same kernel rules as the scripts. */
-    unsigned own_ports[4];
+    static const char oauth[] = "for the OAuth authorization server (issuer, JWKS, introspection); a JWKS or "
+                                "introspection endpoint that discovery finds on another port must be given with "
+                                "--auth-jwks-uri / --auth-introspection-endpoint";
+    confine_port own_ports[4];
     size_t own_port_count = 0;
     if (o.http) {
       app_description d;
       memset(&d, 0, sizeof d);
       rt->srv.app->describe(rt->srv.app_data, &d);
-      own_port_count = auth_setup_ports(&o.auth, d.auth_json, own_ports, 3);
+      unsigned ports[3];
+      size_t n = auth_setup_ports(&o.auth, d.auth_json, ports, 3);
+      for (size_t i = 0; i < n; i++) own_ports[own_port_count++] = (confine_port){ports[i], oauth};
     }
-    if (otel_collector_port()) own_ports[own_port_count++] = otel_collector_port(); /* the OTLP collector */
+    if (otel_collector_port())
+      own_ports[own_port_count++] = (confine_port){otel_collector_port(), "for the OpenTelemetry collector (traces)"};
     confine_process(rt->app.current, own_ports, own_port_count);
   }
 
@@ -879,6 +885,9 @@ static int serve(int argc, char **argv, bool watch) {
     const char *host = o.http_opts.host;
     int n = snprintf(rt->where, sizeof rt->where, "over HTTP at http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
                      strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+    /* The 2024-11-05 endpoint is served too (unless --no-sse): say where. */
+    if (o.http_opts.sse_path[0] && n > 0 && (size_t)n < sizeof rt->where)
+      n += snprintf(rt->where + n, sizeof rt->where - (size_t)n, " (legacy SSE: %s)", o.http_opts.sse_path);
     if (o.worker_index && n > 0 && (size_t)n < sizeof rt->where)
       snprintf(rt->where + n, sizeof rt->where - (size_t)n, " by %d workers", o.workers);
     if (o.worker_index) {

@@ -10,7 +10,8 @@
 
 #include "app/vm.h"
 
-/* where: "on stdio", or "over HTTP at http://...". Written at info level,
+/* where: "on stdio", or "over HTTP at http://HOST:PORT/mcp (legacy SSE:
+ * /sse)" (the SSE part unless --no-sse). Written at info level,
  * or always when always is set (the HTTP line carries the port that
  * --http 0 picked, which callers read). Keep "luamcp: serving MCP over
  * HTTP at http://HOST:PORT/" as it is: scripts and specs look for it. */

@@ -120,6 +120,23 @@ void log_set_context(const char *session, const char *request_id, const char *to
   snprintf(context_trace, sizeof context_trace, "%s", trace_id ? trace_id : "");
 }
 
+void log_escape(buf *out, const char *text, size_t len, bool keep_lines) {
+  size_t plain = 0; /* text[plain, i) is appended as it is */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)text[i];
+    bool c1 = c == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 && (unsigned char)text[i + 1] <= 0x9f;
+    bool control = (c < 0x20 && !(c == '\t' || (keep_lines && c == '\n'))) || c == 0x7f || c1;
+    if (!control) continue;
+    buf_append(out, text + plain, i - plain);
+    if (c == '\n') buf_puts(out, "\\n");
+    else if (c == '\r') buf_puts(out, "\\r");
+    else if (c1) buf_printf(out, "\\xc2\\x%02x", (unsigned char)text[++i]);
+    else buf_printf(out, "\\x%02x", c);
+    plain = i + 1;
+  }
+  buf_append(out, text + plain, len - plain);
+}
+
 /* fmt and ap as text in line. */
 static void format_into(buf *line, const char *fmt, va_list ap) {
   char small[512];
@@ -168,7 +185,10 @@ static void write_json_line(int level, const char *when, const char *message, si
 
 void log_print(const char *text, size_t len) {
   if (!json_lines) {
-    log_raw(text, len);
+    buf shown = BUF_INIT;
+    log_escape(&shown, text, len, true);
+    log_raw(shown.data ? shown.data : "", shown.len);
+    buf_free(&shown);
     return;
   }
   char when[40];
@@ -183,41 +203,26 @@ void log_write(int level, const char *fmt, ...) {
                                        "\x1b[33m",   "\x1b[36m",   "\x1b[32m",   "\x1b[2m"};
   char when[40];
   timestamp(when, sizeof when);
-  buf line = BUF_INIT;
+  buf message = BUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  format_into(&message, fmt, ap);
+  va_end(ap);
   if (json_lines) {
-    va_list ap;
-    va_start(ap, fmt);
-    format_into(&line, fmt, ap);
-    va_end(ap);
-    write_json_line(level, when, line.data ? line.data : "", line.len);
-    buf_free(&line);
+    write_json_line(level, when, message.data ? message.data : "", message.len);
+    buf_free(&message);
     return;
   }
+  buf line = BUF_INIT;
   if (use_color) buf_printf(&line, "\x1b[2m%s\x1b[0m %s%s%s%-7s\x1b[0m ", when, process_tag, *process_tag ? " " : "",
                             colors[level], LEVEL_NAMES[level]);
   else buf_printf(&line, "%s luamcp%s%s%s %s: ", when, *process_tag ? "[" : "", process_tag, *process_tag ? "]" : "",
                   LEVEL_NAMES[level]);
-  va_list ap;
-  va_start(ap, fmt);
-  char small[512];
-  va_list again;
-  va_copy(again, ap);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  if (n >= 0 && (size_t)n < sizeof small) {
-    buf_append(&line, small, (size_t)n);
-  } else if (n > 0) {
-    char *big = malloc((size_t)n + 1);
-    if (big) {
-      vsnprintf(big, (size_t)n + 1, fmt, again);
-      buf_append(&line, big, (size_t)n);
-      free(big);
-    }
-  }
-  va_end(again);
-  va_end(ap);
+  log_escape(&line, message.data ? message.data : "", message.len, false);
   buf_putc(&line, '\n');
   log_raw(line.data, line.len);
   buf_free(&line);
+  buf_free(&message);
 }
 
 bool trace_open(const char *path) {
@@ -248,7 +253,7 @@ bool trace_enabled(void) { return trace_file != NULL; }
 static void append_message(buf *line, const char *json, size_t len) {
   json_doc *doc = trace_pretty ? json_parse(json, len, MAX_JSON_DEPTH, NULL) : NULL;
   if (doc) json_write_pretty(line, json_doc_root(doc), json, 0);
-  else buf_append(line, json, len);
+  else log_escape(line, json, len, false); /* as it came, but one line that cannot act on a terminal */
   json_doc_free(doc);
   buf_putc(line, '\n');
 }

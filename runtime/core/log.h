@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/buf.h"
+
 /* RFC 5424 severities: a smaller number is more severe. */
 typedef enum log_level {
   LOG_EMERGENCY = 0,
@@ -45,6 +47,18 @@ bool log_json(void);
  * (copied, cut at a bounded length). The app sets it before it resumes a
  * request's Lua and clears it (all NULL) after. */
 void log_set_context(const char *session, const char *request_id, const char *tool, const char *trace_id);
+/* Text that others chose (a caller, a remote server, a tool's message),
+ * made safe to show on a terminal or in a log line: every control byte
+ * (C0 and DEL, and the C1 controls U+0080..U+009F as UTF-8, which terminals
+ * also obey) is appended to out written out as \xHH (\r, \n, \t by name),
+ * so it can neither move the cursor, set the title nor forge a line.
+ * keep_lines keeps newlines and tabs (output made of lines: print, a
+ * tool's text); else only tabs (one log line). Backslashes stay as they
+ * are: the escapes are for reading, not for undoing. */
+void log_escape(buf *out, const char *text, size_t len, bool keep_lines);
+/* Text mode: one line, "TIME luamcp LEVEL: message", the message escaped
+ * (log_escape, one line) so that nothing it carries acts on a terminal or
+ * starts a line of its own (a traceback's lines show as \n\t). */
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* While serving, stderr must never block (a client may not read it): call
  * once, after fds 0 and 1 are set up. Lines then wait in a bounded buffer
@@ -52,11 +66,12 @@ void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  * transport's loop calls log_flush while log_pending. */
 void log_nonblocking(void);
 void log_flush(void);
-/* Text that already ends in a newline (Lua's print), through the same
- * buffer. */
+/* Text that already ends in a newline, through the same buffer, as it is
+ * (luamcp's own lines). */
 void log_raw(const char *text, size_t len);
 bool log_pending(void);
-/* Lua's print: text ending in a newline, as it is (log_raw), or as one
+/* Lua's print (and a remote server's stderr): text ending in a newline,
+ * its lines kept and its control bytes escaped (log_escape), or as one
  * JSON line at level info under --log-format json. */
 void log_print(const char *text, size_t len);
 

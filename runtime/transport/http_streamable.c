@@ -392,8 +392,11 @@ void streamable_handle_request(http_conn *c) {
   c->state = CONN_RESPONDING;
   if (hold_request(c)) return;
   if (c->server->draining) c->close_after_response = true; /* adopted, or begun before the drain */
-  log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), c->url.data ? c->url.data : "",
-            c->body.len);
+  if (log_get_level() >= LOG_DEBUG) {
+    char target[512];
+    http_target_for_log(c->url.data ? c->url.data : "", target, sizeof target);
+    log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), target, c->body.len);
+  }
   if (c->reject_status) {
     c->close_after_response = true; /* the body was not read */
     conn_send_error(c, c->reject_status, c->reject_code, c->reject_message,

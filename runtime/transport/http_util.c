@@ -187,3 +187,31 @@ int http_session_id_worker(const char *id, const char *node) {
   }
   return *p == '-' ? k : 0;
 }
+
+/* Append text to out[*n] while it fits (out_len leaves room for the NUL). */
+static bool append_fitting(char *out, size_t out_len, size_t *n, const char *text, size_t len) {
+  if (*n + len >= out_len) return false;
+  memcpy(out + *n, text, len);
+  *n += len;
+  return true;
+}
+
+void http_target_for_log(const char *target, char *out, size_t out_len) {
+  if (out_len == 0) return;
+  static const char redacted[] = "[redacted]";
+  size_t end = strcspn(target, "#"), path = strcspn(target, "?#"), n = 0;
+  bool fits = append_fitting(out, out_len, &n, target, path < out_len ? path : out_len - 1);
+  fits = fits && path < out_len;
+  /* Each part of the query: "key=[redacted]", or "[redacted]" for a part
+   * without '=' (which may be a token all the same). */
+  for (size_t at = path; fits && at < end;) {
+    size_t part = at + 1, part_end = part;
+    while (part_end < end && target[part_end] != '&') part_end++;
+    fits = append_fitting(out, out_len, &n, target + at, 1); /* '?' or '&' */
+    const char *eq = memchr(target + part, '=', part_end - part);
+    if (fits && eq) fits = append_fitting(out, out_len, &n, target + part, (size_t)(eq - (target + part)) + 1);
+    if (fits && part_end > part) fits = append_fitting(out, out_len, &n, redacted, sizeof redacted - 1);
+    at = part_end;
+  }
+  out[n] = '\0';
+}

@@ -35,6 +35,12 @@ bool http_is_loopback_address(const char *address);
 bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port, char *path, size_t path_len,
                        char *err, size_t err_len);
 
+/* A request target as the log shows it: the path, and the query's keys
+ * with every value replaced by "[redacted]" ("/mcp?access_token=[redacted]"):
+ * a value may be a token a client wrongly put there, or a session id, and
+ * neither is ever logged. Cut to fit out_len (always terminated). */
+void http_target_for_log(const char *target, char *out, size_t out_len);
+
 /* Compare a given token with the secret in time that depends only on the
  * secret's length. */
 bool http_secret_equal(const char *given, size_t given_len, const char *secret, size_t secret_len);
