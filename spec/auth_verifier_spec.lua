@@ -342,6 +342,30 @@ describe("the token verifier", function()
       assert.are.equal(fetched, as.counts().jwks)
     end)
 
+    it("ignores a discovered jwks_uri or introspection endpoint whose host hides behind a user and password",
+      function()
+        as = start_as("")
+        -- "127.0.0.1:1@" is a user and password: libcurl would connect to
+        -- 0.0.0.0 (this machine, the fake itself, but not a loopback name).
+        local hidden = ("http://127.0.0.1:1@0.0.0.0:%d"):format(as.port)
+        as.config { jwks = { { file = dir .. "/jwks.json" } },
+          metadata = { jwks_uri = hidden .. "/jwks", introspection_endpoint = hidden .. "/introspect" } }
+        d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
+        check(d, "jwt", mint(dir, { kid = "rsa1", claims = claims(as.issuer) }))
+        local v = verdict(d, "jwt")
+        assert.are_not.equal(0, v.status, cjson.encode(v))
+        check(d, "opaque", "good")
+        v = verdict(d, "opaque")
+        assert.are.same({ 401, "opaque tokens are not accepted (no introspection endpoint)" },
+          { v.status, v.description })
+        local counts = as.counts()
+        assert.are.same({ 0, 0 }, { counts.jwks, counts.introspect })
+        for _, name in ipairs { "jwks_uri", "introspection_endpoint" } do
+          assert.truthy(d.stderr:find("the metadata's " .. name .. " (" .. hidden, 1, true), d.stderr)
+        end
+        assert.truthy(d.stderr:find("it has a user name or password before its host", 1, true), d.stderr)
+      end)
+
     it("fetches the key set again once for an unknown kid, for every check waiting on it, once per floor", function()
       as = start_as("")
       as.config { jwks = { { file = dir .. "/jwks.json" } } }
@@ -672,6 +696,12 @@ describe("the token verifier", function()
         { { "--issuer", "http://127.0.0.1:1", "--jwks-file", dir .. "/missing.json" }, "missing.json" },
         { { "--issuer", "http://auth.example.com" }, "https" },
         { { "--issuer", "https://auth.example.com", "--jwks-uri", "http://keys.example.com/jwks" }, "https" },
+        -- "127.0.0.1:1@" is a user and password, not the host.
+        { { "--issuer", "http://127.0.0.1:1@auth.example.com" }, "it has a user name or password before its host" },
+        { { "--issuer", "https://auth.example.com", "--jwks-uri", "http://127.0.0.1:1@keys.example.com/jwks" },
+          "it has a user name or password before its host" },
+        { { "--issuer", "https://auth.example.com", "--jwks-file", dir .. "/jwks.json", "--introspection-endpoint",
+          "http://127.0.0.1:1@as.example.com/introspect" }, "it has a user name or password before its host" },
       } do
         local d, first, line = start_driver(case[1])
         d:wait_exit(30000)
