@@ -706,15 +706,6 @@ static bool introspection_start(auth_verifier *v, auth_waiter *w, char *why, siz
   return true;
 }
 
-/* Does aud (a string or an array of them) name resource? */
-static bool audience_names(const json_value *aud, const char *resource) {
-  if (aud->type == JSON_STRING) return strcmp(aud->u.string, resource) == 0;
-  if (aud->type != JSON_ARRAY) return false;
-  for (uint32_t i = 0; i < aud->len; i++)
-    if (aud->u.items[i].type == JSON_STRING && strcmp(aud->u.items[i].u.string, resource) == 0) return true;
-  return false;
-}
-
 /* An introspection answer into a verdict; cacheable refusals and
  * identities are remembered. */
 static void introspection_verdict(auth_verifier *v, auth_fetch *f, const uint8_t key[OS_SHA256_BYTES],
@@ -728,22 +719,20 @@ static void introspection_verdict(auth_verifier *v, auth_fetch *f, const uint8_t
     json_doc_free(doc);
     return;
   }
+  /* The rules a JWT's claims follow (jwt_check_claims), with aud required
+   * as for a JWT: RFC 7662 makes it optional, MCP (RFC 8707) the guard
+   * against a token minted for another resource. */
+  jwt_policy policy = {
+      .issuer = v->issuer,
+      .audience = resource ? resource : "",
+      .leeway_s = v->leeway_s,
+      .now_s = (int64_t)time(NULL),
+  };
   const json_value *active = json_object_get(root, "active");
-  const json_value *exp = json_object_get(root, "exp");
-  const json_value *iss = json_object_get(root, "iss");
-  const json_value *aud = json_object_get(root, "aud");
-  int64_t now_s = (int64_t)time(NULL);
+  char why[160] = "";
   auth_identity *id = NULL;
   if (!active || active->type != JSON_TRUE) refuse(out, "the token is not active");
-  else if (exp && (!json_is_number(exp) || json_number(exp) + v->leeway_s <= (double)now_s))
-    refuse(out, "the token has expired");
-  else if (iss && (iss->type != JSON_STRING || strcmp(iss->u.string, v->issuer) != 0))
-    refuse(out, "the token was issued by another issuer");
-  /* RFC 7662 makes aud optional; MCP (RFC 8707) makes it the guard
-   * against a token minted for another resource: without it, refused. */
-  else if (!aud) refuse(out, "the introspection answer names no audience (aud)");
-  else if (!audience_names(aud, resource ? resource : ""))
-    refuse(out, "the token is meant for another resource");
+  else if (jwt_check_claims(root, JWT_CLAIMS_INTROSPECTED, &policy, why, sizeof why) != JWT_OK) refuse(out, "%s", why);
   else if (!(id = jwt_identity_from_claims(root, f->body.data, f->body.len, v->issuer)))
     refuse(out, "the token names neither a subject nor a client");
   else accept_identity(out, id);
