@@ -991,7 +991,11 @@ auth_verifier *auth_verifier_new(uv_loop_t *loop, const auth_settings *settings,
    * introspection: it sends nothing anywhere, so has no URL to judge. */
   const struct {
     const char *what, *url;
-  } given[] = {{"the issuer", v->issuer}, {"the key set", v->jwks_uri}, {"the introspection endpoint", v->introspection_endpoint}};
+  } given[] = {
+      {"the issuer", v->issuer},
+      {"the key set", v->jwks_uri},
+      {"the introspection endpoint", v->introspection_endpoint},
+  };
   for (size_t i = 0; v->api && i < sizeof given / sizeof *given; i++) {
     char refused[200];
     if (given[i].url && *given[i].url && !url_allowed(v, given[i].url, refused, sizeof refused)) {
