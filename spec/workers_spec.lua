@@ -292,7 +292,7 @@ describe("--workers 2", function()
     -- warning of theirs; one per worker that ran add_here.
     local stderr = server:stderr()
     assert.is_nil(stderr:find("tool late registered at run time", 1, true), stderr)
-    local warnings = count(stderr, "in this process only")
+    local warnings = count(stderr, "tool here_only registered at run time")
     assert.is_true(warnings >= 1 and warnings <= 2, stderr)
   end)
 

@@ -52,11 +52,12 @@ end
 -- A change a handler makes to this server's own lists (not a mount's) at
 -- run time, outside mcp.everywhere, while other processes serve the same
 -- server (--workers, --redis): only this process makes it, and the clients
--- the others answer see other lists. Said once per list.
+-- the others answer see other lists. Said once per entry.
 local warned_one_process = {}
 local function one_process_change(list, entry, what)
-  if not M.started or M.here_only or entry.owner or warned_one_process[list] or not core.shared() then return end
-  warned_one_process[list] = true
+  local key = (list.kind or "") .. "\0" .. tostring(entry.key)
+  if not M.started or M.here_only or entry.owner or warned_one_process[key] or not core.shared() then return end
+  warned_one_process[key] = true
   core.stderr("warning", ("%s %s %s at run time%s in this process only: the other processes of this server "
     .. "(--workers, --redis) keep their lists; make the change with mcp.everywhere so every one makes it")
     :format(list.kind or "entry", entry.key, what, what == "registered" and entry.registered_at

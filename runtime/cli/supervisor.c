@@ -41,6 +41,7 @@ typedef struct worker_slot {
   int handles_open;
   bool running;        /* the process has not exited */
   bool ready;          /* it listens (its READY frame came) */
+  bool stopped_unready; /* told to stop before it listened: it held no connection */
   int pid;
   uint64_t started_ms;
   int restart_delay_ms; /* the delay before the next start (the backoff) */
@@ -274,8 +275,13 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int signum) {
   else snprintf(why, sizeof why, "exited with status %lld", (long long)status);
   uint64_t lived = uv_now(s->loop) - w->started_ms;
   if (s->stopping) {
-    if (status != 0 || signum) s->exit_code = 1;
-    log_write(status || signum ? LOG_WARNING : LOG_DEBUG, "worker %d (pid %d) %s", w->index, w->pid, why);
+    /* A worker restarted just before the stop may meet our SIGTERM before
+     * it handles signals; no connection was handed to it (it was not
+     * ready), so nothing was lost: that is a clean stop too. */
+    bool clean = (status == 0 && !signum) || (signum == SIGTERM && w->stopped_unready);
+    if (!clean) s->exit_code = 1;
+    log_write(clean ? LOG_DEBUG : LOG_WARNING, "worker %d (pid %d) %s%s", w->index, w->pid, why,
+              clean && signum ? " before it listened" : "");
   } else if (!s->started) {
     log_write(LOG_ERROR, "worker %d (pid %d) %s before every worker served; stopping", w->index, w->pid, why);
     s->exit_code = 1;
@@ -374,6 +380,7 @@ static void supervisor_stop(supervisor *s) {
   for (int i = 0; i < s->opts->workers; i++) {
     worker_slot *w = &s->workers[i];
     uv_timer_stop(&w->restart);
+    w->stopped_unready = !w->ready;
     if (w->running) uv_process_kill(&w->process, SIGTERM);
   }
   uv_timer_start(&s->stop_timer, on_stop_timeout, (uint64_t)WORKER_STOP_GRACE_MS(s->opts->drain_time_s), 0);
