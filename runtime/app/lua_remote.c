@@ -106,10 +106,13 @@ typedef struct remote_wait {
 } remote_wait;
 
 /* A generation holding a connection. Owner: the connection's gens list;
- * removed when the generation is freed (lua_remote_release_vm). */
+ * removed when the generation's handles are all collected, or when it is
+ * freed (listed in its vm->on_closed: release_with_generation). */
 typedef struct remote_gen {
   struct remote_gen *next;
+  remote_conn *conn;
   vm *vm;
+  teardown held; /* in vm->on_closed */
   int fn_ref; /* on_message's function in vm->L's registry, or LUA_NOREF */
   int handles; /* its userdata for the connection not yet collected */
 } remote_gen;
@@ -133,6 +136,7 @@ typedef struct remote_hub {
   curl_loop *curl;    /* HTTP connections' transfers, made on first use */
   char curl_why[256];
   bool stopping;
+  teardown stopped_with_app; /* in app->on_stop */
 } remote_hub;
 
 /* One connection. Owner: its hub; freed once no generation holds it, it
@@ -397,6 +401,8 @@ static void on_hub_handle_closed(uv_handle_t *h) {
   hub_maybe_free(hub);
 }
 
+static void stop_all(teardown *entry);
+
 static remote_hub *hub_get(lua_app *app) {
   if (app->remote) return app->remote;
   remote_hub *hub = calloc(1, sizeof *hub);
@@ -405,6 +411,7 @@ static remote_hub *hub_get(lua_app *app) {
   uv_timer_init(app->loop, &hub->kick);
   hub->kick.data = hub;
   hub->open_handles = 1;
+  teardown_add(&app->on_stop, &hub->stopped_with_app, stop_all);
   app->remote = hub;
   return hub;
 }
@@ -547,6 +554,30 @@ static void conn_unheld(remote_conn *c) {
   conn_close(c, "closed");
 }
 
+/* Take the generation *p off c->gens and free it (its on_message
+ * function's reference is the caller's to drop). */
+static void gen_drop(remote_gen **p) {
+  remote_gen *g = *p;
+  *p = g->next;
+  teardown_remove(&g->held);
+  free(g);
+}
+
+/* vm->on_closed: the generation has been freed (its Lua state is closed,
+ * the function's reference with it): it holds the connection no more. One
+ * nobody holds is closed, or kept a while for the next generation when it
+ * has a key. */
+static void release_with_generation(teardown *entry) {
+  remote_gen *g = (remote_gen *)((char *)entry - offsetof(remote_gen, held));
+  remote_conn *c = g->conn;
+  for (remote_gen **p = &c->gens; *p; p = &(*p)->next) {
+    if (*p != g) continue;
+    gen_drop(p);
+    conn_unheld(c);
+    return;
+  }
+}
+
 static remote_gen *gen_of(remote_conn *c, vm *v) {
   for (remote_gen *g = c->gens; g; g = g->next)
     if (g->vm == v) return g;
@@ -558,47 +589,29 @@ static bool hold(remote_conn *c, vm *v) {
   if (g) return true;
   g = calloc(1, sizeof *g);
   if (!g) return false;
+  g->conn = c;
   g->vm = v;
   g->fn_ref = LUA_NOREF;
   g->next = c->gens;
   c->gens = g;
+  teardown_add(&v->on_closed, &g->held, release_with_generation);
   if (c->lingering) uv_timer_stop(&c->timer);
   c->lingering = false;
   return true;
 }
 
-void lua_remote_release_vm(vm *v) {
-  if (!v->app || !v->app->remote) return;
-  remote_hub *hub = v->app->remote;
-  remote_conn *c = hub->conns;
-  while (c) {
-    remote_conn *next = c->next; /* c may be unlinked below */
-    for (remote_gen **p = &c->gens; *p; p = &(*p)->next) {
-      if ((*p)->vm != v) continue;
-      remote_gen *g = *p;
-      *p = g->next;
-      free(g); /* its function's reference went with the Lua state */
-      conn_unheld(c);
-      break;
-    }
-    c = next;
-  }
-}
-
-void lua_remote_stop_all(lua_app *app) {
-  remote_hub *hub = app->remote;
-  if (!hub) return;
+/* app->on_stop: the server stops: close every connection now (children
+ * killed, HTTP transfers stopped); the memory goes in the handles' close
+ * callbacks. The generations are freed by then. */
+static void stop_all(teardown *entry) {
+  remote_hub *hub = (remote_hub *)((char *)entry - offsetof(remote_hub, stopped_with_app));
   hub->stopping = true;
   uv_timer_stop(&hub->kick);
   hub->wake = hub->wake_tail = NULL;
   remote_conn *c = hub->conns;
   while (c) {
     remote_conn *next = c->next;
-    while (c->gens) {
-      remote_gen *g = c->gens;
-      c->gens = g->next;
-      free(g);
-    }
+    while (c->gens) gen_drop(&c->gens);
     for (remote_pending *p = c->pending; p; p = p->next) p->waiter = NULL;
     signal_child(c, SIGKILL); /* the server stops now: no grace */
     conn_end(c, "the server stopped");
@@ -1287,8 +1300,7 @@ static int conn_gc(lua_State *L) {
     if (g->vm != v) continue;
     if (--g->handles > 0) return 0;
     if (g->fn_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g->fn_ref);
-    *p = g->next;
-    free(g);
+    gen_drop(p);
     conn_unheld(c);
     return 0;
   }
