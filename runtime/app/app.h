@@ -5,11 +5,14 @@
  * are declared in its own header, so the includes show who calls whom, and
  * they point one way:
  *
- *   reload.c -> vm.c -> lua_core.c -> lua_exec.c, lua_fs.c -> lua_task.c
+ *   reload.c -> vm.c -> lua_core.c -> lua_exec.c, lua_fs.c -> task_wait.c -> lua_task.c
+ *                                  -> task_ctx.c -> task_wait.c, lua_task.c
  *                                  -> lua_schema.c, lua_state.c, lua_json.c
  *
  * A generation tells its owner that it has drained through a hook
- * (vm.on_drained), not a call, so lua_task.c needs nothing above it.
+ * (vm.on_drained), not a call, so lua_task.c needs nothing above it; and
+ * what the APIs hold is stopped through the teardown lists (teardown.h),
+ * so vm.c and reload.c call none of them back.
  */
 #ifndef LUAMCP_APP_H
 #define LUAMCP_APP_H
