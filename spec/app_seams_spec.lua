@@ -118,7 +118,7 @@ describe("the app's files", function()
       local text = client.read_file(path)
       local _, lines = text:gsub("\n", "")
       if lines > 1500 then long[#long + 1] = path .. ": " .. lines .. " lines" end
-      if not text:match("^/%*\n %* [%w_]+%.c %- ") then silent[#silent + 1] = path end
+      if not text:match("^/%*[%s%*]*[%w_]+%.c %- ") then silent[#silent + 1] = path end
     end
     assert.are.same({}, long)
     assert.are.same({}, silent)
