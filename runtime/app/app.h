@@ -5,11 +5,14 @@
  * are declared in its own header, so the includes show who calls whom, and
  * they point one way:
  *
- *   reload.c -> vm.c -> lua_core.c -> lua_exec.c, lua_fs.c -> lua_task.c
+ *   reload.c -> vm.c -> lua_core.c -> lua_exec.c, lua_fs.c -> task_wait.c -> lua_task.c
+ *                                  -> task_ctx.c -> task_wait.c, lua_task.c
  *                                  -> lua_schema.c, lua_state.c, lua_json.c
  *
  * A generation tells its owner that it has drained through a hook
- * (vm.on_drained), not a call, so lua_task.c needs nothing above it.
+ * (vm.on_drained), not a call, so lua_task.c needs nothing above it; and
+ * what the APIs hold is stopped through the teardown lists (teardown.h),
+ * so vm.c and reload.c call none of them back.
  */
 #ifndef LUAMCP_APP_H
 #define LUAMCP_APP_H
@@ -24,8 +27,10 @@
 #include "core/session.h"
 #include "core/luamcp_limits.h"
 #include "core/strmap.h"
+#include "os/dynlib.h"
 #include "os/signals.h"
 #include "core/trace.h"
+#include "app/teardown.h"
 
 typedef struct vm vm;
 typedef struct task task;
@@ -89,8 +94,11 @@ struct vm {
   task *running;              /* the task inside lua_resume right now, innermost */
   task *deferred, *deferred_tail; /* tasks with an event that arrived while another ran */
   bool draining;              /* drain_deferred's loop is running: nobody else drains */
-  struct exec_op *execs;      /* child processes still running (lua_exec.c) */
-  struct http_op *https;      /* mcp.http transfers still running (lua_http.c) */
+  /* What the Lua APIs hold for the generation and stop when it is freed
+   * (app/teardown.h): on_end runs before its Lua state closes (child
+   * processes, transfers: nothing may resume its tasks after), on_closed
+   * after (connections its __gc code could still have used). */
+  teardown_list on_end, on_closed;
   /* Finished coroutines kept for the next tasks: a new thread, its stack
    * and call frames cost more than the rest of a simple call. */
   lua_State *idle_threads[TASK_THREAD_POOL];
@@ -223,6 +231,10 @@ typedef struct lua_app {
   /* luamcp.remote's connections to other MCP servers: made on first use,
    * they outlive generations; app_stop closes them (lua_remote.c). */
   struct remote_hub *remote;
+  /* What the Lua APIs hold for the process beyond any generation (the
+   * store, the connections, libcurl's): registered on first use, run by
+   * app_stop once the generations are freed (app/teardown.h). */
+  teardown_list on_stop;
 } lua_app;
 
 /* Raise the JSON-RPC error {code, message, data} from Lua (used by the
@@ -239,8 +251,9 @@ typedef struct lua_app {
 #define TASK_CTX_METHODS "mcp.Context.methods"
 
 /* False in a fully static luamcp, which cannot dlopen shared libraries
- * (libcurl for mcp.http, Lua C modules). */
-bool app_can_load_shared_libraries(void);
+ * (libcurl for mcp.http, Lua C modules). Here, not in vm.c, so that
+ * curl_lib.c, which vm.c's APIs call, calls nothing back up. */
+static inline bool app_can_load_shared_libraries(void) { return os_dynlib_available(); }
 
 /* The vm a Lua state belongs to (the allocator's userdata). */
 static inline vm *vm_of(lua_State *L) {

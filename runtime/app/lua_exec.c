@@ -14,6 +14,7 @@
  */
 #include <lauxlib.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +34,8 @@ typedef struct exec_chunk {
   char data[];
 } exec_chunk;
 
-/* One mcp.exec: a child process and what it said. Owner: the vm's execs
- * list and the waiting task together; created by lua_exec, freed once every
+/* One mcp.exec: a child process and what it said. Owner: its vm (listed in
+ * vm->on_end while it runs) and the waiting task together; created by lua_exec, freed once every
  * handle is closed AND the task has let go of it (op->task NULL: it took
  * the result in exec_continue, or it went away). The handles can close
  * while the task's resume still waits in the deferred queue (another
@@ -43,7 +44,6 @@ typedef struct exec_chunk {
  * timed out) has the process killed and reaped all the same. */
 typedef struct exec_op {
   task_op op; /* first member: the task waits on it */
-  vm *vm;
   task *task; /* the task that started it; NULL once that task went away */
   uv_process_t process;
   uv_pipe_t in, out, err;
@@ -61,7 +61,7 @@ typedef struct exec_op {
   size_t stdin_len;
   uv_write_t write_req;
   uv_shutdown_t shutdown_req;
-  struct exec_op *next, *prev;
+  teardown held; /* in vm->on_end: the generation kills the child if it ends first */
   otel_span *span; /* its client span (traces on), until the process is reaped or abandoned */
 } exec_op;
 
@@ -87,14 +87,11 @@ static void start_span(exec_op *op, const task *t, const char *file) {
   otel_attr_str(op->span, "process.executable.name", base);
 }
 
+static void kill_with_generation(teardown *entry);
+
 static void op_release(exec_op *op) {
   if (op->span) end_span(op, "cancelled", NULL);
-  vm *v = op->vm;
-  if (v) {
-    if (op->prev) op->prev->next = op->next;
-    else v->execs = op->next;
-    if (op->next) op->next->prev = op->prev;
-  }
+  teardown_remove(&op->held);
   buf_free(&op->output[0]);
   buf_free(&op->output[1]);
   while (op->chunks) {
@@ -362,7 +359,6 @@ int lua_exec(lua_State *L) {
 
   exec_op *op = calloc(1, sizeof *op);
   op->op.cancel = cancel_op;
-  op->vm = v;
   op->task = t;
   op->streaming = streaming;
   op->max_output = max_output > 0 ? (size_t)max_output : 0;
@@ -402,9 +398,7 @@ int lua_exec(lua_State *L) {
   free(cwd);
   if (op->span && rc == 0) otel_attr_int(op->span, "process.pid", op->process.pid);
   if (op->span && rc != 0) end_span(op, uv_err_name(rc), uv_strerror(rc));
-  op->next = v->execs;
-  if (op->next) op->next->prev = op;
-  v->execs = op;
+  teardown_add(&v->on_end, &op->held, kill_with_generation);
   if (rc != 0) {
     /* An expected failure (no such program, no permission): nil, message, code. */
     op->finished = true;
@@ -442,18 +436,12 @@ int lua_exec(lua_State *L) {
   return task_wait_op(L, t, &op->op, exec_continue);
 }
 
-/* The generation is going away: kill every child it started. Their
- * handles close later, so the ops are cut loose from the vm first. */
-void lua_exec_kill_all(vm *v) {
-  exec_op *op = v->execs;
-  v->execs = NULL;
-  while (op) {
-    exec_op *next = op->next;
-    op->task = NULL;
-    op->vm = NULL;
-    op->prev = op->next = NULL;
-    signal_group(op, SIGKILL);
-    op_maybe_release(op);
-    op = next;
-  }
+/* vm->on_end: the generation is going away, its task with it: kill the
+ * child. Its handles close later: the op is freed in the last close
+ * callback. */
+static void kill_with_generation(teardown *entry) {
+  exec_op *op = (exec_op *)((char *)entry - offsetof(exec_op, held));
+  op->task = NULL;
+  signal_group(op, SIGKILL);
+  op_maybe_release(op);
 }

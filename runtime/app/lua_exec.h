@@ -14,7 +14,5 @@ int lua_exec(lua_State *L);
  * stack and the strings stay referenced from the stack or the list: both
  * live until the calling C function returns, which is all uv_spawn needs. */
 char **exec_string_list(lua_State *L, int list_idx, const char *api, const char *what, bool env);
-/* Kill every child the generation still runs (it is being freed). */
-void lua_exec_kill_all(vm *v);
 
 #endif

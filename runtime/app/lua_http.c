@@ -63,12 +63,14 @@ static int misuse(lua_State *L, const char *fmt, ...) {
 /* ---- The multi handle ------------------------------------------------------ */
 
 /* The process's one multi handle on the loop. Owner: this file, for the
- * life of the process (created on the first request). */
+ * life of the process (created on the first request; closed when the app
+ * stops, through the app's on_stop). */
 static struct {
   char why[256]; /* why libcurl could not be loaded ("" until tried) */
   const curl_api *api;
   curl_loop *curl;
   struct http_op *woken;     /* ops with news for their task, resumed after curl returns */
+  teardown closed_with_app;  /* in app->on_stop once curl is made */
 } H;
 
 /* ---- One transfer ----------------------------------------------------------- */
@@ -82,11 +84,10 @@ typedef struct http_chunk {
 
 /* One mcp.http request. Owner: the waiting task; created by
  * lua_http_request, freed when the task takes the outcome (http_continue)
- * or goes away (cancel_op, lua_http_abort_all). The op owns its easy
+ * or goes away (cancel_op, or its generation's end: abort_with_generation). The op owns its easy
  * handle, and takes it out of the multi handle before it is freed. */
 typedef struct http_op {
   task_op op; /* first member: the task waits on it */
-  vm *vm;
   task *task;
   curl_transfer transfer;   /* its easy handle, in H.curl while it runs */
   CURLU *url;               /* the parsed URL curl was handed (CURLOPT_CURLU) */
@@ -99,7 +100,7 @@ typedef struct http_op {
   bool streaming, too_large, finished, woken;
   CURLcode result;
   http_chunk *chunks, *chunks_tail;
-  struct http_op *next, *prev;   /* the vm's list */
+  teardown held;                 /* in vm->on_end while it runs */
   struct http_op *woken_next;    /* H.woken */
   otel_span *span;               /* its client span (traces on), ended when the op is freed */
 } http_op;
@@ -144,12 +145,7 @@ static void op_free(http_op *op) {
   if (op->span) end_span(op); /* before the easy handle goes: it reads the status */
   unwake(op);
   detach_easy(op);
-  vm *v = op->vm;
-  if (v) {
-    if (op->prev) op->prev->next = op->next;
-    else v->https = op->next;
-    if (op->next) op->next->prev = op->prev;
-  }
+  teardown_remove(&op->held);
   buf_free(&op->body);
   buf_free(&op->head);
   while (op->chunks) {
@@ -163,6 +159,14 @@ static void op_free(http_op *op) {
 
 /* task_op.cancel: the task went away; the transfer stops now. */
 static void cancel_op(task_op *base) { op_free((http_op *)base); }
+
+/* vm->on_end: the generation is being freed, the waiting task with it (it
+ * will not be resumed): the transfer stops now. */
+static void abort_with_generation(teardown *entry) {
+  http_op *op = (http_op *)((char *)entry - offsetof(http_op, held));
+  op->task = NULL;
+  op_free(op);
+}
 
 static size_t on_body(char *data, size_t size, size_t n, void *userp) {
   http_op *op = userp;
@@ -224,6 +228,13 @@ static void wake_tasks(void *unused) {
   }
 }
 
+/* app->on_stop: the process is ending: let libcurl close its connections. */
+static void close_curl(teardown *entry) {
+  (void)entry;
+  curl_loop_close(H.curl);
+  H.curl = NULL;
+}
+
 /* Load libcurl and make the multi handle, once. */
 static bool http_ready(vm *v, const char **why) {
   if (H.curl) return true;
@@ -237,6 +248,7 @@ static bool http_ready(vm *v, const char **why) {
     *why = H.why;
     return false;
   }
+  if (v->app) teardown_add(&v->app->on_stop, &H.closed_with_app, close_curl);
   return true;
 }
 
@@ -735,7 +747,6 @@ int lua_http_request(lua_State *L) {
     return luaL_error(L, "mcp.http: out of memory");
   }
   op->op.cancel = cancel_op;
-  op->vm = v;
   op->task = t;
   op->transfer.easy = e;
   op->transfer.done = on_transfer_done;
@@ -788,15 +799,12 @@ int lua_http_request(lua_State *L) {
   if (method) H.api->easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
   if (method && strcmp(method, "HEAD") == 0) H.api->easy_setopt(e, CURLOPT_NOBODY, 1L);
   if (otel_on && t->root->trace.set && !start_span(L, op, t, method, url)) {
-    op->vm = NULL; /* not in the vm's list yet */
-    op_free(op);
+    op_free(op); /* not in the vm's list yet */
     return luaL_error(L, "mcp.http: out of memory");
   }
 
   if (op->headers) H.api->easy_setopt(e, CURLOPT_HTTPHEADER, op->headers); /* traceparent added */
-  op->next = v->https;
-  if (op->next) op->next->prev = op;
-  v->https = op;
+  teardown_add(&v->on_end, &op->held, abort_with_generation);
   if (!curl_loop_add(H.curl, &op->transfer)) {
     op_free(op);
     return misuse(L, "mcp.http: libcurl refused the request");
@@ -808,18 +816,4 @@ int lua_http_request(lua_State *L) {
   lua_replace(L, 2);
   lua_settop(L, 2);
   return task_wait_op(L, t, &op->op, http_continue);
-}
-
-void lua_http_abort_all(vm *v) {
-  while (v->https) {
-    http_op *op = v->https;
-    /* The task is being freed with its generation: it will not be resumed. */
-    op->task = NULL;
-    op_free(op);
-  }
-}
-
-void lua_http_shutdown(void) {
-  curl_loop_close(H.curl);
-  H.curl = NULL;
 }

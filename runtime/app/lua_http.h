@@ -9,9 +9,5 @@
 
 /* core.http_request(options): yields until the response, or fails. */
 int lua_http_request(lua_State *L);
-/* Stop every transfer the generation still runs (it is being freed). */
-void lua_http_abort_all(vm *v);
-/* The process is ending: let libcurl close its connections. */
-void lua_http_shutdown(void);
 
 #endif

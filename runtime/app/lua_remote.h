@@ -11,12 +11,8 @@
 
 /* package.preload["luamcp.remote"] of a generation (upvalue 1: its vm). */
 int luaopen_luamcp_remote(lua_State *L);
-/* The generation v has been freed (its Lua state is closed): it holds
- * none of its connections any more (one nobody holds is closed, or kept
- * a while for the next generation when it has a key). */
-void lua_remote_release_vm(vm *v);
-/* The server stops: close every connection now (children killed, HTTP
- * transfers stopped); the memory goes in the handles' close callbacks. */
-void lua_remote_stop_all(lua_app *app);
+/* What it holds is let go through the teardown lists (app/teardown.h): a
+ * generation's hold on a connection when the generation is freed, every
+ * connection when the app stops. */
 
 #endif

@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 #include <lauxlib.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,10 +50,12 @@ typedef struct mem_entry {
   uint64_t expires_ms; /* uv_hrtime in ms; 0: never */
 } mem_entry;
 
-/* Owner: the lua_app (app->store), freed by lua_store_free at app_stop. */
+/* Owner: the lua_app (app->store), freed when it stops (app->on_stop). */
 typedef struct store_mem {
   strmap map;
   unsigned writes;
+  lua_app *app;
+  teardown freed_with_app; /* in app->on_stop */
 } store_mem;
 
 static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
@@ -77,9 +80,10 @@ static void sweep(store_mem *m) {
   }
 }
 
-void lua_store_free(lua_app *app) {
-  store_mem *m = app->store;
-  if (!m) return;
+/* app->on_stop: the server stops. */
+static void store_free(teardown *entry) {
+  store_mem *m = (store_mem *)((char *)entry - offsetof(store_mem, freed_with_app));
+  lua_app *app = m->app;
   for (size_t b = 0; b < m->map.bucket_count; b++)
     for (strmap_entry *e = m->map.buckets[b]; e; e = e->next) entry_free(e->value);
   strmap_free(&m->map);
@@ -91,7 +95,10 @@ static store_mem *mem_of(lua_State *L, vm *v) {
   if (!v->app) luaL_error(L, "mcp.store is not available here");
   if (!v->app->store) {
     store_mem *m = calloc(1, sizeof *m);
+    if (!m) luaL_error(L, "mcp.store: out of memory");
     strmap_init(&m->map);
+    m->app = v->app;
+    teardown_add(&v->app->on_stop, &m->freed_with_app, store_free);
     v->app->store = m;
   }
   return v->app->store;

@@ -8,7 +8,5 @@
 
 /* Add the store table to the mcp.core module at module_idx. */
 void lua_store_register(lua_State *L, int module_idx);
-/* Free the in-process store (app_stop). */
-void lua_store_free(lua_app *app);
 
 #endif

@@ -17,9 +17,12 @@
  * hook lets the loop run one turn (server.nested_poll) so a cancellation
  * sent meanwhile is seen and reported progress is flushed; anything that
  * would run Lua during that turn is queued until the handler stops.
+ *
+ * This file is a task's life: made, resumed, answered, cancelled, freed.
+ * What a task waits on is task_wait.c's, and ctx (the task's face for the
+ * scripts) is task_ctx.c's; both call in here, never the other way.
  */
 #include <lauxlib.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,35 +38,8 @@
 #include "app/lua_json.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
+#include "app/task_internal.h"
 #include "app/watchdog.h"
-
-#define CTX_MT "mcp.Context"
-#define TASK_HANDLE_MT "mcp.Task"
-
-/* The ctx userdata a handler receives. Owner: Lua's GC; the root task
- * points at it and clears `task` when it ends, so a ctx kept past its
- * request fails cleanly instead of touching freed memory; and when the GC
- * takes it first (the handler returned), its __gc clears the task's
- * pointer. */
-typedef struct ctx_handle {
-  task *task;
-} ctx_handle;
-
-typedef enum handle_state { HANDLE_RUNNING, HANDLE_FINISHED, HANDLE_CANCELLED } handle_state;
-
-/* What mcp.spawn returns. Owner: Lua's GC. While the task runs, the task
- * keeps the handle alive (handle_ref); once it has finished, the handle
- * keeps the finished coroutine, whose stack holds the results (results_ref),
- * until they are collected by wait() or the handle is garbage. */
-typedef struct task_handle {
-  task *task;
-  handle_state state;
-  bool ok;
-  int nresults;
-  lua_State *results_co;
-  int results_ref;
-  vm *vm;
-} task_handle;
 
 static void task_free(task *t);
 static void collect_big_garbage(vm *v);
@@ -144,7 +120,7 @@ static void on_timer_closed(uv_handle_t *h) {
 
 /* Stop waiting for the client's reply, and tell the client we no longer
  * need it. */
-static void cancel_client_request(task *t) {
+void task_cancel_client_request(task *t) {
   session *s = t->client_session;
   t->client_session = NULL;
   if (!s) return;
@@ -157,7 +133,13 @@ static void cancel_client_request(task *t) {
   }
 }
 
-static void end_client_span(task *t, const char *error_type);
+/* The span of a request to the client ends (error_type NULL: answered). */
+void task_end_client_span(task *t, const char *error_type) {
+  otel_span *s = t->client_span;
+  t->client_span = NULL;
+  if (error_type) otel_span_fail(s, error_type, NULL);
+  otel_span_end(s);
+}
 
 /* Disarm whatever the task waits for, so nothing resumes it. */
 static void stop_waiting(task *t) {
@@ -165,8 +147,8 @@ static void stop_waiting(task *t) {
     case TASK_WAIT_TIMER: uv_timer_stop(&t->timer); break;
     case TASK_WAIT_CLIENT:
       uv_timer_stop(&t->timer);
-      cancel_client_request(t);
-      if (t->client_span) end_client_span(t, "cancelled");
+      task_cancel_client_request(t);
+      if (t->client_span) task_end_client_span(t, "cancelled");
       break;
     case TASK_WAIT_OP:
       if (t->wait_op) t->wait_op->cancel(t->wait_op);
@@ -282,7 +264,7 @@ static int new_thread(lua_State *L) {
   return 1;
 }
 
-static task *task_new(vm *v, task *root) {
+task *task_new(vm *v, task *root) {
   lua_State *L = v->L;
   task *t = calloc(1, sizeof *t);
   if (v->idle_count > 0) {
@@ -413,13 +395,13 @@ void task_orphan_leases(vm *v) {
 
 /* Does the root still owe an answer (to its call, or to the MCP task its
  * call became)? */
-static bool has_destination(const task *root) { return root->call || root->job; }
+bool task_has_destination(const task *root) { return root->call || root->job; }
 
 static const char *answer_method(const task *t) { return t->call ? t->call->method : t->job ? t->job->method : "?"; }
 
 /* What log lines call a request: "tool add" for a tools/call (the author
  * knows their tools, not the method), else its method. */
-static const char *answer_subject(const task *t, char *out, size_t cap) {
+const char *task_answer_subject(const task *t, char *out, size_t cap) {
   const task *root = t->root ? t->root : t;
   if (root->tool) {
     snprintf(out, cap, "tool %s", root->tool);
@@ -430,7 +412,7 @@ static const char *answer_subject(const task *t, char *out, size_t cap) {
 
 /* The root's outcome goes to its call (which answering frees) or to its
  * job; either way the root owes nothing afterwards. */
-static void answer(task *t, bool ok, const char *json, size_t len, int code, const char *message) {
+void task_answer(task *t, bool ok, const char *json, size_t len, int code, const char *message) {
   call *c = t->call;
   job *j = t->job;
   t->call = NULL;
@@ -453,7 +435,7 @@ static void answer(task *t, bool ok, const char *json, size_t len, int code, con
   }
 }
 
-static void answer_result(task *t, const char *json, size_t len) { answer(t, true, json, len, 0, NULL); }
+static void answer_result(task *t, const char *json, size_t len) { task_answer(t, true, json, len, 0, NULL); }
 
 /* A result in pieces: to the call as it is, to a job as one text. */
 static void answer_chain(task *t, const chain *result) {
@@ -471,7 +453,7 @@ static void answer_chain(task *t, const chain *result) {
 }
 
 static void answer_error(task *t, int code, const char *message, const char *data_json, size_t data_len) {
-  answer(t, false, data_json, data_len, code, message);
+  task_answer(t, false, data_json, data_len, code, message);
 }
 
 /* The caller lacks the scopes a primitive needs: the call is refused with
@@ -537,7 +519,7 @@ static void fail_with_error(lua_State *co, task *t) {
     message = raised.data;
   }
   char subject[160];
-  log_write(LOG_ERROR, "%s failed: %s", answer_subject(t, subject, sizeof subject), message);
+  log_write(LOG_ERROR, "%s failed: %s", task_answer_subject(t, subject, sizeof subject), message);
   buf text = BUF_INIT;
   buf_printf(&text, "Internal error: %s", message);
   answer_error(t, JSONRPC_INTERNAL_ERROR, text.data, NULL, 0);
@@ -568,12 +550,12 @@ static void answer_problem(task *t, const char *what, const char *detail) {
 /* The root's deadline passed: answer with an error naming the limit and
  * stop everything it started. */
 static void answer_timeout(task *t) {
-  if (has_destination(t)) {
+  if (task_has_destination(t)) {
     if (t->call) call_set_outcome(t->call, CALL_TIMEOUT);
     char limit[96];
     snprintf(limit, sizeof limit, "%d ms", t->timeout_ms);
     char subject[160];
-    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", answer_subject(t, subject, sizeof subject), limit);
+    log_write(LOG_WARNING, "%s: stopped at its time limit (%s)", task_answer_subject(t, subject, sizeof subject), limit);
     answer_problem(t, "stopped: the call exceeded its time limit of ", limit);
   }
   task_free(t);
@@ -583,7 +565,7 @@ static void answer_timeout(task *t) {
  * status. */
 static void finish_root(task *t, int status, bool stray_yield) {
   lua_State *co = t->co;
-  if (!has_destination(t)) {
+  if (!task_has_destination(t)) {
     /* Answered before its handler ran (plan_job refused the call). */
     task_free(t);
     return;
@@ -597,7 +579,7 @@ static void finish_root(task *t, int status, bool stray_yield) {
         "a handler yielded to luamcp with coroutine.yield; yield only inside coroutines you create, and use "
         "mcp.sleep and the ctx methods to wait";
     char subject[160];
-    log_write(LOG_ERROR, "%s: %s", answer_subject(t, subject, sizeof subject), message);
+    log_write(LOG_ERROR, "%s: %s", task_answer_subject(t, subject, sizeof subject), message);
     answer_problem(t, message, "");
   } else if (status != LUA_OK) {
     fail_with_error(co, t);
@@ -630,7 +612,7 @@ static void finish_root(task *t, int status, bool stray_yield) {
       chain_lease_drop(out.lease);
     } else {
       char subject[160];
-      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", answer_subject(t, subject, sizeof subject),
+      log_write(LOG_ERROR, "%s: the result could not be encoded as JSON: %s", task_answer_subject(t, subject, sizeof subject),
                 err);
       answer_problem(t, "the result cannot be sent as JSON: ", err);
     }
@@ -667,7 +649,7 @@ static void finish_child(task *t, int status, int nres) {
 static void on_deadline(uv_timer_t *timer) {
   task *t = timer->data;
   t->deadline_armed = false;
-  if (!has_destination(t) || t->cancelled) return;
+  if (!task_has_destination(t) || t->cancelled) return;
   t->timed_out = true;
   if (t->running) return; /* the hook will stop it */
   if (t->vm->srv->nested_poll > 0 || t->vm->running) {
@@ -718,7 +700,7 @@ void task_resume(task *t, int nargs) {
   } else if (status == LUA_YIELD && t->wait != TASK_NOT_WAITING) {
     lua_pop(t->co, nres);
     task *root = t->root;
-    if (root->deadline_ns && !root->deadline_armed && has_destination(root)) {
+    if (root->deadline_ns && !root->deadline_armed && task_has_destination(root)) {
       /* Waiting now: the deadline needs a timer, not just the hook. */
       uint64_t now = uv_hrtime();
       uint64_t left_ms = root->deadline_ns > now ? (root->deadline_ns - now) / 1000000 + 1 : 0;
@@ -1092,7 +1074,7 @@ static int task_entry(lua_State *co) {
     return 0;
   }
   if (!plan_job(t, &plan, lua_isnil(co, -1))) return 0;
-  if (plan.timeout_ms > 0 && (has_destination(t) && (t->call || plan.own_timeout))) {
+  if (plan.timeout_ms > 0 && (task_has_destination(t) && (t->call || plan.own_timeout))) {
     t->timeout_ms = plan.timeout_ms;
     t->deadline_ns = uv_hrtime() + (uint64_t)plan.timeout_ms * 1000000u;
   }
@@ -1115,911 +1097,4 @@ void task_start_call(vm *v, call *c, const json_value *params) {
   lua_pushcfunction(t->co, task_entry);
   lua_pushlightuserdata(t->co, (void *)params);
   task_resume(t, 1);
-}
-
-/* ---- Waiting ----------------------------------------------------------- */
-
-/* The first frame of the scripts above the library's (the permission
- * doors wrap mcp.exec and mcp.fs): where a misuse error points. */
-static int script_level(lua_State *co) {
-  lua_Debug ar;
-  for (int level = 1; lua_getstack(co, level, &ar); level++) {
-    if (!lua_getinfo(co, "S", &ar)) break;
-    if (strcmp(ar.what, "C") != 0 && strncmp(ar.source, "@[luamcp]", 9) != 0 && strncmp(ar.source, "=[luamcp]", 9) != 0)
-      return level;
-  }
-  return 1;
-}
-
-task *task_check(lua_State *co, const char *what) {
-  task *t = task_of(co);
-  if (!t) {
-    luaL_where(co, script_level(co));
-    lua_pushfstring(co, "%s can only be called while handling a request, from the handler's own coroutine (use "
-                        "mcp.spawn for concurrent work)",
-                    what);
-    lua_concat(co, 2);
-    lua_error(co);
-  }
-  return t;
-}
-
-static void on_sleep_done(uv_timer_t *timer) {
-  task *t = timer->data;
-  if (t->wait == TASK_WAIT_TIMER) task_resume(t, 0);
-}
-
-int task_lua_sleep(lua_State *co) {
-  lua_Number ms = luaL_checknumber(co, 1);
-  task *t = task_check(co, "mcp.sleep");
-  if (!(ms > 0)) ms = 0;
-  if (ms > 1e12) ms = 1e12;
-  if (!t->timer_initialized) {
-    uv_timer_init(t->vm->loop, &t->timer);
-    t->timer_initialized = true;
-  }
-  t->timer.data = t;
-  uv_timer_start(&t->timer, on_sleep_done, (uint64_t)ms, 0);
-  t->wait = TASK_WAIT_TIMER;
-  return lua_yield(co, 0);
-}
-
-int task_wait_op(lua_State *co, task *t, task_op *op, lua_KFunction k) {
-  t->wait = TASK_WAIT_OP;
-  t->wait_op = op;
-  return lua_yieldk(co, 0, 0, k);
-}
-
-/* ---- mcp.spawn and task handles ---------------------------------------- */
-
-static task_handle *check_handle(lua_State *L) { return luaL_checkudata(L, 1, TASK_HANDLE_MT); }
-
-static int handle_gc(lua_State *L) {
-  task_handle *h = check_handle(L);
-  if (h->results_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, h->results_ref);
-  h->results_ref = LUA_NOREF;
-  return 0;
-}
-
-/* Return the finished task's results, or raise its error. */
-static int handle_results(lua_State *L, task_handle *h) {
-  if (h->state == HANDLE_CANCELLED) return luaL_error(L, "the task was cancelled before it finished");
-  if (h->results_ref == LUA_NOREF) return luaL_error(L, "this task's results were already taken by wait()");
-  lua_State *from = h->results_co;
-  int n = h->nresults;
-  luaL_checkstack(L, n + 1, "too many results");
-  lua_xmove(from, L, n);
-  luaL_unref(L, LUA_REGISTRYINDEX, h->results_ref);
-  h->results_ref = LUA_NOREF;
-  if (!h->ok) return lua_error(L);
-  return n;
-}
-
-static int handle_wait_continue(lua_State *L, int status, lua_KContext k) {
-  (void)status;
-  (void)k;
-  lua_settop(L, 1);
-  task_handle *h = check_handle(L);
-  if (h->state == HANDLE_RUNNING) return luaL_error(L, "the task is still running");
-  return handle_results(L, h);
-}
-
-/* handle:wait() -> what the task returned (raises what it raised). */
-static int handle_wait(lua_State *L) {
-  task_handle *h = check_handle(L);
-  lua_settop(L, 1);
-  if (h->state != HANDLE_RUNNING) return handle_results(L, h);
-  task *self = task_check(L, "wait");
-  if (h->task == self) return luaL_error(L, "a task cannot wait for itself");
-  if (h->task->waiter) return luaL_error(L, "another task is already waiting for this one");
-  h->task->waiter = self;
-  self->wait = TASK_WAIT_TASK;
-  return lua_yieldk(L, 0, 0, handle_wait_continue);
-}
-
-static int handle_cancel(lua_State *L) {
-  task_handle *h = check_handle(L);
-  if (h->state == HANDLE_RUNNING && h->task) task_cancel(h->task);
-  return 0;
-}
-
-static int handle_done(lua_State *L) {
-  lua_pushboolean(L, check_handle(L)->state != HANDLE_RUNNING);
-  return 1;
-}
-
-void task_register_handle(lua_State *L) {
-  static const luaL_Reg methods[] = {
-      {"wait", handle_wait}, {"cancel", handle_cancel}, {"done", handle_done}, {NULL, NULL}};
-  luaL_newmetatable(L, TASK_HANDLE_MT);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, handle_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-}
-
-/* mcp.spawn(fn, ...) -> handle: run fn(...) as a task of the current call,
- * concurrently with it. It starts at once and runs until it first waits. */
-int task_lua_spawn(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  task *parent = task_check(L, "mcp.spawn");
-  vm *v = parent->vm;
-  int nargs = lua_gettop(L) - 1;
-  task_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
-  memset(h, 0, sizeof *h);
-  h->results_ref = LUA_NOREF;
-  h->vm = v;
-  luaL_setmetatable(L, TASK_HANDLE_MT);
-  task *t = task_new(v, parent->root);
-  if (!t) return luaL_error(L, "not enough memory");
-  h->task = t;
-  t->handle = h;
-  lua_pushvalue(L, -1);
-  t->handle_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  /* Move fn and its arguments to the new coroutine, keeping the handle. */
-  luaL_checkstack(t->co, nargs + 1, "too many arguments");
-  lua_rotate(L, 1, 1); /* handle fn args... */
-  lua_pushvalue(L, 2);
-  lua_xmove(L, t->co, 1);
-  for (int i = 0; i < nargs; i++) {
-    lua_pushvalue(L, 3 + i);
-    lua_xmove(L, t->co, 1);
-  }
-  lua_settop(L, 1);
-  task_resume(t, nargs);
-  return 1;
-}
-
-/* ---- Requests to the client (sampling, elicitation, roots) ------------- */
-
-/* How a wait for the client ended, passed to the continuation. The reply
- * travels as JSON text: it is converted in protected mode, and it may have
- * to wait in the deferred queue after its message was freed. */
-enum { REPLY_RESULT = 1, REPLY_ERROR, REPLY_SESSION_ENDED, REPLY_TIMEOUT };
-
-/* The span of a request to the client ends (error_type NULL: answered). */
-static void end_client_span(task *t, const char *error_type) {
-  otel_span *s = t->client_span;
-  t->client_span = NULL;
-  if (error_type) otel_span_fail(s, error_type, NULL);
-  otel_span_end(s);
-}
-
-/* A request to the client, as a client span under the call's (the
- * semantic conventions' "server initiates the operation"). */
-static void start_client_span(task *t, session *s, const char *method) {
-  t->client_span = otel_span_start(method, OTEL_KIND_CLIENT, &t->root->trace);
-  otel_attr_str(t->client_span, "mcp.method.name", method);
-  otel_attr_str(t->client_span, "mcp.session.id", s->name);
-}
-
-/* params (a JSON object with no _meta of its own) with _meta.traceparent
- * naming the client span: the client's work joins the trace. */
-static void add_traceparent(task *t, buf *params) {
-  if (params->len < 2 || params->data[0] != '{') return;
-  otel_ids ids;
-  otel_span_ids(t->client_span, &ids);
-  char tp[TRACEPARENT_LEN + 1];
-  otel_traceparent(&ids, tp);
-  buf out = BUF_INIT;
-  buf_printf(&out, "{\"_meta\":{\"traceparent\":\"%s\"}", tp);
-  if (params->len > 2) buf_putc(&out, ',');
-  buf_append(&out, params->data + 1, params->len - 1);
-  buf_free(params);
-  *params = out;
-}
-
-static void resume_client_wait(task *t, int how, const json_value *value) {
-  t->client_session = NULL;
-  if (t->client_span) end_client_span(t, how == REPLY_RESULT ? NULL : how == REPLY_ERROR ? "client_error"
-                                                                    : how == REPLY_TIMEOUT ? "timeout"
-                                                                                           : "session_ended");
-  uv_timer_stop(&t->timer);
-  lua_pushinteger(t->co, how);
-  if (value) {
-    buf text = BUF_INIT;
-    json_write_value(&text, value);
-    lua_pushlstring(t->co, text.data, text.len);
-    buf_free(&text);
-  } else {
-    lua_pushnil(t->co);
-  }
-  task_resume(t, 2);
-}
-
-/* The client answered (result or error), or the session closed (neither). */
-static void on_client_reply(void *data, const json_value *result, const json_value *error) {
-  task *t = data;
-  if (t->wait != TASK_WAIT_CLIENT) return;
-  if (result) resume_client_wait(t, REPLY_RESULT, result);
-  else if (error) resume_client_wait(t, REPLY_ERROR, error);
-  else resume_client_wait(t, REPLY_SESSION_ENDED, NULL);
-}
-
-static void on_client_timeout(uv_timer_t *timer) {
-  task *t = timer->data;
-  if (t->wait != TASK_WAIT_CLIENT) return;
-  cancel_client_request(t);
-  resume_client_wait(t, REPLY_TIMEOUT, NULL);
-}
-
-/* After the reply: return the result, or raise what went wrong. The method
- * name is in slot 2 of the original call. */
-static int client_request_continue(lua_State *co, int status, lua_KContext k) {
-  (void)status;
-  (void)k;
-  const char *method = lua_tostring(co, 2);
-  int how = (int)lua_tointeger(co, -2);
-  size_t n = 0;
-  const char *text = lua_tolstring(co, -1, &n);
-  json_doc *doc = text ? json_parse(text, n, MAX_JSON_DEPTH, NULL) : NULL;
-  const json_value *value = doc ? json_doc_root(doc) : NULL;
-  switch (how) {
-    case REPLY_RESULT:
-      if (!value) break;
-      lua_pop(co, 2);
-      ljson_push(co, value);
-      json_doc_free(doc);
-      return 1;
-    case REPLY_ERROR: {
-      const json_value *code = json_object_get(value, "code"), *message = json_object_get(value, "message");
-      lua_pushfstring(co, "%s failed: the client answered with error %d: %s", method,
-                      code && code->type == JSON_INTEGER ? (int)code->u.integer : 0,
-                      message && message->type == JSON_STRING ? message->u.string : "(no message)");
-      json_doc_free(doc);
-      return lua_error(co);
-    }
-    case REPLY_TIMEOUT:
-      json_doc_free(doc);
-      lua_pushfstring(co, "%s failed: the client did not answer within %d ms", method,
-                      task_of(co)->vm->srv->opts.client_timeout_ms);
-      return lua_error(co);
-    default: break;
-  }
-  json_doc_free(doc);
-  /* No position prefix: the message is about the client, not a line here. */
-  lua_pushfstring(co, "%s failed: the session ended", method);
-  return lua_error(co);
-}
-
-/* ---- ctx --------------------------------------------------------------- */
-
-static ctx_handle *check_ctx(lua_State *L) { return luaL_checkudata(L, 1, CTX_MT); }
-
-/* The root task behind a ctx, still owing an answer (to its call or to
- * the MCP task its call became), or a Lua error if its request has ended. */
-static task *ctx_root(lua_State *L) {
-  ctx_handle *h = check_ctx(L);
-  if (!h->task || !has_destination(h->task) || h->task->cancelled)
-    luaL_error(L, "this request has already ended; ctx is only valid during it");
-  return h->task;
-}
-
-/* The live call behind a ctx: for what only a request in progress has (its
- * stream, its headers, sending the client a request). */
-static call *ctx_call(lua_State *L) {
-  task *root = ctx_root(L);
-  if (!root->call) luaL_error(L, "this call became a task (its request was answered); this ctx method needs the request");
-  return root->call;
-}
-
-/* ctx:_request(method, params): send a request to the client on the call's
- * stream and wait for its answer. */
-static int ctx_request(lua_State *L) {
-  call *c = ctx_call(L);
-  const char *method = luaL_checkstring(L, 2);
-  luaL_checktype(L, 3, LUA_TTABLE);
-  task *t = task_check(L, "ctx:_request");
-  buf params = BUF_INIT;
-  char err[160];
-  if (!ljson_encode(L, 3, &params, err, sizeof err)) {
-    buf_free(&params);
-    return luaL_error(L, "%s: %s", method, err);
-  }
-  if (otel_on && t->root->trace.set) {
-    start_client_span(t, c->session, method);
-    if (lua_getfield(L, 3, "_meta") == LUA_TNIL) add_traceparent(t, &params);
-  }
-  lua_settop(L, 2);
-  t->client_session = c->session;
-  t->wait = TASK_WAIT_CLIENT;
-  t->client_request_id = session_request(c->session, c, method, params.data, params.len, on_client_reply, t);
-  buf_free(&params);
-  if (t->client_span) otel_attr_int(t->client_span, "jsonrpc.request.id", t->client_request_id);
-  if (!t->timer_initialized) {
-    uv_timer_init(t->vm->loop, &t->timer);
-    t->timer_initialized = true;
-  }
-  t->timer.data = t;
-  uv_timer_start(&t->timer, on_client_timeout, (uint64_t)t->vm->srv->opts.client_timeout_ms, 0);
-  return lua_yieldk(L, 0, 0, client_request_continue);
-}
-
-/* ctx:_finish(result): answer the call now with result (a 2026-07-28
- * input_required result) and end the handler where it stands: its
- * coroutine is closed, never resumed (its to-be-closed variables run), as
- * if cancelled. The retry runs it again from the start. */
-static int ctx_finish(lua_State *L) {
-  call *c = ctx_call(L);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  task *t = task_check(L, "ctx:_finish");
-  if (t != t->root || t->call != c)
-    return luaL_error(L, "in a 2026-07-28 request, ask the client from the handler itself, not from a task it spawned");
-  buf out = BUF_INIT;
-  char err[160];
-  if (!ljson_encode(L, 2, &out, err, sizeof err)) {
-    buf_free(&out);
-    return luaL_error(L, "input_required result: %s", err);
-  }
-  t->call = NULL;
-  c->app_data = NULL;
-  call_respond(c, out.data, out.len);
-  buf_free(&out);
-  task_cancel(t); /* running: freed when lua_resume returns */
-  return lua_yield(L, 0);
-}
-
-/* ---- Questions inside an MCP task ------------------------------------- */
-
-/* After the answers came: {key = answer, ...} for the questions in slot 2;
- * or, if they did not come in time, an error naming them. */
-static int task_ask_continue(lua_State *co, int status, lua_KContext k) {
-  (void)status;
-  (void)k;
-  task *t = task_of(co);
-  job *j = t->root->job;
-  if (!j) return luaL_error(co, "this task has ended");
-  lua_settop(co, 2);
-  if (t->input_timed_out) {
-    t->input_timed_out = false;
-    luaL_Buffer b;
-    luaL_buffinit(co, &b);
-    lua_Integer n = luaL_len(co, 2);
-    for (lua_Integer i = 1; i <= n; i++) {
-      lua_geti(co, 2, i);
-      lua_getfield(co, -1, "method");
-      lua_getfield(co, -2, "key");
-      lua_pushfstring(co, "%s%s (%s)", i > 1 ? ", " : "", lua_tostring(co, -2) ? lua_tostring(co, -2) : "?",
-                      lua_tostring(co, -1) ? lua_tostring(co, -1) : "?");
-      lua_replace(co, -4);
-      lua_pop(co, 2);
-      luaL_addvalue(&b);
-    }
-    luaL_pushresult(&b);
-    /* A JSON-RPC error (the library passes those through), so that the
-     * task fails, rather than completing with a tool error, unless the
-     * handler catches it. */
-    lua_createtable(co, 0, 2);
-    lua_pushinteger(co, JSONRPC_INTERNAL_ERROR);
-    lua_setfield(co, -2, "code");
-    lua_pushfstring(co, "%s failed: the client did not answer within %d ms (--client-timeout)", lua_tostring(co, -2),
-                    t->vm->srv->opts.client_timeout_ms);
-    lua_setfield(co, -2, "message");
-    luaL_setmetatable(co, VM_RPC_ERROR_MT);
-    return lua_error(co);
-  }
-  lua_newtable(co);
-  lua_Integer n = luaL_len(co, 2);
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(co, 2, i);
-    lua_getfield(co, -1, "key");
-    const char *key = lua_tostring(co, -1);
-    const char *answer = key ? job_answer(j, key) : NULL;
-    json_doc *doc = answer ? json_parse(answer, strlen(answer), MAX_JSON_DEPTH, NULL) : NULL;
-    if (doc) {
-      ljson_push(co, json_doc_root(doc));
-      json_doc_free(doc);
-      lua_setfield(co, 3, key);
-    }
-    lua_pop(co, 2);
-  }
-  return 1;
-}
-
-/* --client-timeout passed with questions of t unanswered: they are no
- * longer outstanding, and its continuation raises. */
-static void on_input_timeout(uv_timer_t *timer) {
-  task *t = timer->data;
-  if (t->wait != TASK_WAIT_INPUT || t->in_deferred) return;
-  job *j = t->root->job;
-  if (j) {
-    job_abandon(t->vm->srv, j, t);
-    server_job_changed(t->vm->srv, j);
-  }
-  t->input_timed_out = true;
-  t->wait = TASK_NOT_WAITING;
-  task_resume(t, 0);
-}
-
-/* ctx:_task_ask({{key, method, params}, ...}): in a call that became an MCP
- * task, ask the client through the task (its inputRequests, answered with
- * tasks/update) and wait for every answer. Any task of the call may ask;
- * each question's key must be new in this task. */
-static int ctx_task_ask(lua_State *L) {
-  task *root = ctx_root(L);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  job *j = root->job;
-  if (!j) return luaL_error(L, "ctx:_task_ask: this call is not a task");
-  task *t = task_check(L, "ctx:_task_ask");
-  server *srv = t->vm->srv;
-  lua_settop(L, 2);
-  lua_Integer n = luaL_len(L, 2);
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(L, 2, i);
-    lua_getfield(L, -1, "key");
-    const char *key = lua_tostring(L, -1);
-    if (!key) return luaL_error(L, "ctx: a question needs a string key");
-    buf req = BUF_INIT;
-    char err[160];
-    buf_puts(&req, "{\"method\":");
-    lua_getfield(L, -2, "method");
-    size_t mlen;
-    const char *method = lua_tolstring(L, -1, &mlen);
-    json_write_string(&req, method ? method : "", method ? mlen : 0);
-    lua_pop(L, 1);
-    buf_puts(&req, ",\"params\":");
-    lua_getfield(L, -2, "params");
-    bool ok = ljson_encode(L, -1, &req, err, sizeof err);
-    lua_pop(L, 1);
-    buf_putc(&req, '}');
-    if (!ok) {
-      buf_free(&req);
-      return luaL_error(L, "ctx: question %s: %s", key, err);
-    }
-    bool fresh = job_ask(srv, j, key, req.data, req.len, t);
-    buf_free(&req);
-    if (!fresh)
-      return luaL_error(L, "ctx: the question key %s was already used in this task; each question needs its own key",
-                        key);
-    lua_pop(L, 2);
-  }
-  server_job_changed(srv, j);
-  if (!job_waiting(j, t)) return task_ask_continue(L, LUA_OK, 0);
-  t->wait = TASK_WAIT_INPUT;
-  /* A client that never answers must not hold the task (and its place
-   * under --max-tasks, and its generation) for ever. */
-  if (!t->timer_initialized) {
-    uv_timer_init(t->vm->loop, &t->timer);
-    t->timer_initialized = true;
-  }
-  t->timer.data = t;
-  t->input_timed_out = false;
-  uv_timer_start(&t->timer, on_input_timeout, (uint64_t)srv->opts.client_timeout_ms, 0);
-  return lua_yieldk(L, 0, 0, task_ask_continue);
-}
-
-void task_job_answered(job *j) {
-  /* Resume every task of the job's call whose questions are all answered,
-   * one at a time: a resume may end others (or the whole call). */
-  for (;;) {
-    task *root = j->app_data, *ready = NULL;
-    if (!root) return;
-    if (root->wait == TASK_WAIT_INPUT && !job_waiting(j, root)) ready = root;
-    for (task *c = root->children; c && !ready; c = c->next_child)
-      if (c->wait == TASK_WAIT_INPUT && !job_waiting(j, c)) ready = c;
-    if (!ready) return;
-    if (ready->in_deferred) return; /* already queued: its resume comes */
-    if (ready->timer_initialized) uv_timer_stop(&ready->timer);
-    ready->wait = TASK_NOT_WAITING;
-    task_resume(ready, 0);
-  }
-}
-
-void task_job_cancel(void *work) {
-  task *root = work;
-  if (!root) return;
-  /* The job is cancelled already, and the cancel below may be put off (a
-   * handler computes): let go of it now, so that the store may drop it
-   * while the task still runs. */
-  root->job = NULL;
-  task_cancel(root);
-}
-
-/* ctx:_header(name): an Mcp-* header of the request (lower-case name), or
- * nil (always nil on stdio). */
-static int ctx_header(lua_State *L) {
-  task *root = ctx_root(L);
-  call *c = root->call;
-  const char *name = luaL_checkstring(L, 2);
-  if (!c) { /* a task: its request was answered */
-    lua_pushnil(L);
-    return 1;
-  }
-  session *s = c->session;
-  const char *value = s->transport && s->transport->request_header
-                          ? s->transport->request_header(s, c->transport_data, name)
-                          : NULL;
-  if (value) lua_pushstring(L, value);
-  else lua_pushnil(L);
-  return 1;
-}
-
-/* ctx:close_sse_stream(): on HTTP, end this request's SSE stream now; the
- * client resumes it with Last-Event-ID. Returns whether it was closed. */
-static int ctx_close_sse_stream(lua_State *L) {
-  call *c = ctx_root(L)->call;
-  if (!c) {
-    lua_pushboolean(L, false);
-    return 1;
-  }
-  session *s = c->session;
-  bool closed = s->transport && s->transport->close_stream && s->transport->close_stream(s, c);
-  lua_pushboolean(L, closed);
-  return 1;
-}
-
-static int push_json_text(lua_State *L, const char *json) {
-  if (!json) {
-    lua_pushnil(L);
-    return 1;
-  }
-  json_doc *doc = json_parse(json, strlen(json), MAX_JSON_DEPTH, NULL);
-  if (!doc) {
-    lua_pushnil(L);
-    return 1;
-  }
-  ljson_push(L, json_doc_root(doc));
-  json_doc_free(doc);
-  return 1;
-}
-
-static int ctx_log(lua_State *L) {
-  task *root = ctx_root(L);
-  call *c = root->call;
-  size_t n;
-  const char *name = luaL_checklstring(L, 2, &n);
-  int level = log_level_parse(name, n);
-  if (level < 0)
-    return luaL_argerror(L, 2, "not a log level (debug, info, notice, warning, error, critical, alert, emergency)");
-  luaL_checkany(L, 3);
-  const char *logger = luaL_optstring(L, 4, NULL);
-  buf data = BUF_INIT;
-  char err[160];
-  if (!ljson_encode(L, 3, &data, err, sizeof err)) {
-    buf_free(&data);
-    return luaL_error(L, "ctx:log: %s", err);
-  }
-  const char *text = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : data.data;
-  char subject[160];
-  log_write(level, "%s: %s", answer_subject(root, subject, sizeof subject), text);
-  if (c) {
-    session_log(c->session, c, level, logger, data.data, data.len);
-  } else if (level >= LOG_INFO && root->job) {
-    /* A task has no stream to log on: the line becomes its status. */
-    job_set_message(root->vm->srv, root->job, text, strlen(text));
-    server_job_changed(root->vm->srv, root->job);
-  }
-  buf_free(&data);
-  return 0;
-}
-
-static int ctx_progress(lua_State *L) {
-  task *root = ctx_root(L);
-  call *c = root->call;
-  lua_Number progress = luaL_checknumber(L, 2);
-  lua_Number total = luaL_optnumber(L, 3, NAN);
-  size_t n = 0;
-  const char *message = luaL_optlstring(L, 4, NULL, &n);
-  if (!c) {
-    if (!root->job) return 0; /* a task cancelled while it ran: nobody to tell */
-    /* A task's progress is its status message: "3/10: copying". */
-    buf text = BUF_INIT;
-    if (isnan(total)) buf_printf(&text, "%.14g", (double)progress);
-    else buf_printf(&text, "%.14g/%.14g", (double)progress, (double)total);
-    if (message) buf_printf(&text, ": %.*s", (int)n, message);
-    job_set_message(root->vm->srv, root->job, text.data, text.len);
-    server_job_changed(root->vm->srv, root->job);
-    buf_free(&text);
-    return 0;
-  }
-  const char *problem = call_progress(c, progress, total, message, n);
-  if (problem) return luaL_error(L, "ctx:progress: %s", problem);
-  return 0;
-}
-
-/* What a ctx says about its request: from the call while it is in
- * progress, from the MCP task it became afterwards. */
-typedef struct ctx_facts {
-  const char *method, *id, *capabilities, *client, *progress_token, *task_id;
-  const protocol_version *version;
-  bool modern;
-} ctx_facts;
-
-static bool ctx_facts_of(const ctx_handle *h, ctx_facts *f) {
-  task *t = h->task;
-  memset(f, 0, sizeof *f);
-  if (!t || t->cancelled) return false;
-  if (t->call) {
-    call *c = t->call;
-    f->method = c->method;
-    f->id = c->id.raw;
-    f->capabilities = call_client_capabilities(c);
-    f->client = call_client_info(c);
-    f->progress_token = c->progress_token;
-    f->version = c->version;
-    f->modern = c->modern;
-    return true;
-  }
-  if (t->job) {
-    job *j = t->job;
-    f->method = j->method;
-    f->id = j->request_id;
-    f->capabilities = j->client_capabilities_json;
-    f->client = j->client_info_json;
-    f->task_id = j->id;
-    f->version = j->version;
-    f->modern = true;
-    return true;
-  }
-  return false;
-}
-
-/* ---- ctx.auth -------------------------------------------------------- */
-
-static int readonly_newindex(lua_State *L) {
-  return luaL_error(L, "ctx.auth is read-only (copy what you need into a table of your own)");
-}
-
-/* The table behind a read-only view (the view's __index). */
-static void push_behind(lua_State *L) {
-  lua_getmetatable(L, 1);
-  lua_getfield(L, -1, "__index");
-}
-
-static int readonly_len(lua_State *L) {
-  push_behind(L);
-  lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
-  return 1;
-}
-
-static int readonly_next(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 2);
-  if (lua_next(L, 1)) return 2;
-  lua_pushnil(L);
-  return 1;
-}
-
-static int readonly_pairs(lua_State *L) {
-  lua_pushcfunction(L, readonly_next);
-  push_behind(L);
-  lua_remove(L, -2); /* the metatable */
-  lua_pushnil(L);
-  return 3;
-}
-
-/* Replace the table on top with a read-only view of it, its nested tables
- * first: reading, # , ipairs and pairs work; writing raises. */
-static void make_readonly(lua_State *L, int depth) {
-  luaL_checkstack(L, 6, "ctx.auth");
-  int t = lua_gettop(L);
-  if (depth < MAX_JSON_DEPTH) {
-    lua_pushnil(L);
-    while (lua_next(L, t)) {
-      if (lua_type(L, -1) == LUA_TTABLE) {
-        make_readonly(L, depth + 1);
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
-        lua_rawset(L, t); /* an existing key: next goes on */
-      } else {
-        lua_pop(L, 1);
-      }
-    }
-  }
-  lua_createtable(L, 0, 0);          /* the view */
-  lua_createtable(L, 0, 6);          /* its metatable */
-  lua_pushvalue(L, t);
-  lua_setfield(L, -2, "__index");
-  lua_pushvalue(L, t);
-  lua_setfield(L, -2, LJSON_VIEW_FIELD); /* it encodes as its table */
-  lua_pushcfunction(L, readonly_newindex);
-  lua_setfield(L, -2, "__newindex");
-  lua_pushcfunction(L, readonly_len);
-  lua_setfield(L, -2, "__len");
-  lua_pushcfunction(L, readonly_pairs);
-  lua_setfield(L, -2, "__pairs");
-  lua_pushliteral(L, "read-only");
-  lua_setfield(L, -2, "__metatable");
-  lua_setmetatable(L, -2);
-  lua_replace(L, t);
-}
-
-/* ctx.auth: who made the request (auth_identity_write_json's shape,
- * read-only), nil when nobody is authenticated. Made on first use and
- * kept in the ctx: a call that never reads it pays nothing. */
-static int push_auth(lua_State *L, const task *root) {
-  if (!root->identity) {
-    lua_pushnil(L);
-    return 1;
-  }
-  if (lua_getiuservalue(L, 1, 3) == LUA_TTABLE) return 1;
-  lua_pop(L, 1);
-  buf text = BUF_INIT;
-  auth_identity_write_json(root->identity, &text);
-  json_doc *doc = json_parse(text.data, text.len, MAX_JSON_DEPTH, NULL);
-  buf_free(&text);
-  if (!doc) {
-    lua_pushnil(L);
-    return 1;
-  }
-  ljson_push(L, json_doc_root(doc));
-  json_doc_free(doc);
-  make_readonly(L, 0);
-  lua_pushvalue(L, -1);
-  lua_setiuservalue(L, 1, 3);
-  return 1;
-}
-
-/* The task of a ctx whose caller's identity is asked for. Its task gone,
- * the caller is unknown: an error, never the answer for nobody (which
- * holds every scope), so a ctx kept past its request fails closed. */
-static task *ctx_identity_task(lua_State *L) {
-  ctx_handle *h = luaL_checkudata(L, 1, CTX_MT);
-  if (!h->task) luaL_error(L, "this request has already ended; ctx is only valid during it");
-  return h->task;
-}
-
-/* ctx:_has_scopes(required): does the caller hold every scope of required
- * (space-separated)? True when nobody is authenticated (auth.h). */
-static int ctx_has_scopes(lua_State *L) {
-  task *t = ctx_identity_task(L);
-  const char *required = luaL_checkstring(L, 2);
-  lua_pushboolean(L, auth_has_scopes(t->root->identity, required));
-  return 1;
-}
-
-/* ctx:_principal(): what the caller's requests are bound to (auth.h), ""
- * for nobody: mcp.input binds a requestState to it. */
-static int ctx_principal(lua_State *L) {
-  lua_pushstring(L, auth_principal(ctx_identity_task(L)->root->identity));
-  return 1;
-}
-
-/* ctx.trace_id: the trace of the request's span; with traces off, the
- * trace the request named (params._meta's traceparent, else the HTTP
- * header), read only when asked; else nil. */
-static int push_trace_id(lua_State *L, const task *root) {
-  char hex[TRACE_ID_HEX + 1];
-  if (root->trace.set) {
-    trace_hex(root->trace.trace_id, TRACE_ID_BYTES, hex);
-    lua_pushstring(L, hex);
-    return 1;
-  }
-  trace_context given;
-  size_t len = 0;
-  lua_getiuservalue(L, 1, 1); /* ctx.meta */
-  const char *tp = lua_istable(L, -1) && lua_getfield(L, -1, "traceparent") == LUA_TSTRING ? lua_tolstring(L, -1, &len)
-                                                                                           : NULL;
-  call *c = root->call;
-  if (!tp && c && c->session->transport && c->session->transport->request_header) {
-    tp = c->session->transport->request_header(c->session, c->transport_data, "traceparent");
-    len = tp ? strlen(tp) : 0;
-  }
-  if (!tp || !trace_parse_traceparent(tp, len, &given)) {
-    lua_pushnil(L);
-    return 1;
-  }
-  trace_hex(given.trace_id, TRACE_ID_BYTES, hex);
-  lua_pushstring(L, hex);
-  return 1;
-}
-
-static int ctx_index(lua_State *L) {
-  ctx_handle *h = check_ctx(L);
-  const char *key = luaL_checkstring(L, 2);
-  /* Methods first: they stay callable (and report a clear error) after the
-   * request ends. */
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  lua_pop(L, 1);
-  ctx_facts f;
-  bool live = ctx_facts_of(h, &f);
-  if (strcmp(key, "cancelled") == 0) {
-    lua_pushboolean(L, !live);
-    return 1;
-  }
-  if (!live) return 0;
-  if (strcmp(key, "id") == 0) return push_json_text(L, f.id);
-  if (strcmp(key, "method") == 0) {
-    lua_pushstring(L, f.method);
-    return 1;
-  }
-  if (strcmp(key, "task_id") == 0) {
-    if (f.task_id) lua_pushstring(L, f.task_id);
-    else lua_pushnil(L);
-    return 1;
-  }
-  if (strcmp(key, "protocol_version") == 0) {
-    lua_pushstring(L, f.version ? f.version->name : "");
-    return 1;
-  }
-  if (strcmp(key, "client") == 0) return push_json_text(L, f.client);
-  if (strcmp(key, "capabilities") == 0) return push_json_text(L, f.capabilities);
-  if (strcmp(key, "meta") == 0) {
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-  }
-  if (strcmp(key, "progress_token") == 0) return push_json_text(L, f.progress_token);
-  if (strcmp(key, "auth") == 0) return push_auth(L, h->task->root);
-  if (strcmp(key, "trace_id") == 0) return push_trace_id(L, h->task->root);
-  if (strcmp(key, "features") == 0) {
-    /* What the request's protocol version offers (from the one table),
-     * made on first use and kept: the library reads it on every call. */
-    if (lua_getiuservalue(L, 1, 2) == LUA_TTABLE) return 1;
-    lua_pop(L, 1);
-    const protocol_version *v = f.version;
-    lua_createtable(L, 0, 8);
-    lua_pushboolean(L, v && v->elicitation);
-    lua_setfield(L, -2, "elicitation");
-    lua_pushboolean(L, v && v->url_elicitation);
-    lua_setfield(L, -2, "url_elicitation");
-    lua_pushboolean(L, v && v->structured_output);
-    lua_setfield(L, -2, "structured_output");
-    lua_pushboolean(L, v && v->tool_errors_as_results);
-    lua_setfield(L, -2, "tool_errors_as_results");
-    lua_pushboolean(L, v && v->batches);
-    lua_setfield(L, -2, "batches");
-    lua_pushboolean(L, f.modern);
-    lua_setfield(L, -2, "modern");
-    lua_pushboolean(L, f.modern && v && v->input_required);
-    lua_setfield(L, -2, "input_required");
-    lua_pushboolean(L, v && v->not_found_invalid_params);
-    lua_setfield(L, -2, "not_found_invalid_params");
-    lua_pushvalue(L, -1);
-    lua_setiuservalue(L, 1, 2);
-    return 1;
-  }
-  return 0;
-}
-
-static int ctx_gc(lua_State *L) {
-  ctx_handle *h = check_ctx(L);
-  if (h->task) h->task->ctx = NULL;
-  h->task = NULL;
-  return 0;
-}
-
-static int ctx_tostring(lua_State *L) {
-  ctx_facts f;
-  if (!ctx_facts_of(check_ctx(L), &f)) lua_pushliteral(L, "mcp.Context(ended)");
-  else if (f.task_id) lua_pushfstring(L, "mcp.Context(%s, task %s)", f.method, f.task_id);
-  else lua_pushfstring(L, "mcp.Context(%s %s)", f.method, f.id ? f.id : "");
-  return 1;
-}
-
-int task_push_current_ctx(lua_State *L, vm *v) {
-  /* A coroutine the script made itself has no task of its own: it runs
-   * inside the resume of the task that is running. */
-  task *t = *(task **)lua_getextraspace(L);
-  if (!t) t = v->running;
-  if (!t || t->root->ctx_ref == LUA_NOREF) return 0;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, t->root->ctx_ref);
-  return 1;
-}
-
-void task_register_ctx(lua_State *L) {
-  static const luaL_Reg methods[] = {
-      {"log", ctx_log},
-      {"progress", ctx_progress},
-      {"_request", ctx_request},
-      {"_finish", ctx_finish},
-      {"_task_ask", ctx_task_ask},
-      {"_header", ctx_header},
-      {"_has_scopes", ctx_has_scopes},
-      {"_principal", ctx_principal},
-      {"close_sse_stream", ctx_close_sse_stream},
-      {NULL, NULL},
-  };
-  luaL_newmetatable(L, CTX_MT);
-  luaL_newlib(L, methods);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
-  lua_pushcclosure(L, ctx_index, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, ctx_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, ctx_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
 }

@@ -22,11 +22,8 @@
 
 #include "core/log.h"
 #include "core/luamcp_limits.h"
-#include "app/lua_http.h"
 #include "app/lua_json.h"
-#include "app/lua_remote.h"
 #include "app/lua_state.h"
-#include "app/lua_store.h"
 #include "app/bus.h"
 #include "app/confine.h"
 #include "app/lua_task.h"
@@ -483,8 +480,9 @@ void app_stop(lua_app *app) {
   free(app->auth_at_start);
   app->auth_at_start = NULL;
   app->auth_at_start_known = false;
-  lua_store_free(app);
-  lua_remote_stop_all(app); /* after the generations: their waiting tasks sent their cancellations */
-  lua_http_shutdown();
+  /* What the Lua APIs hold beyond a generation (the store, the
+   * connections, libcurl's): after the generations, whose waiting tasks
+   * sent their cancellations through those connections. */
+  teardown_run_all(&app->on_stop);
   app->loop = NULL;
 }

@@ -18,16 +18,13 @@
 #include "app/lua_bundle.h"
 #include "app/metrics.h"
 #include "app/lua_core.h"
-#include "app/lua_exec.h"
 #include "app/lua_remote.h"
-#include "app/lua_http.h"
 #include "app/lua_json.h"
 #include "app/lua_pattern.h"
 #include "app/lua_schema.h"
 #include "app/lua_task.h"
 #include "app/bus.h"
 #include "app/watchdog.h"
-#include "os/dynlib.h"
 #include "os/path.h"
 
 int luaopen_cjson(lua_State *L);
@@ -865,12 +862,11 @@ void vm_free(vm *v) {
   if (!v) return;
   task_stop_all(v); /* tasks still waiting at exit (an MCP task's question, a sleep): before their Lua state goes */
   load_free(v);      /* a load abandoned or failed midway */
-  lua_exec_kill_all(v);
-  lua_http_abort_all(v);
+  teardown_run_all(&v->on_end); /* the children and transfers its tasks waited on */
   task_orphan_leases(v);
   metrics_unwatch_gc(v->L);
   if (v->L) lua_close(v->L);
-  lua_remote_release_vm(v); /* after the state: its __gc code could still use a connection */
+  teardown_run_all(&v->on_closed); /* after the state: its __gc code could still use a connection */
   lua_schema_forget_tools(v);
   free(v->path);
   free(v->module_dir);
@@ -884,8 +880,6 @@ void vm_free(vm *v) {
   free(v->files);
   free(v);
 }
-
-bool app_can_load_shared_libraries(void) { return os_dynlib_available(); }
 
 /* ---- app_ops --------------------------------------------------------- */
 

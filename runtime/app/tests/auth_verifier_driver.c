@@ -24,13 +24,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "os/dynlib.h"
 #include "app/auth_verifier.h"
-
-/* app/curl_lib.c asks vm.c whether shared libraries load here; the
- * driver links no VM, so it answers the same way vm.c does. */
-bool app_can_load_shared_libraries(void);
-bool app_can_load_shared_libraries(void) { return os_dynlib_available(); }
 
 /* A check in flight. Owner: the list below, until its verdict or cancel. */
 typedef struct pending_check {
