@@ -2,7 +2,9 @@
  * authorization): Protected Resource Metadata (RFC 9728), the bearer token
  * of each request checked by the verifier (now, or later while the request
  * is held), and the WWW-Authenticate challenges (RFC 6750) of 401 and 403.
- * See http.h. */
+ * The token check is one of the rules every route shares (http_conn.c
+ * applies it); the metadata is an endpoint family (auth_metadata_family,
+ * see http_route.h). See http.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 #include "transport/http_util.h"
 
 #define PRM_PATH "/.well-known/oauth-protected-resource"
@@ -21,13 +24,17 @@ bool http_auth_on(const http_server *h) { return h->opts.auth.ops != NULL; }
 /* The request's path, without its query. */
 static size_t url_path_len(const http_conn *c) { return strcspn(c->url.data ? c->url.data : "", "?#"); }
 
-bool http_auth_is_metadata_path(const http_conn *c) {
-  if (!http_auth_on(c->server) || !c->url.data) return false;
+/* /.well-known/oauth-protected-resource, or that followed by the MCP path
+ * (RFC 9728), while OAuth is on. Public (any page may read it: see
+ * answer_metadata), and it needs no token. */
+static int metadata_match(const http_conn *c, unsigned *rules) {
+  if (!http_auth_on(c->server) || !c->url.data) return 0;
   size_t n = url_path_len(c), base = strlen(PRM_PATH);
-  if (n < base || strncmp(c->url.data, PRM_PATH, base) != 0) return false;
-  if (n == base) return true;
+  if (n < base || strncmp(c->url.data, PRM_PATH, base) != 0) return 0;
   const char *path = c->server->opts.path;
-  return n - base == strlen(path) && strncmp(c->url.data + base, path, n - base) == 0;
+  if (n != base && !(n - base == strlen(path) && strncmp(c->url.data + base, path, n - base) == 0)) return 0;
+  *rules = HTTP_ROUTE_PUBLIC | HTTP_ROUTE_REPORTS;
+  return 1;
 }
 
 /* This server's canonical URI: the configured one, or (allowed on loopback
@@ -118,7 +125,9 @@ static void send_unauthorized(http_conn *c, const char *error, const char *descr
   buf_free(&headers);
 }
 
-void http_auth_answer_metadata(http_conn *c) {
+/* GET/HEAD/OPTIONS on the metadata path (public, CORS for any origin). */
+static void answer_metadata(http_conn *c, int route) {
+  (void)route;
   const auth_config *a = &c->server->opts.auth;
   /* Public metadata: any page may read it (no credentials are involved). */
   const char *cors = "Access-Control-Allow-Origin: *\r\n";
@@ -265,3 +274,9 @@ void http_auth_conn_release(http_conn *c) {
   free(c->auth_resource);
   c->auth_resource = NULL;
 }
+
+const http_route_family auth_metadata_family = {
+    .name = "oauth-protected-resource",
+    .match = metadata_match,
+    .handle = answer_metadata,
+};
