@@ -267,4 +267,4 @@ fuzz: test-deps
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(wildcard build/routes/*.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(wildcard build/routes/*.d) $(ROUTES_OBJ:.o=.d)

@@ -289,20 +289,11 @@ void http_server_handle_closed(http_server *h);
 
 /* ---- http_auth.c ---------------------------------------------------- */
 
+/* OAuth's routes and its access rule are an endpoint family
+ * (auth_metadata_family, see http_route.h); the session side asks these. */
 bool http_auth_on(const http_server *h);
-/* Check the bearer token of the request on the MCP path: true when it may
- * go on (c->identity set); false when answered (401, 503) or held while
- * the verifier checks (the request is handled again with the verdict). */
-bool http_auth_request(http_conn *c);
 /* Append the 403 challenge for a call that needs the scopes required. */
 void http_auth_scope_challenge(const http_conn *c, buf *headers, const char *required);
-/* The connection or its request is going: cancel a pending check, drop
- * the identity. */
-void http_auth_conn_release(http_conn *c);
-/* The server drains: a request still waiting for its token's verdict is
- * answered 503 now (check cancelled, connection closed after), since the
- * loop may stop before the verdict. Nothing when no check is pending. */
-void http_auth_drain(http_conn *c);
 
 /* ---- http_worker.c -------------------------------------------------- */
 

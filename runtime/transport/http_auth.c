@@ -213,8 +213,13 @@ static bool apply(http_conn *c, auth_verdict *v) {
   return false;
 }
 
-bool http_auth_request(http_conn *c) {
+/* The access rule (see http_route_family.access): the request's bearer
+ * token, while OAuth is on. True when it may go on (c->identity set);
+ * false when answered (401, 503) or held while the verifier checks (the
+ * request is handled again with the verdict). */
+static bool check_request(http_conn *c) {
   const auth_config *a = &c->server->opts.auth;
+  if (!http_auth_on(c->server)) return true;
   if (c->auth_pending) return false;
   if (c->auth_answered) {
     c->auth_answered = false;
@@ -247,7 +252,10 @@ bool http_auth_request(http_conn *c) {
   return apply(c, &v);
 }
 
-void http_auth_drain(http_conn *c) {
+/* The server drains: a request still waiting for its token's verdict is
+ * answered 503 now (check cancelled, connection closed after), since the
+ * loop may stop before the verdict. Nothing when no check is pending. */
+static void drain_check(http_conn *c) {
   if (!c->auth_pending) return;
   const auth_config *a = &c->server->opts.auth;
   log_write(LOG_DEBUG, "http#%u: the server drains while its token is checked: check cancelled", c->id);
@@ -257,7 +265,9 @@ void http_auth_drain(http_conn *c) {
   conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
 }
 
-void http_auth_conn_release(http_conn *c) {
+/* The request or its connection is going: cancel a pending check, drop
+ * the identity. */
+static void release(http_conn *c) {
   if (c->auth_pending) {
     const auth_config *a = &c->server->opts.auth;
     log_write(LOG_DEBUG, "http#%u: gone while its token was being checked: check cancelled", c->id);
@@ -279,4 +289,7 @@ const http_route_family auth_metadata_family = {
     .name = "oauth-protected-resource",
     .match = metadata_match,
     .handle = answer_metadata,
+    .access = check_request,
+    .request_end = release,
+    .conn_drain = drain_check,
 };

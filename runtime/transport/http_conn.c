@@ -362,7 +362,7 @@ static void reset_request(http_conn *c) {
     *headers[i] = NULL;
   }
   buf_clear(&c->mcp_headers);
-  http_auth_conn_release(c);
+  EACH_FAMILY(f) if ((*f)->request_end) (*f)->request_end(c);
   c->family = NULL;
   c->route = 0;
   c->route_rules = 0;
@@ -699,12 +699,12 @@ static void conn_handle_request(http_conn *c) {
     conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
     return;
   }
-  /* OAuth: the bearer token first (a CORS preflight carries none). The
-   * verifier may answer later: the request is then held, and handled
-   * again from the top with its verdict. */
-  if (http_auth_on(h) && !(c->route_rules & HTTP_ROUTE_PUBLIC) && c->parser.method != HTTP_OPTIONS &&
-      !http_auth_request(c))
-    return;
+  /* The families' own rules (OAuth: the bearer token; a CORS preflight
+   * carries none). One may answer later: the request is then held, and
+   * handled again from the top. */
+  if (!(c->route_rules & HTTP_ROUTE_PUBLIC) && c->parser.method != HTTP_OPTIONS) {
+    EACH_FAMILY(a) if ((*a)->access && !(*a)->access(c)) return;
+  }
   if (f->methods && !method_listed(f->methods, http_method_str(c->parser.method))) {
     if (c->parser.method == HTTP_OPTIONS) {
       answer_preflight(c, f->methods);
@@ -1035,7 +1035,8 @@ static void conn_detach_stream(http_conn *c) {
 void conn_close_now(http_conn *c) {
   if (c->closing || c->handover_sent) return; /* a socket being handed over: its write callback closes it */
   conn_detach_stream(c);
-  http_auth_conn_release(c); /* a check still pending will not call back into a freed connection */
+  /* A check still pending (OAuth's) will not call back into a freed connection. */
+  EACH_FAMILY(f) if ((*f)->request_end) (*f)->request_end(c);
   lru_remove(c);
   c->closing = true;
   c->server->conns_closing++;
@@ -1308,7 +1309,7 @@ int http_drain(http_server *h) {
    * one whose request is still in the socket (it crossed the signal):
    * shutting that one down would drop the request unanswered. */
   for (http_conn *c = h->conns; c; c = c->next) {
-    if (!c->closing && c->auth_pending) http_auth_drain(c);
+    EACH_FAMILY(f) if (!c->closing && (*f)->conn_drain) (*f)->conn_drain(c);
     if (c->closing || c->lingering || c->handing_over || c->state == CONN_RESPONDING) continue;
     if (c->state != CONN_IDLE || c->input.len || c->deferred || bytes_waiting(c)) c->drain_owed = true;
     else conn_end(c);

@@ -59,6 +59,19 @@ typedef struct http_route_family {
    * none may (503), unless the route only reports. */
   bool (*drain_admits)(http_conn *c, int route);
 
+  /* A rule of the family's own for every route (nginx's access phase):
+   * called for each request past the drain check that is not public and
+   * not a CORS preflight (those carry no credentials). True when it may go
+   * on; false when answered, or held (the request is handled again from
+   * the top later). */
+  bool (*access)(http_conn *c);
+  /* The request is done with, or its connection is going: drop what
+   * access kept for it. */
+  void (*request_end)(http_conn *c);
+  /* http_drain, for each open connection: answer what cannot wait for
+   * the end of the drain (a request held by access). */
+  void (*conn_drain)(http_conn *c);
+
   /* For a family with state beyond one response (sessions, streams): */
   void (*server_start)(http_server *h);
   /* http_stop, before the connections close. */
