@@ -2,9 +2,9 @@
  * authorization): Protected Resource Metadata (RFC 9728), the bearer token
  * of each request checked by the verifier (now, or later while the request
  * is held), and the WWW-Authenticate challenges (RFC 6750) of 401 and 403.
- * The token check is one of the rules every route shares (http_conn.c
- * applies it); the metadata is an endpoint family (auth_metadata_family,
- * see http_route.h). See http.h. */
+ * Both are one endpoint family (auth_metadata_family, see http_route.h):
+ * the metadata its route, the token check its access rule, which the
+ * connection applies to every route that is not public. See http.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
