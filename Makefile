@@ -227,6 +227,27 @@ check-build: build/luamcp $(UNIT_TESTS)
 build/luamcp-static: $(OBJ) | deps
 	$(CC) $(CFLAGS) -static -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
 
+# luamcp with more HTTP endpoint families, linked from the objects already
+# built (spec/routes_spec.lua): make build/luamcp-routes
+# EXTRA_ROUTES="dir/x_route.c ...", each X_route.c defining X_family, which
+# joins the end of the table in runtime/transport/http_routes.c.
+EXTRA_ROUTES   ?=
+EXTRA_FAMILIES := $(patsubst %_route,%_family,$(basename $(notdir $(EXTRA_ROUTES))))
+ROUTES_OBJ     := $(patsubst %.c,build/routes/%.o,$(EXTRA_ROUTES))
+# Rebuilt when the list changes (not only when a file does).
+build/routes/families: FORCE
+	@mkdir -p $(@D)
+	@echo '$(EXTRA_FAMILIES)' | cmp -s - $@ || echo '$(EXTRA_FAMILIES)' >$@
+build/routes/http_routes.o: runtime/transport/http_routes.c build/routes/families | deps
+	$(CC) $(CFLAGS) '-DHTTP_EXTRA_ROUTE_FAMILIES(X)=$(foreach f,$(EXTRA_FAMILIES),X($(f)))' -c -o $@ $<
+build/routes/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+build/luamcp-routes: $(filter-out build/obj/transport/http_routes.o,$(OBJ)) build/routes/http_routes.o $(ROUTES_OBJ)
+	$(CC) $(CFLAGS) $(EXPORT_LUA_API) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
+.PHONY: FORCE
+FORCE:
+
 # The runtime with AddressSanitizer and UBSan, for running the specs under
 # them: make build/luamcp-asan && LUAMCP=build/luamcp-asan busted
 ASAN_OBJ := $(patsubst runtime/%.c,build/asan/%.o,$(RUNTIME_SRC)) build/asan/embedded_lua.o
@@ -246,4 +267,4 @@ fuzz: test-deps
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(wildcard build/routes/*.d) $(ROUTES_OBJ:.o=.d)

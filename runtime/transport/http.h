@@ -1,9 +1,11 @@
 /*
- * http.h - the pieces of the Streamable HTTP transport, shared by its three
+ * http.h - the pieces of the Streamable HTTP transport, shared by its
  * files and by nothing else (http_transport.h is the public side):
  *
- *   http_conn.c        TCP connections, http_parser, writing responses, the
- *                      listener and its limits
+ *   http_conn.c        TCP connections, http_parser, the rules every route
+ *                      shares, writing responses, the listener and its
+ *                      limits; requests go to the endpoint families
+ *                      (http_route.h, listed in http_routes.c)
  *   http_streamable.c  Streamable HTTP's rules: POST, GET and DELETE on the
  *                      MCP endpoint, and the HTTP state of each session
  *   http_sse.c         where a session's messages go: JSON or SSE streams,
@@ -35,6 +37,7 @@ typedef struct conn_lru {
   http_conn *oldest, *newest;
 } conn_lru;
 typedef struct http_stream http_stream;
+struct http_route_family; /* http_route.h */
 
 /* One SSE event kept for Last-Event-ID replay. Owner: the session's ring. */
 typedef struct replay_event replay_event;
@@ -80,6 +83,21 @@ struct http_stream {
   http_stream *prev, *next;
 };
 
+/* What a kind of session does differently from Streamable HTTP's: set by
+ * the family that creates it (legacy HTTP+SSE, http_legacy_sse.c), so that
+ * the session machinery never names it. Every field is required. */
+typedef struct http_session_kind {
+  /* transport_ops.send, .call_ended and .request_header for its sessions. */
+  void (*send)(http_session *hs, const session_message *m);
+  void (*call_ended)(session *s, call *cl);
+  const char *(*request_header)(const http_stream *origin, const char *name);
+  /* The connection of its standalone stream (no. 0) went. */
+  void (*stream_closed)(http_stream *st);
+  /* The once-a-second sweep, before the idle check: true when it
+   * destroyed the session. */
+  bool (*sweep)(http_session *hs);
+} http_session_kind;
+
 /* HTTP state of one MCP session. Owner: the http_server (sessions map and
  * list); freed when the session is deleted, expires, or the server stops. */
 struct http_session {
@@ -93,6 +111,7 @@ struct http_session {
    * down its standalone stream (no. 0, the GET that opened it), and the
    * session ends with that stream. */
   bool legacy;
+  const http_session_kind *kind; /* NULL: Streamable HTTP's */
   char id[HTTP_SESSION_ID_BYTES]; /* 128 random bits, hex; under --workers after "[NODE.]wK-" */
   bool registered;        /* in the map: initialize succeeded */
   uint64_t last_active_ms;
@@ -123,6 +142,11 @@ struct http_conn {
   buf url, field, value, body;
   bool in_value;
   size_t header_bytes;
+  /* The endpoint family the request is for (http_route.h), its route and
+   * the shared rules it is outside of; NULL when none claims it (404). */
+  const struct http_route_family *family;
+  int route;
+  unsigned route_rules;
   char *host, *origin, *accept, *content_type, *session_id, *protocol_version, *last_event_id, *authorization;
   /* The other Mcp-* headers (Mcp-Method, Mcp-Name, Mcp-Param-*), which a
    * 2026-07-28 request must keep in agreement with its body: "name\0value\0"
@@ -142,7 +166,7 @@ struct http_conn {
   buf input;
   bool reading_stopped;
   bool pumping;      /* conn_pump is on the stack: it carries on by itself */
-  bool handling;     /* on_later's streamable_handle_request is on the stack: never closed at once */
+  bool handling;     /* on_later's conn_handle_request is on the stack: never closed at once */
   bool peer_eof;     /* the client shut down its side: answer what it sent, then close */
   bool probing;      /* ... and we watch for a reset (a full close, not a half close) */
   bool lingering;    /* answered and shut down: discarding input until EOF (conn_end) */
@@ -243,6 +267,9 @@ void conn_send_response(http_conn *c, int status, const char *extra_headers, con
 void conn_write_status_line(http_conn *c, buf *out, int status);
 void conn_defer(http_conn *c);
 void conn_send_error(http_conn *c, int status, int code, const char *message, const char *extra_headers);
+/* The value of an Mcp-* header of the request being handled (name in lower
+ * case), or NULL. */
+const char *conn_mcp_header(const http_conn *c, const char *name);
 /* The share of the buffer budget every connection is sure of; it may use
  * more while the budget has room. */
 size_t http_conn_share(const http_server *h);
@@ -262,25 +289,11 @@ void http_server_handle_closed(http_server *h);
 
 /* ---- http_auth.c ---------------------------------------------------- */
 
+/* OAuth's routes and its access rule are an endpoint family
+ * (auth_metadata_family, see http_route.h); the session side asks these. */
 bool http_auth_on(const http_server *h);
-/* /.well-known/oauth-protected-resource, or that followed by the MCP path
- * (RFC 9728), while OAuth is on. */
-bool http_auth_is_metadata_path(const http_conn *c);
-/* Answer GET/HEAD/OPTIONS on the metadata path (public, CORS for any origin). */
-void http_auth_answer_metadata(http_conn *c);
-/* Check the bearer token of the request on the MCP path: true when it may
- * go on (c->identity set); false when answered (401, 503) or held while
- * the verifier checks (the request is handled again with the verdict). */
-bool http_auth_request(http_conn *c);
 /* Append the 403 challenge for a call that needs the scopes required. */
 void http_auth_scope_challenge(const http_conn *c, buf *headers, const char *required);
-/* The connection or its request is going: cancel a pending check, drop
- * the identity. */
-void http_auth_conn_release(http_conn *c);
-/* The server drains: a request still waiting for its token's verdict is
- * answered 503 now (check cancelled, connection closed after), since the
- * loop may stop before the verdict. Nothing when no check is pending. */
-void http_auth_drain(http_conn *c);
 
 /* ---- http_worker.c -------------------------------------------------- */
 
@@ -320,23 +333,6 @@ extern const transport_ops HTTP_SESSION_OPS;
 
 /* ---- http_streamable.c ---------------------------------------------- */
 
-/* Act on a complete request (the parser has read all of it). */
-void streamable_handle_request(http_conn *c);
-
-/* ---- http_observe.c ---------------------------------------------------- */
-
-/* A request for /healthz, /readyz or /metrics: true when the header
- * checks (check_headers) are done for it (the Host check came first; it
- * skips the Origin rule; /metrics still needs --bearer's token). */
-bool http_observe_checks_done(http_conn *c);
-/* Answer /healthz, /readyz or /metrics and return true; false for any
- * other path. */
-bool http_observe_answer(http_conn *c);
-/* The sessionless session (created by http_start, destroyed by http_stop). */
-http_session *streamable_stateless_new(http_server *h);
-/* The value of an Mcp-* header of the request being handled (name in lower
- * case), or NULL. */
-const char *conn_mcp_header(const http_conn *c, const char *name);
 void http_session_destroy(http_session *hs);
 /* A new session, not registered yet; NULL without randomness for its id. */
 http_session *http_session_create(http_server *h);
@@ -346,34 +342,11 @@ http_session *http_session_create(http_server *h);
 http_session *streamable_lookup_session(http_conn *c, bool legacy);
 /* Answer a CORS preflight on an MCP path. */
 void streamable_answer_preflight(http_conn *c);
-
-/* ---- http_legacy_sse.c ---------------------------------------------- */
-
-typedef enum legacy_sse_route {
-  LEGACY_SSE_NONE,     /* not one of its paths (or the transport is off) */
-  LEGACY_SSE_STREAM,   /* the path a GET opens a session's stream on */
-  LEGACY_SSE_MESSAGES, /* the path its POSTs go to (?session_id=ID) */
-} legacy_sse_route;
-
-legacy_sse_route legacy_sse_route_of(const http_conn *c);
-/* Headers read: a POST to the messages path names its session in the
- * query; it becomes c->session_id, so that every check (and the hand-over
- * to the owner worker) treats it as a Streamable HTTP session id. */
-void legacy_sse_take_session_id(http_conn *c);
-/* Answer a request on one of its paths (checks and auth already passed). */
-void legacy_sse_handle_request(http_conn *c);
-/* transport_ops.send for a legacy session: everything down its stream. */
-void legacy_sse_send(http_session *hs, const session_message *m);
-/* Its stream's connection went: cancel the session's calls now (the
- * session is destroyed by the next sweep, where that is safe). */
-void legacy_sse_stream_closed(http_stream *st);
-/* transport_ops.call_ended and .request_header for a legacy session's
- * calls, whose origin is their POST's (see post_message). */
-void legacy_sse_call_ended(session *s, call *cl);
-const char *legacy_sse_request_header(const http_stream *post, const char *name);
-/* The once-a-second sweep: destroys a legacy session whose stream has
- * gone (true: hs is freed), and, draining, ends the stream of one with no
- * call left. */
-bool legacy_sse_sweep(http_session *hs);
+/* A request for a session arrived while a handler computes: a
+ * cancellation for it is acted on at once (answered 202: true), and a
+ * DELETE of a Streamable HTTP session cancels its calls at once. */
+bool streamable_urgent(http_conn *c, bool legacy);
+/* While the server drains: may this request to a session go on? */
+bool streamable_drain_admits(http_conn *c);
 
 #endif

@@ -2,7 +2,9 @@
  * authorization): Protected Resource Metadata (RFC 9728), the bearer token
  * of each request checked by the verifier (now, or later while the request
  * is held), and the WWW-Authenticate challenges (RFC 6750) of 401 and 403.
- * See http.h. */
+ * Both are one endpoint family (auth_metadata_family, see http_route.h):
+ * the metadata its route, the token check its access rule, which the
+ * connection applies to every route that is not public. See http.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 #include "transport/http_util.h"
 
 #define PRM_PATH "/.well-known/oauth-protected-resource"
@@ -21,13 +24,17 @@ bool http_auth_on(const http_server *h) { return h->opts.auth.ops != NULL; }
 /* The request's path, without its query. */
 static size_t url_path_len(const http_conn *c) { return strcspn(c->url.data ? c->url.data : "", "?#"); }
 
-bool http_auth_is_metadata_path(const http_conn *c) {
-  if (!http_auth_on(c->server) || !c->url.data) return false;
+/* /.well-known/oauth-protected-resource, or that followed by the MCP path
+ * (RFC 9728), while OAuth is on. Public (any page may read it: see
+ * answer_metadata), and it needs no token. */
+static int metadata_match(const http_conn *c, unsigned *rules) {
+  if (!http_auth_on(c->server) || !c->url.data) return 0;
   size_t n = url_path_len(c), base = strlen(PRM_PATH);
-  if (n < base || strncmp(c->url.data, PRM_PATH, base) != 0) return false;
-  if (n == base) return true;
+  if (n < base || strncmp(c->url.data, PRM_PATH, base) != 0) return 0;
   const char *path = c->server->opts.path;
-  return n - base == strlen(path) && strncmp(c->url.data + base, path, n - base) == 0;
+  if (n != base && !(n - base == strlen(path) && strncmp(c->url.data + base, path, n - base) == 0)) return 0;
+  *rules = HTTP_ROUTE_PUBLIC | HTTP_ROUTE_REPORTS;
+  return 1;
 }
 
 /* This server's canonical URI: the configured one, or (allowed on loopback
@@ -118,7 +125,9 @@ static void send_unauthorized(http_conn *c, const char *error, const char *descr
   buf_free(&headers);
 }
 
-void http_auth_answer_metadata(http_conn *c) {
+/* GET/HEAD/OPTIONS on the metadata path (public, CORS for any origin). */
+static void answer_metadata(http_conn *c, int route) {
+  (void)route;
   const auth_config *a = &c->server->opts.auth;
   /* Public metadata: any page may read it (no credentials are involved). */
   const char *cors = "Access-Control-Allow-Origin: *\r\n";
@@ -204,8 +213,13 @@ static bool apply(http_conn *c, auth_verdict *v) {
   return false;
 }
 
-bool http_auth_request(http_conn *c) {
+/* The access rule (see http_route_family.access): the request's bearer
+ * token, while OAuth is on. True when it may go on (c->identity set);
+ * false when answered (401, 503) or held while the verifier checks (the
+ * request is handled again with the verdict). */
+static bool check_request(http_conn *c) {
   const auth_config *a = &c->server->opts.auth;
+  if (!http_auth_on(c->server)) return true;
   if (c->auth_pending) return false;
   if (c->auth_answered) {
     c->auth_answered = false;
@@ -238,7 +252,10 @@ bool http_auth_request(http_conn *c) {
   return apply(c, &v);
 }
 
-void http_auth_drain(http_conn *c) {
+/* The server drains: a request still waiting for its token's verdict is
+ * answered 503 now (check cancelled, connection closed after), since the
+ * loop may stop before the verdict. Nothing when no check is pending. */
+static void drain_check(http_conn *c) {
   if (!c->auth_pending) return;
   const auth_config *a = &c->server->opts.auth;
   log_write(LOG_DEBUG, "http#%u: the server drains while its token is checked: check cancelled", c->id);
@@ -248,7 +265,9 @@ void http_auth_drain(http_conn *c) {
   conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
 }
 
-void http_auth_conn_release(http_conn *c) {
+/* The request or its connection is going: cancel a pending check, drop
+ * the identity. */
+static void release(http_conn *c) {
   if (c->auth_pending) {
     const auth_config *a = &c->server->opts.auth;
     log_write(LOG_DEBUG, "http#%u: gone while its token was being checked: check cancelled", c->id);
@@ -265,3 +284,12 @@ void http_auth_conn_release(http_conn *c) {
   free(c->auth_resource);
   c->auth_resource = NULL;
 }
+
+const http_route_family auth_metadata_family = {
+    .name = "oauth-protected-resource",
+    .match = metadata_match,
+    .handle = answer_metadata,
+    .access = check_request,
+    .request_end = release,
+    .conn_drain = drain_check,
+};

@@ -1,6 +1,7 @@
 /* http_conn.c - HTTP/1.1 connections for the Streamable HTTP transport: reading
- * and parsing requests, writing responses, the listener and its limits.
- * See http.h. */
+ * and parsing requests, the rules every route shares, writing responses,
+ * the listener and its limits. Requests go to the endpoint families of
+ * HTTP_FAMILIES, which this file never names (see http_route.h). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "core/log.h"
 #include "os/sock.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 #include "transport/http_util.h"
 
 /* ---- Deferred work and the buffer budget --------------------------------------------------------- */
@@ -31,6 +33,38 @@ static void conn_close_later(http_conn *c) {
 }
 
 static void on_later(uv_check_t *t);
+
+/* ---- The endpoint families -------------------------------------------- */
+
+#define EACH_FAMILY(f) for (const http_route_family *const *f = HTTP_FAMILIES; *f; f++)
+
+/* The family a request is for (its route and the rules it is outside of),
+ * or NULL. */
+static const http_route_family *route_find(const http_conn *c, int *route, unsigned *rules) {
+  EACH_FAMILY(f) {
+    *rules = 0;
+    if ((*route = (*f)->match(c, rules)) > 0) return *f;
+  }
+  *route = 0;
+  *rules = 0;
+  return NULL;
+}
+
+bool http_route_path_is(const http_conn *c, const char *path) {
+  const char *url = c->url.data ? c->url.data : "";
+  size_t n = strcspn(url, "?#");
+  return strlen(path) == n && strncmp(url, path, n) == 0;
+}
+
+const char *http_route_body(const http_conn *c, size_t *len) {
+  *len = c->body.len;
+  return c->body.data ? c->body.data : "";
+}
+
+void http_route_answer(http_conn *c, int status, const char *content_type, const char *body, size_t len) {
+  conn_send_response(c, status, NULL, content_type, body, len);
+  conn_response_done(c);
+}
 static void on_later_idle(uv_idle_t *h);
 
 static void schedule_later(http_server *h) {
@@ -62,7 +96,10 @@ void http_budget_changed(http_server *h) {
 static void budget_enforce(http_server *h) {
   h->budget_check = false;
   size_t budget = h->opts.buffer_bytes;
-  while ((h->buffered > budget || h->replay_bytes > budget / 2) && replay_drop_oldest(h)) {
+  bool dropped = true;
+  while ((h->buffered > budget || h->replay_bytes > budget / 2) && dropped) {
+    dropped = false;
+    EACH_FAMILY(f) if ((*f)->budget_drop && (dropped = (*f)->budget_drop(h))) break;
   }
   if (h->buffered <= budget) return;
   size_t share = http_conn_share(h), over = h->buffered - budget;
@@ -325,7 +362,10 @@ static void reset_request(http_conn *c) {
     *headers[i] = NULL;
   }
   buf_clear(&c->mcp_headers);
-  http_auth_conn_release(c);
+  EACH_FAMILY(f) if ((*f)->request_end) (*f)->request_end(c);
+  c->family = NULL;
+  c->route = 0;
+  c->route_rules = 0;
   c->reject_status = 0;
   c->origin_allowed = false;
   c->request_ready = false;
@@ -508,12 +548,9 @@ static void check_headers(http_conn *c) {
     reject(c, 403, -32000, "Forbidden: Host not allowed");
     return;
   }
-  /* Protected Resource Metadata is public (any page may read it: see
-   * http_auth_answer_metadata), and needs no token. */
-  if (http_auth_is_metadata_path(c)) return;
-  /* /healthz, /readyz and /metrics (http_observe.c) answer any Origin:
-   * they never act, and health shows no data. */
-  if (http_observe_checks_done(c)) return;
+  /* A public route (the authorization metadata, health: see
+   * HTTP_ROUTE_PUBLIC) answers any Origin and needs no token. */
+  if (c->route_rules & HTTP_ROUTE_PUBLIC) return;
   if (c->origin) {
     char origin_name[256];
     if (!http_origin_host(c->origin, origin_name, sizeof origin_name) || !origin_allowed(h, c->origin, origin_name)) {
@@ -549,7 +586,8 @@ static int on_headers_complete(http_parser *p) {
   c->body_started_ms = now_ms(c->server);
   c->deadline_ms = c->body_started_ms + HTTP_BODY_GRACE_MS;
   c->keep_alive = http_should_keep_alive(p);
-  legacy_sse_take_session_id(c);
+  c->family = route_find(c, &c->route, &c->route_rules);
+  if (c->family && c->family->headers_read) c->family->headers_read(c, c->route);
   if (!c->reject_status) check_headers(c);
   /* Under --workers, a request naming another worker's session goes to
    * that worker, connection and all (conn_pump hands it over); one that
@@ -600,6 +638,85 @@ static const http_parser_settings PARSER_SETTINGS = {
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
+
+/* ---- Handling a request -------------------------------------------------- */
+
+static void answer_preflight(http_conn *c, const char *methods) {
+  buf headers = BUF_INIT;
+  buf_printf(&headers, "Allow: %s, OPTIONS\r\nAccess-Control-Allow-Methods: %s, OPTIONS\r\n"
+                       "Access-Control-Allow-Headers: Content-Type, Accept, Authorization, traceparent, tracestate\r\n"
+                       "Access-Control-Max-Age: 600\r\n",
+             methods, methods);
+  conn_send_response(c, 204, headers.data, NULL, NULL, 0);
+  buf_free(&headers);
+  conn_response_done(c);
+}
+
+/* Is the request's method one of a family's ("GET, POST")? */
+static bool method_listed(const char *methods, const char *method) {
+  size_t n = strlen(method);
+  for (const char *p = methods; *p;) {
+    p += strspn(p, ", ");
+    size_t len = strcspn(p, ", ");
+    if (len == n && strncmp(p, method, n) == 0) return true;
+    p += len;
+  }
+  return false;
+}
+
+/* Act on a complete request (the parser has read all of it, or refused
+ * it): the rules every route shares, in order, then its family. */
+static void conn_handle_request(http_conn *c) {
+  http_server *h = c->server;
+  const http_route_family *f = c->family;
+  c->state = CONN_RESPONDING;
+  if (h->srv->nested_poll > 0 && !c->reject_status && f && !(c->route_rules & HTTP_ROUTE_REPORTS)) {
+    /* Under a computing handler nothing that could run Lua or free what
+     * the handler's caller uses may happen: the request waits for a later
+     * turn (on_later), but for what its family must act on now. */
+    if (f->urgent && f->urgent(c, c->route)) return;
+    c->request_held = true;
+    conn_defer(c);
+    return;
+  }
+  if (h->draining) c->close_after_response = true; /* adopted, or begun before the drain */
+  if (log_get_level() >= LOG_DEBUG) {
+    char target[512];
+    http_target_for_log(c->url.data ? c->url.data : "", target, sizeof target);
+    log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), target, c->body.len);
+  }
+  if (c->reject_status) {
+    c->close_after_response = true; /* the body was not read */
+    conn_send_error(c, c->reject_status, c->reject_code, c->reject_message,
+               c->reject_status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+    return;
+  }
+  if (!f) {
+    conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
+    return;
+  }
+  if (h->draining && !(c->route_rules & HTTP_ROUTE_REPORTS) && !(f->drain_admits && f->drain_admits(c, c->route))) {
+    conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
+    return;
+  }
+  /* The families' own rules (OAuth: the bearer token; a CORS preflight
+   * carries none). One may answer later: the request is then held, and
+   * handled again from the top. */
+  if (!(c->route_rules & HTTP_ROUTE_PUBLIC) && c->parser.method != HTTP_OPTIONS) {
+    EACH_FAMILY(a) if ((*a)->access && !(*a)->access(c)) return;
+  }
+  if (f->methods && !method_listed(f->methods, http_method_str(c->parser.method))) {
+    if (c->parser.method == HTTP_OPTIONS) {
+      answer_preflight(c, f->methods);
+    } else {
+      char allow[128];
+      snprintf(allow, sizeof allow, "Allow: %s, OPTIONS\r\n", f->methods);
+      conn_send_error(c, 405, -32000, "Method Not Allowed", allow);
+    }
+    return;
+  }
+  f->handle(c, c->route);
+}
 
 /* ---- Connections ----------------------------------------------------- */
 
@@ -689,7 +806,7 @@ static void on_later(uv_check_t *t) {
     } else if (c->request_held) {
       c->request_held = false;
       c->handling = true;
-      streamable_handle_request(c);
+      conn_handle_request(c);
       c->handling = false;
       lru_requeue(c);
       if (c->state != CONN_RESPONDING) conn_pump(c);
@@ -729,7 +846,7 @@ static void conn_pump(http_conn *c) {
     if (err == HPE_PAUSED) {
       if (c->handover_to) break;
       if (!c->request_ready && !c->reject_status) break;
-      streamable_handle_request(c);
+      conn_handle_request(c);
       continue;
     }
     if (err != HPE_OK || parsed < n) {
@@ -825,10 +942,12 @@ static void input_ended(http_conn *c) {
   }
   conn_pump(c);
   if (c->closing || !awaiting_answer(c) || c->probing) return;
-  bool http11 = c->parser.http_major == 1 && c->parser.http_minor >= 1;
-  if (c->stream && c->stream->mode == STREAM_SSE) sse_write(c->stream, ": \n\n", 3);
-  else if (http11) conn_write(c, "HTTP/1.1 102 Processing\r\n\r\n", sizeof "HTTP/1.1 102 Processing\r\n\r\n" - 1);
-  else return; /* HTTP/1.0 has no interim responses: the answer is just sent */
+  bool http11 = c->parser.http_major == 1 && c->parser.http_minor >= 1, probed = false;
+  EACH_FAMILY(f) if ((*f)->probe && (probed = (*f)->probe(c))) break; /* an SSE comment, say */
+  if (!probed) {
+    if (!http11) return; /* HTTP/1.0 has no interim responses: the answer is just sent */
+    conn_write(c, "HTTP/1.1 102 Processing\r\n\r\n", sizeof "HTTP/1.1 102 Processing\r\n\r\n" - 1);
+  }
   if (c->closing || c->close_pending) return; /* the write failed: gone */
   if (peer_reset(c)) { /* on loopback the reset is often there already */
     conn_close(c);
@@ -904,30 +1023,10 @@ static void on_conn_closed(uv_handle_t *h) {
   if (srv->stopping) server_maybe_free(srv);
 }
 
-/* The connection is going: its response stream, if any, has nowhere to go. */
+/* The connection is going: the families let go of it (its response
+ * stream, if any, has nowhere to go). */
 static void conn_detach_stream(http_conn *c) {
-  http_stream *st = c->stream;
-  if (!st) return;
-  /* A stream open for longer than --session-timeout leaves its session
-   * idle from now, not from when it was opened. */
-  st->hs->last_active_ms = now_ms(c->server);
-  st->conn = NULL;
-  c->stream = NULL;
-  if (st->hs->legacy) {
-    /* Its stream: the session ends. A POST's: its calls are answered down
-     * that stream, and go on. */
-    if (st->no == 0) legacy_sse_stream_closed(st);
-    return;
-  }
-  if ((st->mode == STREAM_PENDING || st->hs->stateless) && !st->complete) {
-    /* A JSON answer has nowhere to go now: stop the work (a cancellation,
-     * which is allowed under a computing handler). An SSE stream stays,
-     * for the client to resume with Last-Event-ID, except a sessionless
-     * one: in 2026-07-28 closing a request's stream cancels it. */
-    session_cancel_from(st->hs->session, st);
-    st->complete = true;
-  }
-  stream_maybe_free(st);
+  EACH_FAMILY(f) if ((*f)->conn_gone) (*f)->conn_gone(c);
 }
 
 /* Close now: its close callback frees it, perhaps in a loop turn taken
@@ -936,7 +1035,8 @@ static void conn_detach_stream(http_conn *c) {
 void conn_close_now(http_conn *c) {
   if (c->closing || c->handover_sent) return; /* a socket being handed over: its write callback closes it */
   conn_detach_stream(c);
-  http_auth_conn_release(c); /* a check still pending will not call back into a freed connection */
+  /* A check still pending (OAuth's) will not call back into a freed connection. */
+  EACH_FAMILY(f) if ((*f)->request_end) (*f)->request_end(c);
   lru_remove(c);
   c->closing = true;
   c->server->conns_closing++;
@@ -1041,12 +1141,7 @@ static void on_sweep(uv_timer_t *t) {
       if (now > c->deadline_ms) conn_close(c);
       continue;
     }
-    if (c->state == CONN_RESPONDING) {
-      http_stream *st = c->stream;
-      if (st && st->mode == STREAM_SSE && now - st->last_write_ms >= HTTP_SSE_KEEPALIVE_MS)
-        sse_write(st, ": keepalive\n\n", 13);
-      continue;
-    }
+    if (c->state == CONN_RESPONDING) continue; /* its family keeps it alive (sweep) */
     if (c->deadline_ms && now > c->deadline_ms) {
       if (c->state == CONN_IDLE) {
         conn_close(c);
@@ -1057,17 +1152,7 @@ static void on_sweep(uv_timer_t *t) {
       }
     }
   }
-  for (http_session *hs = h->sessions, *next; hs; hs = next) {
-    next = hs->next;
-    if (legacy_sse_sweep(hs)) continue;
-    if (hs->session->calls) continue;
-    bool attached = false;
-    for (http_stream *st = hs->streams; st; st = st->next) attached |= st->conn != NULL;
-    if (!attached && now - hs->last_active_ms > (uint64_t)h->opts.session_timeout_ms) {
-      log_write(LOG_DEBUG, "%s: expired after %d s idle", hs->session->name, h->opts.session_timeout_ms / 1000);
-      http_session_destroy(hs);
-    }
-  }
+  EACH_FAMILY(f) if ((*f)->sweep) (*f)->sweep(h, now);
 }
 
 /* ---- Server ---------------------------------------------------------- */
@@ -1138,7 +1223,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   h->srv = srv;
   h->opts = *opts;
   strmap_init(&h->sessions_by_id);
-  h->stateless = streamable_stateless_new(h);
+  EACH_FAMILY(f) if ((*f)->server_start) (*f)->server_start(h);
   int rc = uv_tcp_init(loop, &h->listener);
   /* A worker accepts from the supervisor's socket (http_worker_attach):
    * its own listener is never opened. */
@@ -1174,8 +1259,7 @@ int http_bound_port(const http_server *h) { return h->port; }
 void http_stop(http_server *h) {
   if (h->stopping) return;
   h->stopping = true;
-  while (h->sessions) http_session_destroy(h->sessions);
-  if (h->stateless) http_session_destroy(h->stateless);
+  EACH_FAMILY(f) if ((*f)->server_stop) (*f)->server_stop(h);
   for (http_conn *c = h->conns, *next; c; c = next) {
     next = c->next;
     conn_close(c);
@@ -1216,19 +1300,16 @@ int http_drain(http_server *h) {
   /* The standing streams are a client waiting to hear, not work: end them
    * now, cleanly (the chunked body ends), so that the client reconnects
    * elsewhere. Calls still running keep their own streams. */
-  for (http_session *hs = h->sessions; hs; hs = hs->next) {
-    http_stream *st = stream_find(hs, 0);
-    if (st && st->conn && !hs->legacy) stream_detach(st); /* legacy: its calls' answers go there */
-  }
+  EACH_FAMILY(f) if ((*f)->server_drain) (*f)->server_drain(h);
   server_end_listeners(h->srv);
   /* Idle keep-alive connections would only bring new work: shut them down
    * (after any bytes still being written). A connection with a request on
    * its way, or queued behind one in flight, is answered by
-   * streamable_handle_request, and the stop waits for that answer; so is
+   * conn_handle_request, and the stop waits for that answer; so is
    * one whose request is still in the socket (it crossed the signal):
    * shutting that one down would drop the request unanswered. */
   for (http_conn *c = h->conns; c; c = c->next) {
-    if (!c->closing && c->auth_pending) http_auth_drain(c);
+    EACH_FAMILY(f) if (!c->closing && (*f)->conn_drain) (*f)->conn_drain(c);
     if (c->closing || c->lingering || c->handing_over || c->state == CONN_RESPONDING) continue;
     if (c->state != CONN_IDLE || c->input.len || c->deferred || bytes_waiting(c)) c->drain_owed = true;
     else conn_end(c);

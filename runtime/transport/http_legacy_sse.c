@@ -17,10 +17,11 @@
  * limits, the buffer budget (a client that does not read its stream is
  * dropped at its share), keep-alive comments, Host/Origin/CORS checks,
  * OAuth and the hand-over to the owner worker under --workers (the query's
- * session_id becomes the request's session id) are Streamable HTTP's,
- * called from here or from the few hooks in http_conn.c, http_sse.c and
- * http_streamable.c. No event ids and no replay: the 2024-11-05 transport
- * has no resumption. */
+ * session_id becomes the request's session id) are Streamable HTTP's: its
+ * routes are an endpoint family (legacy_sse_family, see http_route.h),
+ * and its sessions a kind of session (LEGACY_SESSION, see http.h), so that
+ * the connection and the session machinery call it only through those.
+ * No event ids and no replay: the 2024-11-05 transport has no resumption. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 #include "transport/http_util.h"
 
 /* The messages path: "messages" in the SSE path's folder ("/sse" ->
@@ -40,19 +42,22 @@ static void messages_path(const http_server *h, char *out, size_t n) {
   snprintf(out, n, "%.*s/messages", dir, sse);
 }
 
-static bool url_path_is(const http_conn *c, const char *path) {
-  const char *url = c->url.data ? c->url.data : "";
-  size_t n = strcspn(url, "?#");
-  return strlen(path) == n && strncmp(url, path, n) == 0;
-}
+typedef enum legacy_sse_route {
+  LEGACY_SSE_NONE,     /* not one of its paths (or the transport is off) */
+  LEGACY_SSE_STREAM,   /* the path a GET opens a session's stream on */
+  LEGACY_SSE_MESSAGES, /* the path its POSTs go to (?session_id=ID) */
+} legacy_sse_route;
 
-legacy_sse_route legacy_sse_route_of(const http_conn *c) {
+static const http_session_kind LEGACY_SESSION;
+
+static int legacy_sse_match(const http_conn *c, unsigned *rules) {
+  (void)rules;
   const http_server *h = c->server;
   if (!h->opts.sse_path[0] || !c->url.data) return LEGACY_SSE_NONE;
-  if (url_path_is(c, h->opts.sse_path)) return LEGACY_SSE_STREAM;
+  if (http_route_path_is(c, h->opts.sse_path)) return LEGACY_SSE_STREAM;
   char messages[sizeof h->opts.sse_path + 16];
   messages_path(h, messages, sizeof messages);
-  return url_path_is(c, messages) ? LEGACY_SSE_MESSAGES : LEGACY_SSE_NONE;
+  return http_route_path_is(c, messages) ? LEGACY_SSE_MESSAGES : LEGACY_SSE_NONE;
 }
 
 /* The value of a query parameter (raw: session ids need no decoding), or
@@ -75,8 +80,11 @@ static bool query_param(const char *url, const char *name, char *out, size_t n) 
   return false;
 }
 
-void legacy_sse_take_session_id(http_conn *c) {
-  if (c->session_id || c->parser.method != HTTP_POST || legacy_sse_route_of(c) != LEGACY_SSE_MESSAGES) return;
+/* Headers read: a POST to the messages path names its session in the
+ * query; it becomes c->session_id, so that every check (and the hand-over
+ * to the owner worker) treats it as a Streamable HTTP session id. */
+static void take_session_id(http_conn *c, int route) {
+  if (c->session_id || c->parser.method != HTTP_POST || route != LEGACY_SSE_MESSAGES) return;
   char id[HTTP_SESSION_ID_BYTES];
   /* session_id is what our endpoint event says (and the Python SDK);
    * sessionId is the TypeScript SDK v1 server's spelling. */
@@ -99,6 +107,7 @@ static void open_stream(http_conn *c) {
   /* Registered now, not at initialize: the client's first POST (the
    * initialize) names it. */
   hs->legacy = true;
+  hs->kind = &LEGACY_SESSION;
   hs->registered = true;
   strmap_set(&h->sessions_by_id, hs->id, hs);
   http_stream *st = stream_new(hs, c, NULL, true);
@@ -123,7 +132,7 @@ static void keep_headers(http_stream *post, const http_conn *c) {
   if (c->mcp_headers.len) buf_append(&post->legacy_headers, c->mcp_headers.data, c->mcp_headers.len);
 }
 
-const char *legacy_sse_request_header(const http_stream *post, const char *name) {
+static const char *request_header(const http_stream *post, const char *name) {
   const char *p = post->legacy_headers.data, *end = p + post->legacy_headers.len;
   while (p && p < end) {
     const char *value = p + strlen(p) + 1;
@@ -140,9 +149,9 @@ static void post_release(http_stream *post) {
   if (!session_has_calls_from(post->hs->session, post)) stream_free(post);
 }
 
-void legacy_sse_call_ended(session *s, call *cl) {
+static void call_ended(session *s, call *cl) {
   /* A batch's calls end before its answer, which still names the origin
-   * (legacy_sse_send releases it then). */
+   * (send_message releases it then). */
   if (cl->batch || s->state == SESSION_CLOSED) return;
   http_stream *post = cl->transport_data;
   cl->transport_data = NULL; /* it is going: it no longer counts as the POST's */
@@ -177,7 +186,7 @@ static void post_message(http_conn *c) {
   c->state = CONN_RESPONDING;
   /* The messages' origin is the POST's own (not the stream's): its calls
    * run as the POST's token says (scopes, expiry, ctx.auth) and see its
-   * headers; their answers still go down the stream (legacy_sse_send). */
+   * headers; their answers still go down the stream (send_message). */
   http_stream *post = stream_new(hs, c, NULL, false);
   keep_headers(post, c);
   post->held = true;
@@ -194,8 +203,8 @@ static void post_message(http_conn *c) {
   conn_response_done(c);
 }
 
-void legacy_sse_handle_request(http_conn *c) {
-  legacy_sse_route route = legacy_sse_route_of(c);
+/* A request on one of its paths (checks and auth already passed). */
+static void legacy_sse_handle(http_conn *c, int route) {
   if (c->parser.method == HTTP_OPTIONS) {
     streamable_answer_preflight(c);
   } else if (route == LEGACY_SSE_STREAM && c->parser.method == HTTP_GET) {
@@ -210,7 +219,8 @@ void legacy_sse_handle_request(http_conn *c) {
   }
 }
 
-void legacy_sse_send(http_session *hs, const session_message *m) {
+/* transport_ops.send for a legacy session: everything down its stream. */
+static void send_message(http_session *hs, const session_message *m) {
   hs->last_active_ms = now_ms(hs->server);
   /* The call is answered: it no longer refers to the stream (as in
    * http_send). */
@@ -242,7 +252,9 @@ void legacy_sse_send(http_session *hs, const session_message *m) {
   buf_free(&event);
 }
 
-void legacy_sse_stream_closed(http_stream *st) {
+/* Its stream's connection went: cancel the session's calls now (the
+ * session is destroyed by the next sweep, where that is safe). */
+static void stream_closed(http_stream *st) {
   log_write(LOG_DEBUG, "%s: HTTP+SSE stream closed: the session ends", st->hs->session->name);
   /* Cancellations (each call's origin is its POST's), which are allowed
    * even under a computing handler; the session itself is freed by the
@@ -251,8 +263,9 @@ void legacy_sse_stream_closed(http_stream *st) {
   while (s->calls) session_cancel_from(s, s->calls->transport_data);
 }
 
-bool legacy_sse_sweep(http_session *hs) {
-  if (!hs->legacy) return false;
+/* The once-a-second sweep: destroys a session whose stream has gone, and,
+ * draining, ends the stream of one with no call left. */
+static bool sweep(http_session *hs) {
   http_stream *st = stream_find(hs, 0);
   bool over = !st || !st->conn;
   if (!over && hs->server->draining && !hs->session->calls) {
@@ -264,3 +277,30 @@ bool legacy_sse_sweep(http_session *hs) {
   if (over) http_session_destroy(hs);
   return over;
 }
+
+static bool legacy_sse_urgent(http_conn *c, int route) {
+  /* A legacy session is acted on only by a POST on the messages path. */
+  return route == LEGACY_SSE_MESSAGES && c->parser.method == HTTP_POST && streamable_urgent(c, true);
+}
+
+static bool legacy_sse_drain_admits(http_conn *c, int route) {
+  (void)route;
+  return streamable_drain_admits(c);
+}
+
+static const http_session_kind LEGACY_SESSION = {
+    .send = send_message,
+    .call_ended = call_ended,
+    .request_header = request_header,
+    .stream_closed = stream_closed,
+    .sweep = sweep,
+};
+
+const http_route_family legacy_sse_family = {
+    .name = "legacy-http-sse",
+    .match = legacy_sse_match,
+    .handle = legacy_sse_handle,
+    .headers_read = take_session_id,
+    .urgent = legacy_sse_urgent,
+    .drain_admits = legacy_sse_drain_admits,
+};

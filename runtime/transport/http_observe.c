@@ -6,13 +6,15 @@
  * MCP Origin rule. /metrics shows counts and tool names: on the MCP port
  * it needs --bearer's token when one is set, and under OAuth it is not
  * served there at all (a Prometheus has no OAuth client): serve it with
- * --metrics on an internal address instead. */
+ * --metrics on an internal address instead. On the MCP listener they are
+ * an endpoint family (observe_family, see http_route.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "core/strmap.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 #include "transport/http_util.h"
 
 enum observe_path { PATH_OTHER, PATH_HEALTHZ, PATH_READYZ, PATH_METRICS };
@@ -28,14 +30,15 @@ static enum observe_path path_of(const char *url) {
 
 static bool metrics_here(const http_server *h) { return h->opts.metrics_on_mcp_port && !http_auth_on(h); }
 
-bool http_observe_checks_done(http_conn *c) {
-  switch (path_of(c->url.data)) {
-    case PATH_HEALTHZ:
-    case PATH_READYZ: return true;
-    /* With --bearer, the usual checks (Origin, then the token) apply. */
-    case PATH_METRICS: return metrics_here(c->server) && !c->server->opts.bearer_token;
-    default: return false;
-  }
+/* None of them acts: each is answered at once, draining too. Health shows
+ * no data: public. /metrics is public too unless --bearer is set, when
+ * the usual checks (Origin, then the token) apply. */
+static int observe_match(const http_conn *c, unsigned *rules) {
+  enum observe_path p = path_of(c->url.data);
+  if (p == PATH_OTHER || (p == PATH_METRICS && !metrics_here(c->server))) return 0;
+  *rules = HTTP_ROUTE_REPORTS;
+  if (p != PATH_METRICS || !c->server->opts.bearer_token) *rules |= HTTP_ROUTE_PUBLIC;
+  return (int)p;
 }
 
 /* One metric family while texts are merged. Owner: observe_merge. */
@@ -154,21 +157,25 @@ static void answer_path(enum observe_path p, const http_observe_hooks *hooks, bo
   else if (hooks && hooks->metrics) hooks->metrics(hooks->arg, &a->body);
 }
 
-bool http_observe_answer(http_conn *c) {
+static void observe_handle(http_conn *c, int route) {
   http_server *h = c->server;
-  enum observe_path p = path_of(c->url.data);
-  if (p == PATH_OTHER || (p == PATH_METRICS && !metrics_here(h))) return false;
+  enum observe_path p = (enum observe_path)route;
   if (c->parser.method != HTTP_GET && c->parser.method != HTTP_HEAD) {
     conn_send_error(c, 405, -32000, "Method Not Allowed: use GET", "Allow: GET, HEAD\r\n");
-    return true;
+    return;
   }
   observe_answer a = {.body = BUF_INIT};
   answer_path(p, h->opts.observe, h->draining, h, h->opts.worker_index, &a);
   conn_send_response(c, a.status, "Cache-Control: no-store\r\n", a.content_type, a.body.data, a.body.len);
   conn_response_done(c);
   buf_free(&a.body);
-  return true;
 }
+
+const http_route_family observe_family = {
+    .name = "observe",
+    .match = observe_match,
+    .handle = observe_handle,
+};
 
 /* ---- The server's own figures -------------------------------------------- */
 

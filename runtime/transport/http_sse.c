@@ -214,8 +214,8 @@ void stream_accept(http_stream *st) {
 /* transport_ops.send */
 static void http_send(session *s, const session_message *m) {
   http_session *hs = s->transport_data;
-  if (hs->legacy) {
-    legacy_sse_send(hs, m);
+  if (hs->kind) {
+    hs->kind->send(hs, m);
     return;
   }
   http_stream *st = m->origin ? (http_stream *)m->origin : standalone_stream(hs);
@@ -291,8 +291,9 @@ static bool http_close_stream(session *s, call *c) {
  * http_send); a batch ends with its array; an ended session closes its
  * streams itself (http_session_destroy). */
 static void http_call_ended(session *s, call *cl) {
-  if (((http_session *)s->transport_data)->legacy) {
-    legacy_sse_call_ended(s, cl);
+  const http_session_kind *kind = ((http_session *)s->transport_data)->kind;
+  if (kind) {
+    kind->call_ended(s, cl);
     return;
   }
   http_stream *st = cl->transport_data;
@@ -310,7 +311,7 @@ static void http_call_ended(session *s, call *cl) {
 static const char *http_request_header(session *s, void *origin, const char *name) {
   (void)s;
   http_stream *st = origin;
-  if (st && st->hs->legacy) return legacy_sse_request_header(st, name);
+  if (st && st->hs->kind) return st->hs->kind->request_header(st, name);
   http_conn *c = st ? st->conn : NULL;
   if (!c) return NULL;
   if (strcmp(name, "mcp-protocol-version") == 0) return c->protocol_version;

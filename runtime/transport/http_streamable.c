@@ -1,6 +1,8 @@
 /* http_streamable.c - Streamable HTTP's rules on the MCP endpoint: POST,
  * GET and DELETE, session ids, versions, and the HTTP state of each
- * session. See http.h. */
+ * session. An endpoint family (streamable_family, see http_route.h); the
+ * sessions are also legacy HTTP+SSE's (http_legacy_sse.c), which calls
+ * down into them. See http.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 #include "transport/http_util.h"
 
 /* ---- Sessions -------------------------------------------------------- */
@@ -41,13 +44,14 @@ http_session *http_session_create(http_server *h) {
   return hs;
 }
 
-http_session *streamable_stateless_new(http_server *h) {
+/* The sessionless session (created with the server, destroyed with it). */
+static void stateless_new(http_server *h) {
   http_session *hs = calloc(1, sizeof *hs);
   hs->server = h;
   hs->stateless = true;
   hs->session = session_new(h->srv, &HTTP_SESSION_OPS, hs, "http-stateless");
   hs->session->sessionless = true;
-  return hs;
+  h->stateless = hs;
 }
 
 /* End a session: cancel its calls, end its streams, forget it. */
@@ -85,12 +89,6 @@ void http_session_destroy(http_session *hs) {
   }
   session_free(hs->session);
   free(hs);
-}
-
-static bool path_matches(http_conn *c) {
-  const char *want = c->server->opts.path;
-  size_t n = strcspn(c->url.data ? c->url.data : "", "?#");
-  return strlen(want) == n && strncmp(c->url.data, want, n) == 0;
 }
 
 static const protocol_version *header_version(http_conn *c, bool *bad) {
@@ -308,20 +306,12 @@ static void handle_delete(http_conn *c) {
   conn_response_done(c);
 }
 
-/* A request that arrived while a handler computes (server.nested_poll):
- * nothing that could run Lua or free what the handler's caller uses may
- * happen now. A cancellation is acted on at once and a DELETE cancels the
- * session's calls at once; everything else waits for a later turn. */
-static bool hold_request(http_conn *c) {
-  http_server *h = c->server;
-  legacy_sse_route route = legacy_sse_route_of(c);
-  if (h->srv->nested_poll == 0 || c->reject_status || (!path_matches(c) && !route)) return false;
+bool streamable_urgent(http_conn *c, bool legacy) {
   /* Only what the request would be allowed when handled: a session of its
-   * transport (a legacy one only by a POST on the messages path), its
-   * owner's; with OAuth, nothing before the token is checked. */
-  bool legacy = route != LEGACY_SSE_NONE;
-  bool may_act = !http_auth_on(h) && (!legacy || (route == LEGACY_SSE_MESSAGES && c->parser.method == HTTP_POST));
-  http_session *hs = may_act ? session_of(c, legacy) : NULL;
+   * transport, its owner's; with OAuth, nothing before the token is
+   * checked. */
+  if (http_auth_on(c->server)) return false;
+  http_session *hs = session_of(c, legacy);
   if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
       session_receive_urgent(hs->session, c->body.data ? c->body.data : "", c->body.len)) {
     conn_send_response(c, 202, NULL, NULL, NULL, 0);
@@ -330,9 +320,7 @@ static bool hold_request(http_conn *c) {
   }
   if (hs && !legacy && c->parser.method == HTTP_DELETE)
     session_close(hs->session); /* destroyed when the request is handled */
-  c->request_held = true;
-  conn_defer(c);
-  return true;
+  return false;
 }
 
 static bool is_request(const json_value *v) {
@@ -358,7 +346,7 @@ static bool body_has_request(http_conn *c) {
  * DELETE (it ends work), and a GET resuming the stream of a request with
  * Last-Event-ID (not the standalone stream, "0-..."). A new request would
  * be cut short by the stop: the client is better off elsewhere. */
-static bool drain_admits(http_conn *c) {
+bool streamable_drain_admits(http_conn *c) {
   switch (c->parser.method) {
     case HTTP_POST: return !body_has_request(c);
     case HTTP_DELETE: return true;
@@ -388,43 +376,15 @@ void streamable_answer_preflight(http_conn *c) {
   conn_response_done(c);
 }
 
-void streamable_handle_request(http_conn *c) {
-  c->state = CONN_RESPONDING;
-  if (hold_request(c)) return;
-  if (c->server->draining) c->close_after_response = true; /* adopted, or begun before the drain */
-  if (log_get_level() >= LOG_DEBUG) {
-    char target[512];
-    http_target_for_log(c->url.data ? c->url.data : "", target, sizeof target);
-    log_write(LOG_DEBUG, "http#%u: %s %s (%zu bytes)", c->id, http_method_str(c->parser.method), target, c->body.len);
-  }
-  if (c->reject_status) {
-    c->close_after_response = true; /* the body was not read */
-    conn_send_error(c, c->reject_status, c->reject_code, c->reject_message,
-               c->reject_status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
-    return;
-  }
-  if (http_auth_is_metadata_path(c)) {
-    http_auth_answer_metadata(c);
-    return;
-  }
-  if (http_observe_answer(c)) return;
-  bool legacy = legacy_sse_route_of(c) != LEGACY_SSE_NONE;
-  if (!legacy && !path_matches(c)) {
-    conn_send_error(c, 404, -32000, "Not Found: MCP is served at another path", NULL);
-    return;
-  }
-  if (c->server->draining && !drain_admits(c)) {
-    conn_send_error(c, 503, -32000, "Service Unavailable: the server is shutting down", "Retry-After: 1\r\n");
-    return;
-  }
-  /* OAuth: the bearer token first (a CORS preflight carries none). The
-   * verifier may answer later: the request is then held, and handled
-   * again from the top with its verdict. */
-  if (http_auth_on(c->server) && c->parser.method != HTTP_OPTIONS && !http_auth_request(c)) return;
-  if (legacy) {
-    legacy_sse_handle_request(c);
-    return;
-  }
+/* ---- The family ------------------------------------------------------ */
+
+static int streamable_match(const http_conn *c, unsigned *rules) {
+  (void)rules;
+  return http_route_path_is(c, c->server->opts.path);
+}
+
+static void streamable_handle(http_conn *c, int route) {
+  (void)route;
   switch (c->parser.method) {
     case HTTP_POST: handle_post(c); break;
     case HTTP_GET: handle_get(c); break;
@@ -436,3 +396,100 @@ void streamable_handle_request(http_conn *c) {
   }
 }
 
+static bool streamable_urgent_route(http_conn *c, int route) {
+  (void)route;
+  return streamable_urgent(c, false);
+}
+
+static bool streamable_drain_admits_route(http_conn *c, int route) {
+  (void)route;
+  return streamable_drain_admits(c);
+}
+
+static void sessions_stop(http_server *h) {
+  while (h->sessions) http_session_destroy(h->sessions);
+  if (h->stateless) http_session_destroy(h->stateless);
+}
+
+/* The standing streams are a client waiting to hear, not work: end them
+ * now, cleanly (the chunked body ends), so that the client reconnects
+ * elsewhere. Calls still running keep their own streams. */
+static void sessions_drain(http_server *h) {
+  for (http_session *hs = h->sessions; hs; hs = hs->next) {
+    http_stream *st = stream_find(hs, 0);
+    if (st && st->conn && !hs->legacy) stream_detach(st); /* legacy: its calls' answers go there */
+  }
+}
+
+static void keep_alive(http_session *hs, uint64_t now) {
+  for (http_stream *st = hs->streams, *next; st; st = next) {
+    next = st->next;
+    if (st->conn && st->mode == STREAM_SSE && now - st->last_write_ms >= HTTP_SSE_KEEPALIVE_MS)
+      sse_write(st, ": keepalive\n\n", 13);
+  }
+}
+
+/* Keep SSE streams alive, end idle sessions. */
+static void sessions_sweep(http_server *h, uint64_t now) {
+  if (h->stateless) keep_alive(h->stateless, now);
+  for (http_session *hs = h->sessions, *next; hs; hs = next) {
+    next = hs->next;
+    keep_alive(hs, now);
+    if (hs->kind && hs->kind->sweep(hs)) continue;
+    if (hs->session->calls) continue;
+    bool attached = false;
+    for (http_stream *st = hs->streams; st; st = st->next) attached |= st->conn != NULL;
+    if (!attached && now - hs->last_active_ms > (uint64_t)h->opts.session_timeout_ms) {
+      log_write(LOG_DEBUG, "%s: expired after %d s idle", hs->session->name, h->opts.session_timeout_ms / 1000);
+      http_session_destroy(hs);
+    }
+  }
+}
+
+/* The connection is going: its response stream, if any, has nowhere to go. */
+static void sessions_conn_gone(http_conn *c) {
+  http_stream *st = c->stream;
+  if (!st) return;
+  /* A stream open for longer than --session-timeout leaves its session
+   * idle from now, not from when it was opened. */
+  st->hs->last_active_ms = now_ms(c->server);
+  st->conn = NULL;
+  c->stream = NULL;
+  if (st->hs->kind) {
+    /* A legacy session's stream: the session ends. A POST's: its calls
+     * are answered down that stream, and go on. */
+    if (st->no == 0) st->hs->kind->stream_closed(st);
+    return;
+  }
+  if ((st->mode == STREAM_PENDING || st->hs->stateless) && !st->complete) {
+    /* A JSON answer has nowhere to go now: stop the work (a cancellation,
+     * which is allowed under a computing handler). An SSE stream stays,
+     * for the client to resume with Last-Event-ID, except a sessionless
+     * one: in 2026-07-28 closing a request's stream cancels it. */
+    session_cancel_from(st->hs->session, st);
+    st->complete = true;
+  }
+  stream_maybe_free(st);
+}
+
+/* A client that half-closed during an SSE stream gets a comment. */
+static bool sessions_probe(http_conn *c) {
+  if (!c->stream || c->stream->mode != STREAM_SSE) return false;
+  sse_write(c->stream, ": \n\n", 3);
+  return true;
+}
+
+const http_route_family streamable_family = {
+    .name = "streamable-http",
+    .match = streamable_match,
+    .handle = streamable_handle,
+    .urgent = streamable_urgent_route,
+    .drain_admits = streamable_drain_admits_route,
+    .server_start = stateless_new,
+    .server_stop = sessions_stop,
+    .server_drain = sessions_drain,
+    .sweep = sessions_sweep,
+    .budget_drop = replay_drop_oldest,
+    .conn_gone = sessions_conn_gone,
+    .probe = sessions_probe,
+};

@@ -398,7 +398,7 @@ Server.__index = Server
 
 --- Start `luamcp run --http 127.0.0.1:0 ARGS...` and wait for the line
 --- that names its port. args: the scripts and any options, a list. opts:
---- env (a list of "K=V"), listen (instead of 127.0.0.1:0), command ("dev"
+--- env (a list of "K=V"), bin (another luamcp), listen (instead of 127.0.0.1:0), command ("dev"
 --- instead of "run"), drain_time (--drain-time; false: luamcp's default).
 --- Without drain_time the server gets --drain-time 0: stop() then cancels
 --- the calls a spec left running at once, as the specs expect, instead of
@@ -411,7 +411,7 @@ function M.start(args, opts)
     full[#full + 1] = tostring(opts.drain_time or 0)
   end
   for _, a in ipairs(args) do full[#full + 1] = a end
-  local proc = mcp_client.spawn(full, { env = opts.env })
+  local proc = mcp_client.spawn(full, { env = opts.env, bin = opts.bin })
   local self = setmetatable({ proc = proc, conns = {} }, Server)
   local ok = wait_until(function()
     self.port = tonumber(proc.stderr:match("serving MCP over HTTP at http://[^:]+:(%d+)/"))
