@@ -119,6 +119,7 @@ END {
       for (k = 1; k <= loops_listed; k++)
         for (f = 1; f <= size; f++) if ((k, files[f]) in listed) grown = k
       if (grown != "") {
+        outgrown[grown] = 1
         extra = ""
         for (f = 1; f <= size; f++) if (!((grown, files[f]) in listed)) extra = extra " " files[f]
         out[layer] = out[layer] "call loop in " layer "/ has grown beyond tools/call-loops.txt (" listed_text[grown] "): now also" extra "\n"
@@ -137,7 +138,7 @@ END {
   for (l = 1; l <= 5; l++) printf "%s", out[layers[l]]
 
   for (k = 1; k <= loops_listed; k++) {
-    if (exact[k]) continue
+    if (exact[k] || outgrown[k]) continue
     print "tools/call-loops.txt lists a loop that has shrunk: lower it (\"loop " listed_text[k] "\" is now " (smaller[k] != "" ? substr(smaller[k], 3) : "gone") ")"
   }
   for (k = 1; k <= loops_listed; k++) { allowed_loops[listed_layer[k]]++; allowed_files[listed_layer[k]] += listed_size[k] }
