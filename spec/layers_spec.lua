@@ -149,6 +149,7 @@ describe("the layer check", function()
     assert.are_not.equal(0, code, out)
     assert.matches("has grown beyond tools/call-loops.txt (app/circle_a app/circle_b): now also app/circle_c", out, 1, true)
     assert.matches("app/circle_b -> app/circle_c (circle_c_f)", out, 1, true)
+    assert.is_nil(out:find("has shrunk", 1, true), out)
   end)
 
   it("fails when a file calls a layer above it by name", function()
