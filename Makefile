@@ -34,8 +34,9 @@ LDLIBS  += -lm -ldl -lpthread
 EXPORT_LUA_API := -Wl,--export-dynamic-symbol=lua_* -Wl,--export-dynamic-symbol=luaL_* \
                   -Wl,--export-dynamic-symbol=luaopen_*
 
-# The layers, one folder each (README "Architecture"); a file includes only
-# its own folder and the folders below it (runtime/tools/check-layers.sh):
+# The layers, one folder each (README "Architecture"); a file includes and
+# calls only its own folder and the folders below it, and the calls within a
+# folder make no new loop (runtime/tools/check-layers.sh, call-loops.txt):
 #   os/         the platform seams (runtime/os/README): one file per OS      -> os
 #   core/       JSON, JSON-RPC, versions, sessions, schema, regex, limits, bundles, ZIP: no Lua, no libuv
 #   transport/  stdio and HTTP over libuv                                          -> core

@@ -281,7 +281,7 @@ npm_tools() {
 }
 
 unit_tests() {
-  run_counted "layers (includes, cycles)" runtime/tools/check-layers.sh
+  run_counted "layers (includes, calls, loops)" runtime/tools/check-layers.sh
   [ -d "$SHARED/JSONTestSuite/test_parsing" ] ||
     echo "== note: no JSONTestSuite at $SHARED/JSONTestSuite/test_parsing: the suites that read it skip it"
   run_counted "C unit: json" build/tests/test_json "$SHARED/JSONTestSuite/test_parsing"
