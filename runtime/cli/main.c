@@ -20,6 +20,7 @@
 #include "cli/supervisor.h"
 #include "core/jobs.h"
 #include "core/bundle.h"
+#include "transport/http_route.h"
 #include "transport/http_transport.h"
 #include "transport/http_util.h"
 #include "core/luamcp_limits.h"
@@ -343,6 +344,7 @@ static void add_permission(buf *b, const char *kind, const char *value) {
 static void parse_run_options(int argc, char **argv, run_options *o) {
   server_options_defaults(&o->server);
   http_options_defaults(&o->http_opts);
+  o->http_opts.families = HTTP_FAMILIES; /* the endpoints luamcp serves (http_routes.c) */
   o->drain_time_s = DEFAULT_DRAIN_TIME_S;
   o->http_opts.allow_hosts = o->allow_hosts;
   o->http_opts.allow_origins = o->allow_origins;

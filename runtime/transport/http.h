@@ -244,6 +244,7 @@ struct http_server {
   uv_check_t later;      /* does that work at the end of this turn ... */
   uv_idle_t later_idle;  /* ... without blocking in poll first */
   struct http_worker *worker; /* --workers: the pipe to the supervisor (http_worker.c); NULL otherwise */
+  const struct http_worker_ops *worker_ops; /* set with worker by http_worker_attach; NULL on its own */
   /* http_drain: no listener, no new work; calls in flight are answered
    * (see http_transport.h). */
   bool draining;
@@ -297,20 +298,27 @@ void http_auth_scope_challenge(const http_conn *c, buf *headers, const char *req
 
 /* ---- http_worker.c -------------------------------------------------- */
 
-/* The worker that owns the session the request names, when it is another
- * worker of ours that the connection should go to; 0 to answer here. */
-int worker_owner(const http_conn *c);
-/* Hand the connection, with its current request and the input after it
- * (input[request_start..]), to c->handover_to through the supervisor; the
- * connection is closed here once the socket is on its way. */
-void worker_hand_over(http_conn *c);
-/* http_drain: accept no more connections (the shared socket stays with
- * the other workers). */
-void worker_stop_accepting(http_server *h);
-/* http_stop: close the pipe and stop accepting (counted in handles_closing). */
-void worker_detach(http_server *h);
-/* The other workers' last /metrics texts (at most cap); returns how many. */
-int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap);
+/* What a worker's side does for the connections and /metrics, reached
+ * through http_server.worker_ops (http_worker_attach sets it): the worker
+ * code calls down into the connections, never the other way by name. */
+typedef struct http_worker_ops {
+  /* The worker that owns the session the request names, when it is
+   * another worker of ours that the connection should go to; 0 to answer
+   * here. */
+  int (*owner)(const http_conn *c);
+  /* Hand the connection, with its current request and the input after it
+   * (input[request_start..]), to c->handover_to through the supervisor;
+   * the connection is closed here once the socket is on its way. */
+  void (*hand_over)(http_conn *c);
+  /* http_drain: accept no more connections (the shared socket stays with
+   * the other workers). */
+  void (*stop_accepting)(http_server *h);
+  /* http_stop: close the pipe and stop accepting (counted in
+   * handles_closing). */
+  void (*detach)(http_server *h);
+  /* The other workers' last /metrics texts (at most cap); returns how many. */
+  int (*peer_metrics)(const http_server *h, const char **texts, size_t *lens, int cap);
+} http_worker_ops;
 
 /* ---- http_sse.c ----------------------------------------------------- */
 

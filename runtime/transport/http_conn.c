@@ -1,7 +1,8 @@
 /* http_conn.c - HTTP/1.1 connections for the Streamable HTTP transport: reading
  * and parsing requests, the rules every route shares, writing responses,
- * the listener and its limits. Requests go to the endpoint families of
- * HTTP_FAMILIES, which this file never names (see http_route.h). */
+ * the listener and its limits. Requests go to the endpoint families the
+ * program hands over (http_options.families; luamcp's are HTTP_FAMILIES
+ * of http_routes.c), which this file never names (see http_route.h). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +37,14 @@ static void on_later(uv_check_t *t);
 
 /* ---- The endpoint families -------------------------------------------- */
 
-#define EACH_FAMILY(f) for (const http_route_family *const *f = HTTP_FAMILIES; *f; f++)
+/* The families the program gave (http_options.families: HTTP_FAMILIES of
+ * http_routes.c for luamcp), in order; this file names none of them. */
+#define EACH_FAMILY(h, f) for (const http_route_family *const *f = (h)->opts.families; *f; f++)
 
 /* The family a request is for (its route and the rules it is outside of),
  * or NULL. */
 static const http_route_family *route_find(const http_conn *c, int *route, unsigned *rules) {
-  EACH_FAMILY(f) {
+  EACH_FAMILY(c->server, f) {
     *rules = 0;
     if ((*route = (*f)->match(c, rules)) > 0) return *f;
   }
@@ -99,7 +102,7 @@ static void budget_enforce(http_server *h) {
   bool dropped = true;
   while ((h->buffered > budget || h->replay_bytes > budget / 2) && dropped) {
     dropped = false;
-    EACH_FAMILY(f) if ((*f)->budget_drop && (dropped = (*f)->budget_drop(h))) break;
+    EACH_FAMILY(h, f) if ((*f)->budget_drop && (dropped = (*f)->budget_drop(h))) break;
   }
   if (h->buffered <= budget) return;
   size_t share = http_conn_share(h), over = h->buffered - budget;
@@ -145,7 +148,7 @@ static void on_written(uv_write_t *req, int status) {
     log_write(LOG_DEBUG, "http#%u: write failed: %s", c->id, uv_strerror(status));
     conn_close(c);
   } else if (c->handing_over && !c->handover_sent && !c->closing && !c->pending_write_bytes) {
-    worker_hand_over(c); /* the last byte of the previous response is out */
+    c->server->worker_ops->hand_over(c); /* the last byte of the previous response is out */
   }
 }
 
@@ -362,7 +365,7 @@ static void reset_request(http_conn *c) {
     *headers[i] = NULL;
   }
   buf_clear(&c->mcp_headers);
-  EACH_FAMILY(f) if ((*f)->request_end) (*f)->request_end(c);
+  EACH_FAMILY(c->server, f) if ((*f)->request_end) (*f)->request_end(c);
   c->family = NULL;
   c->route = 0;
   c->route_rules = 0;
@@ -594,7 +597,8 @@ static int on_headers_complete(http_parser *p) {
    * fails the checks above is answered here, as the owner would. */
   bool declined = c->handover_declined;
   c->handover_declined = false;
-  if (!c->reject_status && !declined && c->server->worker && (c->handover_to = worker_owner(c)) != 0)
+  if (!c->reject_status && !declined && c->server->worker_ops &&
+      (c->handover_to = c->server->worker_ops->owner(c)) != 0)
     http_parser_pause(p, 1);
   return 0;
 }
@@ -703,7 +707,7 @@ static void conn_handle_request(http_conn *c) {
    * carries none). One may answer later: the request is then held, and
    * handled again from the top. */
   if (!(c->route_rules & HTTP_ROUTE_PUBLIC) && c->parser.method != HTTP_OPTIONS) {
-    EACH_FAMILY(a) if ((*a)->access && !(*a)->access(c)) return;
+    EACH_FAMILY(c->server, a) if ((*a)->access && !(*a)->access(c)) return;
   }
   if (f->methods && !method_listed(f->methods, http_method_str(c->parser.method))) {
     if (c->parser.method == HTTP_OPTIONS) {
@@ -861,7 +865,7 @@ static void conn_pump(http_conn *c) {
   if (c->closing) return; /* the input goes with the connection */
   c->fed = off;
   if (c->handover_to && !c->lingering && !c->close_pending) {
-    worker_hand_over(c);
+    c->server->worker_ops->hand_over(c);
     return;
   }
   /* A worker keeps the request whose headers are still arriving (see
@@ -943,7 +947,7 @@ static void input_ended(http_conn *c) {
   conn_pump(c);
   if (c->closing || !awaiting_answer(c) || c->probing) return;
   bool http11 = c->parser.http_major == 1 && c->parser.http_minor >= 1, probed = false;
-  EACH_FAMILY(f) if ((*f)->probe && (probed = (*f)->probe(c))) break; /* an SSE comment, say */
+  EACH_FAMILY(c->server, f) if ((*f)->probe && (probed = (*f)->probe(c))) break; /* an SSE comment, say */
   if (!probed) {
     if (!http11) return; /* HTTP/1.0 has no interim responses: the answer is just sent */
     conn_write(c, "HTTP/1.1 102 Processing\r\n\r\n", sizeof "HTTP/1.1 102 Processing\r\n\r\n" - 1);
@@ -1026,7 +1030,7 @@ static void on_conn_closed(uv_handle_t *h) {
 /* The connection is going: the families let go of it (its response
  * stream, if any, has nowhere to go). */
 static void conn_detach_stream(http_conn *c) {
-  EACH_FAMILY(f) if ((*f)->conn_gone) (*f)->conn_gone(c);
+  EACH_FAMILY(c->server, f) if ((*f)->conn_gone) (*f)->conn_gone(c);
 }
 
 /* Close now: its close callback frees it, perhaps in a loop turn taken
@@ -1036,7 +1040,7 @@ void conn_close_now(http_conn *c) {
   if (c->closing || c->handover_sent) return; /* a socket being handed over: its write callback closes it */
   conn_detach_stream(c);
   /* A check still pending (OAuth's) will not call back into a freed connection. */
-  EACH_FAMILY(f) if ((*f)->request_end) (*f)->request_end(c);
+  EACH_FAMILY(c->server, f) if ((*f)->request_end) (*f)->request_end(c);
   lru_remove(c);
   c->closing = true;
   c->server->conns_closing++;
@@ -1152,7 +1156,7 @@ static void on_sweep(uv_timer_t *t) {
       }
     }
   }
-  EACH_FAMILY(f) if ((*f)->sweep) (*f)->sweep(h, now);
+  EACH_FAMILY(h, f) if ((*f)->sweep) (*f)->sweep(h, now);
 }
 
 /* ---- Server ---------------------------------------------------------- */
@@ -1217,13 +1221,17 @@ int http_listen_shared(const http_options *opts, int *port, char *err, size_t er
 
 http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, char *err, size_t err_len) {
   struct sockaddr_storage addr;
+  if (!opts->families) {
+    snprintf(err, err_len, "no endpoint families to serve (http_options.families)");
+    return NULL;
+  }
   if (!listen_address(opts, opts->port, &addr, err, err_len)) return NULL;
   http_server *h = calloc(1, sizeof *h);
   h->loop = loop;
   h->srv = srv;
   h->opts = *opts;
   strmap_init(&h->sessions_by_id);
-  EACH_FAMILY(f) if ((*f)->server_start) (*f)->server_start(h);
+  EACH_FAMILY(h, f) if ((*f)->server_start) (*f)->server_start(h);
   int rc = uv_tcp_init(loop, &h->listener);
   /* A worker accepts from the supervisor's socket (http_worker_attach):
    * its own listener is never opened. */
@@ -1259,14 +1267,14 @@ int http_bound_port(const http_server *h) { return h->port; }
 void http_stop(http_server *h) {
   if (h->stopping) return;
   h->stopping = true;
-  EACH_FAMILY(f) if ((*f)->server_stop) (*f)->server_stop(h);
+  EACH_FAMILY(h, f) if ((*f)->server_stop) (*f)->server_stop(h);
   for (http_conn *c = h->conns, *next; c; c = next) {
     next = c->next;
     conn_close(c);
   }
   strmap_free(&h->sessions_by_id);
   h->handles_closing += 4; /* the listener may be closing already (http_drain) */
-  worker_detach(h); /* one more, when there is a pipe */
+  if (h->worker_ops) h->worker_ops->detach(h); /* one more, when there is a pipe */
   uv_close((uv_handle_t *)&h->probe, on_server_handle_closed);
   if (!uv_is_closing((uv_handle_t *)&h->listener)) {
     h->handles_closing++;
@@ -1292,7 +1300,7 @@ int http_drain(http_server *h) {
    * and once every copy is closed it is refused too. */
   h->handles_closing++;
   uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
-  worker_stop_accepting(h);
+  if (h->worker_ops) h->worker_ops->stop_accepting(h);
   /* Every response from now on says Connection: close, and its connection
    * ends once it is written: first, so that the streams ended below close
    * their connections too, after their last byte. */
@@ -1300,7 +1308,7 @@ int http_drain(http_server *h) {
   /* The standing streams are a client waiting to hear, not work: end them
    * now, cleanly (the chunked body ends), so that the client reconnects
    * elsewhere. Calls still running keep their own streams. */
-  EACH_FAMILY(f) if ((*f)->server_drain) (*f)->server_drain(h);
+  EACH_FAMILY(h, f) if ((*f)->server_drain) (*f)->server_drain(h);
   server_end_listeners(h->srv);
   /* Idle keep-alive connections would only bring new work: shut them down
    * (after any bytes still being written). A connection with a request on
@@ -1309,7 +1317,7 @@ int http_drain(http_server *h) {
    * one whose request is still in the socket (it crossed the signal):
    * shutting that one down would drop the request unanswered. */
   for (http_conn *c = h->conns; c; c = c->next) {
-    EACH_FAMILY(f) if (!c->closing && (*f)->conn_drain) (*f)->conn_drain(c);
+    EACH_FAMILY(h, f) if (!c->closing && (*f)->conn_drain) (*f)->conn_drain(c);
     if (c->closing || c->lingering || c->handing_over || c->state == CONN_RESPONDING) continue;
     if (c->state != CONN_IDLE || c->input.len || c->deferred || bytes_waiting(c)) c->drain_owed = true;
     else conn_end(c);

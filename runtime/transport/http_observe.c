@@ -115,7 +115,7 @@ void http_metrics_all(const http_server *h, buf *out) {
   size_t lens[MAX_WORKERS + 1];
   texts[0] = own.data ? own.data : "";
   lens[0] = own.len;
-  int n = 1 + http_worker_peer_metrics(h, texts + 1, lens + 1, MAX_WORKERS);
+  int n = 1 + (h->worker_ops ? h->worker_ops->peer_metrics(h, texts + 1, lens + 1, MAX_WORKERS) : 0);
   if (n == 1) buf_append(out, own.data, own.len);
   else observe_merge(texts, lens, n, out);
   buf_free(&own);

@@ -92,7 +92,8 @@ typedef struct http_route_family {
   bool (*probe)(http_conn *c);
 } http_route_family;
 
-/* Every family, NULL-terminated (http_routes.c). */
+/* luamcp's families, NULL-terminated (http_routes.c): the program hands
+ * them to http_start (http_options.families); no transport file names it. */
 extern const http_route_family *const HTTP_FAMILIES[];
 
 /* ---- For families: the request and its answer ---------------------------- */

@@ -64,6 +64,10 @@ typedef struct http_options {
   /* /metrics, /healthz and /readyz: NULL serves only /healthz. */
   const http_observe_hooks *observe;
   bool metrics_on_mcp_port;   /* /metrics answered on this listener too (not with OAuth: see http_observe.c) */
+  /* The endpoint families served, in order of precedence, NULL-ended: the
+   * program registers them (luamcp: HTTP_FAMILIES, http_routes.c), so the
+   * connection code names none (http_route.h). */
+  const struct http_route_family *const *families;
 } http_options;
 
 typedef struct http_server http_server;

@@ -107,14 +107,14 @@ static bool send_frame(http_worker *wk, worker_frame_type type, int worker, cons
   return true;
 }
 
-int worker_owner(const http_conn *c) {
+static int worker_owner(const http_conn *c) {
   http_server *h = c->server;
   if (!h->worker || h->worker->lost || !c->session_id) return 0;
   int k = http_session_id_worker(c->session_id, h->opts.node);
   return k >= 1 && k <= h->opts.worker_count && k != h->opts.worker_index ? k : 0;
 }
 
-void worker_hand_over(http_conn *c) {
+static void worker_hand_over(http_conn *c) {
   http_worker *wk = c->server->worker;
   c->state = CONN_RESPONDING; /* nothing more is read or timed out here */
   c->handing_over = true;
@@ -233,7 +233,7 @@ static void accept_close(http_worker *wk) {
   uv_close((uv_handle_t *)&wk->resume, on_accept_handle_closed);
 }
 
-void worker_stop_accepting(http_server *h) {
+static void worker_stop_accepting(http_server *h) {
   if (h->worker) accept_close(h->worker);
 }
 
@@ -314,7 +314,7 @@ static void on_metrics_push(uv_timer_t *t) {
   buf_free(&text);
 }
 
-int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap) {
+static int worker_peer_metrics(const http_server *h, const char **texts, size_t *lens, int cap) {
   const http_worker *wk = h->worker;
   int n = 0;
   if (!wk) return 0;
@@ -328,6 +328,15 @@ int http_worker_peer_metrics(const http_server *h, const char **texts, size_t *l
 }
 
 static void on_unopened_closed(uv_handle_t *handle) { free(handle->data); }
+
+static void worker_detach(http_server *h);
+static const http_worker_ops WORKER_OPS = {
+    .owner = worker_owner,
+    .hand_over = worker_hand_over,
+    .stop_accepting = worker_stop_accepting,
+    .detach = worker_detach,
+    .peer_metrics = worker_peer_metrics,
+};
 
 int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_hooks *hooks) {
   http_worker *wk = calloc(1, sizeof *wk);
@@ -357,6 +366,7 @@ int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_
   }
   uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
   h->worker = wk;
+  h->worker_ops = &WORKER_OPS;
   uv_read_start((uv_stream_t *)&wk->pipe, on_alloc, on_read);
   /* The pipe alone must not keep the loop running once everything else
    * has stopped. */
@@ -372,7 +382,7 @@ static void on_pipe_closed(uv_handle_t *handle) {
   worker_handle_closed(wk);
 }
 
-void worker_detach(http_server *h) {
+static void worker_detach(http_server *h) {
   http_worker *wk = h->worker;
   if (!wk) return;
   accept_close(wk);

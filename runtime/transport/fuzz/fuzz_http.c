@@ -22,6 +22,7 @@
 
 #include "transport/fuzz/fuzz_app.h"
 #include "transport/http.h"
+#include "transport/http_route.h"
 
 enum { MAX_CONNS = 4, QUIET_TURNS = 3, MAX_TURNS = 4000 };
 
@@ -145,6 +146,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   ho.max_connections = 6;
   ho.max_sessions = 4;
   ho.buffer_bytes = 64 * 1024; /* small, so the budget is reached */
+  ho.families = HTTP_FAMILIES;
   char err[256];
   h = http_start(&loop, &srv, &ho, err, sizeof err);
   if (!h) __builtin_trap();
