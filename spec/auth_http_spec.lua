@@ -355,6 +355,23 @@ describe("starting with OAuth", function()
     assert.truthy(err:find("Host header", 1, true), err)
   end)
 
+  -- "127.0.0.1:1@" is a user and password: libcurl connects to the host
+  -- after it, which is not loopback, so these are plain http elsewhere.
+  it("refuses an issuer, key set or introspection endpoint whose host hides behind a user and password", function()
+    local hidden = "http://127.0.0.1:1@as.example.invalid"
+    local jwks = " --auth-jwks-file " .. quote(keys_dir .. "/jwks.json")
+    for _, case in ipairs {
+      { "--auth-issuer " .. hidden .. jwks, "the issuer " .. hidden },
+      { "--auth-issuer " .. ISSUER .. " --auth-jwks-uri " .. hidden .. "/jwks", hidden .. "/jwks" },
+      { "--auth-issuer " .. ISSUER .. jwks .. " --auth-introspection-endpoint " .. hidden .. "/introspect"
+        .. " --auth-client-id rs --auth-client-secret-env S", hidden .. "/introspect" },
+    } do
+      -- timeout: a luamcp that took the URL would serve until stopped.
+      local err = refused("--http 127.0.0.1:0 " .. case[1], "S=secret timeout 120")
+      assert.truthy(err:find(case[2] .. ": it has a user name or password before its host", 1, true), err)
+    end
+  end)
+
   it("refuses --auth-* flags without an issuer, or without --http", function()
     assert.truthy(refused("--http 127.0.0.1:0 --auth-scopes a"):find("issuer", 1, true))
     assert.truthy(refused("--auth-issuer " .. ISSUER):find("--http", 1, true))

@@ -342,6 +342,30 @@ describe("the token verifier", function()
       assert.are.equal(fetched, as.counts().jwks)
     end)
 
+    it("ignores a discovered jwks_uri or introspection endpoint whose host hides behind a user and password",
+      function()
+        as = start_as("")
+        -- "127.0.0.1:1@" is a user and password: libcurl would connect to
+        -- 0.0.0.0 (this machine, the fake itself, but not a loopback name).
+        local hidden = ("http://127.0.0.1:1@0.0.0.0:%d"):format(as.port)
+        as.config { jwks = { { file = dir .. "/jwks.json" } },
+          metadata = { jwks_uri = hidden .. "/jwks", introspection_endpoint = hidden .. "/introspect" } }
+        d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
+        check(d, "jwt", mint(dir, { kid = "rsa1", claims = claims(as.issuer) }))
+        local v = verdict(d, "jwt")
+        assert.are_not.equal(0, v.status, cjson.encode(v))
+        check(d, "opaque", "good")
+        v = verdict(d, "opaque")
+        assert.are.same({ 401, "opaque tokens are not accepted (no introspection endpoint)" },
+          { v.status, v.description })
+        local counts = as.counts()
+        assert.are.same({ 0, 0 }, { counts.jwks, counts.introspect })
+        for _, name in ipairs { "jwks_uri", "introspection_endpoint" } do
+          assert.truthy(d.stderr:find("the metadata's " .. name .. " (" .. hidden, 1, true), d.stderr)
+        end
+        assert.truthy(d.stderr:find("it has a user name or password before its host", 1, true), d.stderr)
+      end)
+
     it("fetches the key set again once for an unknown kid, for every check waiting on it, once per floor", function()
       as = start_as("")
       as.config { jwks = { { file = dir .. "/jwks.json" } } }
@@ -436,7 +460,7 @@ describe("the token verifier", function()
       -- Refusals: inactive (remembered too), expired, another issuer, another resource.
       for _, case in ipairs {
         { "unknown", "not active" }, { "unknown", "not active" }, { "expired", "expired" },
-        { "other_iss", "another issuer" },
+        { "other_iss", "was not issued by " .. as.issuer },
       } do
         check(d, "r", case[1])
         v = verdict(d, "r")
@@ -446,7 +470,7 @@ describe("the token verifier", function()
       check(d, "elsewhere", "good", "https://other.example/mcp")
       v = verdict(d, "elsewhere")
       assert.are.equal(401, v.status)
-      assert.truthy(v.description:find("another resource", 1, true), v.description)
+      assert.truthy(v.description:find("audience is not https://other.example/mcp", 1, true), v.description)
       -- good, unknown (once: the second answer came from the cache),
       -- expired, other_iss, good for another resource.
       assert.are.equal(5, as.counts().introspect)
@@ -458,6 +482,38 @@ describe("the token verifier", function()
       v = verdict(d, "aud_less")
       assert.are.same({ 401, "invalid_token" }, { v.status, v.error })
       assert.truthy(v.description:find("no audience", 1, true), v.description)
+    end)
+
+    it("refuses introspection answers by the rules a JWT's claims follow", function()
+      as = start_as("")
+      local aud = cjson.encode(RESOURCE)
+      as.config { jwks = { { file = dir .. "/jwks.json" } }, tokens = {
+        early = { active = true, sub = "ivan", aud = RESOURCE, nbf = now + 3600 },
+        numeric_sub = { active = true, sub = 42, client_id = "app", aud = RESOURCE },
+        numeric_iss = { active = true, sub = "judy", aud = RESOURCE, iss = 7 },
+        text_exp = { active = true, sub = "kim", aud = RESOURCE, exp = "tomorrow" },
+        mixed_aud = { active = true, sub = "lee", aud = { RESOURCE, 5 } },
+        -- A string is sent as it is: JSON with a member said twice.
+        two_subs = '{"active":true,"sub":"mallory","sub":"alice","aud":' .. aud .. "}",
+        two_auds = '{"active":true,"sub":"nick","aud":"https://other.example/mcp","aud":' .. aud .. "}",
+        two_actives = '{"active":false,"active":true,"sub":"olga","aud":' .. aud .. "}",
+        fine = { active = true, sub = "pat", aud = RESOURCE, nbf = now - 60 },
+      } }
+      d = start_driver { "--issuer", as.issuer, "--client-id", "rs", "--client-secret", "secret" }
+      for _, case in ipairs {
+        { "early", "not valid yet (nbf)" }, { "numeric_sub", "sub claim is not a string" },
+        { "numeric_iss", "iss claim is not a string" }, { "text_exp", "exp claim is not a number" },
+        { "mixed_aud", "aud claim is not a string or an array of strings" },
+        { "two_subs", "names a claim twice" }, { "two_auds", "names a claim twice" },
+        { "two_actives", "" },
+      } do
+        check(d, case[1], case[1])
+        local v = verdict(d, case[1])
+        assert.are.same({ 401, "invalid_token" }, { v.status, v.error }, case[1])
+        assert.truthy(v.description:find(case[2], 1, true), case[1] .. ": " .. v.description)
+      end
+      check(d, "fine", "fine")
+      assert.are.equal(as.issuer .. " sub:pat", verdict(d, "fine").principal)
     end)
 
     it("asks once for checks of the same opaque token, and runs at most 64 introspections: beyond, 503 at once", function()
@@ -672,6 +728,12 @@ describe("the token verifier", function()
         { { "--issuer", "http://127.0.0.1:1", "--jwks-file", dir .. "/missing.json" }, "missing.json" },
         { { "--issuer", "http://auth.example.com" }, "https" },
         { { "--issuer", "https://auth.example.com", "--jwks-uri", "http://keys.example.com/jwks" }, "https" },
+        -- "127.0.0.1:1@" is a user and password, not the host.
+        { { "--issuer", "http://127.0.0.1:1@auth.example.com" }, "it has a user name or password before its host" },
+        { { "--issuer", "https://auth.example.com", "--jwks-uri", "http://127.0.0.1:1@keys.example.com/jwks" },
+          "it has a user name or password before its host" },
+        { { "--issuer", "https://auth.example.com", "--jwks-file", dir .. "/jwks.json", "--introspection-endpoint",
+          "http://127.0.0.1:1@as.example.com/introspect" }, "it has a user name or password before its host" },
       } do
         local d, first, line = start_driver(case[1])
         d:wait_exit(30000)

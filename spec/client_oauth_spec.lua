@@ -177,16 +177,24 @@ describe("luamcp call as an OAuth client (oidc-provider)", function()
 const http = require("http"), issuer = process.argv[1];
 const server = http.createServer((req, res) => {
   const base = `http://127.0.0.1:${server.address().port}`;
-  const which = ["mismatch", "noissuer"].find((w) => req.url.includes(w)) || "refuses";
+  const which = ["mismatch", "noissuer", "userinfo"].find((w) => req.url.includes(w)) || "refuses";
   if (req.method === "GET" && req.url.startsWith("/.well-known/oauth-protected-resource/")) {
     res.setHeader("Content-Type", "application/json");
-    return res.end(JSON.stringify({ authorization_servers: [which === "noissuer" ? `${base}/as` : issuer],
+    const as = which === "noissuer" ? `${base}/as` : which === "userinfo" ? `${base}/ui` : issuer;
+    return res.end(JSON.stringify({ authorization_servers: [as],
       resource: which === "mismatch" ? "https://evil.example.com/mcp" : `${base}/${which}/mcp` }));
   }
   if (req.method === "GET" && req.url === "/.well-known/oauth-authorization-server/as") {
     // Metadata without an issuer, whose token endpoint is this server.
     res.setHeader("Content-Type", "application/json");
     return res.end(JSON.stringify({ token_endpoint: `${base}/token` }));
+  }
+  if (req.method === "GET" && req.url === "/.well-known/oauth-authorization-server/ui") {
+    // A token endpoint whose "127.0.0.1:1@" is a user and password: the
+    // host is 0.0.0.0 (this machine, but not a loopback name).
+    res.setHeader("Content-Type", "application/json");
+    return res.end(JSON.stringify({ issuer: `${base}/ui`,
+      token_endpoint: `http://127.0.0.1:1@0.0.0.0:${server.address().port}/token` }));
   }
   process.stdout.write(JSON.stringify({ path: req.url, bearer: !!req.headers.authorization }) + "\n");
   res.statusCode = 401;
@@ -234,6 +242,24 @@ process.stdin.on("end", () => process.exit(0)).resume();
     assert_no_secrets(out .. err, "m2m-secret")
   end)
 
+  it("a token endpoint whose host hides behind a user and password: refused, the secret sent nowhere", function()
+    local fake, base = start_fake()
+    local code, out, err = call({ "--http", base .. "/userinfo/mcp", "--client-id", "m2m", "--client-secret-env",
+      "SECRET" }, { SECRET = "m2m-secret" })
+    local seen = {}
+    for i = 1, 3 do
+      local line = fake:read_line(i == 1 and 10000 or 500)
+      if line then seen[#seen + 1] = cjson.decode(line).path end
+    end
+    fake:terminate()
+    assert.are.equal(1, code)
+    local port = base:match(":(%d+)$")
+    assert.truthy(err:find("not sending credentials to http://127.0.0.1:1@0.0.0.0:" .. port .. "/token: it has a user"
+      .. " name or password before its host", 1, true), err)
+    assert.are.same({ "/userinfo/mcp" }, seen)
+    assert_no_secrets(out .. err, "m2m-secret")
+  end)
+
   it("without --issuer, stderr names the authorization server the secret goes to (not the secret)", function()
     local code, out, err = call({ "--http", s.url, "--client-id", "m2m", "--client-secret-env", "SECRET", "--raw",
       "whoami" }, { SECRET = "m2m-secret" })
@@ -269,6 +295,15 @@ process.stdin.on("end", () => process.exit(0)).resume();
       { SECRET = "m2m-secret" })
     assert.are.equal(2, code, err)
     assert.truthy(err:find("need an https URL or a loopback host, not " .. remote, 1, true), err)
+    assert.are.equal(before, p.stats()["/token"] or 0)
+    assert_no_secrets(out .. err, "m2m-secret")
+    -- "127.0.0.1:1@" is a user and password: the host is still 0.0.0.0.
+    local hidden = s.url:gsub("127%.0%.0%.1", "127.0.0.1:1@0.0.0.0")
+    code, out, err = call({ "--http", hidden, "--client-id", "m2m", "--client-secret-env", "SECRET" },
+      { SECRET = "m2m-secret" })
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find("need an https URL or a loopback host, not " .. hidden, 1, true), err)
+    assert.truthy(err:find("it has a user name or password before its host", 1, true), err)
     assert.are.equal(before, p.stats()["/token"] or 0)
     assert_no_secrets(out .. err, "m2m-secret")
 
@@ -328,6 +363,8 @@ process.stdin.on("end", () => process.exit(0)).resume();
         { SECRET = "m2m-secret" } },
       { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--issuer", "http://as.example.com" },
         "--issuer http://as.example.com: an authorization server is https", { SECRET = "m2m-secret" } },
+      { { "--client-id", "m2m", "--client-secret-env", "SECRET", "--issuer", "http://127.0.0.1:1@as.example.invalid" },
+        "--issuer http://127.0.0.1:1@as.example.invalid: an authorization server is https", { SECRET = "m2m-secret" } },
     }
     for _, case in ipairs(cases) do
       local args = { "--http", s.url }

@@ -347,12 +347,17 @@ local function oauth_client(command, o)
   local client_auth = require "mcp.client_auth"
   -- The token (and the metadata that leads to the credentials) would
   -- travel in the clear: OAuth 2.1 1.5.
-  if not client_auth.credentials_allowed(o.http) then
-    usage_error(("the OAuth client options need an https URL or a loopback host, not %s"
-      .. " (plain http would carry the access token in the clear)"):format(o.http))
+  local allowed, why = client_auth.credentials_allowed(o.http)
+  if not allowed then
+    usage_error(("the OAuth client options need an https URL or a loopback host, not %s: %s"
+      .. " (the access token would go there)"):format(o.http, why))
   end
-  if o.issuer and not client_auth.credentials_allowed(o.issuer) then
-    usage_error(("--issuer %s: an authorization server is https (or http on a loopback host)"):format(o.issuer))
+  if o.issuer then
+    allowed, why = client_auth.credentials_allowed(o.issuer)
+    if not allowed then
+      usage_error(("--issuer %s: an authorization server is https (or http on a loopback host): %s"):format(o.issuer,
+        why))
+    end
   end
   if o["bearer-env"] then usage_error("give either --bearer-env or OAuth client options, not both") end
   if not o["client-id"] and not o["assertion-env"] and not o["id-token-env"] then
@@ -404,9 +409,10 @@ local function connect(command, o)
         token == nil and "not set" or "empty"), 2)
     end
     target.headers.Authorization = "Bearer " .. token
-    if o.http and not require("mcp.client_auth").credentials_allowed(o.http) then
-      say(("luamcp %s: warning: --bearer-env sends the token in the clear to %s (plain http, not a loopback host)")
-        :format(command, o.http))
+    local allowed, why = true, nil
+    if o.http then allowed, why = require("mcp.client_auth").credentials_allowed(o.http) end
+    if not allowed then
+      say(("luamcp %s: warning: --bearer-env sends the token in the clear to %s (%s)"):format(command, o.http, why))
     end
   end
   if next(target.headers) ~= nil and not o.http then

@@ -141,18 +141,15 @@ function M.resource_allowed(url, resource)
 end
 
 --- May credentials go to url? https, or http on a loopback host (OAuth
---- 2.1 1.5: TLS everywhere else).
+--- 2.1 1.5: TLS everywhere else), judged on the host libcurl reads, the one
+--- it connects to; a user name or password before the host is refused.
+--- true, or false and why ("it ...", for after the URL).
 function M.credentials_allowed(url)
-  local scheme, authority = split_url(url)
-  if scheme == "https" then return true end
-  if scheme ~= "http" then return false end
-  local host = authority:match("^%[([^%]]+)%]") or authority:match("^([^:]+)")
-  return host == "localhost" or host == "::1" or (host or ""):match("^127%.%d+%.%d+%.%d+$") ~= nil
+  return core.credentials_allowed(tostring(url))
 end
 
-local function plain_http(endpoint)
-  return ("not sending credentials to %s: plain http is only for a loopback host (OAuth 2.1 wants https)"):format(
-    endpoint)
+local function not_sending(endpoint, why)
+  return ("not sending credentials to %s: %s"):format(endpoint, why)
 end
 
 -- application/x-www-form-urlencoded
@@ -295,7 +292,8 @@ local function exchange_id_token(idp, server, resource, scope)
     idp.token_endpoint = meta.token_endpoint
   end
   local endpoint = idp.token_endpoint
-  if not M.credentials_allowed(endpoint) then return nil, plain_http(endpoint) end
+  local allowed, why = M.credentials_allowed(endpoint)
+  if not allowed then return nil, not_sending(endpoint, why) end
   local answer, err = core.oauth_fetch { method = "POST", url = endpoint,
     headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" },
     body = form {
@@ -320,7 +318,8 @@ end
 -- with assertion): the token answer, or nil and why.
 local function request_token(opts, server, method, resource, scope, assertion)
   local endpoint = server.token_endpoint
-  if not M.credentials_allowed(endpoint) then return nil, plain_http(endpoint) end
+  local allowed, why = M.credentials_allowed(endpoint)
+  if not allowed then return nil, not_sending(endpoint, why) end
   local fields = { { "grant_type", assertion and JWT_BEARER_GRANT or "client_credentials" },
     { "assertion", assertion }, { "resource", resource }, { "scope", scope } }
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }

@@ -210,21 +210,11 @@ static uint64_t identity_ttl_ms(const auth_identity *id) {
 
 /* ---- Fetching ------------------------------------------------------------------ */
 
-/* https, or http to a loopback host (MCP authorization: "MUST be HTTPS",
- * with localhost for development). A userinfo part ("http://127.0.0.1@x")
- * does not pass: the host must be followed by a port, a path or nothing. */
-static bool url_allowed(const char *url) {
-  for (const char *p = url; *p; p++)
-    if ((unsigned char)*p <= ' ' || *p == 0x7f) return false;
-  if (strncasecmp(url, "https://", 8) == 0) return url[8] != '\0';
-  if (strncasecmp(url, "http://", 7) != 0) return false;
-  static const char *const loopback[] = {"127.0.0.1", "localhost", "[::1]"};
-  const char *host = url + 7;
-  for (size_t i = 0; i < sizeof loopback / sizeof *loopback; i++) {
-    size_t n = strlen(loopback[i]);
-    if (strncasecmp(host, loopback[i], n) == 0 && (host[n] == ':' || host[n] == '/' || host[n] == '\0')) return true;
-  }
-  return false;
+/* May the verifier fetch url (it sends its client secret and tokens to
+ * some)? The one rule of curl_lib_credentials_allowed; false with why,
+ * a clause for after the URL. */
+static bool url_allowed(auth_verifier *v, const char *url, char *why, size_t why_len) {
+  return curl_lib_credentials_allowed(v->api, url, why, why_len);
 }
 
 /* libcurl, loaded when the first fetch needs it. */
@@ -281,13 +271,12 @@ static void on_fetch_done(curl_transfer *t, CURLcode result);
 /* Start a GET (form NULL) or a form POST of url; NULL with why. */
 static auth_fetch *fetch_start(auth_verifier *v, fetch_kind kind, const char *url, char *form,
                                const char *authorization, char *why, size_t why_len) {
-  if (!url_allowed(url)) {
-    snprintf(why, why_len, "%s is neither https nor http on a loopback host", url);
+  if (!curl_ready(v)) {
+    snprintf(why, why_len, "%.150s", v->curl_why);
     free(form);
     return NULL;
   }
-  if (!curl_ready(v)) {
-    snprintf(why, why_len, "%.150s", v->curl_why);
+  if (!url_allowed(v, url, why, why_len)) { /* why: "it ...", after what the caller fetches */
     free(form);
     return NULL;
   }
@@ -500,9 +489,9 @@ static bool refetch_later(auth_verifier *v) {
 static char *metadata_url(auth_verifier *v, const json_value *doc, const char *name) {
   const json_value *s = json_object_get(doc, name);
   if (!s || s->type != JSON_STRING) return NULL;
-  if (!url_allowed(s->u.string)) {
-    log_write(LOG_WARNING, "auth: the metadata's %s (%s) is neither https nor http on a loopback host: ignored", name,
-              s->u.string);
+  char why[200];
+  if (!url_allowed(v, s->u.string, why, sizeof why)) {
+    log_write(LOG_WARNING, "auth: the metadata's %s (%s) is ignored: %s", name, s->u.string, why);
     return NULL;
   }
   return strdup(s->u.string);
@@ -717,15 +706,6 @@ static bool introspection_start(auth_verifier *v, auth_waiter *w, char *why, siz
   return true;
 }
 
-/* Does aud (a string or an array of them) name resource? */
-static bool audience_names(const json_value *aud, const char *resource) {
-  if (aud->type == JSON_STRING) return strcmp(aud->u.string, resource) == 0;
-  if (aud->type != JSON_ARRAY) return false;
-  for (uint32_t i = 0; i < aud->len; i++)
-    if (aud->u.items[i].type == JSON_STRING && strcmp(aud->u.items[i].u.string, resource) == 0) return true;
-  return false;
-}
-
 /* An introspection answer into a verdict; cacheable refusals and
  * identities are remembered. */
 static void introspection_verdict(auth_verifier *v, auth_fetch *f, const uint8_t key[OS_SHA256_BYTES],
@@ -739,22 +719,20 @@ static void introspection_verdict(auth_verifier *v, auth_fetch *f, const uint8_t
     json_doc_free(doc);
     return;
   }
+  /* The rules a JWT's claims follow (jwt_check_claims), with aud required
+   * as for a JWT: RFC 7662 makes it optional, MCP (RFC 8707) the guard
+   * against a token minted for another resource. */
+  jwt_policy policy = {
+      .issuer = v->issuer,
+      .audience = resource ? resource : "",
+      .leeway_s = v->leeway_s,
+      .now_s = (int64_t)time(NULL),
+  };
   const json_value *active = json_object_get(root, "active");
-  const json_value *exp = json_object_get(root, "exp");
-  const json_value *iss = json_object_get(root, "iss");
-  const json_value *aud = json_object_get(root, "aud");
-  int64_t now_s = (int64_t)time(NULL);
+  char why[160] = "";
   auth_identity *id = NULL;
   if (!active || active->type != JSON_TRUE) refuse(out, "the token is not active");
-  else if (exp && (!json_is_number(exp) || json_number(exp) + v->leeway_s <= (double)now_s))
-    refuse(out, "the token has expired");
-  else if (iss && (iss->type != JSON_STRING || strcmp(iss->u.string, v->issuer) != 0))
-    refuse(out, "the token was issued by another issuer");
-  /* RFC 7662 makes aud optional; MCP (RFC 8707) makes it the guard
-   * against a token minted for another resource: without it, refused. */
-  else if (!aud) refuse(out, "the introspection answer names no audience (aud)");
-  else if (!audience_names(aud, resource ? resource : ""))
-    refuse(out, "the token is meant for another resource");
+  else if (jwt_check_claims(root, JWT_CLAIMS_INTROSPECTED, &policy, why, sizeof why) != JWT_OK) refuse(out, "%s", why);
   else if (!(id = jwt_identity_from_claims(root, f->body.data, f->body.len, v->issuer)))
     refuse(out, "the token names neither a subject nor a client");
   else accept_identity(out, id);
@@ -973,17 +951,9 @@ auth_verifier *auth_verifier_new(uv_loop_t *loop, const auth_settings *settings,
     snprintf(why, why_len, "OAuth needs the authorization server's issuer");
     return NULL;
   }
-  if (!url_allowed(issuer) || strpbrk(issuer, "?#")) {
-    snprintf(why, why_len, "the issuer %s must be an https URL (http only on a loopback host) with no query or fragment",
-             issuer);
+  if (strpbrk(issuer, "?#")) {
+    snprintf(why, why_len, "the issuer %s must be an https URL with no query or fragment", issuer);
     return NULL;
-  }
-  const char *urls[] = {settings->jwks_uri, settings->introspection_endpoint};
-  for (size_t i = 0; i < 2; i++) {
-    if (urls[i] && *urls[i] && !url_allowed(urls[i])) {
-      snprintf(why, why_len, "%s must be an https URL (http only on a loopback host)", urls[i]);
-      return NULL;
-    }
   }
   auth_verifier *v = calloc(1, sizeof *v);
   if (!v) {
@@ -1011,6 +981,28 @@ auth_verifier *auth_verifier_new(uv_loop_t *loop, const auth_settings *settings,
     snprintf(why, why_len, "%s", v->curl_why);
     really_free(v);
     return NULL;
+  }
+  if (!v->api) { /* a key file and no introspection: libcurl only judges the issuer */
+    char unused[200];
+    v->api = curl_lib_load("the token verifier", unused, sizeof unused);
+  }
+  /* Every URL given is judged as libcurl reads it. A luamcp that cannot
+   * load libcurl (a static one) has got here only with a key file and no
+   * introspection: it sends nothing anywhere, so has no URL to judge. */
+  const struct {
+    const char *what, *url;
+  } given[] = {
+      {"the issuer", v->issuer},
+      {"the key set", v->jwks_uri},
+      {"the introspection endpoint", v->introspection_endpoint},
+  };
+  for (size_t i = 0; v->api && i < sizeof given / sizeof *given; i++) {
+    char refused[200];
+    if (given[i].url && *given[i].url && !url_allowed(v, given[i].url, refused, sizeof refused)) {
+      snprintf(why, why_len, "%s %s: %s", given[i].what, given[i].url, refused);
+      really_free(v);
+      return NULL;
+    }
   }
   log_write(LOG_INFO, "auth: tokens from %s; keys %s %s; opaque tokens %s%s", v->issuer,
             v->jwks_file ? "from the file" : v->jwks_uri ? "from" : "found by discovery at",

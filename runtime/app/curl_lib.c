@@ -3,6 +3,8 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "app/app.h"
 #include "os/dynlib.h"
@@ -106,4 +108,38 @@ const curl_api *curl_lib_load(const char *who, char *why, size_t why_len) {
   if (C.loaded) return &C.api;
   snprintf(why, why_len, "%s %s", who, C.failure);
   return NULL;
+}
+
+/* localhost, 127.0.0.0/8 or ::1, as curl_url gives a host: IPv4 numbers
+ * already in dotted decimal ("127.1" and "0x7f000001" come back as
+ * 127.0.0.1), IPv6 in brackets. */
+static bool loopback_host(const char *host) {
+  if (strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0) return true;
+  unsigned a, b, c, d;
+  char end;
+  return sscanf(host, "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &end) == 4 && a == 127 && b < 256 && c < 256 && d < 256;
+}
+
+bool curl_lib_credentials_allowed(const curl_api *api, const char *url, char *why, size_t why_len) {
+  CURLU *u = api->url();
+  char *scheme = NULL, *host = NULL, *user = NULL, *password = NULL;
+  bool ok = false;
+  if (!u) snprintf(why, why_len, "out of memory");
+  else if (api->url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+           api->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+           (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) ||
+           api->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+    snprintf(why, why_len, "it is not an http or https URL");
+  else if (api->url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER ||
+           api->url_get(u, CURLUPART_PASSWORD, &password, 0) != CURLUE_NO_PASSWORD)
+    snprintf(why, why_len, "it has a user name or password before its host (USER@HOST), which hides where it goes");
+  else if (strcmp(scheme, "https") != 0 && !loopback_host(host))
+    snprintf(why, why_len, "it is plain http to %s, which is not a loopback host (OAuth 2.1 wants https)", host);
+  else ok = true;
+  api->free(scheme);
+  api->free(host);
+  api->free(user);
+  api->free(password);
+  if (u) api->url_cleanup(u);
+  return ok;
 }

@@ -15,6 +15,8 @@
 #define CURL_STATICLIB /* curl.h: no __declspec(dllimport) on Windows */
 #endif
 #include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 /* The libcurl functions luamcp calls. */
 typedef struct curl_api {
@@ -48,5 +50,16 @@ typedef struct curl_api {
 /* libcurl's functions, loaded and initialized once per process; or NULL
  * with the reason (for the user, naming `who`: "mcp.http") in why. */
 const curl_api *curl_lib_load(const char *who, char *why, size_t why_len);
+
+/* May credentials (a client secret, a bearer token) go to url? https, or
+ * plain http to a loopback host (localhost, 127.0.0.0/8, ::1): OAuth 2.1
+ * 1.5, and MCP's exception for development. The host is the one libcurl
+ * reads, the one it would connect to: never a pattern's guess, which
+ * "http://127.0.0.1:1@elsewhere/" fools (127.0.0.1 is a user name there).
+ * A URL with a user name or password is refused whatever its host: it is
+ * how such a URL hides where it goes. The one rule for every URL that
+ * credentials or tokens are sent to (the token verifier's, luamcp call's).
+ * false with why, a clause for after the URL ("it has a user name ..."). */
+bool curl_lib_credentials_allowed(const curl_api *api, const char *url, char *why, size_t why_len);
 
 #endif

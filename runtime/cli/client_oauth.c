@@ -10,6 +10,9 @@
  *     a JWT client assertion (RFC 7523) signed ES256 or RS256 by os/crypto
  *   base64_encode(text) -> standard base64 (client_secret_basic)
  *   random_id() -> 32 hex digits from the OS's secure generator (jti)
+ *   credentials_allowed(url) -> true | false, why
+ *     may a secret or token go to url (curl_lib_credentials_allowed: https,
+ *     or http to a loopback host, as libcurl reads the URL)
  *
  * The client has nothing else to do while it waits, so the fetch drives
  * curl's multi interface itself, as client_http.c does.
@@ -238,6 +241,19 @@ static int l_base64_encode(lua_State *L) {
   return 1;
 }
 
+static int credentials_allowed(lua_State *L) {
+  const char *url = luaL_checkstring(L, 1);
+  char why[300];
+  const curl_api *api = curl_lib_load("luamcp call --http", why, sizeof why);
+  if (api && curl_lib_credentials_allowed(api, url, why, sizeof why)) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushboolean(L, 0);
+  lua_pushstring(L, why);
+  return 2;
+}
+
 static int random_id(lua_State *L) {
   uint8_t bytes[16];
   if (!os_random_bytes(bytes, sizeof bytes)) return luaL_error(L, "the OS has no secure random numbers to give");
@@ -253,6 +269,7 @@ void client_oauth_register(lua_State *L) {
       {"jws_sign", jws_sign},
       {"base64_encode", l_base64_encode},
       {"random_id", random_id},
+      {"credentials_allowed", credentials_allowed},
       {NULL, NULL},
   };
   luaL_setfuncs(L, fns, 0);

@@ -362,11 +362,17 @@ static jwt_verdict check_signature(const char *token, size_t signed_len, const j
   return JWT_BAD_SIGNATURE;
 }
 
-/* The claims: types, then exp, nbf, iss, aud. */
-static jwt_verdict check_claims(const json_value *claims, const jwt_policy *policy, char *why, size_t why_len) {
+jwt_verdict jwt_check_claims(const json_value *claims, jwt_claims_kind kind, const jwt_policy *policy, char *why,
+                             size_t why_len) {
   static const char *const STRINGS[] = {"iss", "sub", "client_id", "azp", "cid", "scope"};
   static const char *const NUMBERS[] = {"exp", "nbf", "iat"};
   bool repeated = false;
+  if (!claims || claims->type != JSON_OBJECT) {
+    say(why, why_len, "the token's claims are not a JSON object");
+    return JWT_MALFORMED;
+  }
+  /* The member an introspection answer is judged by first (RFC 7662 2.2). */
+  if (kind == JWT_CLAIMS_INTROSPECTED) member(claims, "active", &repeated);
   for (size_t i = 0; i < sizeof STRINGS / sizeof STRINGS[0]; i++) {
     const json_value *v = member(claims, STRINGS[i], &repeated);
     if (v && !plain_string(v)) {
@@ -405,13 +411,15 @@ static jwt_verdict check_claims(const json_value *claims, const jwt_policy *poli
 
   int64_t leeway = policy->leeway_s > 0 ? policy->leeway_s : 0;
   const json_value *exp = json_object_get(claims, "exp"), *nbf = json_object_get(claims, "nbf");
-  /* RFC 9068 2.2: exp is REQUIRED; a token that never expires is refused. */
-  if (!exp) {
+  /* RFC 9068 2.2: exp is REQUIRED; a token that never expires is refused.
+   * An introspection answer's exp is optional (RFC 7662 2.2): the
+   * authorization server says the token is active now. */
+  if (!exp && kind == JWT_CLAIMS_SIGNED) {
     say(why, why_len, "the token has no expiry (exp)");
     return JWT_MALFORMED;
   }
   /* RFC 7519 4.1.4: the current time must be before exp. */
-  if (compare_time(exp, saturating_add(policy->now_s, -leeway)) <= 0) {
+  if (exp && compare_time(exp, saturating_add(policy->now_s, -leeway)) <= 0) {
     say(why, why_len, "the token has expired");
     return JWT_EXPIRED;
   }
@@ -422,9 +430,17 @@ static jwt_verdict check_claims(const json_value *claims, const jwt_policy *poli
   /* No issuer or audience to check against refuses every token: a
    * verifier that lost its configuration fails closed. */
   const json_value *iss = json_object_get(claims, "iss");
-  if (!policy->issuer || !string_is(iss, policy->issuer)) {
+  /* An introspection answer without iss speaks for the authorization
+   * server asked (RFC 7662 makes iss optional). */
+  bool issuer_implied = kind == JWT_CLAIMS_INTROSPECTED && !iss;
+  if (!policy->issuer || (!issuer_implied && !string_is(iss, policy->issuer))) {
     say(why, why_len, "the token was not issued by %s", policy->issuer ? policy->issuer : "the configured issuer");
     return JWT_WRONG_ISSUER;
+  }
+  if (!aud) {
+    say(why, why_len, "the token names no audience (aud), so nothing says it is meant for %s",
+        policy->audience ? policy->audience : "this server");
+    return JWT_WRONG_AUDIENCE;
   }
   bool ours = policy->audience && string_is(aud, policy->audience);
   for (uint32_t i = 0; policy->audience && !ours && aud && aud->type == JSON_ARRAY && i < aud->len; i++)
@@ -480,7 +496,7 @@ jwt_verdict jwt_verify(const char *token, size_t len, const jwk_set *keys, const
     say(why, why_len, "the token's claims are not a JSON object");
     goto done;
   }
-  if ((verdict = check_claims(claims, policy, why, why_len)) != JWT_OK) goto done;
+  if ((verdict = jwt_check_claims(claims, JWT_CLAIMS_SIGNED, policy, why, why_len)) != JWT_OK) goto done;
   *out = jwt_identity_from_claims(claims, (const char *)t.payload, t.payload_len, policy->issuer);
   if (!*out) {
     say(why, why_len, "the token has neither a subject (sub) nor a client id");

@@ -61,6 +61,19 @@ jwt_verdict jwt_verify(const char *token, size_t len, const jwk_set *keys, const
                        auth_identity **out, char *why, size_t why_len);
 const char *jwt_verdict_text(jwt_verdict v);
 
+/* Whose claims: a signed JWT's, or an RFC 7662 introspection answer's
+ * (its active member judged by the caller). One set of rules for both;
+ * an introspection answer may leave out exp and iss (RFC 7662 2.2), and
+ * says active only once. */
+typedef enum jwt_claims_kind { JWT_CLAIMS_SIGNED, JWT_CLAIMS_INTROSPECTED } jwt_claims_kind;
+
+/* The claims against policy: the type of each claim luamcp reads, none
+ * of them (nor active) said twice, then exp, nbf, iss, aud (RFC 8707:
+ * none refuses). jwt_verify calls it after the signature; the token
+ * verifier on an introspection answer. why as jwt_verify's. */
+jwt_verdict jwt_check_claims(const json_value *claims, jwt_claims_kind kind, const jwt_policy *policy, char *why,
+                             size_t why_len);
+
 /* The identity of verified claims (a JWT's payload, or an RFC 7662
  * introspection answer): principal "ISS sub:SUB" (else "ISS client:CLIENT_ID"),
  * scopes from "scope" (a string) or "scp" (an array), client id from

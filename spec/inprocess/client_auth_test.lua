@@ -51,6 +51,15 @@ describe("mcp.client_auth", function()
     for _, url in ipairs { "http://as.example.com/token", "http://127.0.0.1.evil.example/t", "ftp://x/t", "token" } do
       assert.is_false(auth.credentials_allowed(url), url)
     end
+    -- The host is the one libcurl connects to: "127.0.0.1:1@" is a user and
+    -- a password, and any user or password is refused (it hides the host).
+    for _, url in ipairs { "http://127.0.0.1:1@as.example.com/token", "http://localhost@as.example.com/t",
+      "https://user:pw@as.example.com/token", "http://127.0.0.1@127.0.0.1/t" } do
+      local allowed, why = auth.credentials_allowed(url)
+      assert.is_false(allowed, url)
+      assert.truthy(why:find("user name or password", 1, true), why)
+    end
+    assert.is_true(auth.credentials_allowed("http://127.0.0.2:8/token"))
   end)
 
   it("authenticates the way the authorization server takes", function()
