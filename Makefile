@@ -210,7 +210,7 @@ build/tests/auth_verifier_driver-asan: runtime/app/tests/auth_verifier_driver.c 
 test: test-deps
 	@spec/run-all.sh
 
-# make check: the inner loop of editing (README "Tests").
+# make check: the inner loop of editing (docs/tests.md).
 check: test-deps
 	@spec/run-all.sh --check
 

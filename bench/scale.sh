@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/scale.sh LUAMCP BENCH_DIR [OUT] - the scale-out figures (README
+# bench/scale.sh LUAMCP BENCH_DIR [OUT] - the scale-out figures (docs/http.md
 # "Running many"), part of `make bench`, alone with `make bench-scale`.
 #
 # A CPU-bound tool (bench/servers/cpu: `add` after 1 ms of the process's CPU

@@ -167,8 +167,8 @@ local server_info_json
 ---@field license? string for the manifest (an SPDX identifier such as "MIT")
 ---@field icon? string for the manifest: a PNG file in the script folder, or an https:// URL
 ---@field config? table<string, mcp.ConfigSetting> what the user is asked for; each reaches the program as the environment variable KEY upper-cased
----@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (README "Authorization"); each --auth-* flag wins over its field
----@field permissions? mcp.Permissions what the tools may touch (README "Permissions"); nothing declared: unconfined
+---@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (docs/authorization.md); each --auth-* flag wins over its field
+---@field permissions? mcp.Permissions what the tools may touch (docs/lua-api.md "Permissions"); nothing declared: unconfined
 ---@field mask_errors? boolean a tool's internal error reaches the client as a reference id; the details go to the log
 
 ---@class mcp.Permissions what the tools may touch; what is not listed is denied

@@ -8,6 +8,7 @@
 -- (spec/package.json), and resolved per OS by its own library.
 
 local client = require "mcp_client"
+local guides = require "guides"
 local cjson = client.json
 
 local sh = client.sh
@@ -482,19 +483,18 @@ describe("make install", function()
   end)
 end)
 
--- The README's commands for the arm64 build (### Linux arm64) run as
+-- The guide's commands for the arm64 build (docs/platforms.md, "Linux
+-- arm64", marked <!-- runnable: linux-arm64 -->) run as
 -- written on a machine where binfmt_misc knows no aarch64 (issue #41,
 -- item 15: make test registers qemu there, a reader's machine has not):
 -- in a user namespace with a binfmt_misc of its own, empty (Linux 6.7 and
 -- later), else on this machine as it is.
-describe("the README's linux-arm64 commands", function()
+describe("the guide's linux-arm64 commands", function()
   local ISOLATED = "unshare --user --map-root-user --mount sh -c "
     .. quote("mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc && exec sh \"$0\"")
 
   it("run as written, where binfmt_misc knows no aarch64", function()
-    local readme = client.read_file("README.md")
-    local block = readme:match("\n### Linux arm64: `make linux%-arm64`\n+```sh\n(.-)```")
-    assert.truthy(block, "README.md has no commands under ### Linux arm64")
+    local block = table.concat(guides.blocks("docs/platforms.md", "linux-arm64"))
     if not exists(ARM64_RUNTIME) then
       pending("no " .. ARM64_RUNTIME .. " (make linux-arm64)")
       return

@@ -110,7 +110,7 @@ describe("a handler's mistakes at call time", function()
 end)
 
 describe("mcp.json.decode", function()
-  it("returns nil and a message for bad input, as the README says", function()
+  it("returns nil and a message for bad input, as the Lua API reference says", function()
     local dir = folder_with('mcp.tool { name = "d", handler = function(args) local v, err = mcp.json.decode(args.text) '
       .. 'return { ok = v ~= nil, err = err } end }')
     local server = client.spawn { "run", dir }

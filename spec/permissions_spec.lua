@@ -1,4 +1,4 @@
--- Least privilege (README "Permissions"): a server that declares what its
+-- Least privilege (docs/lua-api.md "Permissions"): a server that declares what its
 -- tools may touch is held to it at every door, with symlink and .. escapes
 -- resolved, programs by the path PATH finds, web requests by host and port
 -- at each redirect; the command line adds to it or lifts it; and, where the
@@ -412,9 +412,9 @@ end)
 -- A Lua module is a file read: Debian puts penlight in /usr/share/lua/5.4
 -- as links into /usr/share/lua/5.1, so declaring the 5.4 folder alone is
 -- refused, and the refusal must say where the file really is; what the
--- README says to declare for penlight works (issue #41, item 8).
+-- Lua API reference (docs/lua-api.md) says to declare for penlight works (issue #41, item 8).
 describe("permissions for Lua modules on package.path", function()
-  local readme = client.read_file("README.md")
+  local reference = client.read_file("docs/lua-api.md")
   local STRINGX = "/usr/share/lua/5.4/pl/stringx.lua"
   local dir
 
@@ -446,9 +446,9 @@ mcp.tool { name = "show", handler = function() return require("pl.pretty").write
     assert.falsy(err:find("c_modules", 1, true), err)
   end)
 
-  it("load penlight with what the README says to declare for it", function()
-    local declared = readme:match("`lua%-penlight`.-declare%s+`(read = { [^`]- })`")
-    assert.truthy(declared, "README.md does not say what to declare for lua-penlight")
+  it("load penlight with what the Lua API reference says to declare for it", function()
+    local declared = reference:match("`lua%-penlight`.-declare%s+`(read = { [^`]- })`")
+    assert.truthy(declared, "docs/lua-api.md does not say what to declare for lua-penlight")
     local env = penlight_server("{ " .. declared .. " }")
     local server = client.spawn({ "run", dir }, { env = env })
     server:initialize()

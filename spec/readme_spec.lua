@@ -1,19 +1,17 @@
 -- The README's quick start is true: every command in its shell blocks
--- runs, in a scratch folder with a scratch HOME (so `luamcp install`
+-- (marked <!-- runnable: quick-start -->, spec/helpers/guides.lua) runs, in a scratch folder with a scratch HOME (so `luamcp install`
 -- touches nothing real), and what a comment says a command prints, it
 -- prints. `make` is left out: make test has just run it.
 
 local client = require "mcp_client"
+local guides = require "guides"
 
 local sh = client.sh
 local ROOT = io.popen("pwd"):read("l")
 
 local function quick_start_commands()
-  local readme = client.read_file("README.md")
-  local section = readme:match("\n## Quick start\n(.-)\n## ")
-  assert.truthy(section, "README.md has no Quick start section")
   local commands = {}
-  for block in section:gmatch("```sh\n(.-)```") do
+  for _, block in ipairs(guides.blocks("README.md", "quick-start")) do
     for line in block:gmatch("[^\n]+") do
       local command, comment = line:match("^(.-)%s*#%s*(.*)$")
       command = command or line
@@ -55,10 +53,13 @@ describe("the README's quick start", function()
   end)
 end)
 
--- What the README says about the command line and the test client is what
--- the program does (issue #30, item 9).
+-- What the README and the guides say about the command line and the test
+-- client is what the program does (issue #30, item 9).
 describe("the README's reference", function()
   local readme = client.read_file("README.md")
+  local command_line = client.read_file("docs/command-line.md")
+  local writing = client.read_file("docs/writing-tools.md")
+  local lua_api = client.read_file("docs/lua-api.md")
   local LUAMCP = client.LUAMCP
 
   -- The options of `luamcp --help` under a heading ("Options:", ...), by heading.
@@ -77,25 +78,43 @@ describe("the README's reference", function()
     return sections
   end
 
-  it("has every option luamcp --help lists, and the general ones in the command table", function()
-    local section = readme:match("\n## Command line\n(.-)\n## ")
-    local command_table = section and section:match("```\n(.-)```")
-    assert.truthy(command_table, "README.md has no command table under ## Command line")
+  it("has every option luamcp --help lists in the command line guide, and the general ones in its table", function()
+    local command_table = command_line:match("^# Command line\n+```\n(.-)```")
+    assert.truthy(command_table, "docs/command-line.md does not open with its command table")
     local sections = help_options()
     assert.truthy(sections["Options:"] and #sections["Options:"] >= 8, "luamcp --help has no Options: section")
+    local guides_text = {}
+    for _, file in ipairs(guides.files()) do guides_text[#guides_text + 1] = client.read_file(file) end
+    guides_text = table.concat(guides_text, "\n")
     for heading, options in pairs(sections) do
       for _, option in ipairs(options) do
-        assert.truthy(readme:find(option, 1, true), option .. " (" .. heading .. ") is not in README.md")
+        assert.truthy(guides_text:find(option, 1, true), option .. " (" .. heading .. ") is in no guide")
       end
     end
     for _, option in ipairs(sections["Options:"]) do
-      assert.truthy(command_table:find(option, 1, true), option .. " is not in the README's command table")
+      assert.truthy(command_table:find(option, 1, true), option .. " is not in docs/command-line.md's table")
     end
     assert.truthy(command_table:find("--max-tasks N", 1, true))
   end)
 
+  it("lists every command luamcp --help lists, on the landing page and in the command line guide", function()
+    local readme_list = readme:match("\n## Command line\n+```\n(.-)```")
+    assert.truthy(readme_list, "README.md has no command list under ## Command line")
+    local command_table = command_line:match("```\n(.-)```")
+    local _, help = sh(LUAMCP .. " --help")
+    local listed = 0
+    for command in help:gmatch("\n  luamcp (%l+) ") do
+      listed = listed + 1
+      assert.truthy(readme_list:find("luamcp " .. command .. " ", 1, true),
+        "luamcp " .. command .. " is not in the README's command list")
+      assert.truthy(command_table:find("luamcp " .. command .. " ", 1, true),
+        "luamcp " .. command .. " is not in docs/command-line.md's table")
+    end
+    assert.is_true(listed >= 6, help)
+  end)
+
   it("names the option that lists busted's options, and it works", function()
-    assert.truthy(readme:find("luamcp test --help-busted", 1, true))
+    assert.truthy(writing:find("luamcp test --help-busted", 1, true))
     local code, out, err = sh(LUAMCP .. " test --help-busted")
     assert.are.equal(0, code, err)
     assert.truthy(out:find("^Usage: luamcp test "), out)
@@ -104,16 +123,18 @@ describe("the README's reference", function()
   end)
 
   it("documents testing.null, testing.json, mcp.rpc_error, mcp.tool_error, mask_errors and args", function()
-    for _, name in ipairs { "testing.null", "testing.json", "mcp.rpc_error(", "mcp.tool_error(", "mask_errors",
-                            "mcp.arg(", "mcp.enum", "t:list(\"tools\")" } do
-      assert.truthy(readme:find(name, 1, true), name .. " is not in README.md")
+    for _, name in ipairs { "testing.null", "testing.json", "t:list(\"tools\")" } do
+      assert.truthy(writing:find(name, 1, true), name .. " is not in docs/writing-tools.md")
     end
-    -- structuredContent is an object: a list returned has none, and the README says so
-    assert.truthy(readme:find("| a list (keys exactly `1..n`", 1, true))
+    for _, name in ipairs { "mcp.rpc_error(", "mcp.tool_error(", "mask_errors", "mcp.arg(", "mcp.enum" } do
+      assert.truthy(lua_api:find(name, 1, true), name .. " is not in docs/lua-api.md")
+    end
+    -- structuredContent is an object: a list returned has none, and the reference says so
+    assert.truthy(lua_api:find("| a list (keys exactly `1..n`", 1, true))
   end)
 
   it("is right that t:tools() is a map by name and t:list(\"tools\") the list", function()
-    assert.truthy(readme:find("as a map by name", 1, true))
+    assert.truthy(writing:find("as a map by name", 1, true))
     local dir = client.temp_dir()
     assert(os.execute("mkdir " .. dir .. "/spec"))
     client.write_file(dir .. "/server.lua", 'local mcp = require "mcp"\n'
@@ -144,8 +165,8 @@ end)
   end)
 end)
 
--- The README's OAuth recipe (## Authorization, "A working setup with a
--- real authorization server") runs as written in one shell, the
+-- The OAuth recipe (docs/authorization.md, "A working setup with a real
+-- authorization server", marked <!-- runnable: oauth-recipe -->) runs as written in one shell, the
 -- authorization server in the background (issue #41, item 9). Its fixed
 -- ports and key folder become ones of this run; `make test-tools` is
 -- left out (make test has just installed the tools) but must exist.
@@ -153,19 +174,16 @@ describe("the README's OAuth recipe", function()
   local services = require "services"
 
   local function recipe()
-    local readme = client.read_file("README.md")
-    local section = readme:match("\n%*%*A working setup with a real authorization server%.%*%*(.-)\n%*%*")
-    assert.truthy(section, "README.md has no \"A working setup with a real authorization server\"")
-    local blocks = {}
-    for block in section:gmatch("```sh\n(.-)```") do blocks[#blocks + 1] = block end
-    assert.are.equal(2, #blocks, section)
+    local blocks = guides.blocks("docs/authorization.md", "oauth-recipe")
+    assert.are.equal(2, #blocks)
     return table.concat(blocks)
   end
 
   it("works from a fresh clone's tools, the authorization server in the background", function()
     local text = recipe()
     assert.truthy(text:find("^make test%-tools "), text)
-    local code, out = sh("make -n test-tools")
+    -- -B: the commands whether or not the tools are already installed
+    local code, out = sh("make -nB test-tools")
     assert.are.equal(0, code, out)
     assert.truthy(out:find("npm ci", 1, true), out)
     assert.truthy(text:find("spec/node_modules/", 1, true))
@@ -203,23 +221,4 @@ describe("the README's OAuth recipe", function()
   end)
 end)
 
--- Sizes measured once go stale with the next feature (issue #41, item 12:
--- "about 6.7 MB" when the program had grown to 8.6): the README quotes a
--- measured size only where a spec checks it, in words that spec checks
--- ("less than half its size": spec/build_spec.lua). Limits are round
--- numbers in KiB and MiB; a size in MB, or a fraction of a KiB or MiB,
--- is a measurement.
-describe("the README's figures", function()
-  it("quote no measured size of a program, a bundle or memory", function()
-    local readme = client.read_file("README.md")
-    local found = {}
-    local n = 0
-    for line in readme:gmatch("([^\n]*)\n?") do
-      n = n + 1
-      for _, pattern in ipairs { "%d[%d.]* MB%f[%W]", "%d+%.%d+ [KM]iB", "%d+%% of its size" } do
-        for figure in line:gmatch(pattern) do found[#found + 1] = ("README.md:%d: %s"):format(n, figure) end
-      end
-    end
-    assert.are.same({}, found)
-  end)
-end)
+-- The figures the README and the guides quote: spec/guides_spec.lua.

@@ -153,7 +153,7 @@ end }
 end)
 
 describe("the demo's notebook under luamcp run", function()
-  it("keeps the notes written before a reload (SIGHUP), as the README's dev loop promises", function()
+  it("keeps the notes written before a reload (SIGHUP), as the guide's dev loop promises", function()
     local server = client.spawn { "run", "scripts/demo" }
     server:initialize()
     server:call_tool("write_note", { name = "kept", text = "still here" })

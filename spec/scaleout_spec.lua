@@ -1,4 +1,4 @@
--- Scale-out as it is deployed (README "Running many"): a real redis-server,
+-- Scale-out as it is deployed (docs/http.md "Running many"): a real redis-server,
 -- two luamcp instances ("a" and "b") with two workers each and --redis, and
 -- a real nginx in front with the repository's scripts/deploy/nginx.conf
 -- (only its addresses changed to run-time ports). The official TypeScript

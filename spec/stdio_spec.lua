@@ -8,7 +8,7 @@ local KITCHEN = "spec/fixtures/kitchen"
 local SUITE = os.getenv("JSON_TEST_SUITE") or "../shared/JSONTestSuite/test_parsing"
 
 -- The i_ (implementation-defined) files luamcp accepts; every other i_ file
--- is rejected. The rule (README, "Strict JSON"): numbers that overflow a
+-- is rejected. The rule (docs/protocol.md, "Strict JSON"): numbers that overflow a
 -- double are rejected, integers beyond int64 become doubles, underflow
 -- rounds to zero; invalid UTF-8, lone surrogates, a BOM and nesting deeper
 -- than 128 are rejected.

@@ -418,7 +418,7 @@ describe("traces", function()
       assert(span, "no span for the huge tool name")
       assert.is_true(#span.name <= 1024, ("a span name of %d bytes"):format(#span.name))
       local tool = attr(span, "gen_ai.tool.name")
-      -- The core keeps at most 128 bytes of a target (README "Operating
+      -- The core keeps at most 128 bytes of a target (docs/operating.md "Operating
       -- it"), and a span at most OTEL_MAX_ATTRIBUTE_BYTES of anything.
       for _, text in ipairs { span.name, tool } do
         assert.is_true(#text > 100, text)

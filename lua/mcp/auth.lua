@@ -1,5 +1,5 @@
 -- mcp.server{ auth = {...} }: the OAuth 2.1 resource server's settings
--- (README "Authorization"). Checked at the script's line; the runtime reads
+-- (docs/authorization.md). Checked at the script's line; the runtime reads
 -- them (as JSON, through mcp._describe) once the scripts have loaded, and
 -- every --auth-* flag the operator gives wins over its field.
 local check = require "mcp.check"

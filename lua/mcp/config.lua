@@ -18,7 +18,7 @@ M.TYPES = { "string", "number", "boolean", "directory", "file" }
 
 --- The environment variable a setting reaches the program in. The one
 --- place that rule lives: the manifest, the start-up warning and the
---- README all follow it.
+--- guide (docs/shipping.md) all follow it.
 function M.env_name(key) return key:upper() end
 
 local function is_type(t)

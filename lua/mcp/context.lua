@@ -26,7 +26,7 @@ local usage = require "mcp.usage"
 ---@field capabilities table|nil      the client's capabilities
 ---@field meta table|nil              the request's _meta
 ---@field cancelled boolean           true once the request was cancelled or answered
----@field trace_id string|nil         the request's W3C trace id (README "Tracing")
+---@field trace_id string|nil         the request's W3C trace id (docs/operating.md "Tracing")
 ---@field log fun(self: mcp.Context, level: string, data: any, logger?: string)
 ---@field progress fun(self: mcp.Context, progress: number, total?: number, message?: string)
 ---@field close_sse_stream fun(self: mcp.Context)

@@ -1,5 +1,5 @@
 --- mcp.metrics: a tool's own figures, exported at /metrics with luamcp's
---- (README "Operating it"). Metrics live in the process, not the Lua
+--- (docs/operating.md). Metrics live in the process, not the Lua
 --- state: a reload that defines the same name again keeps counting.
 ---
 ---   local hits = mcp.metrics.counter("app_cache_hits_total", "Cache hits.")

@@ -107,7 +107,7 @@ local mcp = {}
 
 -- ---- Definitions ------------------------------------------------------------
 
----@class mcp.Permissions what the tools may touch; what is not listed is denied (README "Permissions")
+---@class mcp.Permissions what the tools may touch; what is not listed is denied (docs/lua-api.md "Permissions")
 ---@field read? string[] files and folders ("./data" beside the scripts, "$ROOTS" the client's roots, "$TMP")
 ---@field write? string[] files and folders that may be written (and read)
 ---@field exec? string[] programs mcp.exec may run ("git" as PATH finds it, or a path)
@@ -142,7 +142,7 @@ local mcp = {}
 ---@field requestStateTtlMs? integer how long a client has to answer an input_required result (default 15 minutes)
 ---@field extensions? table<string, table> announced as capabilities.extensions, by extension id
 ---@field permissions? mcp.Permissions what the tools may touch (nothing declared: unconfined); declared once, while loading
----@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (README "Authorization"); each --auth-* flag wins over its field
+---@field auth? mcp.AuthSettings OAuth 2.1 resource server over HTTP (docs/authorization.md); each --auth-* flag wins over its field
 ---@field author? string|{name?: string, email?: string, url?: string} the manifest author of `luamcp build --mcpb`
 ---@field license? string the manifest's license (an SPDX identifier such as "MIT")
 ---@field icon? string the manifest's icon: a PNG file in the script folder, or an https:// URL
@@ -737,7 +737,7 @@ function mcp.http.post(url, opts) end
 ---@field timeout_ms? integer each request's own limit, 0 or nil for none (the outer call's deadline applies anyway)
 ---@field protocol_version? string pin "2026-07-28" (server/discover) or a session version such as "2025-11-25" (initialize); default: 2026-07-28 if the server offers it, else initialize
 
----Other MCP servers, from a tool (README "Calling other servers").
+---Other MCP servers, from a tool (docs/lua-api.md "Calling other servers").
 mcp.client = {}
 
 ---Connect to another MCP server. Nothing waits here (it may run at load
@@ -827,7 +827,7 @@ function Client:close() end
 function mcp.mount(opts) end
 
 ---A tool's own Prometheus metrics, exported at /metrics with luamcp's
----(README "Operating it"). They live in the process: a reload that defines
+---(docs/operating.md). They live in the process: a reload that defines
 ---the same name again keeps counting. A metric keeps at most 100 label
 ---sets; past them inc and observe return nil and a message.
 mcp.metrics = {}

@@ -6,7 +6,7 @@ mcp.server {
     .. "you can write to and read back as resources (notes://{name}), with a skill on using it "
     .. "(skill://notes-howto/SKILL.md).",
   -- What these tools may touch: nothing outside the server. No files, no
-  -- programs, no network, no environment (README "Permissions").
+  -- programs, no network, no environment (docs/lua-api.md "Permissions").
   permissions = {},
 }
 

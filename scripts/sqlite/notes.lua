@@ -1,6 +1,6 @@
 -- A notebook in SQLite, through a Lua C module from Debian
 -- (apt install lua-sql-sqlite3). A query runs on the loop's thread: keep
--- them short (what blocks: README).
+-- them short (what blocks: docs/lua-api.md).
 --
 --   NOTES_DB=notes.sqlite3 luamcp run scripts/sqlite   (default: in memory)
 local mcp = require "mcp"
