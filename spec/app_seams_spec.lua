@@ -1,8 +1,8 @@
 -- The app's files call each other one way (issue 42): a Lua API that holds
 -- child processes, transfers or connections registers how to stop them
 -- (app/teardown.h), so the generation (vm.c) and the app (reload.c) stop
--- them without naming the API; and no two files call each other back.
--- Drawn from the built objects' own symbols (nm): what a file uses that
+-- them without naming the API (loops of calls are the layer check's:
+-- runtime/tools/check-layers.sh, runtime/tools/call-loops.txt). Drawn from the built objects' own symbols (nm): what a file uses that
 -- another file defines is a call from it to that file.
 
 local client = require "mcp_client"
@@ -79,35 +79,6 @@ describe("the app's files", function()
     end
     table.sort(named)
     assert.are.same({}, named)
-  end)
-
-  it("never call each other back: no loop of calls between them", function()
-    -- Depth-first search; a file met again while it is on the path closes a loop.
-    local state, path, loops = {}, {}, {}
-    local function visit(name)
-      state[name] = "on path"
-      path[#path + 1] = name
-      for to in pairs(edges[name] or {}) do
-        if state[to] == "on path" then
-          local from_index
-          for i, n in ipairs(path) do
-            if n == to then from_index = i end
-          end
-          loops[#loops + 1] = table.concat(path, " -> ", from_index) .. " -> " .. to
-        elseif not state[to] then
-          visit(to)
-        end
-      end
-      path[#path] = nil
-      state[name] = "done"
-    end
-    local names = {}
-    for name in pairs(files) do names[#names + 1] = name end
-    table.sort(names)
-    for _, name in ipairs(names) do
-      if not state[name] then visit(name) end
-    end
-    assert.are.same({}, loops)
   end)
 
   it("each open with why they exist and stay under 1,500 lines (one concern a file)", function()
