@@ -57,21 +57,28 @@ BENCH_SMOKE_TRANSPORTS ?= auto
 
 .PHONY: bench bench-smoke bench-build bench-cross bench-metrics
 
+# The build packages (runtime/tools/deps.sh), also when this file is used
+# alone (make -f bench/bench.mk bench-build, as bench/run.sh does), where
+# the top-level Makefile's deps target is not there.
+.PHONY: bench-deps
+bench-deps:
+	@runtime/tools/deps.sh build
+
 bench-build: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luafloor $(BENCH_DIR)/echo $(BENCH_DIR)/httpecho
 
-$(BENCH_DIR)/loadclient: bench/loadclient.c bench/payload.h | deps
+$(BENCH_DIR)/loadclient: bench/loadclient.c bench/payload.h | bench-deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/echo: bench/floor/echo.c bench/payload.h | deps
+$(BENCH_DIR)/echo: bench/floor/echo.c bench/payload.h | bench-deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/httpecho: bench/floor/httpecho.c | deps
+$(BENCH_DIR)/httpecho: bench/floor/httpecho.c | bench-deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/luafloor: bench/floor/luafloor.c | deps
+$(BENCH_DIR)/luafloor: bench/floor/luafloor.c | bench-deps
 	@mkdir -p $(@D)
 	$(BENCH_CC) $(BENCH_CFLAGS) $(BENCH_LUA_CFLAGS) -o $@ $< $(BENCH_LUA_LIBS)
 
@@ -101,7 +108,7 @@ bench-smoke: $(BENCH_DIR)/loadclient
 BENCH_NOHOOK_OBJ := $(patsubst runtime/%.c,$(BENCH_DIR)/nohook/%.o,$(RUNTIME_SRC)) $(BENCH_DIR)/nohook/embedded_lua.o
 $(BENCH_DIR)/luamcp-nohook: $(BENCH_NOHOOK_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
-$(BENCH_DIR)/nohook/%.o: runtime/%.c | deps
+$(BENCH_DIR)/nohook/%.o: runtime/%.c | bench-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DLUAMCP_NO_WATCHDOG -c -o $@ $<
 $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
