@@ -107,8 +107,10 @@ build/obj/embedded_lua.o: build/embedded_lua.c | build/obj
 build/embedded_lua.c: build/embed $(LUA_LIB)
 	build/embed $@ lua $(LUA_LIB)
 
+# embed compiles the library to bytecode with the host's Lua 5.4 (the same
+# release the cross builds link: runtime/tools/embed.c).
 build/embed: runtime/tools/embed.c | deps build/obj
-	$(CC) -O1 -o $@ $<
+	$(CC) -O1 -I/usr/include/lua5.4 -o $@ $< $(LIBDIR)/liblua5.4.a -lm
 
 build/obj:
 	@mkdir -p $(addprefix build/obj/,os core transport app cli) build/tests

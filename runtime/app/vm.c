@@ -151,7 +151,8 @@ int vm_search_embedded(lua_State *L) {
     const embedded_file *f = &EMBEDDED_LUA[i];
     if (strcmp(f->name, name) != 0) continue;
     const char *chunkname = lua_pushfstring(L, "@[luamcp]/%s", f->path);
-    if (luaL_loadbufferx(L, (const char *)f->data, f->len, chunkname, "t") != LUA_OK) return lua_error(L);
+    /* bytecode compiled at build time, named as this chunkname (tools/embed.c) */
+    if (luaL_loadbufferx(L, (const char *)f->data, f->len, chunkname, "b") != LUA_OK) return lua_error(L);
     lua_pushstring(L, chunkname + 1);
     return 2;
   }
