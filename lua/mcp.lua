@@ -88,22 +88,46 @@ M.store = core.store
 --- ca_file?, insecure?, proxy?, stream?}, mcp.http.get(url, opts?),
 --- mcp.http.post(url, opts?) -> {status, headers, body, url, :json()}, or
 --- nil, message, code (lua/mcp/http.lua).
-M.http = require "mcp.http"
+---@type table
+M.http = nil -- loaded on first use (the LAZY table below)
 
 --- Other MCP servers, from a tool: mcp.client.connect{command = {...}} or
 --- {url = ..., headers = ...} -> a client with :call(name, args),
 --- :read(uri), :prompt(name, args), :list(kind), :close() (lua/mcp/remote.lua).
-M.client = { connect = require("mcp.remote").connect }
+---@type table
+M.client = nil -- loaded on first use
 
 --- Serve another server's tools, resources and prompts as this server's
 --- own: mcp.mount{prefix = "gh", client = c} (lua/mcp/mount.lua).
-M.mount = require("mcp.mount").mount
+---@type function
+M.mount = nil -- loaded on first use
 
 --- A tool's own Prometheus metrics, exported at /metrics with luamcp's:
 --- mcp.metrics.counter(name, help) -> :inc(n?, labels?), and
 --- mcp.metrics.histogram(name, help, buckets?) -> :observe(v, labels?)
 --- (lua/mcp/metrics.lua).
-M.metrics = require "mcp.metrics"
+---@type table
+M.metrics = nil -- loaded on first use
+
+-- The parts most servers never use are loaded the first time a script
+-- reads them, not at every start (a stdio server is started for each
+-- session): the HTTP client, the client of other servers (and with it
+-- mcp.client_protocol) and mounting, the metrics.
+local LAZY = {
+  http = function() return require "mcp.http" end,
+  client = function() return { connect = require("mcp.remote").connect } end,
+  mount = function() return require("mcp.mount").mount end,
+  metrics = function() return require "mcp.metrics" end,
+}
+setmetatable(M, {
+  __index = function(t, k)
+    local load = LAZY[k]
+    if not load then return nil end
+    local value = load()
+    rawset(t, k, value)
+    return value
+  end,
+})
 
 local function check_type(def, field, expected, optional, level)
   local v = def[field]
