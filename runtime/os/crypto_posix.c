@@ -22,15 +22,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef __APPLE__
+#include <sys/random.h>
+#endif
 
+/* From the kernel (getentropy), not RAND_bytes: the first use of OpenSSL
+ * loads its configuration and providers, a cost every start paid for the
+ * keys it draws (sessions, requestState) though most never hash anything. */
 bool os_random_bytes(void *out, size_t n) {
-  /* RAND_bytes takes an int: fill larger requests a chunk at a time. */
   unsigned char *p = out;
   while (n > 0) {
-    int chunk = n > INT_MAX ? INT_MAX : (int)n;
-    if (RAND_bytes(p, chunk) != 1) return false;
+    size_t chunk = n > 256 ? 256 : n; /* getentropy's limit per call */
+    if (getentropy(p, chunk) != 0) return false;
     p += chunk;
-    n -= (size_t)chunk;
+    n -= chunk;
   }
   return true;
 }
