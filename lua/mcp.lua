@@ -127,6 +127,11 @@ setmetatable(M, {
     rawset(t, k, value)
     return value
   end,
+  -- Whoever walks the whole API (pairs(mcp)) sees all of it.
+  __pairs = function(t)
+    for k in pairs(LAZY) do local _ = t[k] end
+    return next, t, nil
+  end,
 })
 
 local function check_type(def, field, expected, optional, level)
