@@ -20,6 +20,10 @@
 #                       returned and echoed, a base64 blob, structuredContent,
 #                       1 KiB to 4 MiB, server CPU per MiB and peak RSS
 #                       (QUICK=1: about two minutes).
+#                       It ends with start-up (spawn -> initialize answer)
+#                       beside the previous release's build (bench/startup.sh,
+#                       bench/baseline.sh; BASELINE_REF=commit to choose).
+#   make bench-startup  only that (ROUNDS=30 spawns of each, alternating).
 #   make bench-cross    the small-call figures (start-up, stdio, HTTP) of the
 #                       native builds and build/linux-arm64/luamcp under qemu
 #                       side by side (bench/cross.sh; about a minute).
@@ -55,7 +59,7 @@ BENCH_SMOKE_HTTP_PATH ?= /mcp
 # auto: stdio, and HTTP once `$(LUAMCP) --help` lists --http; or "stdio http"
 BENCH_SMOKE_TRANSPORTS ?= auto
 
-.PHONY: bench bench-smoke bench-build bench-cross bench-metrics
+.PHONY: bench bench-smoke bench-build bench-cross bench-metrics bench-startup
 
 # The build packages (runtime/tools/deps.sh), also when this file is used
 # alone (make -f bench/bench.mk bench-build, as bench/run.sh does), where
@@ -91,9 +95,14 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/redis.lua '$(LUAMCP)' '$(BENCH_OUT)'
 	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+	{ echo; echo '## Start-up beside the previous release'; echo; \
+	  LUAMCP='$(LUAMCP)' LUAMCP_BASELINE="$$(bash bench/baseline.sh)" bash bench/startup.sh; } | tee -a '$(BENCH_OUT)'
 
 bench-metrics: $(BENCH_DIR)/loadclient
 	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+
+bench-startup: $(BENCH_DIR)/loadclient $(LUAMCP)
+	LUAMCP='$(LUAMCP)' LUAMCP_BASELINE="$$(bash bench/baseline.sh)" bash bench/startup.sh
 
 bench-cross: $(BENCH_DIR)/loadclient
 	bash bench/cross.sh
