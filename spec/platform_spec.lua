@@ -139,6 +139,61 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
     end)
   end)
 
+  describe("luamcp install", function()
+    -- Each client's user-wide file where that client reads it on this
+    -- platform (README "Installing in a client"): on Linux under HOME
+    -- and ~/.config; on Windows under %APPDATA% and %USERPROFILE%, with
+    -- HOME unset. Wine gives a program its own profile's folders, so
+    -- they are set inside cmd, which runs every install in one start.
+    local FILES = WINDOWS and {
+      { id = "claude-desktop", file = "appdata/Claude/claude_desktop_config.json", key = "mcpServers" },
+      { id = "claude-code", file = "profile/.claude.json", key = "mcpServers", typed = true },
+      { id = "cursor", file = "profile/.cursor/mcp.json", key = "mcpServers" },
+      { id = "vscode", file = "appdata/Code/User/mcp.json", key = "servers", typed = true },
+      { id = "gemini", file = "profile/.gemini/settings.json", key = "mcpServers" },
+    } or {
+      { id = "claude-desktop", file = "profile/.config/Claude/claude_desktop_config.json", key = "mcpServers" },
+      { id = "claude-code", file = "profile/.claude.json", key = "mcpServers", typed = true },
+      { id = "cursor", file = "profile/.cursor/mcp.json", key = "mcpServers" },
+      { id = "vscode", file = "profile/.config/Code/User/mcp.json", key = "servers", typed = true },
+      { id = "gemini", file = "profile/.gemini/settings.json", key = "mcpServers" },
+    }
+
+    it("writes every client's file at its path on this platform, starting this luamcp with the folder", function()
+      local root = client.temp_dir()
+      assert(os.execute(("mkdir -p %s/appdata %s/profile && cp -r %s %s/demo"):format(root, root, DEMO, root)))
+      local program = io.popen("readlink -f " .. client.LUAMCP):read("l")
+      local command
+      if WINDOWS then
+        local dir = program:match("^(.*)/[^/]*$")
+        local prefix = os.getenv("LUAMCP_WINEPREFIX") or (dir .. "/wineprefix")
+        program = dir .. "/luamcp.exe"
+        local installs = {}
+        for _, c in ipairs(FILES) do
+          installs[#installs + 1] = ("%s install %s %s"):format(native(program), c.id, native(root .. "/demo"))
+        end
+        command = ("env WINEPREFIX=%s WINEDEBUG=-all wine cmd /c 'set HOME=&& set APPDATA=%s&& set USERPROFILE=%s&& %s'")
+          :format(prefix, native(root .. "/appdata"), native(root .. "/profile"), table.concat(installs, " && "))
+      else
+        local installs = {}
+        for _, c in ipairs(FILES) do
+          installs[#installs + 1] = ("%s install %s %s/demo"):format(program, c.id, root)
+        end
+        command = ("env -u XDG_CONFIG_HOME HOME=%s/profile sh -c '%s'"):format(root, table.concat(installs, " && "))
+      end
+      local code, out, err = client.sh("timeout -s KILL 600 " .. command .. " </dev/null")
+      assert.are.equal(0, code, command .. "\n" .. out .. err)
+      for _, c in ipairs(FILES) do
+        local path = root .. "/" .. c.file
+        assert.truthy(out:find(native(path), 1, true), c.id .. ": " .. out)
+        local entry = { command = native(program), args = { "run", native(root .. "/demo") },
+                        type = c.typed and "stdio" or nil }
+        assert.are.same({ [c.key] = { demo = entry } }, cjson.decode(client.read_file(path)), c.id)
+      end
+      client.remove_tree(root)
+    end)
+  end)
+
   describe("over stdio, 2025-11-25", function()
     local proc
     before_each(function()

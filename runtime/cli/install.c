@@ -28,6 +28,7 @@
 #include "core/bundle.h"
 #include "core/json.h"
 #include "core/luamcp_limits.h"
+#include "os/fs.h"
 #include "os/path.h"
 #include "os/self.h"
 
@@ -75,10 +76,15 @@ static const client_app CLIENTS[] = {
 };
 #define CLIENT_COUNT (sizeof CLIENTS / sizeof CLIENTS[0])
 
-/* UNDER_APP_CONFIG as the help shows it (app_config_dir has the rule). */
-#ifdef __APPLE__
+/* The bases as the help shows them (base_folder has the rule). */
+#if defined _WIN32
+#define HOME_SHOWN "%USERPROFILE%\\"
+#define APP_CONFIG_SHOWN "%APPDATA%\\"
+#elif defined __APPLE__
+#define HOME_SHOWN "~/"
 #define APP_CONFIG_SHOWN "~/Library/Application Support/"
 #else
+#define HOME_SHOWN "~/"
 #define APP_CONFIG_SHOWN "~/.config/"
 #endif
 
@@ -129,7 +135,7 @@ void install_usage(FILE *to) {
         "CLIENT, and the file it reads:\n",
         to);
   for (size_t i = 0; i < CLIENT_COUNT; i++)
-    fprintf(to, "  %-15s %s%s%s%s\n", CLIENTS[i].id, CLIENTS[i].base == UNDER_HOME ? "~/" : APP_CONFIG_SHOWN,
+    fprintf(to, "  %-15s %s%s%s%s\n", CLIENTS[i].id, CLIENTS[i].base == UNDER_HOME ? HOME_SHOWN : APP_CONFIG_SHOWN,
             CLIENTS[i].file, CLIENTS[i].project_file ? "; --project: " : "",
             CLIENTS[i].project_file ? CLIENTS[i].project_file : "");
   fputs("\n"
@@ -242,9 +248,40 @@ static bool parse_install_options(int argc, char **argv, install_request *r) {
 
 /* ---- Where the configuration is ---------------------------------------- */
 
-/* Electron's appData folder, which Claude Desktop and VS Code keep their
- * settings under. */
-static void app_config_dir(buf *out, const char *home) {
+/* The separator of the paths install writes and shows. */
+#ifdef _WIN32
+#define SEPARATOR '\\'
+#else
+#define SEPARATOR '/'
+#endif
+
+/* The folder a client keeps its user-wide settings under (base), in out;
+ * false with the reason in err. On Windows, Node's os.homedir() (Claude
+ * Code, Cursor, Gemini CLI) is %USERPROFILE% and Electron's appData
+ * (Claude Desktop, VS Code) is %APPDATA%; HOME, which some shells set
+ * there, is no client's. (getenv gives UTF-8: the program's code page is
+ * UTF-8, see luamcp.manifest.) */
+static bool base_folder(config_base base, buf *out, buf *err) {
+#ifdef _WIN32
+  const char *variable = base == UNDER_HOME ? "USERPROFILE" : "APPDATA";
+  const char *dir = getenv(variable);
+  if (!dir || !os_path_is_absolute(dir)) {
+    buf_printf(err, "%%%s%% is not set to a folder: cannot tell where the client's configuration is", variable);
+    return false;
+  }
+  buf_append_str(out, dir);
+  if (out->len && os_path_is_separator(out->data[out->len - 1])) out->data[--out->len] = '\0';
+  return true;
+#else
+  const char *home = getenv("HOME");
+  if (!home || home[0] != '/') {
+    buf_puts(err, "HOME is not set to a folder: cannot tell where the client's configuration is");
+    return false;
+  }
+  if (base == UNDER_HOME) {
+    buf_append_str(out, home);
+    return true;
+  }
 #ifdef __APPLE__
   buf_printf(out, "%s/Library/Application Support", home);
 #else
@@ -254,6 +291,17 @@ static void app_config_dir(buf *out, const char *home) {
   if (xdg && xdg[0] == '/') buf_append_str(out, xdg);
   else buf_printf(out, "%s/.config", home);
 #endif
+  return true;
+#endif
+}
+
+/* dir SEPARATOR file, file's '/' written as the OS's separator. */
+static char *join(const char *dir, const char *file) {
+  buf path = BUF_INIT;
+  buf_append_str(&path, dir);
+  if (!path.len || !os_path_is_separator(path.data[path.len - 1])) buf_putc(&path, SEPARATOR);
+  for (const char *c = file; *c; c++) buf_putc(&path, *c == '/' ? SEPARATOR : *c);
+  return buf_detach(&path, NULL);
 }
 
 static char *config_path(const client_app *c, bool project, buf *err) {
@@ -263,33 +311,39 @@ static char *config_path(const client_app *c, bool project, buf *err) {
       buf_printf(err, "cannot tell the current folder: %s", strerror(errno));
       return NULL;
     }
-    buf path = BUF_INIT;
-    buf_printf(&path, "%s/%s", strcmp(here, "/") == 0 ? "" : here, c->project_file);
-    return buf_detach(&path, NULL);
+    return join(here, c->project_file);
   }
-  const char *home = getenv("HOME");
-  if (!home || home[0] != '/') {
-    buf_puts(err, "HOME is not set to a folder: cannot tell where the client's configuration is");
-    return NULL;
-  }
-  buf path = BUF_INIT;
-  if (c->base == UNDER_HOME) buf_append_str(&path, home);
-  else app_config_dir(&path, home);
-  buf_printf(&path, "/%s", c->file);
-  return buf_detach(&path, NULL);
+  buf dir = BUF_INIT;
+  char *path = base_folder(c->base, &dir, err) ? join(dir.data, c->file) : NULL;
+  buf_free(&dir);
+  return path;
 }
 
-/* Create the folders above path that are missing. */
+/* Create the folders above path that are missing (path is absolute: its
+ * root, "/" or "C:\" or "\\server\share\", is there). */
 static bool make_parents(const char *path, buf *err) {
   char *copy = strdup(path);
   bool ok = true;
-  for (char *slash = strchr(copy + 1, '/'); ok && slash; slash = strchr(slash + 1, '/')) {
-    *slash = '\0';
-    if (mkdir(copy, 0755) != 0 && errno != EEXIST) {
+  char *root_end = copy + 1;
+#ifdef _WIN32
+  if (copy[0] && copy[1] == ':') root_end = copy + 3; /* C:\ */
+  else if (os_path_is_separator(copy[0]) && os_path_is_separator(copy[1])) {
+    /* \\server\share\: its first two names are no folders to create */
+    int names = 0;
+    for (root_end = copy + 2; *root_end && names < 2; root_end++)
+      if (os_path_is_separator(*root_end)) names++;
+  }
+#endif
+  for (char *at = root_end; ok && *at; at++) {
+    if (!os_path_is_separator(*at)) continue;
+    char kept = *at;
+    *at = '\0';
+    struct stat st;
+    if (!os_fs_mkdir(copy) && errno != EEXIST && !(stat(copy, &st) == 0 && S_ISDIR(st.st_mode))) {
       buf_printf(err, "cannot create %s: %s", copy, strerror(errno));
       ok = false;
     }
-    *slash = '/';
+    *at = kept;
   }
   free(copy);
   return ok;

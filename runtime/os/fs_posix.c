@@ -34,3 +34,5 @@ bool os_fs_replace(const char *path, const void *data, size_t len, unsigned mode
   free(tmp);
   return ok;
 }
+
+bool os_fs_mkdir(const char *path) { return mkdir(path, 0755) == 0; }

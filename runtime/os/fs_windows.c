@@ -70,3 +70,12 @@ bool os_fs_replace(const char *path, const void *data, size_t len, unsigned mode
   free(target);
   return ok;
 }
+
+bool os_fs_mkdir(const char *path) {
+  wchar_t *wpath = wide(path);
+  if (!wpath) return false;
+  bool ok = CreateDirectoryW(wpath, NULL);
+  if (!ok) set_errno();
+  free(wpath);
+  return ok;
+}
