@@ -505,6 +505,49 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
       assert.are.equal("note.txt:file", text(proc:call_tool("list", { dir = native(dirs.granted) })))
     end)
 
+    it("makes, renames and removes folders inside the granted folder, and refuses them outside", function()
+      local function op(args)
+        local r = proc:call_tool("fsop", args)
+        return r.isError and text(r) or nil, text(r)
+      end
+      local g, out = dirs.granted, dirs.outside
+      assert.is_nil(op { op = "mkdir", path = native(g .. "/a/b/c"), parents = true })
+      assert.is_nil(op { op = "mkdir", path = native(g .. "/a/b/c"), parents = true }) -- there already: fine
+      assert.are.equal("directory", require("luv").fs_stat(g .. "/a/b/c").type)
+      local err = op { op = "mkdir", path = native(g .. "/a") }
+      assert.truthy(err and err:find("[EEXIST]", 1, true) and err:find(native(g .. "/a"), 1, true), err)
+      err = op { op = "mkdir", path = native(g .. "/x/y") }
+      assert.truthy(err and err:find("[ENOENT]", 1, true), err)
+      client.write_file(g .. "/a/b/c/f.txt", "f")
+      err = op { op = "remove", path = native(g .. "/a") }
+      assert.truthy(err and err:find("[ENOTEMPTY]", 1, true), err)
+      assert.is_nil(op { op = "rename", path = native(g .. "/a"), to = native(g .. "/z") })
+      assert.is_false(file_exists(g .. "/a"))
+      assert.are.equal("f", client.read_file(g .. "/z/b/c/f.txt"))
+      -- A link inside the tree is removed, never followed out of it.
+      client.write_file(out .. "/keep.txt", "kept")
+      if not WINDOWS then assert(require("luv").fs_symlink(out, g .. "/z/b/out")) end
+      assert.is_nil(op { op = "remove", path = native(g .. "/z"), recursive = true })
+      assert.is_false(file_exists(g .. "/z"))
+      assert.are.equal("kept", client.read_file(out .. "/keep.txt"))
+      client.write_file(g .. "/one.txt", "1")
+      assert.is_nil(op { op = "remove", path = native(g .. "/one.txt") })
+      assert.is_false(file_exists(g .. "/one.txt"))
+      -- Outside: refused, naming the path, and nothing changes.
+      for _, args in ipairs {
+        { op = "mkdir", path = native(out .. "/new") },
+        { op = "remove", path = native(out .. "/keep.txt") },
+        { op = "remove", path = native(out), recursive = true },
+        { op = "rename", path = native(out .. "/keep.txt"), to = native(g .. "/stolen.txt") },
+      } do
+        err = op(args)
+        assert.truthy(err and err:find("permission denied", 1, true) and err:find(args.path, 1, true), err)
+      end
+      assert.is_false(file_exists(out .. "/new"))
+      assert.are.equal("kept", client.read_file(out .. "/keep.txt"))
+      assert.is_false(file_exists(g .. "/stolen.txt"))
+    end)
+
     it("reads a file the test wrote into the granted folder", function()
       client.write_file(dirs.granted .. "/given.txt", "line one\nline two\n")
       local r = proc:call_tool("read", { path = native(dirs.granted .. "/given.txt") })

@@ -562,26 +562,42 @@ core.getenv = os.getenv
 do
   local fs = core.fs
   local read, write, list, stat = fs.read, fs.write, fs.list, fs.stat
+  local mkdir, remove, rename = fs.mkdir, fs.remove, fs.rename
+  -- nil, message, code when path may not be used for kind.
+  local function refused(kind, path)
+    -- A device (NUL, CON, \\.\...) is not a file, confined or not:
+    -- reading CON would wait on the console. Never one on POSIX.
+    if paths.is_device(path) then
+      return nil, ("%s: a device, not a file"):format(path), "EINVAL"
+    end
+    local ok, message, code = check_path(kind, path)
+    if not ok then return nil, message, code end
+  end
   local function guard(kind, f)
     return function(path, ...)
-      -- A device (NUL, CON, \\.\...) is not a file, confined or not:
-      -- reading CON would wait on the console. Never one on POSIX.
-      if paths.is_device(path) then
-        return nil, ("%s: a device, not a file"):format(path), "EINVAL"
-      end
-      local ok, message, code = check_path(kind, path)
-      if not ok then return nil, message, code end
+      local _, message, code = refused(kind, path)
+      if message then return nil, message, code end
       return kernel_denied(f(path, ...))
     end
   end
   fs.read, fs.list, fs.stat, fs.write = guard("read", read), guard("read", list), guard("read", stat), guard("write", write)
+  -- A recursive remove is judged by its folder's path: it never follows a
+  -- link out of the tree (lua_fs.c), so all it removes is under it.
+  fs.mkdir, fs.remove = guard("write", mkdir), guard("write", remove)
+  function fs.rename(from, to)
+    for _, path in ipairs { from, to } do
+      local _, message, code = refused("write", path)
+      if message then return nil, message, code end
+    end
+    return kernel_denied(rename(from, to))
+  end
 end
 
 -- mcp.fs misuse (a path that is not a string), raised at the script's line.
 do
   local fs = core.fs
   local usage = require "mcp.usage"
-  for _, name in ipairs { "read", "write", "list", "stat" } do
+  for _, name in ipairs { "read", "write", "list", "stat", "mkdir", "remove", "rename" } do
     local f = fs[name]
     fs[name] = function(path, data, ...)
       usage.fs(name, path, data)

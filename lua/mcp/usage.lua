@@ -123,13 +123,32 @@ end
 
 -- ---- mcp.fs ------------------------------------------------------------------
 
---- mcp.fs.NAME's arguments: a path (a string), and for write the data.
+local FS_OPTIONS = { mkdir = { parents = "boolean" }, remove = { recursive = "boolean" } }
+
+--- mcp.fs.NAME's arguments: a path (a string), and for write the data,
+--- for rename the new name, for mkdir and remove their options.
 function M.fs(name, path, data)
   if type(path) ~= "string" then
     M.raise(("mcp.fs.%s needs a path (a string), got %s"):format(name, type(path)))
   end
   if name == "write" and type(data) ~= "string" then
     M.raise(("mcp.fs.write needs the data to write (a string), got %s"):format(type(data)))
+  end
+  if name == "rename" and type(data) ~= "string" then
+    M.raise(("mcp.fs.rename needs the new name (a string), got %s"):format(type(data)))
+  end
+  local known = FS_OPTIONS[name]
+  if known and data ~= nil then
+    if type(data) ~= "table" then
+      M.raise(("mcp.fs.%s's options must be a table, got %s"):format(name, type(data)))
+    end
+    for k, v in pairs(data) do
+      if not known[k] then
+        M.raise(("mcp.fs.%s: unknown option %s (it takes %s)"):format(name, tostring(k), next(known)))
+      elseif type(v) ~= known[k] then
+        M.raise(("mcp.fs.%s: %s must be a %s, got %s"):format(name, k, known[k], type(v)))
+      end
+    end
   end
 end
 

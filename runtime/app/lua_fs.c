@@ -6,12 +6,18 @@
  *   local ok, err, code   = mcp.fs.write(path, data)
  *   local entries         = mcp.fs.list(dir)    -- {{name=, type=}, ...} sorted by name
  *   local info            = mcp.fs.stat(path)   -- {type=, size=, mtime=, mode=}
+ *   local ok, err, code   = mcp.fs.mkdir(path[, {parents=true}])
+ *   local ok, err, code   = mcp.fs.remove(path[, {recursive=true}])
+ *   local ok, err, code   = mcp.fs.rename(from, to)
  *
  * Expected failures (no such file, no permission, ...) return nil, a
  * message naming the path, and an error code such as "ENOENT"; misuse
  * raises. Each call runs as one work item with libuv's file calls made
  * synchronously (no callback), which take UTF-8 paths on every OS; the
- * calling task waits meanwhile.
+ * calling task waits meanwhile. A recursive remove never follows a link:
+ * it asks each entry what it is without following it (lstat), and a link
+ * (on Windows: or junction) is removed as itself, so nothing outside the
+ * tree is touched.
  */
 #include <errno.h>
 #include <lauxlib.h>
@@ -26,7 +32,7 @@
 #include "app/lua_task.h"
 #include "os/errors.h"
 
-typedef enum fs_kind { FS_READ, FS_WRITE, FS_LIST, FS_STAT } fs_kind;
+typedef enum fs_kind { FS_READ, FS_WRITE, FS_LIST, FS_STAT, FS_MKDIR, FS_REMOVE, FS_RENAME } fs_kind;
 
 typedef struct fs_entry {
   char *name;
@@ -42,6 +48,9 @@ typedef struct fs_op {
   task *task;
   fs_kind kind;
   char *path;
+  char *to;         /* rename: the new name */
+  bool deep;        /* mkdir: make the parents too; remove: the folder with all in it */
+  char *error_path; /* the path the failure was at, when not path (inside a removed tree), or NULL */
   char *data; /* read: what was read; write: what to write */
   size_t len;
   size_t max_len; /* read: what the Lua state may still allocate */
@@ -206,6 +215,120 @@ static void do_list(fs_op *op) {
   qsort(op->entries, op->entry_count, sizeof *op->entries, compare_entries);
 }
 
+static bool is_dir(fs_op *op, const char *path) {
+  return stat_path(op, path, false) == 0 && (op->st.st_mode & S_IFMT) == S_IFDIR;
+}
+
+/* mkdir; with parents, every missing folder above it too, and a folder
+ * already there is no failure (as mkdir -p). */
+static void do_mkdir(fs_op *op) {
+  uv_fs_t req;
+  int rc = uv_fs_mkdir(NULL, &req, op->path, 0755, NULL);
+  uv_fs_req_cleanup(&req);
+  if (rc == 0 || !op->deep) {
+    op->error = rc;
+    return;
+  }
+  if (rc == UV_EEXIST) {
+    op->error = is_dir(op, op->path) ? 0 : UV_EEXIST;
+    return;
+  }
+  if (rc != UV_ENOENT) {
+    op->error = rc;
+    return;
+  }
+  /* Each prefix ending before a separator, from the top; a root ("/",
+   * "C:\") or a drive is there already and its mkdir's error is no news. */
+  char *copy = strdup(op->path);
+  char *at = copy + 1;
+  if ((copy[0] == '/' || copy[0] == '\\') && (copy[1] == '/' || copy[1] == '\\')) {
+    /* \\server\share\: its first two names are no folders to make */
+    int names = 0;
+    for (at = copy + 2; *at && names < 2; at++)
+      if (*at == '/' || *at == '\\') names++;
+  }
+  for (; *at; at++) {
+    if (*at != '/' && *at != '\\') continue;
+    if (at[-1] == '/' || at[-1] == '\\' || at[-1] == ':') continue;
+    char kept = *at;
+    *at = '\0';
+    rc = uv_fs_mkdir(NULL, &req, copy, 0755, NULL);
+    uv_fs_req_cleanup(&req);
+    if (rc != 0 && !(rc == UV_EEXIST && is_dir(op, copy))) {
+      op->error = rc == UV_EEXIST ? UV_ENOTDIR : rc;
+      op->error_path = strdup(copy);
+      free(copy);
+      return;
+    }
+    *at = kept;
+  }
+  free(copy);
+  rc = uv_fs_mkdir(NULL, &req, op->path, 0755, NULL);
+  uv_fs_req_cleanup(&req);
+  op->error = rc == UV_EEXIST && is_dir(op, op->path) ? 0 : rc;
+}
+
+/* Remove path, a folder with all in it: 0 or a libuv error code, the path
+ * it happened at in op->error_path. Links are removed, never followed. */
+static int remove_tree(fs_op *op, const char *path) {
+  int rc = stat_path(op, path, true);
+  if (rc == 0 && (op->st.st_mode & S_IFMT) == S_IFDIR) {
+    uv_fs_t req;
+    rc = uv_fs_scandir(NULL, &req, path, 0, NULL);
+    uv_dirent_t e;
+    while (rc >= 0 && uv_fs_scandir_next(&req, &e) == 0) {
+      if (strcmp(e.name, ".") == 0 || strcmp(e.name, "..") == 0) continue;
+      size_t n = strlen(path) + strlen(e.name) + 2;
+      char *full = malloc(n);
+      snprintf(full, n, "%s/%s", path, e.name);
+      rc = remove_tree(op, full);
+      free(full);
+      if (rc != 0) break;
+    }
+    uv_fs_req_cleanup(&req);
+    if (rc < 0) {
+      if (!op->error_path) op->error_path = strdup(path);
+      return rc;
+    }
+    rc = uv_fs_rmdir(NULL, &req, path, NULL);
+    uv_fs_req_cleanup(&req);
+  } else if (rc == 0) {
+    uv_fs_t req;
+    rc = uv_fs_unlink(NULL, &req, path, NULL);
+    uv_fs_req_cleanup(&req);
+  }
+  if (rc != 0 && !op->error_path) op->error_path = strdup(path);
+  return rc;
+}
+
+static void do_remove(fs_op *op) {
+  if (op->deep) {
+    op->error = remove_tree(op, op->path);
+    if (op->error_path && strcmp(op->error_path, op->path) == 0) {
+      free(op->error_path);
+      op->error_path = NULL;
+    }
+    return;
+  }
+  uv_fs_t req;
+  int rc = stat_path(op, op->path, true);
+  if (rc == 0 && (op->st.st_mode & S_IFMT) == S_IFDIR) rc = uv_fs_rmdir(NULL, &req, op->path, NULL);
+  else if (rc == 0) rc = uv_fs_unlink(NULL, &req, op->path, NULL);
+  else {
+    op->error = rc;
+    return;
+  }
+  uv_fs_req_cleanup(&req);
+  /* Some systems say EEXIST for a folder that is not empty. */
+  op->error = rc == UV_EEXIST ? UV_ENOTEMPTY : rc;
+}
+
+static void do_rename(fs_op *op) {
+  uv_fs_t req;
+  op->error = uv_fs_rename(NULL, &req, op->path, op->to, NULL);
+  uv_fs_req_cleanup(&req);
+}
+
 /* On a thread-pool thread: no Lua here. */
 static void do_work(uv_work_t *w) {
   fs_op *op = w->data;
@@ -214,6 +337,9 @@ static void do_work(uv_work_t *w) {
     case FS_WRITE: do_write(op); return;
     case FS_LIST: do_list(op); return;
     case FS_STAT: op->error = stat_path(op, op->path, false); return;
+    case FS_MKDIR: do_mkdir(op); return;
+    case FS_REMOVE: do_remove(op); return;
+    case FS_RENAME: do_rename(op); return;
   }
 }
 
@@ -222,6 +348,8 @@ static void op_free(fs_op *op) {
   free(op->entries);
   free(op->data);
   free(op->path);
+  free(op->to);
+  free(op->error_path);
   free(op);
 }
 
@@ -256,15 +384,20 @@ static int fs_continue(lua_State *L, int status, lua_KContext k) {
   fs_op *op = lua_touserdata(L, 1);
   if (op->error) {
     lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", op->path,
-                    op->error == UV_EFBIG ? "too large for the server's memory limit" : os_error_text(op->error));
+    const char *why = op->error == UV_EFBIG ? "too large for the server's memory limit" : os_error_text(op->error);
+    if (op->error_path) lua_pushfstring(L, "%s: %s: %s", op->path, op->error_path, why);
+    else if (op->to) lua_pushfstring(L, "%s -> %s: %s", op->path, op->to, why);
+    else lua_pushfstring(L, "%s: %s", op->path, why);
     lua_pushstring(L, uv_err_name(op->error));
     op_free(op);
     return 3;
   }
   switch (op->kind) {
     case FS_READ: lua_pushlstring(L, op->data ? op->data : "", op->len); break;
-    case FS_WRITE: lua_pushboolean(L, 1); break;
+    case FS_WRITE:
+    case FS_MKDIR:
+    case FS_REMOVE:
+    case FS_RENAME: lua_pushboolean(L, 1); break;
     case FS_STAT: push_stat(L, &op->st); break;
     case FS_LIST:
       lua_createtable(L, (int)op->entry_count, 0);
@@ -286,6 +419,13 @@ static int start(lua_State *L, fs_kind kind, const char *what) {
   const char *path = luaL_checkstring(L, 1);
   size_t len = 0;
   const char *data = kind == FS_WRITE ? luaL_checklstring(L, 2, &len) : NULL;
+  const char *to = kind == FS_RENAME ? luaL_checkstring(L, 2) : NULL;
+  bool deep = false; /* mkdir {parents = true}, remove {recursive = true} */
+  if ((kind == FS_MKDIR || kind == FS_REMOVE) && lua_istable(L, 2)) {
+    lua_getfield(L, 2, kind == FS_MKDIR ? "parents" : "recursive");
+    deep = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   task *t = task_check(L, what);
   vm *v = t->vm;
   fs_op *op = calloc(1, sizeof *op);
@@ -293,6 +433,8 @@ static int start(lua_State *L, fs_kind kind, const char *what) {
   op->task = t;
   op->kind = kind;
   op->path = strdup(path);
+  op->to = to ? strdup(to) : NULL;
+  op->deep = deep;
   op->work.data = op;
   if (data) {
     op->data = malloc(len ? len : 1);
@@ -315,10 +457,14 @@ static int fs_read(lua_State *L) { return start(L, FS_READ, "mcp.fs.read"); }
 static int fs_write(lua_State *L) { return start(L, FS_WRITE, "mcp.fs.write"); }
 static int fs_list(lua_State *L) { return start(L, FS_LIST, "mcp.fs.list"); }
 static int fs_stat(lua_State *L) { return start(L, FS_STAT, "mcp.fs.stat"); }
+static int fs_mkdir(lua_State *L) { return start(L, FS_MKDIR, "mcp.fs.mkdir"); }
+static int fs_remove(lua_State *L) { return start(L, FS_REMOVE, "mcp.fs.remove"); }
+static int fs_rename(lua_State *L) { return start(L, FS_RENAME, "mcp.fs.rename"); }
 
 void lua_fs_register(lua_State *L, int module_idx) {
   static const luaL_Reg functions[] = {
-      {"read", fs_read}, {"write", fs_write}, {"list", fs_list}, {"stat", fs_stat}, {NULL, NULL}};
+      {"read", fs_read},   {"write", fs_write},   {"list", fs_list},     {"stat", fs_stat},
+      {"mkdir", fs_mkdir}, {"remove", fs_remove}, {"rename", fs_rename}, {NULL, NULL}};
   luaL_newlib(L, functions);
   lua_setfield(L, module_idx, "fs");
 }
