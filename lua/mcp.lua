@@ -77,6 +77,12 @@ M.exec = core.exec -- checked against mcp.server{permissions} (lua/mcp/permissio
 --- stat(path). Failures return nil, message, code ("ENOENT", ...).
 M.fs = core.fs
 
+--- The user's folders: mcp.paths.home, config, data, cache, temp (XDG on
+--- Linux, the known folders on Windows); strings, each judged by the
+--- permissions like any path when mcp.fs or io uses it.
+---@type table
+M.paths = nil -- read on first use (the LAZY table below)
+
 --- A key-value store of JSON values: get(key), set(key, value, {ttl}?),
 --- incr(key, by?), delete(key), cas(key, expected, new, {ttl}?). In the
 --- process (kept across reloads), or in Redis with --redis; from a handler
@@ -118,6 +124,7 @@ local LAZY = {
   client = function() return { connect = require("mcp.remote").connect } end,
   mount = function() return require("mcp.mount").mount end,
   metrics = function() return require "mcp.metrics" end,
+  paths = function() return permissions.user_folders() end,
 }
 setmetatable(M, {
   __index = function(t, k)

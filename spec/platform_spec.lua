@@ -548,6 +548,35 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
       assert.is_false(file_exists(g .. "/stolen.txt"))
     end)
 
+    it("tells the user's folders in mcp.paths, which are judged like any path when used", function()
+      local server, expected = proc, nil
+      if not WINDOWS then
+        -- XDG: a variable that is set and absolute, else its default under HOME.
+        server = spawn(run_args(dirs), { env = { "PATH=" .. os.getenv("PATH"), "HOME=/home/ada",
+          "XDG_CONFIG_HOME=/etc/ada", "XDG_DATA_HOME=relative/data", "TMPDIR=/var/tmp/ada" } })
+        server:initialize(LEGACY)
+        expected = { home = "/home/ada", config = "/etc/ada", data = "/home/ada/.local/share",
+                     cache = "/home/ada/.cache", temp = "/var/tmp/ada" }
+      end
+      local paths = server:call_tool("paths", {}).structuredContent
+      if WINDOWS then
+        -- Wine gives the program its prefix's profile, whatever the caller's
+        -- environment says: its folders have the known shapes.
+        for _, key in ipairs { "home", "config", "data", "cache", "temp" } do
+          assert.truthy(type(paths[key]) == "string" and paths[key]:match("^%a:\\"), key .. ": " .. tostring(paths[key]))
+        end
+        assert.truthy(paths.config:find("\\AppData\\Roaming$"), paths.config)
+        assert.truthy(paths.data:find("\\AppData\\Local$"), paths.data)
+        assert.are.equal(paths.home, paths.config:sub(1, #paths.home))
+      else
+        assert.are.same(expected, paths)
+      end
+      local r = server:call_tool("fsop", { op = "mkdir", path = paths.config .. (WINDOWS and "\\luamcp-x" or "/luamcp-x") })
+      assert.is_true(r.isError)
+      assert.truthy(text(r):find("permission denied", 1, true), text(r))
+      if server ~= proc then server:close() end
+    end)
+
     it("reads a file the test wrote into the granted folder", function()
       client.write_file(dirs.granted .. "/given.txt", "line one\nline two\n")
       local r = proc:call_tool("read", { path = native(dirs.granted .. "/given.txt") })

@@ -88,6 +88,20 @@ local function posix(sys)
     return (entry:gsub("^~/", (getenv("HOME") or "") .. "/"))
   end
 
+  -- mcp.paths: the XDG base directories (a variable that is set to an
+  -- absolute path, else its default under HOME); nil where HOME is unset.
+  function P.user_folders(getenv)
+    local home = getenv("HOME")
+    if home == "" or not (home and P.is_absolute(home)) then home = nil end
+    local function xdg(name, default)
+      local v = getenv(name)
+      if v and P.is_absolute(v) then return v end
+      return home and (home .. default)
+    end
+    return { home = home, config = xdg("XDG_CONFIG_HOME", "/.config"), data = xdg("XDG_DATA_HOME", "/.local/share"),
+             cache = xdg("XDG_CACHE_HOME", "/.cache"), temp = P.tmp_dir(getenv) }
+  end
+
   -- What os.tmpname's check judges: Lua makes the file with mkstemp in
   -- /tmp, whatever TMPDIR says, so the check must come first.
   P.tmpname_probe = "/tmp/lua_XXXXXX"
@@ -317,6 +331,20 @@ local function windows(sys)
     if not entry:match("^~[/\\]") then return entry end
     local home = getenv("USERPROFILE") or getenv("HOME") or ""
     return home .. "\\" .. entry:sub(3)
+  end
+
+  -- mcp.paths: the known folders as Windows sets them in every process's
+  -- environment (the profile, Roaming and Local AppData); Windows keeps no
+  -- cache folder apart, so programs keep theirs in Local AppData. HOME,
+  -- which some shells set, is not Windows'.
+  function P.user_folders(getenv)
+    local function folder(name)
+      local v = getenv(name)
+      if v and P.is_absolute(v) then return v end
+    end
+    local profile, roaming, locals = folder("USERPROFILE"), folder("APPDATA"), folder("LOCALAPPDATA")
+    return { home = profile, config = roaming, data = locals or (profile and profile .. "\\AppData\\Local"),
+             cache = locals or (profile and profile .. "\\AppData\\Local"), temp = P.tmp_dir(getenv) }
   end
 
   -- Lua's os.tmpname on Windows only names a file (tmpnam): the name it

@@ -226,6 +226,11 @@ end
 --- Is a policy in force?
 function M.confined() return policy ~= nil end
 
+--- mcp.paths: the user's folders, read from the environment as it was
+--- given (not through os.getenv's check: a folder's name is no secret the
+--- env list guards, and whatever is done in it is judged by read/write).
+function M.user_folders() return paths.user_folders(raw.getenv) end
+
 ---------------------------------------------------------------------------
 -- Declaring
 ---------------------------------------------------------------------------
