@@ -613,6 +613,69 @@ function mcp.fs.list(dir) end
 ---@return string? code
 function mcp.fs.stat(path) end
 
+---Create a folder; with {parents = true} the missing folders above it too,
+---and a folder already there is no failure (as `mkdir -p`). Needs the
+---write permission for path. Fails with "EEXIST" when something is there
+---(without parents), "ENOENT" when its parent is missing.
+---@async
+---@param path string
+---@param opts? {parents?: boolean}
+---@return true? ok
+---@return string? message
+---@return string? code
+function mcp.fs.mkdir(path, opts) end
+
+---Remove a file, a link (never what it points to) or an empty folder; with
+---{recursive = true} a folder with all in it. A recursive remove never
+---follows a link (or, on Windows, a junction) out of the tree: a link is
+---removed as itself. Needs the write permission for path. Fails with
+---"ENOTEMPTY" for a folder that is not empty (without recursive); the
+---message names the entry where a recursive remove stopped.
+---@async
+---@param path string
+---@param opts? {recursive?: boolean}
+---@return true? ok
+---@return string? message
+---@return string? code
+function mcp.fs.remove(path, opts) end
+
+---Move or rename a file or folder, replacing a file at `to`. Needs the
+---write permission for both paths.
+---@async
+---@param from string
+---@param to string
+---@return true? ok
+---@return string? message
+---@return string? code
+function mcp.fs.rename(from, to) end
+
+---The user's folders, as this platform names them; a field is nil when the
+---environment does not tell it (no HOME). Reading them is not judged (a
+---folder's name is no secret); using one (mcp.fs, io.open) is judged by
+---the permissions like any path: declare `write = {"~/.config/myapp"}`
+---(or the folder) to write there.
+mcp.paths = {}
+
+---The user's home folder: $HOME; on Windows %USERPROFILE%.
+---@type string?
+mcp.paths.home = nil
+
+---Settings: $XDG_CONFIG_HOME or ~/.config; on Windows %APPDATA% (Roaming).
+---@type string?
+mcp.paths.config = nil
+
+---Data: $XDG_DATA_HOME or ~/.local/share; on Windows %LOCALAPPDATA%.
+---@type string?
+mcp.paths.data = nil
+
+---Caches: $XDG_CACHE_HOME or ~/.cache; on Windows %LOCALAPPDATA%.
+---@type string?
+mcp.paths.cache = nil
+
+---Temporary files: $TMPDIR or /tmp; on Windows %TMP% or %TEMP%.
+---@type string
+mcp.paths.temp = ""
+
 ---A key-value store of JSON values (strings, numbers, booleans, tables,
 ---mcp.null), the same API on two backends: in the process (kept across
 ---reloads, like mcp.state), or in Redis with `--redis URL`, shared by every
