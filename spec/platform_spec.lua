@@ -162,7 +162,10 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
     it("writes every client's file at its path on this platform, starting this luamcp with the folder", function()
       local root = client.temp_dir()
       assert(os.execute(("mkdir -p %s/appdata %s/profile && cp -r %s %s/demo"):format(root, root, DEMO, root)))
+      -- The program the entries start: $LUAMCP, or the binary beside a
+      -- launcher script (luamcp-wine, luamcp-qemu) that runs it.
       local program = io.popen("readlink -f " .. client.LUAMCP):read("l")
+      if client.read_file(program):sub(1, 2) == "#!" then program = program:match("^(.*)/[^/]*$") .. "/luamcp" end
       local command
       if WINDOWS then
         local dir = program:match("^(.*)/[^/]*$")

@@ -88,7 +88,9 @@ describe("misuse of the library's functions, at the script's line", function()
       'mcp.tool { name = "content_string", handler = function() return { content = "text" } end }',
       'mcp.tool { name = "content_type", handler = function() return { content = { { type = "txt", text = "x" } } } end }',
       'mcp.tool { name = "add", timeout_ms = 200, handler = function(_, ctx) ctx:log("info", "adding") while true do end end }',
-      'mcp.resource { uri = "x://raise", name = "raise", read = function() error({ code = 42 }) end }')
+      'mcp.resource { uri = "x://raise", name = "raise", read = function() error({ code = 42 }) end }',
+      'mcp.tool { name = "fs_rename", handler = function() local r = mcp.fs.rename("a") return r end }',
+      'mcp.tool { name = "fs_remove", handler = function() local r = mcp.fs.remove("a", { recusive = true }) return r end }')
     server = client.spawn { "run", dir }
     server:initialize()
   end)
@@ -111,6 +113,8 @@ describe("misuse of the library's functions, at the script's line", function()
     { "fs", 6, "mcp.fs.read needs a path (a string), got nil" },
     { "log", 7, 'ctx:log: "warn" is not a log level (did you mean warning?) '
       .. "(debug, info, notice, warning, error, critical, alert, emergency)" },
+    { "fs_rename", 14, "mcp.fs.rename needs the new name (a string), got nil" },
+    { "fs_remove", 15, "mcp.fs.remove: unknown option recusive (did you mean recursive?)" },
     { "progress", 8, 'ctx:progress takes (progress, total?, message?), not a table: ctx:progress(3, 10, "copying")' },
   } do
     it("raises " .. case[3], function()

@@ -142,10 +142,9 @@ function M.fs(name, path, data)
     if type(data) ~= "table" then
       M.raise(("mcp.fs.%s's options must be a table, got %s"):format(name, type(data)))
     end
+    M.fields("mcp.fs." .. name, data, known, "option")
     for k, v in pairs(data) do
-      if not known[k] then
-        M.raise(("mcp.fs.%s: unknown option %s (it takes %s)"):format(name, tostring(k), next(known)))
-      elseif type(v) ~= known[k] then
+      if type(v) ~= known[k] then
         M.raise(("mcp.fs.%s: %s must be a %s, got %s"):format(name, k, known[k], type(v)))
       end
     end
