@@ -528,11 +528,20 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
       assert.is_false(file_exists(g .. "/a"))
       assert.are.equal("f", client.read_file(g .. "/z/b/c/f.txt"))
       -- A link inside the tree is removed, never followed out of it.
+      -- (Under wine a Unix link to a folder is a link that RemoveDirectoryW
+      -- cannot remove: there the remove must fail, and touch nothing
+      -- outside; on Windows itself a junction or link is removed.)
       client.write_file(out .. "/keep.txt", "kept")
-      if not WINDOWS then assert(require("luv").fs_symlink(out, g .. "/z/b/out")) end
-      assert.is_nil(op { op = "remove", path = native(g .. "/z"), recursive = true })
-      assert.is_false(file_exists(g .. "/z"))
+      assert(require("luv").fs_symlink(out, g .. "/z/b/out"))
+      err = op { op = "remove", path = native(g .. "/z"), recursive = true }
       assert.are.equal("kept", client.read_file(out .. "/keep.txt"))
+      if WINDOWS then
+        assert.truthy(err and err:find(native(g .. "/z/b/out"), 1, true), err)
+        assert(os.remove(g .. "/z/b/out"))
+        err = op { op = "remove", path = native(g .. "/z"), recursive = true }
+      end
+      assert.is_nil(err)
+      assert.is_false(file_exists(g .. "/z"))
       client.write_file(g .. "/one.txt", "1")
       assert.is_nil(op { op = "remove", path = native(g .. "/one.txt") })
       assert.is_false(file_exists(g .. "/one.txt"))

@@ -32,6 +32,13 @@
 #include "app/lua_task.h"
 #include "os/errors.h"
 
+/* How a path and a name in its folder are joined, in messages too. */
+#ifdef _WIN32
+#define SEPARATOR '\\'
+#else
+#define SEPARATOR '/'
+#endif
+
 typedef enum fs_kind { FS_READ, FS_WRITE, FS_LIST, FS_STAT, FS_MKDIR, FS_REMOVE, FS_RENAME } fs_kind;
 
 typedef struct fs_entry {
@@ -269,10 +276,13 @@ static void do_mkdir(fs_op *op) {
 }
 
 /* Remove path, a folder with all in it: 0 or a libuv error code, the path
- * it happened at in op->error_path. Links are removed, never followed. */
-static int remove_tree(fs_op *op, const char *path) {
+ * it happened at in op->error_path. Links are removed, never followed: an
+ * entry is descended into only when both its folder's listing (a
+ * reparse point is a link there on Windows) and lstat say it is a folder
+ * (wine's lstat takes a Unix link to a folder for the folder). */
+static int remove_tree(fs_op *op, const char *path, bool listed_as_link) {
   int rc = stat_path(op, path, true);
-  if (rc == 0 && (op->st.st_mode & S_IFMT) == S_IFDIR) {
+  if (rc == 0 && !listed_as_link && (op->st.st_mode & S_IFMT) == S_IFDIR) {
     uv_fs_t req;
     rc = uv_fs_scandir(NULL, &req, path, 0, NULL);
     uv_dirent_t e;
@@ -280,8 +290,8 @@ static int remove_tree(fs_op *op, const char *path) {
       if (strcmp(e.name, ".") == 0 || strcmp(e.name, "..") == 0) continue;
       size_t n = strlen(path) + strlen(e.name) + 2;
       char *full = malloc(n);
-      snprintf(full, n, "%s/%s", path, e.name);
-      rc = remove_tree(op, full);
+      snprintf(full, n, "%s%c%s", path, SEPARATOR, e.name);
+      rc = remove_tree(op, full, e.type == UV_DIRENT_LINK);
       free(full);
       if (rc != 0) break;
     }
@@ -303,7 +313,7 @@ static int remove_tree(fs_op *op, const char *path) {
 
 static void do_remove(fs_op *op) {
   if (op->deep) {
-    op->error = remove_tree(op, op->path);
+    op->error = remove_tree(op, op->path, false);
     if (op->error_path && strcmp(op->error_path, op->path) == 0) {
       free(op->error_path);
       op->error_path = NULL;
