@@ -640,6 +640,32 @@ describe("mcp.http over HTTPS in every Linux runtime", function()
     assert.are.same({ hello = "world" }, cjson.decode(text))
   end)
 
+  -- luamcp call as a client: the static luamcp itself against a luamcp
+  -- server behind nginx's TLS, with the test CA.
+  it("build/luamcp-static call --http reaches an https server", function()
+    local services = require "services"
+    local http = require "http_client"
+    if not services.which("nginx") then pending("nginx is not installed (Debian package nginx-light)") return end
+    local server = http.start { DEMO }
+    local port = services.free_port()
+    local proxy_dir = client.temp_dir()
+    local proxy = assert(services.nginx(("server { listen 127.0.0.1:%d ssl; ssl_certificate %s/server.pem; "
+      .. "ssl_certificate_key %s/server.key; location / { proxy_pass http://127.0.0.1:%d; "
+      .. "proxy_http_version 1.1; proxy_buffering off; } }"):format(port, dir, dir, server.port), port, proxy_dir))
+    local static = BUILD_DIR .. "/luamcp-static"
+    local target = "https://127.0.0.1:" .. port .. "/mcp"
+    local code, out, err = sh("env -i SSL_CERT_FILE=" .. quote(dir .. "/ca.pem") .. " " .. quote(static)
+      .. " call --http " .. quote(target) .. " add a=20 b=22 </dev/null")
+    local code2, _, err2 = sh("env -i " .. quote(static) .. " call --http " .. quote(target) .. " add a=1 b=2 </dev/null")
+    proxy:stop()
+    server:stop()
+    client.remove_tree(proxy_dir)
+    assert.are.equal(0, code, out .. err)
+    assert.are.equal("42\n", out)
+    assert.are_not.equal(0, code2)
+    assert.truthy(err2:find("SSL peer certificate", 1, true), err2)
+  end)
+
   describe("linux-arm64 (under qemu)", function()
     -- binfmt_misc runs the program as itself; else qemu-aarch64-static runs it.
     local launcher = binfmt_aarch64() and {} or (QEMU and { QEMU }) or nil
