@@ -230,7 +230,8 @@ check-build: build/luamcp $(UNIT_TESTS)
 # built from Debian's source package of curl with OpenSSL, zlib and c-ares
 # (its resolver needs no NSS) by runtime/tools/cross/static-deps.sh, and
 # app/curl_lib.c compiled for it (LUAMCP_CURL_STATIC). libcurl and OpenSSL
-# still initialise at the first request, never at start.
+# still initialise at the first request, never at start. c-ares warns of
+# getservbyname: curl asks it for numeric ports only (ARES_AI_NUMERICSERV).
 STATIC_CURL     := build/static/deps
 STATIC_OBJ      := $(filter-out build/obj/app/curl_lib.o,$(OBJ)) build/static/obj/app/curl_lib.o
 STATIC_TLS_LIBS := $(STATIC_CURL)/lib/libcurl.a $(LIBDIR)/libcares.a $(LIBDIR)/libssl.a

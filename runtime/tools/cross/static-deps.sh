@@ -124,8 +124,11 @@ d=$(find "$work/src" -maxdepth 1 -type d -name "curl-[0-9]*" | head -n 1)
    --without-libidn2 --without-librtmp --without-libssh2 --without-libssh --without-libgsasl --without-gssapi \
    --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet --disable-tftp --disable-pop3 \
    --disable-imap --disable-smtp --disable-gopher --disable-mqtt --disable-smb --disable-ftp --disable-file \
-   --disable-manual --disable-ntlm-wb --without-ca-bundle --without-ca-path --without-ca-fallback \
+   --disable-manual --disable-ntlm-wb --disable-netrc --without-ca-bundle --without-ca-path --without-ca-fallback \
    >/dev/null)
+# make's own jobserver is the Makefile's, which called this script: these
+# makes run on their own.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 make -C "$work/obj/lib" -j"$jobs" -s >/dev/null
 make -C "$work/obj/lib" -s install >/dev/null
 make -C "$work/obj/include" -s install >/dev/null
