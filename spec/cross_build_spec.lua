@@ -598,8 +598,9 @@ describe("mcp.http over HTTPS in every Linux runtime", function()
       local text, is_error = run({})
       assert.is_true(is_error, text)
       assert.truthy(text:find("SSL peer certificate", 1, true), text)
-      assert.truthy(text:find("CA certificates from /etc/ssl/certs/ca-certificates.crt", 1, true)
-        or text:find("no CA certificates found", 1, true), text)
+      -- which bundle depends on the distribution the spec runs on
+      assert.truthy(text:find("; CA certificates from /etc/", 1, true)
+        or text:find("; no CA certificates found", 1, true), text)
     end)
 
     it("names SSL_CERT_FILE when it names a file that is not there", function()
