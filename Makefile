@@ -226,9 +226,24 @@ check-build: build/luamcp $(UNIT_TESTS)
 # run time; luamcp calls neither, and a built program drops Lua's C-module
 # searchers. getaddrinfo and gethostbyname (hiredis, --redis) need them only
 # to resolve a host name through NSS: --redis with an address or unix://
-# needs nothing.
-build/luamcp-static: $(OBJ) | deps
-	$(CC) $(CFLAGS) -static -o $@ $(OBJ) $(STATIC_LIBS) $(LDLIBS)
+# needs nothing. A static program cannot load libcurl, so it links one in:
+# built from Debian's source package of curl with OpenSSL, zlib and c-ares
+# (its resolver needs no NSS) by runtime/tools/cross/static-deps.sh, and
+# app/curl_lib.c compiled for it (LUAMCP_CURL_STATIC). libcurl and OpenSSL
+# still initialise at the first request, never at start. c-ares warns of
+# getservbyname: curl asks it for numeric ports only (ARES_AI_NUMERICSERV).
+STATIC_CURL     := build/static/deps
+STATIC_OBJ      := $(filter-out build/obj/app/curl_lib.o,$(OBJ)) build/static/obj/app/curl_lib.o
+STATIC_TLS_LIBS := $(STATIC_CURL)/lib/libcurl.a $(LIBDIR)/libcares.a $(LIBDIR)/libssl.a
+build/luamcp-static: $(STATIC_OBJ) | deps
+	$(CC) $(CFLAGS) -static -o $@ $(STATIC_OBJ) $(STATIC_TLS_LIBS) $(STATIC_LIBS) $(LDLIBS)
+
+$(STATIC_CURL)/stamp-all: runtime/tools/cross/static-deps.sh | deps
+	@runtime/tools/cross/static-deps.sh x86-64 build/static
+
+build/static/obj/app/curl_lib.o: runtime/app/curl_lib.c $(STATIC_CURL)/stamp-all | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(STATIC_CURL)/include -DLUAMCP_CURL_STATIC -c -o $@ $<
 
 # luamcp with more HTTP endpoint families, linked from the objects already
 # built (spec/routes_spec.lua): make build/luamcp-routes
@@ -270,4 +285,4 @@ fuzz: test-deps
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(wildcard build/routes/*.d) $(ROUTES_OBJ:.o=.d)
+-include $(OBJ:.o=.d) build/static/obj/app/curl_lib.d $(ASAN_OBJ:.o=.d) $(wildcard build/routes/*.d) $(ROUTES_OBJ:.o=.d)

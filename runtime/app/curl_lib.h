@@ -5,8 +5,14 @@
  * the client side's Streamable HTTP connection (cli/client_http.c).
  *
  * A build that defines LUAMCP_CURL_STATIC links libcurl in instead (the
- * Windows .exe, with Schannel: no libcurl DLL to ship or find), and the
- * table holds the linked functions.
+ * Windows .exe, with Schannel: no libcurl DLL to ship or find; the static
+ * Linux runtimes, with OpenSSL and c-ares, as a static program cannot load
+ * one), and the table holds the linked functions. Either way nothing of
+ * libcurl runs before the first curl_lib_load.
+ *
+ * Every easy handle made through the table trusts the CA certificates one
+ * rule chooses (curl_lib.c, find_cas), and the table's easy_strerror says,
+ * for a certificate that could not be verified, where they came from.
  */
 #ifndef LUAMCP_CURL_LIB_H
 #define LUAMCP_CURL_LIB_H

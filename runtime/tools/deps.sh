@@ -7,13 +7,16 @@ set -eu
 # libyaml-dev: SKILL.md front matter; zlib1g-dev: the .mcpb's deflate (both
 # linked statically).
 # libcurl4-openssl-dev: curl's headers (mcp.http loads libcurl4 at run time).
+# dpkg-dev and libc-ares-dev: the libcurl build/luamcp-static links in,
+# built from Debian's curl source package with c-ares as its resolver
+# (runtime/tools/cross/static-deps.sh, which adds a deb-src entry).
 # libhiredis-dev: --redis (mcp.store, the bus), with its libuv adapter,
 # linked statically.
 # lua-busted: the test framework `luamcp test` runs, so that it works after
 # `make` alone (it is Lua: nothing links it); with lua5.4 and lua-luv,
 # plain `busted spec/FILE_spec.lua` too (README "Tests"). lua5.4 in the
 # same install also keeps lua-busted from pulling in lua5.2 for `lua`.
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libyaml-dev zlib1g-dev libhiredis-dev lua5.4 lua-luv lua-busted"
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libc-ares-dev dpkg-dev libyaml-dev zlib1g-dev libhiredis-dev lua5.4 lua-luv lua-busted"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec

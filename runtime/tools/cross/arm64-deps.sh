@@ -2,7 +2,8 @@
 # arm64-deps.sh DEPS_DIR - what `make linux-arm64` needs, installed if
 # missing (safe to run again: apt-get runs only when something is absent):
 # Debian's aarch64 cross compiler and C library, the :arm64 (multiarch)
-# -dev packages of the libraries luamcp links statically, and
+# -dev packages of the libraries luamcp links statically (libc-ares-dev:
+# c-ares, the resolver of the libcurl linked in: static-deps.sh), and
 # qemu-user-static to run the result here (runtime/tools/cross/qemu-binfmt.sh).
 #
 # libhttp-parser-dev is not Multi-Arch: same, so installing its :arm64
@@ -13,7 +14,7 @@ set -eu
 
 deps_dir=${1:?usage: $0 DEPS_DIR}
 cross_pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static"
-arm64_pkgs="liblua5.4-dev lua-cjson-dev libuv1-dev libssl-dev libyaml-dev zlib1g-dev libhiredis-dev libcurl4-openssl-dev"
+arm64_pkgs="liblua5.4-dev lua-cjson-dev libuv1-dev libssl-dev libyaml-dev zlib1g-dev libhiredis-dev libcurl4-openssl-dev libc-ares-dev"
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else sudo="need-root"; fi
 as_root() {

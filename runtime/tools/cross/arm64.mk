@@ -17,10 +17,15 @@ ARM64_DEPS   := $(ARM64_DIR)/deps
 ARM64_OS_SUFFIXES := posix linux
 ARM64_OS_SRC = $(sort $(foreach s,$(ARM64_OS_SUFFIXES),$(wildcard runtime/os/*_$(s).c)))
 ARM64_SRC    = $(ARM64_OS_SRC) $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
-ARM64_OBJ    = $(patsubst runtime/%.c,$(ARM64_DIR)/obj/%.o,$(ARM64_SRC)) $(ARM64_DIR)/obj/embedded_lua.o
+# libcurl linked in, as build/luamcp-static (see there): app/curl_lib.c
+# compiled for it, and libcurl from runtime/tools/cross/static-deps.sh.
+ARM64_CURL   := $(ARM64_DIR)/curl/deps
+ARM64_OBJ    = $(patsubst runtime/%.c,$(ARM64_DIR)/obj/%.o,$(filter-out runtime/app/curl_lib.c,$(ARM64_SRC))) \
+               $(ARM64_DIR)/obj/static/app/curl_lib.o $(ARM64_DIR)/obj/embedded_lua.o
 ARM64_CFLAGS = $(CFLAGS) -I$(ARM64_DEPS)/usr/include
 ARM64_CORE_LIBS   := $(ARM64_LIBDIR)/libcrypto.a $(ARM64_LIBDIR)/libz.a
-ARM64_STATIC_LIBS := $(ARM64_LIBDIR)/liblua5.4-cjson.a $(ARM64_LIBDIR)/liblua5.4.a $(ARM64_LIBDIR)/libuv_a.a \
+ARM64_STATIC_LIBS := $(ARM64_CURL)/lib/libcurl.a $(ARM64_LIBDIR)/libcares.a $(ARM64_LIBDIR)/libssl.a \
+                     $(ARM64_LIBDIR)/liblua5.4-cjson.a $(ARM64_LIBDIR)/liblua5.4.a $(ARM64_LIBDIR)/libuv_a.a \
                      $(ARM64_DEPS)/usr/lib/aarch64-linux-gnu/libhttp_parser.a $(ARM64_LIBDIR)/libyaml.a \
                      $(ARM64_LIBDIR)/libhiredis.a $(ARM64_CORE_LIBS)
 
@@ -43,6 +48,13 @@ $(ARM64_DIR)/obj/core/%.o: runtime/core/%.c $(CORE_GUARD) | arm64-deps
 $(ARM64_DIR)/obj/%.o: runtime/%.c | arm64-deps
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(ARM64_CFLAGS) -c -o $@ $<
+
+$(ARM64_CURL)/stamp-all: runtime/tools/cross/static-deps.sh | arm64-deps
+	@runtime/tools/cross/static-deps.sh arm64 $(ARM64_DIR)/curl
+
+$(ARM64_DIR)/obj/static/app/curl_lib.o: runtime/app/curl_lib.c $(ARM64_CURL)/stamp-all | arm64-deps
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(ARM64_CFLAGS) -I$(ARM64_CURL)/include -DLUAMCP_CURL_STATIC -c -o $@ $<
 
 $(ARM64_DIR)/obj/embedded_lua.o: build/embedded_lua.c | arm64-deps
 	@mkdir -p $(@D)
