@@ -91,6 +91,13 @@ M.store = core.store
 ---@type table
 M.http = nil -- loaded on first use (the LAZY table below)
 
+--- SQLite databases: mcp.sqlite.open(path | ":memory:", {readonly?, wal?,
+--- busy_timeout_ms?}) -> db with :exec(sql, ...), :query(sql, ...),
+--- :first(sql, ...), :transaction(fn), :close(); statements run off the
+--- loop (lua/mcp/sqlite.lua).
+---@type table
+M.sqlite = nil -- loaded on first use
+
 --- Other MCP servers, from a tool: mcp.client.connect{command = {...}} or
 --- {url = ..., headers = ...} -> a client with :call(name, args),
 --- :read(uri), :prompt(name, args), :list(kind), :close() (lua/mcp/remote.lua).
@@ -118,6 +125,7 @@ local LAZY = {
   client = function() return { connect = require("mcp.remote").connect } end,
   mount = function() return require("mcp.mount").mount end,
   metrics = function() return require "mcp.metrics" end,
+  sqlite = function() return require "mcp.sqlite" end,
 }
 setmetatable(M, {
   __index = function(t, k)
