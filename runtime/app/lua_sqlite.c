@@ -39,7 +39,7 @@
 #include "app/lua_sqlite.h"
 #include "app/lua_task.h"
 
-#define CONN_MT "mcp.sqlite.Connection"
+#define CONN_MT "mcp.sqlite.Database"
 
 typedef enum sql_kind { SQL_EXEC, SQL_QUERY, SQL_FIRST, SQL_BEGIN, SQL_COMMIT, SQL_ROLLBACK, SQL_CLOSE } sql_kind;
 
@@ -747,6 +747,10 @@ static int sqlite_open(lua_State *L) {
                 SQLITE_OPEN_FULLMUTEX;
     int rc = sqlite3_open_v2(path, &db, flags, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_busy_timeout(db, busy > INT32_MAX ? INT32_MAX : (int)busy);
+    /* Temporary tables and big sorts in memory: a file in the system's
+     * temporary folder is outside what a confined server may write (and
+     * Landlock would refuse it). */
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);
     if (rc == SQLITE_OK && wal) rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
       lua_pushnil(L);
