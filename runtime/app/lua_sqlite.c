@@ -89,6 +89,8 @@ struct sql_conn {
   sqlite3 *db;
   char *key; /* path and options: what open matches to reuse it */
   int refs;  /* Lua handles pointing at it */
+  int busy_ms; /* its busy timeout (run_on_loop turns it off for a moment) */
+  bool in_memory; /* ":memory:": no disk behind it */
   bool closed; /* no new statements; sqlite3_close runs once idle */
   sql_op *head, *tail; /* waiting to run, in order */
   sql_op *running;
@@ -240,6 +242,22 @@ static void take_columns(sql_op *op, sqlite3_stmt *st) {
   }
 }
 
+/* Step st to its end, keeping its rows as op->kind asks; SQLite's code. */
+static int step_statement(sql_op *op, sqlite3_stmt *st) {
+  int rc = bind_params(op, st);
+  bool columns_taken = false;
+  while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && op->kind != SQL_EXEC) {
+      if (!columns_taken) take_columns(op, st);
+      columns_taken = true;
+      add_row(op, st);
+      if (op->kind == SQL_FIRST) rc = SQLITE_DONE; /* the rest is not wanted */
+    }
+  }
+  return rc;
+}
+
 static void run_sql(sql_op *op, sqlite3 *db) {
   const char *sql = op->sql;
   while (sql && *sql) {
@@ -252,17 +270,7 @@ static void run_sql(sql_op *op, sqlite3 *db) {
     }
     sql = tail;
     if (!st) continue; /* a comment or white space */
-    rc = bind_params(op, st);
-    bool columns_taken = false;
-    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-      rc = sqlite3_step(st);
-      if (rc == SQLITE_ROW && op->kind != SQL_EXEC) {
-        if (!columns_taken) take_columns(op, st);
-        columns_taken = true;
-        if (op->kind == SQL_FIRST && op->row_count == 1) continue; /* run it to the end, keep one */
-        add_row(op, st);
-      }
-    }
+    rc = step_statement(op, st);
     if (rc != SQLITE_DONE) set_error(op, db, rc);
     sqlite3_finalize(st);
     if (op->error) return;
@@ -562,6 +570,72 @@ static sql_conn *check_conn(lua_State *L, const char *what) {
   return h->conn;
 }
 
+/* ---- Short statements on the loop ------------------------------------------- */
+
+/* A handoff to the thread pool and back costs tens of microseconds, far
+ * more than a point query or a one-row insert into memory. So a statement
+ * that cannot wait on anything first runs right here, within a budget of
+ * SQLite's virtual-machine steps, and moves to the thread pool when that
+ * runs out: a long query still never holds the loop longer than the budget
+ * (microseconds). Taken only where giving up is harmless: one statement,
+ * the connection idle, and either reading (an interrupted read changes
+ * nothing) or writing an in-memory database outside a transaction (an
+ * interrupted write rolls back only itself, and there is no disk to wait
+ * for). SQLite's busy handler is off meanwhile: a lock held by another
+ * process sends it to the thread pool too, where it may wait. */
+#define LOOP_STEP_BUDGET 20000
+
+static int budget_spent(void *unused) {
+  (void)unused;
+  return 1;
+}
+
+static bool only_space(const char *s) {
+  for (; *s; s++)
+    if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != ';') return false;
+  return true;
+}
+
+/* Ran op to its end (its outcome is in op), or false: nothing happened,
+ * queue it. */
+static bool run_on_loop(sql_conn *c, sql_op *op, const void *owner) {
+  if (c->running || c->head || (c->lock_owner && c->lock_owner != owner)) return false;
+  if (op->kind != SQL_EXEC && op->kind != SQL_QUERY && op->kind != SQL_FIRST) return false;
+  sqlite3 *db = c->db;
+  sqlite3_busy_timeout(db, 0);
+  sqlite3_progress_handler(db, LOOP_STEP_BUDGET, budget_spent, NULL);
+  sqlite3_stmt *st = NULL;
+  const char *tail = NULL;
+  bool done = false;
+  int rc = sqlite3_prepare_v2(db, op->sql, -1, &st, &tail);
+  if (rc == SQLITE_OK && st && only_space(tail) &&
+      (sqlite3_stmt_readonly(st) || (c->in_memory && sqlite3_get_autocommit(db)))) {
+    rc = step_statement(op, st);
+    if (rc == SQLITE_DONE) {
+      op->changes = sqlite3_changes64(db);
+      op->last_rowid = sqlite3_last_insert_rowid(db);
+      done = true;
+    } else if (rc != SQLITE_INTERRUPT && rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
+      set_error(op, db, rc);
+      done = true;
+    }
+  } else if (rc != SQLITE_OK && rc != SQLITE_BUSY && rc != SQLITE_LOCKED && rc != SQLITE_INTERRUPT) {
+    set_error(op, db, rc); /* bad SQL: no need for a thread to say so */
+    done = true;
+  }
+  sqlite3_finalize(st);
+  sqlite3_progress_handler(db, 0, NULL, NULL);
+  sqlite3_busy_timeout(db, c->busy_ms);
+  if (!done) {
+    /* Whatever rows it had are the thread's to find again. */
+    for (size_t i = 0; i < op->row_count * (size_t)op->column_count; i++) value_free(&op->cells[i]);
+    op->row_count = 0;
+    free(op->error);
+    op->error = NULL;
+  }
+  return done;
+}
+
 /* Run op on c: inside a task, queue it and yield; outside one (the
  * scripts' top level, at load), right here on the loop, when nothing else
  * uses the connection. */
@@ -579,6 +653,10 @@ static int submit(lua_State *L, sql_conn *c, sql_op *op, const char *what) {
       return luaL_error(L, "%s: %s", what, why);
     }
     run_sql(op, c->db);
+    lua_settop(L, 0);
+    return finish(L, op);
+  }
+  if (run_on_loop(c, op, t->root)) {
     lua_settop(L, 0);
     return finish(L, op);
   }
@@ -762,6 +840,8 @@ static int sqlite_open(lua_State *L) {
     sqlite3_extended_result_codes(db, 0);
     c = calloc(1, sizeof *c);
     c->db = db;
+    c->busy_ms = busy > INT32_MAX ? INT32_MAX : (int)busy;
+    c->in_memory = strcmp(path, ":memory:") == 0;
     c->key = strdup(full_key);
     c->loop = v->loop;
     c->list_head = list;
