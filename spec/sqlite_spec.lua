@@ -65,6 +65,16 @@ describe("mcp.sqlite", function()
     assert.are.equal(1, failed.count)
   end)
 
+  it("rolls back the transaction of a call cancelled inside it, and frees the connection", function()
+    server:send { jsonrpc = "2.0", id = "tx", method = "tools/call", params = { name = "tx_hang", arguments = {} } }
+    assert.is_true(server:wait_stderr("tx_hang inside"), server.stderr)
+    server:notify("notifications/cancelled", { requestId = "tx" })
+    -- Answered only once the transaction's lock is given back; its row gone.
+    local count = server:request("tools/call", { name = "count", arguments = {} })
+    assert.truthy(count and count.result, server.stderr)
+    assert.are.same({ count = 0 }, structured(count.result))
+  end)
+
   it("answers other calls while a long query runs, and a cancellation interrupts it", function()
     server:send { jsonrpc = "2.0", id = "endless", method = "tools/call", params = { name = "endless", arguments = {} } }
     assert.is_true(server:wait_stderr("endless started"), server.stderr)
