@@ -25,7 +25,9 @@
  * only that call's statements run. A task that goes away while its
  * statement runs interrupts it (sqlite3_interrupt); one still queued is
  * dropped. A thread never touches Lua: the statement's rows come back as C
- * values and become Lua tables on the loop.
+ * values and become Lua tables on the loop. A short statement may run on
+ * the loop itself, within a budget of SQLite's steps (run_on_loop: the
+ * trip to a thread costs more than a point query).
  */
 #include <lauxlib.h>
 #include <sqlite3.h>
