@@ -21,12 +21,12 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Irunt
 CFLAGS  += $(BASE_CFLAGS) -Ibuild -I/usr/include/lua5.4
 # Lua, lua-cjson, libuv, http_parser, OpenSSL's libcrypto (the HMAC that
 # seals requestState), libyaml (SKILL.md front matter), zlib (the .mcpb's
-# deflate) and hiredis (--redis: mcp.store and the bus) are linked statically; only the C library (libc, libm, libdl,
+# deflate), hiredis (--redis: mcp.store and the bus) and SQLite (mcp.sqlite) are linked statically; only the C library (libc, libm, libdl,
 # libpthread) stays dynamic. CORE_LIBS are what runtime/core itself needs:
 # the unit tests and runtime/tools/fuzz.sh link the core with them alone.
 CORE_LIBS   := $(LIBDIR)/libcrypto.a $(LIBDIR)/libz.a
 STATIC_LIBS := $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/liblua5.4.a $(LIBDIR)/libuv_a.a $(LIBDIR)/libhttp_parser.a \
-               $(LIBDIR)/libyaml.a $(LIBDIR)/libhiredis.a $(CORE_LIBS)
+               $(LIBDIR)/libyaml.a $(LIBDIR)/libhiredis.a $(LIBDIR)/libsqlite3.a $(CORE_LIBS)
 LDLIBS  += -lm -ldl -lpthread
 # Lua C modules (require "luasql.sqlite3") are shared libraries that take
 # the Lua C API from the program that loads them: export it, and nothing

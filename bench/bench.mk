@@ -31,6 +31,10 @@
 #                       (bench/metrics.sh): on (the default) vs --metrics off,
 #                       alternating in the same run, stdio and HTTP, the
 #                       ratio (QUICK=1: under a minute).
+#   make bench-sqlite   only mcp.sqlite against node:sqlite on the TypeScript
+#                       SDK v2 (bench/sqlite.lua): a tool inserting a row and
+#                       reading it back by id, calls/s and server CPU per
+#                       call (QUICK=1: under a minute).
 #   make bench-scale    only the scale-out figures (bench/scale.sh): a 1 ms
 #                       CPU-bound tool, 1 vs 2 workers, nginx in front of
 #                       luamcp and of the TypeScript SDK v2; and 6 calls of
@@ -93,6 +97,7 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/redis.lua '$(LUAMCP)' '$(BENCH_OUT)'
+	lua5.4 bench/sqlite.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	{ echo; echo '## Start-up beside the previous release'; echo; \
@@ -125,7 +130,10 @@ $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
 
-.PHONY: bench-extra bench-payload bench-redis bench-scale
+.PHONY: bench-extra bench-payload bench-redis bench-scale bench-sqlite
+bench-sqlite: test-deps $(BENCH_DIR)/loadclient $(LUAMCP)
+	lua5.4 bench/sqlite.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_SQLITE_OUT)
+
 bench-redis: $(LUAMCP)
 	lua5.4 bench/redis.lua '$(LUAMCP)' $(BENCH_REDIS_OUT)
 

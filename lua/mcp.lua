@@ -97,6 +97,13 @@ M.store = core.store
 ---@type table
 M.http = nil -- loaded on first use (the LAZY table below)
 
+--- SQLite databases: mcp.sqlite.open(path | ":memory:", {readonly?, wal?,
+--- busy_timeout_ms?}) -> db with :exec(sql, ...), :query(sql, ...),
+--- :first(sql, ...), :transaction(fn), :close(); statements run off the
+--- loop (lua/mcp/sqlite.lua).
+---@type table
+M.sqlite = nil -- loaded on first use
+
 --- Other MCP servers, from a tool: mcp.client.connect{command = {...}} or
 --- {url = ..., headers = ...} -> a client with :call(name, args),
 --- :read(uri), :prompt(name, args), :list(kind), :close() (lua/mcp/remote.lua).
@@ -125,6 +132,7 @@ local LAZY = {
   mount = function() return require("mcp.mount").mount end,
   metrics = function() return require "mcp.metrics" end,
   paths = function() return permissions.user_folders() end,
+  sqlite = function() return require "mcp.sqlite" end,
 }
 setmetatable(M, {
   __index = function(t, k)

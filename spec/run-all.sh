@@ -329,7 +329,7 @@ asan_file() { # FILE
 }
 # The specs that exercise tasks, exec, reload and HTTP, run again under the
 # sanitizers.
-ASAN_SPECS="core_safety concurrency limits reload load_limits http_hardening modern http_client tasks client workers
+ASAN_SPECS="core_safety sqlite concurrency limits reload load_limits http_hardening modern http_client tasks client workers
   redis scaleout exec_owner session_limits auth_http auth_verifier legacy_sse metrics tracing remote_conn mcp_client
   mount client_eras log_lines stdio"
 

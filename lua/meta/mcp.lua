@@ -675,6 +675,86 @@ mcp.paths.cache = nil
 ---Temporary files: $TMPDIR or /tmp; on Windows %TMP% or %TEMP%.
 ---@type string
 mcp.paths.temp = ""
+---SQLite databases (docs/lua-api.md "Databases: mcp.sqlite"). Statements
+---run on libuv's thread pool: the handler waits without blocking other
+---calls, one statement at a time per connection, and a cancelled or timed
+---out call interrupts its query. A connection belongs to the server, not to
+---a generation: after a reload, open with the same path and options
+---returns the same connection (an in-memory database keeps its rows).
+mcp.sqlite = {}
+
+---The SQLite library's version ("3.40.1").
+---@type string
+mcp.sqlite.version = nil
+
+---@class mcp.SqliteOptions
+---@field readonly? boolean open for reading only (checked against the read permission, not write)
+---@field wal? boolean switch the file to write-ahead logging (readers never wait for the writer)
+---@field busy_timeout_ms? integer how long a statement waits for another process's lock (5000)
+---@field create? boolean create the file when missing (true)
+
+---Open a database file, or ":memory:". The same path with the same options
+---returns the connection already open (how = "reused"), from this or an
+---earlier generation. Failures (no permission, a file that is not a
+---database) return nil, message, code.
+---@param path string
+---@param options? mcp.SqliteOptions
+---@return mcp.sqlite.Database? db
+---@return string how_or_message "new", "reused", or why it failed
+---@return string? code
+function mcp.sqlite.open(path, options) end
+
+---A value to bind as a BLOB (a plain string binds as TEXT).
+---@param bytes string
+---@return table
+function mcp.sqlite.blob(bytes) end
+
+---An open database. Parameters follow the SQL: one table (positional values
+---at 1..n for `?`, names for `:name`/`@name`/`$name`), or the values
+---themselves. Rows are tables of column name -> value: INTEGER as a Lua
+---integer, REAL as a float, TEXT and BLOB as strings, NULL absent. Bad SQL
+---raises SQLite's message at the calling line. Outside a handler (at load)
+---a statement runs at once, blocking.
+---@class mcp.sqlite.Database
+local Database = {}
+
+---Run every statement of sql; the rows changed by the last one, and the
+---last inserted rowid.
+---@async
+---@param sql string
+---@param ... any parameters
+---@return integer changes
+---@return integer last_insert_rowid
+function Database:exec(sql, ...) end
+
+---The rows of sql (of its last statement that returns rows).
+---@async
+---@param sql string
+---@param ... any parameters
+---@return table[] rows
+function Database:query(sql, ...) end
+
+---The first row of sql, or nil.
+---@async
+---@param sql string
+---@param ... any parameters
+---@return table? row
+function Database:first(sql, ...) end
+
+---Run fn(...) in a transaction: COMMIT when it returns (its results are
+---returned), ROLLBACK when it raises (the error is raised again) or the
+---call is cancelled. Meanwhile other calls' statements on this connection
+---wait. mode: "deferred" (the default), "immediate" or "exclusive".
+---@async
+---@param mode_or_fn "deferred"|"immediate"|"exclusive"|function
+---@param fn? function
+---@param ... any fn's arguments
+---@return any ...
+function Database:transaction(mode_or_fn, fn, ...) end
+
+---Close the connection, for every generation holding it (after the
+---statements already asked for); a later open makes a new one.
+function Database:close() end
 
 ---A key-value store of JSON values (strings, numbers, booleans, tables,
 ---mcp.null), the same API on two backends: in the process (kept across

@@ -231,6 +231,10 @@ typedef struct lua_app {
   /* luamcp.remote's connections to other MCP servers: made on first use,
    * they outlive generations; app_stop closes them (lua_remote.c). */
   struct remote_hub *remote;
+  /* mcp.sqlite's connections: made on first use, kept across reloads (a
+   * generation opening the same path with the same options gets one
+   * back); app_stop closes them (lua_sqlite.c). */
+  struct sql_conn *sqlite;
   /* What the Lua APIs hold for the process beyond any generation (the
    * store, the connections, libcurl's): registered on first use, run by
    * app_stop once the generations are freed (app/teardown.h). */

@@ -23,6 +23,7 @@
 #include "app/lua_exec.h"
 #include "app/lua_http.h"
 #include "app/lua_fs.h"
+#include "app/lua_sqlite.h"
 #include "app/lua_schema.h"
 #include "app/lua_skills.h"
 #include "app/lua_state.h"
@@ -357,6 +358,7 @@ int luaopen_mcp_core(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, TASK_CTX_METHODS);
   lua_setfield(L, -2, "ctx_methods");
   lua_fs_register(L, lua_gettop(L));
+  lua_sqlite_register(L, lua_gettop(L));
   lua_store_register(L, lua_gettop(L));
   lua_skills_register(L, lua_gettop(L));
   return 1;

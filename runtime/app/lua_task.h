@@ -34,6 +34,9 @@ int task_wait_op(lua_State *co, task *t, task_op *op, lua_KFunction k);
 /* The task calling a yielding API from co, or a Lua error saying why that
  * is not possible here. */
 task *task_check(lua_State *co, const char *what);
+/* The stack level of the nearest function of the scripts (not C, not the
+ * library), for luaL_where: where an error the scripts caused is raised. */
+int task_script_level(lua_State *co);
 /* Make the coroutine library tell the watchdog which Lua thread runs, and
  * start the watchdog (once per process). */
 void task_guard_coroutines(lua_State *L);

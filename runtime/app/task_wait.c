@@ -28,7 +28,7 @@
 
 /* The first frame of the scripts above the library's (the permission
  * doors wrap mcp.exec and mcp.fs): where a misuse error points. */
-static int script_level(lua_State *co) {
+int task_script_level(lua_State *co) {
   lua_Debug ar;
   for (int level = 1; lua_getstack(co, level, &ar); level++) {
     if (!lua_getinfo(co, "S", &ar)) break;
@@ -41,7 +41,7 @@ static int script_level(lua_State *co) {
 task *task_check(lua_State *co, const char *what) {
   task *t = task_of(co);
   if (!t) {
-    luaL_where(co, script_level(co));
+    luaL_where(co, task_script_level(co));
     lua_pushfstring(co, "%s can only be called while handling a request, from the handler's own coroutine (use "
                         "mcp.spawn for concurrent work)",
                     what);

@@ -14,7 +14,7 @@ set -eu
 
 deps_dir=${1:?usage: $0 DEPS_DIR}
 cross_pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static"
-arm64_pkgs="liblua5.4-dev lua-cjson-dev libuv1-dev libssl-dev libyaml-dev zlib1g-dev libhiredis-dev libcurl4-openssl-dev libc-ares-dev"
+arm64_pkgs="liblua5.4-dev lua-cjson-dev libuv1-dev libssl-dev libyaml-dev zlib1g-dev libhiredis-dev libcurl4-openssl-dev libc-ares-dev libsqlite3-dev"
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else sudo="need-root"; fi
 as_root() {

@@ -27,7 +27,7 @@ ARM64_CORE_LIBS   := $(ARM64_LIBDIR)/libcrypto.a $(ARM64_LIBDIR)/libz.a
 ARM64_STATIC_LIBS := $(ARM64_CURL)/lib/libcurl.a $(ARM64_LIBDIR)/libcares.a $(ARM64_LIBDIR)/libssl.a \
                      $(ARM64_LIBDIR)/liblua5.4-cjson.a $(ARM64_LIBDIR)/liblua5.4.a $(ARM64_LIBDIR)/libuv_a.a \
                      $(ARM64_DEPS)/usr/lib/aarch64-linux-gnu/libhttp_parser.a $(ARM64_LIBDIR)/libyaml.a \
-                     $(ARM64_LIBDIR)/libhiredis.a $(ARM64_CORE_LIBS)
+                     $(ARM64_LIBDIR)/libhiredis.a $(ARM64_LIBDIR)/libsqlite3.a $(ARM64_CORE_LIBS)
 
 .PHONY: linux-arm64 arm64-deps
 linux-arm64: $(ARM64_DIR)/luamcp

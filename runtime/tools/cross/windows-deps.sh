@@ -24,6 +24,8 @@
 # libcurl goes through its own configure, with Schannel (the OS's TLS) and
 # every optional library off, so the .exe needs only Windows system DLLs,
 # and Windows' own threads for its resolver (no winpthread to link).
+# SQLite's Debian source is its source tree: its one-file amalgamation is
+# generated there (natively: gcc and tclsh) and compiled like the others.
 set -eu
 
 out=${1:-build/windows}
@@ -40,7 +42,7 @@ lock="${TMPDIR:-/tmp}/luamcp-apt.lock"
 
 # ---- Debian packages and the deb-src entry ---------------------------------
 
-pkgs="mingw-w64 gcc-mingw-w64-x86-64-win32 wine wine64 dpkg-dev libz-mingw-w64-dev make"
+pkgs="mingw-w64 gcc-mingw-w64-x86-64-win32 wine wine64 dpkg-dev libz-mingw-w64-dev make gcc tcl"
 missing=""
 for p in $pkgs; do
   case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" in
@@ -74,7 +76,7 @@ fi
 
 # ---- The cache --------------------------------------------------------------
 
-libraries="lua5.4 lua-cjson libuv1 http-parser libyaml hiredis curl"
+libraries="lua5.4 lua-cjson libuv1 http-parser libyaml hiredis curl sqlite3"
 # What the built libraries depend on: this script, the compiler, the
 # mingw-w64 headers and zlib they build against, and the source packages'
 # exact versions (the .dsc names apt-get source would fetch).
@@ -228,6 +230,22 @@ if ! stamp curl; then
   make -C "$b/lib" -s install >/dev/null
   make -C "$b/include" -s install >/dev/null
   done_stamp curl
+fi
+
+# ---- SQLite ------------------------------------------------------------------
+# `make sqlite3.c` after SQLite's own configure (for this machine: it only
+# writes C) joins the tree into sqlite3.c and sqlite3.h, the amalgamation
+# SQLite recommends building from; that is compiled for Windows (its win32
+# file layer, thread-safe as Debian's).
+if ! stamp sqlite3; then
+  d=$(fetch sqlite3)
+  d_abs=$(cd "$d" && pwd)
+  b="$work/obj-deps/sqlite3-amalgamation"
+  rm -rf "$b"; mkdir -p "$b"
+  (cd "$b" && "$d_abs/configure" -q >/dev/null && make -s sqlite3.c >/dev/null)
+  objects libsqlite3.a "$b" -DSQLITE_THREADSAFE=1 -DSQLITE_OMIT_LOAD_EXTENSION -- sqlite3.c
+  cp "$b/sqlite3.h" "$deps/include/"
+  done_stamp sqlite3
 fi
 
 touch "$deps/stamp-all"

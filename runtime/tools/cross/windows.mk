@@ -38,7 +38,7 @@ WIN_CFLAGS := -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-paramete
               -I$(WIN_DEPS)/include -I$(WIN_DEPS)/include/lua5.4 \
               -D_WIN32_WINNT=0x0602 -DWIN32_LEAN_AND_MEAN -D__USE_MINGW_ANSI_STDIO=1 -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L \
               -DCURL_STATICLIB -DYAML_DECLARE_STATIC -DLUAMCP_CURL_STATIC
-WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a libuv_a.a libhttp_parser.a libyaml.a) \
+WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a libuv_a.a libhttp_parser.a libyaml.a libsqlite3.a) \
             -lz -lbcrypt -lcrypt32 -lsecur32 -lws2_32 -liphlpapi -luserenv -lpsapi -ldbghelp -lole32 \
             -lshlwapi -ladvapi32 -luser32 -lshell32 -lkernel32
 
