@@ -35,6 +35,15 @@ describe("the inner run", function()
   it("fails when asked to", function()
     assert.is_nil(os.getenv("INNER_FAIL"))
   end)
+  it("starts busted under Lua 5.4 again, as a spec that runs busted does", function()
+    if os.getenv("INNER_NESTED") then return end
+    local me = debug.getinfo(1, "S").source:gsub("^@", "")
+    local p = assert(io.popen("INNER_NESTED=1 busted -o TAP --filter='runs under Lua 5.4' '" .. me .. "' 2>&1"))
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    assert.truthy(out:find("ok 1 - the inner run runs under Lua 5.4", 1, true), out)
+  end)
 end)
 ]])
   end)
@@ -44,8 +53,8 @@ end)
     if not lua52 or not busted then
       return nil, ("needs lua5.2 and busted on PATH (make test-deps installs both)")
     end
-    -- The `lua` on PATH is 5.2; no re-run marker from the outer busted.
-    local cmd = ("env -u LUAMCP_BUSTED_REEXEC %s PATH=%s:\"$PATH\" %s -o TAP %s %s"):format(
+    -- The `lua` on PATH is 5.2.
+    local cmd = ("env %s PATH=%s:\"$PATH\" %s -o TAP %s %s"):format(
       env or "", quote(dir), quote(busted), args, quote(spec))
     return client.sh(cmd)
   end
