@@ -518,6 +518,59 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
     end)
   end)
 
+  describe("--workers 2 over HTTP", function()
+    -- "WORKER PID" of the process that answered a 2026-07-28 call on a
+    -- fresh connection.
+    local function whoami(server)
+      local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call",
+        params = with_meta { name = "whoami", arguments = EMPTY } }, http.modern_headers("tools/call", "whoami"))
+      local index, pid = text(http.rpc(r).result):match("^(%d+) (%d+)$")
+      assert(index, "not WORKER PID")
+      return tonumber(index), tonumber(pid)
+    end
+
+    -- Ask on fresh connections until both workers answered (a free worker
+    -- takes each one): {[index] = pid}.
+    local function worker_pids(server)
+      local pids, seen = {}, 0
+      for _ = 1, 300 do
+        local index, pid = whoami(server)
+        if not pids[index] then pids[index], seen = pid, seen + 1 end
+        if seen == 2 then return pids end
+      end
+      error("not every worker answered: " .. cjson.encode(pids) .. "\n" .. server:stderr())
+    end
+
+    it("serves from two worker processes, starts a killed one again, and stops cleanly", function()
+      local dirs = new_dirs()
+      local args = grant(dirs)
+      for _, a in ipairs { "--workers", "2", FIXTURE } do args[#args + 1] = a end
+      local server = http.start(args)
+      assert.truthy(server:stderr():find("by 2 workers", 1, true), server:stderr())
+      local pids = worker_pids(server)
+      assert.are_not.equal(pids[1], pids[2])
+      -- Worker 2 dies as a crash would end it (SIGKILL; TerminateProcess).
+      if WINDOWS then
+        if SKIP_EXEC then pending(SKIP_EXEC) server:stop() return end
+        -- Whichever worker runs it (worker 2's own call dies with it).
+        pcall(server.post, server, { jsonrpc = "2.0", id = 1, method = "tools/call", params = with_meta {
+          name = "run", arguments = { argv = { "cmd", "/c", "taskkill /F /PID " .. pids[2] } } } },
+          http.modern_headers("tools/call", "run"))
+      else
+        require("luv").kill(pids[2], "sigkill")
+      end
+      assert.is_true(client.poll_until(function()
+        return server:stderr():find("worker 2 (pid " .. pids[2] .. ")", 1, true) ~= nil
+          and server:stderr():find("worker 2 %(pid %d+%) serves again") ~= nil
+      end, WAIT_MS * 2), server:stderr())
+      local after = worker_pids(server)
+      assert.are.equal(pids[1], after[1])
+      assert.are_not.equal(pids[2], after[2])
+      if SIGTERM_DRAINS then server:stop_cleanly() else server:stop() end
+      client.remove_tree(dirs.root)
+    end)
+  end)
+
   describe("luamcp dev", function()
     local dir, proc
     before_each(function()

@@ -4,10 +4,12 @@
 # packages by runtime/tools/cross/windows-deps.sh into build/windows/deps
 # (once: a stamp per library); build/windows/luamcp-wine runs it under wine.
 #
-# What the Windows build leaves out (README "Platforms"): --workers (the
-# processes share a listening socket by fd passing and SO_REUSEPORT) and
-# --redis (hiredis). In their place it links the runtime/*/absent/ files,
-# which refuse the option with a clear message.
+# --workers N works as on Linux: the supervisor hands its listening socket
+# to each worker over the worker's libuv IPC pipe instead of fd 4
+# (runtime/cli/supervisor.c). What the Windows build leaves out (README
+# "Platforms"): --redis (Debian 12's hiredis, 0.14.1, has no Winsock
+# layer). In its place it links runtime/app/absent/redis.c, which refuses
+# the option with a clear message.
 
 WIN_DIR  := build/windows
 WIN_HOST := x86_64-w64-mingw32
@@ -17,7 +19,7 @@ WIN_CC   := $(WIN_HOST)-gcc-win32
 WIN_DEPS := $(WIN_DIR)/deps
 WIN_DEPS_STAMP := $(WIN_DEPS)/stamp-all
 
-WIN_LEFT_OUT := runtime/transport/http_worker.c runtime/cli/supervisor.c runtime/app/redis.c
+WIN_LEFT_OUT := runtime/app/redis.c
 WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) \
            $(filter-out $(WIN_LEFT_OUT),$(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)) \
            $(sort $(wildcard runtime/*/absent/*.c))
