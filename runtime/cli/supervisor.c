@@ -14,7 +14,8 @@
  * Without --redis, the workers' bus (app/bus.h) runs through us: a
  * WORKER_BUS frame from one worker is written to every other one.
  *
- * Windows (the two places marked _WIN32): no descriptor but the CRT's
+ * Windows (the _WIN32 parts: the listener's handle and the block before
+ * spawn_worker): no descriptor but the CRT's
  * reaches a child, so the listening socket goes over the pipe instead of
  * fd 4 (a WORKER_LISTENER frame with uv_write2, which duplicates it into
  * the worker: WSADuplicateSocket), and there is no SIGTERM (libuv's
@@ -344,7 +345,11 @@ static void close_listener(supervisor *s) {
   s->listen_fd = -1;
 }
 
-static int open_listener(supervisor *s) { return uv_tcp_init(s->loop, &s->listener) || uv_tcp_open(&s->listener, s->listen_fd); }
+/* listen_fd as a handle uv_write2 can send. 0 or a libuv error. */
+static int open_listener(supervisor *s) {
+  int rc = uv_tcp_init(s->loop, &s->listener); /* fails only on bad flags: none here */
+  return rc ? rc : uv_tcp_open(&s->listener, (uv_os_sock_t)s->listen_fd);
+}
 #else
 enum { WORKER_STDIO_COUNT = WORKER_LISTEN_FD + 1 };
 
@@ -481,8 +486,9 @@ int supervisor_run(const supervisor_options *o) {
     return 1;
   }
   snprintf(s->port_arg, sizeof s->port_arg, "%d", port);
-  if (open_listener(s) != 0) {
-    fprintf(stderr, "luamcp: cannot share the listening socket with the workers\n");
+  int listener_rc = open_listener(s);
+  if (listener_rc != 0) {
+    fprintf(stderr, "luamcp: cannot share the listening socket with the workers: %s\n", uv_strerror(listener_rc));
     close_listener(s);
     free(s);
     return 1;
@@ -499,13 +505,13 @@ int supervisor_run(const supervisor_options *o) {
   s->argv[o->argc + 1] = s->index_arg;
   s->argv[o->argc + 2] = "--worker-port";
   s->argv[o->argc + 3] = s->port_arg;
-  /* This very program, even if its file was replaced since it started. */
+  /* This very program: on Linux even if its file was replaced since it
+   * started (/proc/self/exe); elsewhere its path now. */
   size_t exe_len = sizeof s->exe_path;
+  s->exe = uv_exepath(s->exe_path, &exe_len) == 0 && exe_len > 0 ? s->exe_path : o->argv[0];
 #ifdef __linux__
   if (access("/proc/self/exe", X_OK) == 0) s->exe = "/proc/self/exe";
-  else
 #endif
-  s->exe = uv_exepath(s->exe_path, &exe_len) == 0 && exe_len > 0 ? s->exe_path : o->argv[0];
   os_signals_ignore_broken_pipe();
   for (int i = 0; i < o->workers; i++) {
     worker_slot *w = &s->workers[i];
