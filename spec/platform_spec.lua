@@ -667,6 +667,109 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
     end)
   end)
 
+  describe("--workers 2 over HTTP", function()
+    -- "WORKER PID" of the process that answered a 2026-07-28 call on a
+    -- fresh connection.
+    local function whoami(server)
+      local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call",
+        params = with_meta { name = "whoami", arguments = EMPTY } }, http.modern_headers("tools/call", "whoami"))
+      local index, pid = text(http.rpc(r).result):match("^(%d+) (%d+)$")
+      assert(index, "not WORKER PID")
+      return tonumber(index), tonumber(pid)
+    end
+
+    -- Ask on fresh connections until both workers answered (a free worker
+    -- takes each one): {[index] = pid}.
+    local function worker_pids(server)
+      local pids, seen = {}, 0
+      for _ = 1, 300 do
+        local index, pid = whoami(server)
+        if not pids[index] then pids[index], seen = pid, seen + 1 end
+        if seen == 2 then return pids end
+      end
+      error("not every worker answered: " .. cjson.encode(pids) .. "\n" .. server:stderr())
+    end
+
+    it("serves from two worker processes, starts a killed one again, and stops cleanly", function()
+      if SKIP_EXEC then pending(SKIP_EXEC) return end -- the workers are this program, started again
+      local dirs = new_dirs()
+      local args = grant(dirs)
+      for _, a in ipairs { "--workers", "2", FIXTURE } do args[#args + 1] = a end
+      local server = http.start(args)
+      assert.truthy(server:stderr():find("by 2 workers", 1, true), server:stderr())
+      local pids = worker_pids(server)
+      assert.are_not.equal(pids[1], pids[2])
+      -- Worker 2 dies as a crash would end it (SIGKILL; TerminateProcess).
+      if WINDOWS then
+        -- Whichever worker runs it (worker 2's own call dies with it).
+        pcall(server.post, server, { jsonrpc = "2.0", id = 1, method = "tools/call", params = with_meta {
+          name = "run", arguments = { argv = { "cmd", "/c", "taskkill /F /PID " .. pids[2] } } } },
+          http.modern_headers("tools/call", "run"))
+      else
+        require("luv").kill(pids[2], "sigkill")
+      end
+      assert.is_true(client.poll_until(function()
+        return server:stderr():find("worker 2 (pid " .. pids[2] .. ")", 1, true) ~= nil
+          and server:stderr():find("worker 2 %(pid %d+%) serves again") ~= nil
+      end, WAIT_MS * 2), server:stderr())
+      local after = worker_pids(server)
+      assert.are.equal(pids[1], after[1])
+      assert.are_not.equal(pids[2], after[2])
+      if SIGTERM_DRAINS then server:stop_cleanly() else server:stop() end
+      client.remove_tree(dirs.root)
+    end)
+  end)
+
+  describe("--redis", function()
+    it("shares mcp.store and the bus between two worker processes through Redis", function()
+      if SKIP_EXEC then pending(SKIP_EXEC) return end
+      local services = require "spec.helpers.services"
+      if not services.which("redis-server") then
+        pending("redis-server is not installed (Debian package redis-server)")
+        return
+      end
+      local redis = services.redis(services.free_port())
+      local dirs = new_dirs()
+      local args = grant(dirs)
+      for _, a in ipairs { "--workers", "2", "--redis", redis.url .. "/4", FIXTURE } do args[#args + 1] = a end
+      local server = http.start(args)
+      -- Each call on a fresh connection: a free worker takes it. Every
+      -- count follows the one before, whichever worker made it.
+      local seen, workers, calls = {}, 0, 0
+      while workers < 2 and calls < 300 do
+        calls = calls + 1
+        local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call",
+          params = with_meta { name = "bump", arguments = EMPTY } }, http.modern_headers("tools/call", "bump"))
+        local worker, pid, n = text(http.rpc(r).result):match("^(%d+) (%d+) (%d+)$")
+        assert.are.equal(calls, tonumber(n), server:stderr())
+        if not seen[worker] then seen[worker], workers = pid, workers + 1 end
+      end
+      assert.are.equal(2, workers, "one worker answered every call:\n" .. server:stderr())
+      -- The bus: a tool one worker registers reaches the other through
+      -- Redis (until it does, a call there finds no such tool).
+      local function call(name)
+        local r = server:post({ jsonrpc = "2.0", id = 1, method = "tools/call",
+          params = with_meta { name = name, arguments = name == "teach" and { name = "taught" } or EMPTY } },
+          http.modern_headers("tools/call", name))
+        return http.rpc(r)
+      end
+      assert.are.equal("taught", text(call("teach").result))
+      local answered, both = {}, false
+      for _ = 1, 300 do
+        local m = call("taught")
+        local worker = m.result and not m.result.isError and text(m.result):match("^(%d+) ")
+        if worker then answered[worker] = true end
+        both = answered["1"] and answered["2"]
+        if both then break end
+      end
+      assert.is_true(both and true or false, "not both workers ran the tool registered at run time: "
+        .. cjson.encode(answered) .. "\n" .. server:stderr())
+      if SIGTERM_DRAINS then server:stop_cleanly() else server:stop() end
+      redis:stop()
+      client.remove_tree(dirs.root)
+    end)
+  end)
+
   describe("luamcp dev", function()
     local dir, proc
     before_each(function()

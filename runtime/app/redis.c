@@ -3,13 +3,13 @@
  * reconnected with backoff, the bus across processes, and the shared
  * requestState key (redis.h says what each is for).
  */
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "app/redis.h"
 #include "core/buf.h"
@@ -270,29 +270,64 @@ static void on_connect_timeout(uv_timer_t *t) {
   conn_lost(c, "connection timed out");
 }
 
-/* hiredis 0.14's libuv adapter returns from its poll callback on an error
- * status (libuv reports a refused connect or a reset that way, and stops
- * the handle), so hiredis never hears of it and the connection hangs. These
- * replace its four event hooks, keeping its struct and cleanup: on an
- * error, hiredis is handed the events it waited for, reads the error and
- * reports it (connect or disconnect callback). */
+/* A connection's socket on the loop: hiredis's event hooks (ac->ev) start
+ * and stop a poll on it. Our own rather than hiredis's adapters/libuv.h:
+ * that one watches a descriptor (uv_poll_init), where on Windows the
+ * socket is a Winsock SOCKET (uv_poll_init_socket, on POSIX the same
+ * call), and it returns from its poll callback on an error status (libuv
+ * reports a refused connect or a reset that way, and stops the handle), so
+ * hiredis never hears of it and the connection hangs: here, on an error,
+ * hiredis is handed the events it waited for, reads the error and reports
+ * it (connect or disconnect callback). Owner: hiredis (ac->ev.data), until
+ * its cleanup hook closes the poll; freed in the close callback. */
+typedef struct redis_poll {
+  uv_poll_t handle;
+  int events;
+  redisAsyncContext *ac; /* NULL once hiredis let go of it (cleanup) */
+} redis_poll;
+
 static void on_poll(uv_poll_t *handle, int status, int events) {
-  redisLibuvEvents *p = handle->data;
+  redis_poll *p = handle->data;
   int ev = status ? p->events : events;
-  if (p->context && (ev & UV_READABLE)) redisAsyncHandleRead(p->context);
-  if (p->context && (ev & UV_WRITABLE)) redisAsyncHandleWrite(p->context);
+  if (p->ac && (ev & UV_READABLE)) redisAsyncHandleRead(p->ac);
+  if (p->ac && (ev & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
 }
 
-static void set_events(redisLibuvEvents *p, int events) {
+static void set_events(redis_poll *p, int events) {
   p->events = events;
   if (events) uv_poll_start(&p->handle, events, on_poll);
   else uv_poll_stop(&p->handle);
 }
 
-static void add_read(void *data) { set_events(data, ((redisLibuvEvents *)data)->events | UV_READABLE); }
-static void del_read(void *data) { set_events(data, ((redisLibuvEvents *)data)->events & ~UV_READABLE); }
-static void add_write(void *data) { set_events(data, ((redisLibuvEvents *)data)->events | UV_WRITABLE); }
-static void del_write(void *data) { set_events(data, ((redisLibuvEvents *)data)->events & ~UV_WRITABLE); }
+static void add_read(void *data) { set_events(data, ((redis_poll *)data)->events | UV_READABLE); }
+static void del_read(void *data) { set_events(data, ((redis_poll *)data)->events & ~UV_READABLE); }
+static void add_write(void *data) { set_events(data, ((redis_poll *)data)->events | UV_WRITABLE); }
+static void del_write(void *data) { set_events(data, ((redis_poll *)data)->events & ~UV_WRITABLE); }
+
+static void on_poll_closed(uv_handle_t *handle) { free(handle->data); }
+
+static void poll_cleanup(void *data) {
+  redis_poll *p = data;
+  p->ac = NULL;
+  uv_close((uv_handle_t *)&p->handle, on_poll_closed);
+}
+
+static bool poll_attach(redisAsyncContext *ac, uv_loop_t *loop) {
+  redis_poll *p = calloc(1, sizeof *p);
+  if (uv_poll_init_socket(loop, &p->handle, (uv_os_sock_t)ac->c.fd) != 0) {
+    free(p);
+    return false;
+  }
+  p->handle.data = p;
+  p->ac = ac;
+  ac->ev.data = p;
+  ac->ev.addRead = add_read;
+  ac->ev.delRead = del_read;
+  ac->ev.addWrite = add_write;
+  ac->ev.delWrite = del_write;
+  ac->ev.cleanup = poll_cleanup;
+  return true;
+}
 
 static void conn_connect(redis_conn *c) {
   redis_link *l = c->link;
@@ -307,14 +342,10 @@ static void conn_connect(redis_conn *c) {
     return conn_lost(c, why);
   }
   ac->data = c;
-  if (redisLibuvAttach(ac, l->loop) != REDIS_OK) {
+  if (!poll_attach(ac, l->loop)) {
     redisAsyncFree(ac);
     return conn_lost(c, "cannot watch the socket");
   }
-  ac->ev.addRead = add_read;
-  ac->ev.delRead = del_read;
-  ac->ev.addWrite = add_write;
-  ac->ev.delWrite = del_write;
   redisAsyncSetConnectCallback(ac, on_connect);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
   c->ac = ac;

@@ -67,6 +67,7 @@ typedef struct runtime {
   bool draining;
   int drain_time_s;
   bool worker; /* started by a supervisor (--worker K) */
+  bool state_key_env; /* --state-key-env: the supervisor's key is not used */
   uv_check_t stop_check; /* stops the loop once no handler computes */
   uv_check_t log_check;  /* writes pending log lines once per loop turn ... */
   uv_timer_t log_retry;  /* ... and comes back for them while stderr is full */
@@ -671,12 +672,21 @@ static void on_worker_announce(void *arg) {
   start_line_write(rt->app.current, rt->where, true);
 }
 
-/* The supervisor gone counts as its SIGTERM (workers are POSIX only). */
+/* The supervisor gone counts as its SIGTERM. */
 static void on_supervisor_lost(void *arg) {
   char name[16];
   snprintf(name, sizeof name, "signal %d", SIGTERM);
   on_signal(arg, OS_SIGNAL_STOP, name);
 }
+
+/* The supervisor's state key, as a frame (see serve). */
+static void on_worker_state_key(void *arg, const char *key, size_t len) {
+  runtime *rt = arg;
+  if (!rt->state_key_env) state_key_set(key, len);
+}
+
+/* The supervisor's stop frame (Windows, which has no SIGTERM to send). */
+static void on_supervisor_stop(void *arg) { on_signal(arg, OS_SIGNAL_STOP, "the supervisor's stop"); }
 
 static void on_worker_bus(void *arg, const char *message, size_t len) { bus_receive(((runtime *)arg)->bus, message, len); }
 
@@ -750,13 +760,20 @@ static int serve(int argc, char **argv, bool watch) {
     /* The pipe to the supervisor is ours alone: no program a script runs
      * may hold it open after we are gone. */
     fcntl(WORKER_IPC_FD, F_SETFD, FD_CLOEXEC);
-    char key[64];
-    int key_len = worker_read_state_key(WORKER_IPC_FD, key, sizeof key);
-    if (key_len < 16) {
-      fprintf(stderr, "luamcp: --worker: no state key from the supervisor on fd %d\n", WORKER_IPC_FD);
-      return 1;
+    /* The state key is the pipe's first frame. With the listening socket
+     * inherited we serve as soon as we attach: read it now. Else (Windows)
+     * libuv frames the pipe's bytes with headers of its own, so it reaches
+     * us as a frame on the loop (on_worker_state_key), before the socket,
+     * and so before we serve. */
+    if (WORKER_LISTEN_FD >= 0) {
+      char key[64];
+      int key_len = worker_read_state_key(WORKER_IPC_FD, key, sizeof key);
+      if (key_len < 16) {
+        fprintf(stderr, "luamcp: --worker: no state key from the supervisor on fd %d\n", WORKER_IPC_FD);
+        return 1;
+      }
+      if (!o.state_key_env) state_key_set(key, (size_t)key_len);
     }
-    if (!o.state_key_env) state_key_set(key, (size_t)key_len);
     /* The shared listening socket, like the pipe: not for our children. */
     fcntl(WORKER_LISTEN_FD, F_SETFD, FD_CLOEXEC);
     o.http_opts.worker_index = o.worker_index;
@@ -865,6 +882,7 @@ static int serve(int argc, char **argv, bool watch) {
   rt->drain_timer.data = rt->drain_prepare.data = rt;
   rt->drain_time_s = o.drain_time_s;
   rt->worker = o.worker_index > 0;
+  rt->state_key_env = o.state_key_env;
   int signals_rc = os_signals_start(&rt->signals, rt->loop, OS_SIGNAL_STOP | OS_SIGNAL_INTERRUPT, on_signal, rt);
   if (signals_rc == 0) os_signals_unref(rt->signals);
   else log_write(LOG_WARNING, "cannot watch for stop signals: %s", uv_strerror(signals_rc));
@@ -896,7 +914,12 @@ static int serve(int argc, char **argv, bool watch) {
       /* Worker 1 says where we serve once every worker listens (the
        * supervisor tells it): one line, as from a single process. */
       http_worker_hooks hooks = {
-          .announce = on_worker_announce, .lost = on_supervisor_lost, .bus = on_worker_bus, .arg = rt};
+          .announce = on_worker_announce,
+          .lost = on_supervisor_lost,
+          .stop = on_supervisor_stop,
+          .state_key = on_worker_state_key,
+          .bus = on_worker_bus,
+          .arg = rt};
       int rc = http_worker_attach(rt->http, WORKER_IPC_FD, WORKER_LISTEN_FD, &hooks);
       if (rc != 0) {
         fprintf(stderr, "luamcp: --worker: no pipe to the supervisor on fd %d: %s\n", WORKER_IPC_FD, uv_strerror(rc));

@@ -12,7 +12,17 @@
  * serves, and worker 1 writes the start line once all of them do.
  *
  * Without --redis, the workers' bus (app/bus.h) runs through us: a
- * WORKER_BUS frame from one worker is written to every other one. */
+ * WORKER_BUS frame from one worker is written to every other one.
+ *
+ * Windows (the _WIN32 parts: the listener's handle and the block before
+ * spawn_worker): no descriptor but the CRT's
+ * reaches a child, so the listening socket goes over the pipe instead of
+ * fd 4 (a WORKER_LISTENER frame with uv_write2, which duplicates it into
+ * the worker: WSADuplicateSocket), and there is no SIGTERM (libuv's
+ * uv_process_kill ends the process outright), so a worker is asked to stop
+ * by a WORKER_STOP frame. A worker's death is its process's exit callback
+ * on both, and the job object the server is in (os/proc_windows.c) ends
+ * the workers with the supervisor. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +64,10 @@ struct supervisor {
   uv_loop_t *loop;
   const supervisor_options *opts;
   int listen_fd; /* the shared listening socket; closed when stopping */
+#ifdef _WIN32
+  uv_tcp_t listener; /* listen_fd's handle, to send to each worker */
+#endif
+  char exe_path[4096];
   char **argv; /* the workers' command line: ours, then "--worker" K "--worker-port" PORT */
   char index_arg[16], port_arg[16];
   const char *exe;
@@ -298,25 +312,80 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int signum) {
   close_slot(w);
 }
 
+/* ---- What differs on Windows (see the top) ------------------------------- */
+
+#ifdef _WIN32
+enum { WORKER_STDIO_COUNT = WORKER_IPC_FD + 1 };
+
+static void share_listener(supervisor *s, worker_slot *w) {
+  key_write *lw = calloc(1, sizeof *lw);
+  worker_frame_write(&lw->frame, WORKER_LISTENER, 0, w->index, NULL, 0);
+  uv_buf_t b = uv_buf_init(lw->frame.data, (unsigned)lw->frame.len);
+  int rc = uv_write2(&lw->req, (uv_stream_t *)&w->pipe, &b, 1, (uv_stream_t *)&s->listener, on_key_written);
+  if (rc < 0) {
+    log_write(LOG_ERROR, "cannot pass the listening socket to worker %d: %s", w->index, uv_strerror(rc));
+    buf_free(&lw->frame);
+    free(lw);
+  }
+}
+
+static void stop_worker(worker_slot *w) {
+  small_write *sw = calloc(1, sizeof *sw);
+  sw->head = (worker_frame){.type = WORKER_STOP, .worker = (uint16_t)w->index};
+  uv_buf_t b = uv_buf_init((char *)&sw->head, sizeof sw->head);
+  if (uv_write(&sw->req, (uv_stream_t *)&w->pipe, &b, 1, on_small_written) < 0) {
+    free(sw);
+    uv_process_kill(&w->process, SIGKILL); /* no way to ask it: it was going anyway */
+  }
+}
+
+static void close_listener(supervisor *s) {
+  if (s->listen_fd < 0) return;
+  uv_close((uv_handle_t *)&s->listener, NULL); /* closes listen_fd */
+  s->listen_fd = -1;
+}
+
+/* listen_fd as a handle uv_write2 can send. 0 or a libuv error. */
+static int open_listener(supervisor *s) {
+  int rc = uv_tcp_init(s->loop, &s->listener); /* fails only on bad flags: none here */
+  return rc ? rc : uv_tcp_open(&s->listener, (uv_os_sock_t)s->listen_fd);
+}
+#else
+enum { WORKER_STDIO_COUNT = WORKER_LISTEN_FD + 1 };
+
+static void share_listener(supervisor *s, worker_slot *w) {} /* fd WORKER_LISTEN_FD of every worker */
+
+static void stop_worker(worker_slot *w) { uv_process_kill(&w->process, SIGTERM); }
+
+static void close_listener(supervisor *s) {
+  if (s->listen_fd >= 0) close(s->listen_fd);
+  s->listen_fd = -1;
+}
+
+static int open_listener(supervisor *s) { return 0; }
+#endif
+
 static void spawn_worker(worker_slot *w) {
   supervisor *s = w->sup;
   snprintf(s->index_arg, sizeof s->index_arg, "%d", w->index); /* read by the child before uv_spawn returns */
   uv_pipe_init(s->loop, &w->pipe, 1);
   w->pipe.data = w;
   w->process.data = w;
-  uv_stdio_container_t stdio[WORKER_LISTEN_FD + 1] = {
+  uv_stdio_container_t stdio[WORKER_STDIO_COUNT] = {
       {.flags = UV_IGNORE},
       {.flags = UV_INHERIT_FD, .data.fd = 1},
       {.flags = UV_INHERIT_FD, .data.fd = 2},
   };
   stdio[WORKER_IPC_FD].flags = UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
   stdio[WORKER_IPC_FD].data.stream = (uv_stream_t *)&w->pipe;
+#ifndef _WIN32
   stdio[WORKER_LISTEN_FD].flags = UV_INHERIT_FD;
   stdio[WORKER_LISTEN_FD].data.fd = s->listen_fd;
+#endif
   uv_process_options_t po = {.exit_cb = on_worker_exit,
                              .file = s->exe,
                              .args = s->argv,
-                             .stdio_count = WORKER_LISTEN_FD + 1,
+                             .stdio_count = WORKER_STDIO_COUNT,
                              .stdio = stdio};
   w->handles_open = 2;
   w->started_ms = uv_now(s->loop);
@@ -336,6 +405,7 @@ static void spawn_worker(worker_slot *w) {
     buf_free(&kw->frame);
     free(kw);
   }
+  share_listener(s, w);
   log_write(LOG_DEBUG, "worker %d started (pid %d)", w->index, w->pid);
   uv_read_start((uv_stream_t *)&w->pipe, on_pipe_alloc, on_pipe_read);
 }
@@ -371,17 +441,16 @@ static void on_stop_timeout(uv_timer_t *t) {
 static void supervisor_stop(supervisor *s) {
   if (s->stopping) {
     for (int i = 0; i < s->opts->workers; i++)
-      if (s->workers[i].running) uv_process_kill(&s->workers[i].process, SIGTERM);
+      if (s->workers[i].running) stop_worker(&s->workers[i]);
     return;
   }
   s->stopping = true;
-  if (s->listen_fd >= 0) close(s->listen_fd);
-  s->listen_fd = -1;
+  close_listener(s);
   for (int i = 0; i < s->opts->workers; i++) {
     worker_slot *w = &s->workers[i];
     uv_timer_stop(&w->restart);
     w->stopped_unready = !w->ready;
-    if (w->running) uv_process_kill(&w->process, SIGTERM);
+    if (w->running) stop_worker(w);
   }
   uv_timer_start(&s->stop_timer, on_stop_timeout, (uint64_t)WORKER_STOP_GRACE_MS(s->opts->drain_time_s), 0);
   uv_unref((uv_handle_t *)&s->stop_timer);
@@ -417,9 +486,16 @@ int supervisor_run(const supervisor_options *o) {
     return 1;
   }
   snprintf(s->port_arg, sizeof s->port_arg, "%d", port);
+  int listener_rc = open_listener(s);
+  if (listener_rc != 0) {
+    fprintf(stderr, "luamcp: cannot share the listening socket with the workers: %s\n", uv_strerror(listener_rc));
+    close_listener(s);
+    free(s);
+    return 1;
+  }
   if (uv_random(NULL, NULL, s->state_key, sizeof s->state_key, 0, NULL) != 0) {
     fprintf(stderr, "luamcp: no randomness for the workers' state key\n");
-    close(s->listen_fd);
+    close_listener(s);
     free(s);
     return 1;
   }
@@ -429,8 +505,13 @@ int supervisor_run(const supervisor_options *o) {
   s->argv[o->argc + 1] = s->index_arg;
   s->argv[o->argc + 2] = "--worker-port";
   s->argv[o->argc + 3] = s->port_arg;
-  /* This very program, even if its file was replaced since it started. */
-  s->exe = access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe" : o->argv[0];
+  /* This very program: on Linux even if its file was replaced since it
+   * started (/proc/self/exe); elsewhere its path now. */
+  size_t exe_len = sizeof s->exe_path;
+  s->exe = uv_exepath(s->exe_path, &exe_len) == 0 && exe_len > 0 ? s->exe_path : o->argv[0];
+#ifdef __linux__
+  if (access("/proc/self/exe", X_OK) == 0) s->exe = "/proc/self/exe";
+#endif
   os_signals_ignore_broken_pipe();
   for (int i = 0; i < o->workers; i++) {
     worker_slot *w = &s->workers[i];
@@ -448,7 +529,7 @@ int supervisor_run(const supervisor_options *o) {
   uv_run(s->loop, UV_RUN_DEFAULT);
   uv_loop_close(s->loop);
   for (int i = 0; i < o->workers; i++) buf_free(&s->workers[i].in);
-  if (s->listen_fd >= 0) close(s->listen_fd);
+  close_listener(s);
   int code = s->exit_code;
   free(s->argv);
   free(s);

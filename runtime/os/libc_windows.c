@@ -48,3 +48,12 @@ int luamcp_fcntl(int fd, int cmd, int arg) {
   }
   return SetHandleInformation(h, HANDLE_FLAG_INHERIT, arg & FD_CLOEXEC ? 0 : HANDLE_FLAG_INHERIT) ? 0 : -1;
 }
+
+char *luamcp_strsignal(int sig) {
+  switch (sig) {
+  case 2: return "Interrupt";   /* SIGINT */
+  case 9: return "Killed";      /* SIGKILL (libuv's, for uv_process_kill) */
+  case 15: return "Terminated"; /* SIGTERM */
+  default: return "Unknown signal";
+  }
+}

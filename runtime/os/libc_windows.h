@@ -64,4 +64,9 @@ int luamcp_fcntl(int fd, int cmd, int arg);
 /* Not inherited, for open(): the same thing from the start. */
 #define O_CLOEXEC _O_NOINHERIT
 
+/* The name of a signal: on Windows only the ones libuv's uv_process_kill
+ * reports a process ended by (SIGTERM, SIGKILL, SIGINT). */
+char *luamcp_strsignal(int sig);
+#define strsignal luamcp_strsignal
+
 #endif

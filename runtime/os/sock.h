@@ -18,9 +18,15 @@ bool os_sock_bytes_waiting(uv_os_sock_t s);
 bool os_sock_peer_reset(uv_os_sock_t s);
 
 /* A non-blocking socket listening on addr (--workers: every worker
- * accepts from it), SO_REUSEADDR as libuv sets it; or a negative libuv
- * error code. UV_ENOSYS where the build has no workers. */
+ * accepts from it), not inherited by child processes, SO_REUSEADDR where
+ * libuv sets it (POSIX); or a negative libuv error code. */
 int os_sock_listen_shared(const struct sockaddr *addr, int backlog);
+
+/* Take one connection from a non-blocking listening socket: 0 with *out
+ * (non-blocking, not inherited by child processes), UV_EAGAIN when there
+ * is none to take now (none waits, another worker took it, or the client
+ * went before we did), or another negative libuv error code. */
+int os_sock_accept(uv_os_sock_t listener, uv_os_sock_t *out);
 
 void os_sock_close(uv_os_sock_t s);
 

@@ -38,4 +38,13 @@ int os_sock_listen_shared(const struct sockaddr *addr, int backlog) {
   return fd;
 }
 
+int os_sock_accept(uv_os_sock_t listener, uv_os_sock_t *out) {
+  int fd = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) {
+    *out = fd;
+    return 0;
+  }
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED ? UV_EAGAIN : -errno;
+}
+
 void os_sock_close(uv_os_sock_t s) { close(s); }

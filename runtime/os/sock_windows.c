@@ -17,11 +17,38 @@ bool os_sock_peer_reset(uv_os_sock_t s) {
   return e == WSAECONNRESET || e == WSAECONNABORTED;
 }
 
-/* The Windows build has no --workers (runtime/cli/absent/supervisor.c). */
+/* No SO_REUSEADDR: on Windows it would let another program bind the same
+ * port and take our connections. The supervisor hands the socket to each
+ * worker over its pipe (libuv's uv_write2: WSADuplicateSocket). */
 int os_sock_listen_shared(const struct sockaddr *addr, int backlog) {
-  (void)addr;
-  (void)backlog;
-  return UV_ENOSYS;
+  SOCKET s = WSASocketW(addr->sa_family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                        WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+  if (s == INVALID_SOCKET) return uv_translate_sys_error(WSAGetLastError());
+  u_long on = 1;
+  int len = addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  if (ioctlsocket(s, FIONBIO, &on) != 0 || bind(s, addr, len) != 0 || listen(s, backlog) != 0) {
+    int e = uv_translate_sys_error(WSAGetLastError());
+    closesocket(s);
+    return e;
+  }
+  return (int)s;
+}
+
+int os_sock_accept(uv_os_sock_t listener, uv_os_sock_t *out) {
+  SOCKET s = accept(listener, NULL, NULL);
+  if (s == INVALID_SOCKET) {
+    int e = WSAGetLastError();
+    return e == WSAEWOULDBLOCK || e == WSAEINTR || e == WSAECONNRESET || e == WSAECONNABORTED
+               ? UV_EAGAIN
+               : uv_translate_sys_error(e);
+  }
+  /* Accepted sockets inherit the listener's attributes but not its
+   * handle's: keep it out of the programs a script starts. */
+  SetHandleInformation((HANDLE)s, HANDLE_FLAG_INHERIT, 0);
+  u_long on = 1;
+  ioctlsocket(s, FIONBIO, &on);
+  *out = s;
+  return 0;
 }
 
 void os_sock_close(uv_os_sock_t s) { closesocket(s); }

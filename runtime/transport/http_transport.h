@@ -106,6 +106,9 @@ int http_listen_shared(const http_options *opts, int *port, char *err, size_t er
 typedef struct http_worker_hooks {
   void (*announce)(void *arg); /* every worker listens: say where we serve */
   void (*lost)(void *arg);     /* the supervisor is gone: shut down */
+  void (*stop)(void *arg);     /* the supervisor says stop (Windows: its SIGTERM; see WORKER_STOP) */
+  /* The supervisor's state key, when it comes as a frame (see WORKER_LISTEN_FD). */
+  void (*state_key)(void *arg, const char *key, size_t len);
   /* A bus message (app/bus.h) another worker sent. */
   void (*bus)(void *arg, const char *message, size_t len);
   void *arg;
@@ -115,8 +118,9 @@ typedef struct http_worker_hooks {
  * connections whose requests name another worker's session over, take the
  * ones handed to us, pass bus messages both ways, and tell the supervisor
  * we serve. Accept new connections from listen_fd (the supervisor's
- * listening socket, inherited) whenever no handler computes here. Returns
- * 0 or a libuv error. */
+ * listening socket, inherited; -1: it comes over the pipe, as on Windows,
+ * and we serve once it is there) whenever no handler computes here.
+ * Returns 0 or a libuv error. */
 int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_hooks *hooks);
 /* Send a bus message to every other worker (through the supervisor).
  * false (with *why) when it cannot leave. */

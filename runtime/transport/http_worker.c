@@ -11,7 +11,8 @@
  * itself.
  *
  * New connections: every worker accepts from the one listening socket the
- * supervisor made (WORKER_LISTEN_FD), one connection per loop turn, after
+ * supervisor made (WORKER_LISTEN_FD; on Windows the first handle on the
+ * pipe, a WORKER_LISTENER frame), one connection per loop turn, after
  * the turn's reads (so the request of the connection taken last turn is
  * handled first), and none while a handler computes here (the loop turns
  * such a handler lets run, server.nested_poll). So a connection goes to a
@@ -21,19 +22,18 @@
  *
  * The bus (app/bus.h) without Redis: a worker's message goes to the
  * supervisor, which writes it to every other worker. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "core/log.h"
+#include "os/sock.h"
 #include "transport/http.h"
 #include "transport/http_util.h"
 #include "transport/worker_ipc.h"
 
-/* Owner: its http_server (h->worker); freed once its four handles (the
- * pipe and the three that accept) have closed, after http_stop. */
+/* Owner: its http_server (h->worker); freed once its handles (the pipe,
+ * the metrics timer, the three that accept and, when the socket came over
+ * the pipe, its handle) have closed, after http_stop. */
 typedef struct http_worker {
   uv_pipe_t pipe;
   http_server *server;
@@ -43,13 +43,17 @@ typedef struct http_worker {
   /* Accepting from the shared socket: the poll watches it while we may
    * take a connection, the check takes one after the turn's reads, the
    * timer starts the poll again after a pause. All are closed (and the fd
-   * with them) at http_drain or http_stop. */
-  int listen_fd;
+   * with them) at http_drain or http_stop. The poll watches nothing until
+   * the socket is there (listening). */
+  uv_os_sock_t listen_fd;
+  bool listening;
+  uv_tcp_t listener; /* the socket, when it came over the pipe (listener_open) */
+  bool listener_open;
   uv_poll_t accepting;
   uv_check_t take;
   uv_timer_t resume;
   bool accept_closed;
-  int handles_open; /* of the five, once attached */
+  int handles_open; /* of those, once attached */
   /* /metrics of every worker on any one: ours go to the others through
    * the supervisor every WORKER_METRICS_PUSH_MS; theirs, the last each
    * sent, wait here (index: the worker). */
@@ -202,39 +206,96 @@ static void on_take(uv_check_t *check) {
   }
   /* One per turn: the connection's first request is read (and perhaps
    * keeps us busy) before we take another. */
-  int fd = accept4(wk->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd >= 0) conn_accept_socket(wk->server, fd);
+  uv_os_sock_t sock;
+  int rc = os_sock_accept(wk->listen_fd, &sock);
+  if (rc == 0) conn_accept_socket(wk->server, (int)sock);
   /* Else another worker took it, or the client went before we did, or
    * (below) we cannot take any now. */
-  if (fd >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
+  if (rc == 0 || rc == UV_EAGAIN) {
     if (!wk->accept_closed) uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
     return;
   }
-  log_write(LOG_WARNING, "cannot accept a connection: %s; trying again in %d ms", strerror(errno),
+  log_write(LOG_WARNING, "cannot accept a connection: %s; trying again in %d ms", uv_strerror(rc),
             WORKER_ACCEPT_RETRY_MS);
   pause_accepting(wk, WORKER_ACCEPT_RETRY_MS);
 }
 
 static void on_accept_handle_closed(uv_handle_t *handle) {
   http_worker *wk = handle->data;
-  if (handle == (uv_handle_t *)&wk->accepting) close(wk->listen_fd);
+  /* The socket goes once the poll no longer watches it: an inherited
+   * descriptor here, or the handle it came in over the pipe. */
+  if (handle == (uv_handle_t *)&wk->accepting) {
+    /* (On Windows a closing poll does not keep the loop alive: the
+     * process's last uv_walk may have closed the socket's handle first.) */
+    if (!wk->listener_open) os_sock_close(wk->listen_fd);
+    else if (!uv_is_closing((uv_handle_t *)&wk->listener))
+      uv_close((uv_handle_t *)&wk->listener, on_accept_handle_closed);
+  }
   http_server_handle_closed(wk->server);
   worker_handle_closed(wk);
 }
 
-/* Close the three handles that accept (and the fd once the poll is closed). */
+/* Close the handles that accept (and the socket once the poll is closed). */
 static void accept_close(http_worker *wk) {
   if (wk->accept_closed) return;
   wk->accept_closed = true;
-  wk->server->handles_closing += 4;
+  wk->server->handles_closing += 3 + (wk->listening ? 1 + wk->listener_open : 0);
   uv_close((uv_handle_t *)&wk->metrics_push, on_accept_handle_closed);
-  uv_close((uv_handle_t *)&wk->accepting, on_accept_handle_closed);
+  if (wk->listening) uv_close((uv_handle_t *)&wk->accepting, on_accept_handle_closed);
   uv_close((uv_handle_t *)&wk->take, on_accept_handle_closed);
   uv_close((uv_handle_t *)&wk->resume, on_accept_handle_closed);
 }
 
 static void worker_stop_accepting(http_server *h) {
   if (h->worker) accept_close(h->worker);
+}
+
+/* Watch the shared socket and say we serve: at once when it was
+ * inherited, else when it came over the pipe. 0 or a libuv error. */
+static int start_accepting(http_worker *wk, uv_os_sock_t sock) {
+  int rc = uv_poll_init_socket(wk->server->loop, &wk->accepting, sock);
+  if (rc != 0) return rc;
+  wk->accepting.data = wk;
+  wk->listen_fd = sock;
+  wk->listening = true;
+  wk->handles_open++;
+  uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
+  send_frame(wk, WORKER_READY, wk->server->opts.worker_index, NULL, 0, NULL);
+  return 0;
+}
+
+static void supervisor_lost(http_worker *wk, const char *why);
+
+static void on_unwanted_listener_closed(uv_handle_t *handle) { free(handle); }
+
+/* The WORKER_LISTENER frame's socket (Windows). */
+static void take_listener(http_worker *wk) {
+  if (uv_pipe_pending_count(&wk->pipe) < 1 || uv_pipe_pending_type(&wk->pipe) != UV_TCP) {
+    supervisor_lost(wk, "its listening socket came without a handle");
+    return;
+  }
+  if (wk->listening || wk->accept_closed) { /* not ours to serve from now */
+    uv_tcp_t *unwanted = malloc(sizeof *unwanted);
+    uv_tcp_init(wk->server->loop, unwanted);
+    uv_accept((uv_stream_t *)&wk->pipe, (uv_stream_t *)unwanted);
+    uv_close((uv_handle_t *)unwanted, on_unwanted_listener_closed);
+    return;
+  }
+  uv_tcp_init(wk->server->loop, &wk->listener);
+  wk->listener.data = wk;
+  wk->listener_open = true;
+  wk->handles_open++;
+  uv_os_fd_t sock;
+  int rc = uv_accept((uv_stream_t *)&wk->pipe, (uv_stream_t *)&wk->listener);
+  if (rc == 0) rc = uv_fileno((uv_handle_t *)&wk->listener, &sock);
+  if (rc == 0) rc = start_accepting(wk, (uv_os_sock_t)sock);
+  if (rc != 0) {
+    log_write(LOG_ERROR, "cannot accept from the shared listening socket: %s", uv_strerror(rc));
+    wk->listener_open = false;
+    wk->handles_open--;
+    uv_close((uv_handle_t *)&wk->listener, NULL);
+    supervisor_lost(wk, "its listening socket is unusable");
+  }
 }
 
 /* ---- From the supervisor --------------------------------------------- */
@@ -275,6 +336,12 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
         continue;
       }
       conn_adopt(wk->server, stream, payload, head.len, head.flags & WORKER_FLAG_DECLINED);
+    } else if (head.type == WORKER_STATE_KEY) {
+      if (wk->hooks.state_key && head.len >= 16) wk->hooks.state_key(wk->hooks.arg, payload, head.len);
+    } else if (head.type == WORKER_LISTENER) {
+      take_listener(wk);
+    } else if (head.type == WORKER_STOP) {
+      if (wk->hooks.stop) wk->hooks.stop(wk->hooks.arg);
     } else if (head.type == WORKER_BUS) {
       if (wk->hooks.bus) wk->hooks.bus(wk->hooks.arg, payload, head.len);
     } else if (head.type == WORKER_METRICS && head.worker >= 1 && head.worker <= MAX_WORKERS) {
@@ -349,29 +416,25 @@ int http_worker_attach(http_server *h, int fd, int listen_fd, const http_worker_
     uv_close((uv_handle_t *)&wk->pipe, on_unopened_closed);
     return rc;
   }
-  wk->listen_fd = listen_fd;
-  rc = uv_poll_init_socket(h->loop, &wk->accepting, listen_fd);
-  if (rc != 0) {
-    uv_close((uv_handle_t *)&wk->pipe, on_unopened_closed);
-    return rc;
-  }
   uv_timer_init(h->loop, &wk->resume);
   uv_check_init(h->loop, &wk->take);
   uv_timer_init(h->loop, &wk->metrics_push);
-  wk->accepting.data = wk->resume.data = wk->take.data = wk->metrics_push.data = wk;
-  wk->handles_open = 5;
+  wk->resume.data = wk->take.data = wk->metrics_push.data = wk;
+  wk->handles_open = 4;
   if (h->opts.observe && h->opts.observe->metrics) {
     uv_timer_start(&wk->metrics_push, on_metrics_push, 0, WORKER_METRICS_PUSH_MS);
     uv_unref((uv_handle_t *)&wk->metrics_push);
   }
-  uv_poll_start(&wk->accepting, UV_READABLE, on_listen_readable);
   h->worker = wk;
   h->worker_ops = &WORKER_OPS;
   uv_read_start((uv_stream_t *)&wk->pipe, on_alloc, on_read);
   /* The pipe alone must not keep the loop running once everything else
    * has stopped. */
   uv_unref((uv_handle_t *)&wk->pipe);
-  send_frame(wk, WORKER_READY, h->opts.worker_index, NULL, 0, NULL);
+  if (listen_fd >= 0) {
+    rc = start_accepting(wk, (uv_os_sock_t)listen_fd);
+    if (rc != 0) return rc; /* the process ends: no need to close what is open */
+  }
   return 0;
 }
 

@@ -17,7 +17,7 @@ bool worker_frame_next(const buf *in, size_t *off, worker_frame *head, const cha
   *bad = false;
   if (in->len - *off < sizeof *head) return false;
   memcpy(head, in->data + *off, sizeof *head);
-  if (head->type < WORKER_READY || head->type > WORKER_METRICS || head->len > WORKER_FRAME_MAX_BYTES) {
+  if (head->type < WORKER_READY || head->type > WORKER_STOP || head->len > WORKER_FRAME_MAX_BYTES) {
     *bad = true;
     return false;
   }

@@ -17,8 +17,14 @@
 
 /* The worker's end of the pipe: fd 3 of every worker. */
 #define WORKER_IPC_FD 3
-/* The listening socket the supervisor made, shared by every worker: fd 4. */
+/* The listening socket the supervisor made, shared by every worker: fd 4
+ * on POSIX. Windows has no descriptors to inherit beyond the CRT's: there
+ * the socket comes as the pipe's first handle (a WORKER_LISTENER frame). */
+#ifdef _WIN32
+#define WORKER_LISTEN_FD -1
+#else
 #define WORKER_LISTEN_FD 4
+#endif
 
 typedef enum worker_frame_type {
   WORKER_READY = 1,    /* worker -> supervisor: it listens */
@@ -31,6 +37,10 @@ typedef enum worker_frame_type {
                            one of them sent it (`worker` says which) */
   WORKER_METRICS = 6,   /* a worker's /metrics text (every WORKER_METRICS_PUSH_MS): to the supervisor,
                            which passes it to every other worker (`worker` says whose) */
+  WORKER_LISTENER = 7,  /* supervisor -> worker, Windows only: the shared listening socket (uv_write2's
+                           send_handle), after the state key */
+  WORKER_STOP = 8,      /* supervisor -> worker, Windows only (POSIX sends SIGTERM, which Windows lacks):
+                           stop as on SIGTERM; a second one cancels the calls, as a second signal does */
 } worker_frame_type;
 
 /* On a HANDOVER frame from the supervisor: the owner is not running (it is

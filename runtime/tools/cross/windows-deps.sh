@@ -19,8 +19,9 @@
 #   obj-deps/                  the objects
 #   deps/stamp-<package>       one per library built
 #
-# Lua, lua-cjson, libuv, http-parser and libyaml are a handful of C files
-# each: compiled here file by file (no configure step, nothing to guess).
+# Lua, lua-cjson, libuv, http-parser, libyaml and hiredis are a handful of
+# C files each: compiled here file by file (no configure step, nothing to
+# guess).
 # libcurl goes through its own configure, with Schannel (the OS's TLS) and
 # every optional library off, so the .exe needs only Windows system DLLs,
 # and Windows' own threads for its resolver (no winpthread to link).
@@ -80,8 +81,10 @@ libraries="lua5.4 lua-cjson libuv1 http-parser libyaml hiredis curl sqlite3"
 # What the built libraries depend on: this script, the compiler, the
 # mingw-w64 headers and zlib they build against, and the source packages'
 # exact versions (the .dsc names apt-get source would fetch).
+compat=$(cd "$(dirname "$0")/posix-sockets" && pwd)
 key_input() {
   cat "$0"
+  find "$compat" -type f | sort | xargs cat
   "$cc" --version | head -n 1
   dpkg-query -W mingw-w64-x86-64-dev libz-mingw-w64-dev 2>/dev/null
   for p in $libraries; do
@@ -201,11 +204,16 @@ if ! stamp libyaml; then
   done_stamp libyaml
 fi
 
-# ---- hiredis: its headers only --------------------------------------------
-# app/lua_store.c reads a Redis reply's fields (redisReply); the Windows
-# build has no Redis (runtime/app/absent/redis.c), so nothing is linked.
+# ---- hiredis ----------------------------------------------------------------
+# Debian 12's hiredis (0.14.1) knows POSIX sockets only: compiled with
+# posix-sockets/ first on the include path and its posix_sockets.h in front
+# of every file, its socket calls go to Winsock (see that header). The
+# examples, the tests and the adapters are not built; app/redis.c watches
+# the socket itself.
 if ! stamp hiredis; then
   d=$(fetch hiredis)
+  objects libhiredis.a "$d" -D_WIN32_WINNT=0x0602 -I"$compat" -include posix_sockets.h -- \
+    alloc.c async.c hiredis.c net.c read.c sds.c
   mkdir -p "$deps/include/hiredis"
   cp "$d"/*.h "$deps/include/hiredis/"
   done_stamp hiredis

@@ -4,10 +4,10 @@
 # packages by runtime/tools/cross/windows-deps.sh into build/windows/deps
 # (once: a stamp per library); build/windows/luamcp-wine runs it under wine.
 #
-# What the Windows build leaves out (README "Platforms"): --workers (the
-# processes share a listening socket by fd passing and SO_REUSEPORT) and
-# --redis (hiredis). In their place it links the runtime/*/absent/ files,
-# which refuse the option with a clear message.
+# Every option works as on Linux (docs/platforms.md). --workers N: the
+# supervisor hands its listening socket to each worker over the worker's
+# libuv IPC pipe instead of fd 4 (runtime/cli/supervisor.c). --redis:
+# hiredis, compiled for Winsock by windows-deps.sh (posix-sockets/).
 
 WIN_DIR  := build/windows
 WIN_HOST := x86_64-w64-mingw32
@@ -17,10 +17,7 @@ WIN_CC   := $(WIN_HOST)-gcc-win32
 WIN_DEPS := $(WIN_DIR)/deps
 WIN_DEPS_STAMP := $(WIN_DEPS)/stamp-all
 
-WIN_LEFT_OUT := runtime/transport/http_worker.c runtime/cli/supervisor.c runtime/app/redis.c
-WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) \
-           $(filter-out $(WIN_LEFT_OUT),$(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)) \
-           $(sort $(wildcard runtime/*/absent/*.c))
+WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
 WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/embedded_lua.o \
            $(WIN_DIR)/obj/resources.o
 
@@ -38,7 +35,7 @@ WIN_CFLAGS := -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-paramete
               -I$(WIN_DEPS)/include -I$(WIN_DEPS)/include/lua5.4 \
               -D_WIN32_WINNT=0x0602 -DWIN32_LEAN_AND_MEAN -D__USE_MINGW_ANSI_STDIO=1 -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L \
               -DCURL_STATICLIB -DYAML_DECLARE_STATIC -DLUAMCP_CURL_STATIC
-WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a libuv_a.a libhttp_parser.a libyaml.a libsqlite3.a) \
+WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a libuv_a.a libhttp_parser.a libyaml.a libsqlite3.a libhiredis.a) \
             -lz -lbcrypt -lcrypt32 -lsecur32 -lws2_32 -liphlpapi -luserenv -lpsapi -ldbghelp -lole32 \
             -lshlwapi -ladvapi32 -luser32 -lshell32 -lkernel32
 

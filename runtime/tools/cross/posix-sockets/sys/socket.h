@@ -1,0 +1,1 @@
+#include "../posix_sockets.h" /* the POSIX header, on Winsock */
