@@ -8,6 +8,11 @@
 
 #include <stdio.h>
 
+#include "core/lacks.h"
+
+LUAMCP_LACKS(redis, LACKS_ALWAYS, "mcp.store",
+             "--redis is refused (no Redis support), so mcp.store keeps its values in one process");
+
 redis_link *redis_link_new(uv_loop_t *loop, server *srv, bus *bus, const char *url, bool share_state_key, char *err,
                            size_t errlen) {
   snprintf(err, errlen, "--redis: this build of luamcp has no Redis support (the Windows build leaves it out; "

@@ -8,6 +8,10 @@
 
 #include <stdio.h>
 
+#include "core/lacks.h"
+
+LUAMCP_LACKS(workers, LACKS_ALWAYS, "--workers", "it serves from one process only");
+
 int supervisor_run(const supervisor_options *o) {
   fprintf(stderr, "luamcp: --workers: this build of luamcp serves from one process only (the Windows build "
                   "leaves worker processes out); run without --workers\n");
