@@ -114,8 +114,9 @@ end
 
 -- One entry each: the row of docs/platforms.md that speaks for it, what its
 -- failure must name, and either probe (the fixture's PROBES entry, with args
--- from the target and the shared services) or launch (options the program
--- is started with, served over HTTP).
+-- from the target and the shared services), launch (options the program
+-- is started with, served over HTTP) or command (arguments of the target's
+-- luamcp itself, the runtime the program was built from, with environment).
 local CAPABILITIES = {
   { row = "`mcp.http`", names = "mcp.http", probe = "http",
     args = function(t, s) return { url = s.https_url, ca_file = t.native(s.ca) } end },
@@ -129,6 +130,12 @@ local CAPABILITIES = {
     args = function(t) return { command = t.self_command } end },
   { row = "`mcp.client` to a URL", names = "mcp.client", probe = "client_url",
     args = function(_, s) return { url = s.mcp_url } end },
+  { row = "`luamcp call` with OAuth", names = "luamcp call",
+    command = function(_, s)
+      if not s.oauth_url then return nil, s.no_oauth end
+      return { "call", "--http", s.oauth_url, "--client-id", "m2m", "--client-secret-env", "PROBE_SECRET", "whoami" },
+        { "PROBE_SECRET=m2m-secret" }
+    end },
   { row = "`--workers`", names = "--workers", launch = function() return { "--workers", "2" } end },
   { row = "`--redis`", names = "--redis",
     launch = function(_, s)
@@ -155,17 +162,17 @@ end
 -- build's options, what must be there (with why when it is not), how the
 -- program is started (launcher words before it) and the platform's forms.
 local TARGETS = {
-  { name = "linux-x64, this machine's build", column = "Linux x86-64", build = {},
+  { name = "linux-x64, this machine's build", column = "Linux x86-64", build = {}, runtime = LUAMCP,
     native = posix_path, echo_argv = { "/bin/echo", "hello" } },
   { name = "linux-x64", column = "Linux x86-64", static = true, build = { "--target", "linux-x64" },
-    needs = BUILD_DIR .. "/luamcp-static", make = "make build/luamcp-static",
+    needs = BUILD_DIR .. "/luamcp-static", make = "make build/luamcp-static", runtime = BUILD_DIR .. "/luamcp-static",
     native = posix_path, echo_argv = { "/bin/echo", "hello" } },
   { name = "linux-arm64 (qemu)", column = "Linux arm64", static = true, build = { "--target", "linux-arm64" },
-    needs = BUILD_DIR .. "/linux-arm64/luamcp", make = "make linux-arm64",
+    needs = BUILD_DIR .. "/linux-arm64/luamcp", make = "make linux-arm64", runtime = BUILD_DIR .. "/linux-arm64/luamcp",
     missing = not arm64_runs() and "no binfmt_misc handler for aarch64 (runtime/tools/cross/qemu-binfmt.sh)" or nil,
     native = posix_path, echo_argv = { "/bin/echo", "hello" } },
   { name = "windows-x64 (wine)", column = "Windows x64", build = { "--target", "windows-x64" },
-    needs = BUILD_DIR .. "/windows/luamcp.exe", make = "make windows",
+    needs = BUILD_DIR .. "/windows/luamcp.exe", make = "make windows", runtime = BUILD_DIR .. "/windows/luamcp.exe",
     missing = not (WINE and WINESERVER) and "no wine (Debian packages wine, wine64)" or nil,
     launcher = { WINE }, env = WINE_ENV, suffix = ".exe",
     native = windows_path, echo_argv = { "cmd", "/c", "echo", "hello" } },
@@ -191,6 +198,13 @@ local services_up
 local function shared()
   if services_up then return services_up end
   local s = { root = client.temp_dir(), procs = {} }
+  local n = 0
+  function s.dir(name)
+    n = n + 1
+    local d = s.root .. "/" .. name .. n
+    assert(os.execute("mkdir -p " .. quote(d)))
+    return d
+  end
   s.ca = mint_certificates(s.root)
   local origin
   origin, s.https_url = https_origin(s.root)
@@ -199,12 +213,22 @@ local function shared()
   s.mcp_server = http.start({ FIXTURE })
   s.mcp_url = s.mcp_server.url
   s.redis, s.no_redis = services.redis()
-  local n = 0
-  function s.dir(name)
-    n = n + 1
-    local d = s.root .. "/" .. name .. n
-    assert(os.execute("mkdir -p " .. quote(d)))
-    return d
+  -- An authorization server (spec/helpers/oidc_provider.mjs, client "m2m"
+  -- by client credentials) and spec/fixtures/auth_e2e protected by it (its
+  -- whoami names the client).
+  if NODE then
+    local keys = s.dir("keys")
+    local code, _, err = sh(quote(NODE) .. " spec/helpers/jwt_mint.mjs keys " .. quote(keys))
+    assert(code == 0, err)
+    local provider = client.spawn({ "spec/helpers/oidc_provider.mjs",
+      cjson.encode { keys = keys, any_resource = { scope = "probe" } } }, { bin = NODE })
+    local line = provider:read_line(60000)
+    assert(line, "oidc-provider did not start:\n" .. provider.stderr)
+    s.procs[#s.procs + 1] = provider
+    s.oauth_server = http.start { "--auth-issuer", cjson.decode(line).issuer, "spec/fixtures/auth_e2e" }
+    s.oauth_url = s.oauth_server.url
+  else
+    s.no_oauth = "no Node (npm ci in spec/)"
   end
   services_up = s
   return s
@@ -214,6 +238,7 @@ local function stop_shared()
   local s = services_up
   if not s then return end
   s.mcp_server:stop()
+  if s.oauth_server then s.oauth_server:stop() end
   if s.redis then s.redis:stop() end
   for _, p in ipairs(s.procs) do p:close() end
   client.remove_tree(s.root)
@@ -304,6 +329,7 @@ for _, t in ipairs(TARGETS) do
       for _, w in ipairs(t.build) do words[#words + 1] = quote(w) end
       local code, out, err = sh(table.concat(words, " ") .. " </dev/null")
       assert(code == 0, "luamcp build failed:\n" .. out .. err)
+      t.build_stderr = err
       -- The child mcp.client starts: this program, as its own platform names it.
       t.self_command = { t.native(program) }
       server = start_probe(t, program, dir)
@@ -314,11 +340,16 @@ for _, t in ipairs(TARGETS) do
       if dir then client.remove_tree(dir) end
     end)
 
-    for _, cap in ipairs(CAPABILITIES) do
+    -- A known defect's capability goes last: what it does to the server
+    -- (or to wine) leaves the others' verdicts alone.
+    local order = {}
+    for _, cap in ipairs(CAPABILITIES) do if not KNOWN[t.name .. " " .. cap.names] then order[#order + 1] = cap end end
+    for _, cap in ipairs(CAPABILITIES) do if KNOWN[t.name .. " " .. cap.names] then order[#order + 1] = cap end end
+    for _, cap in ipairs(order) do
       local want, cell = expected(cap.row, t.column, t.static)
       local says = want == nil and "(not in the table: reported only)"
         or ("as docs/platforms.md says: " .. (want and "works" or "fails, naming " .. cap.names))
-      it(cap.names .. " " .. (cap.probe or "") .. " " .. says, function()
+      it(cap.row:gsub("`", "") .. " " .. says, function()
         if skip then
           pending(skip)
           return
@@ -342,6 +373,23 @@ for _, t in ipairs(TARGETS) do
             server:close()
             fresh_each_test = true
           end
+        elseif cap.command then
+          local args, env = cap.command(t, s)
+          if not args then
+            pending(env)
+            return
+          end
+          local bin, argv = command_of(t, t.runtime, args)
+          local full_env = { "PATH=" .. (os.getenv("PATH") or "/usr/bin:/bin") }
+          for _, e in ipairs(t.env or {}) do full_env[#full_env + 1] = e end
+          for _, e in ipairs(env) do full_env[#full_env + 1] = e end
+          local proc = client.spawn(argv, { bin = bin, cwd = dir, env = full_env })
+          proc:close_stdin()
+          local code = proc:wait_exit(SLOW_MS)
+          local out = table.concat(proc.lines, "\n") .. proc.buffer
+          works = code == 0 and out:find("m2m", 1, true) ~= nil
+          detail = works and "called whoami as m2m" or ("exit " .. tostring(code) .. ": " .. out .. proc.stderr)
+          proc:close()
         else
           local options, why = cap.launch(t, s)
           if not options then
@@ -362,6 +410,12 @@ for _, t in ipairs(TARGETS) do
         elseif want == false then
           assert(not works, cap.names .. " works on " .. t.name .. ", but docs/platforms.md says " .. cell)
           assert(detail:find(cap.names, 1, true), "the failure does not name " .. cap.names .. ": " .. detail)
+          -- The fixture names what it uses as mcp.X: build said so first.
+          if cap.names:find("^mcp%.") then
+            local warning = t.build_stderr:match("warning: the scripts use " .. cap.names:gsub("%.", "%%.") .. ",[^\n]*")
+            assert(warning and warning:find(t.build[2] or "", 1, true),
+              "luamcp build did not warn that the " .. t.name .. " runtime lacks " .. cap.names .. ":\n" .. t.build_stderr)
+          end
         end
       end)
     end
