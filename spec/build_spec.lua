@@ -590,3 +590,76 @@ describe("luamcp build --static", function()
     assert.is_truthy(err:find("cannot load the C module luasql.sqlite3 (", 1, true), err)
   end)
 end)
+
+-- Issue #43 item 5: build says, before anyone ships it, when the scripts use
+-- something the target's runtime lacks. The truth is the built program's own
+-- behaviour: a tool calling mcp.http is run where it was built for, and the
+-- warning must be there exactly when the call says mcp.http is missing.
+describe("luamcp build names what the target's runtime lacks", function()
+  local static_runtime = LUAMCP:gsub("[^/]+$", "luamcp-static")
+  local have_static = io.open(static_runtime, "rb")
+  if have_static then have_static:close() end
+  local HTTP_FOLDER = "spec/fixtures/http_client"
+  local dir
+  setup(function() dir = client.temp_dir() end)
+  teardown(function() client.remove_tree(dir) end)
+
+  --- Whether the program built for linux-x64 lacks mcp.http: its own answer.
+  local function program_lacks_http(program)
+    local server = spawn_alone(program)
+    server:initialize()
+    local result = server:call_tool("request", { url = "http://127.0.0.1:1/" })
+    stop(server)
+    return cjson.encode(result):find("mcp.http is not available", 1, true) ~= nil
+  end
+
+  it("warns, naming mcp.http and linux-x64, exactly when the built program lacks mcp.http", function()
+    if not have_static then
+      pending("no " .. static_runtime .. " (make build/luamcp-static)")
+      return
+    end
+    local program = dir .. "/http-x64"
+    local err = build_ok(HTTP_FOLDER, "--target", "linux-x64", "-o", program)
+    local warning = err:match("luamcp: warning: [^\n]*mcp%.http[^\n]*")
+    if program_lacks_http(program) then
+      assert.is_truthy(warning, err)
+      assert.is_truthy(warning:find("linux-x64", 1, true), warning)
+    else
+      assert.is_nil(warning, err)
+    end
+  end)
+
+  it("with --strict refuses to write a program that lacks what the scripts use", function()
+    if not have_static then
+      pending("no " .. static_runtime .. " (make build/luamcp-static)")
+      return
+    end
+    local probe = dir .. "/http-probe"
+    build_ok(HTTP_FOLDER, "--target", "linux-x64", "-o", probe)
+    local lacks = program_lacks_http(probe)
+    local program = dir .. "/http-strict"
+    local code, out, err = build(HTTP_FOLDER, "--target", "linux-x64", "--strict", "-o", program)
+    if lacks then
+      assert.are.equal(1, code, out .. err)
+      assert.is_truthy(err:find("mcp.http", 1, true) and err:find("linux-x64", 1, true), err)
+      assert.is_nil(io.open(program, "rb"), "a program was written")
+    else
+      assert.are.equal(0, code, out .. err)
+    end
+  end)
+
+  it("says nothing for a folder that uses only what every runtime has", function()
+    local targets = {}
+    for _, t in ipairs { { "linux-x64", static_runtime }, { "linux-arm64", LUAMCP:gsub("[^/]+$", "linux-arm64/luamcp") },
+                         { "windows-x64", LUAMCP:gsub("[^/]+$", "windows/luamcp.exe") } } do
+      local f = io.open(t[2], "rb")
+      if f then f:close(); targets[#targets + 1] = t[1] end
+    end
+    if #targets == 0 then
+      pending("no runtime for --target built")
+      return
+    end
+    local err = build_ok(DEMO, "--target", table.concat(targets, ","), "-o", dir .. "/demo-all", "--strict")
+    assert.is_nil(err:find("warning", 1, true), err)
+  end)
+end)

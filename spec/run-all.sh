@@ -444,10 +444,13 @@ foreign_windows() {
   fi
   # spec/cross_build_spec.lua runs the programs it builds for every target:
   # natively, under qemu and under wine (in the same prefix), so it runs
-  # here, once both cross builds are there, and before the wineserver goes.
+  # here, once both cross builds are there, and before the wineserver goes;
+  # so does spec/probe_spec.lua, the probe built for every target and held
+  # against docs/platforms.md.
   if [ "$mode" = all ]; then
     await_flag "$results/arm64.ready"
     busted_file spec/cross_build_spec.lua
+    busted_file spec/probe_spec.lua
   fi
   if [ -f "$exe" ] && command -v wineserver >/dev/null 2>&1; then
     WINEPREFIX=$prefix wineserver -k 2>/dev/null
@@ -567,7 +570,7 @@ case $mode in
       job npm npm_tools
       {
         queue units 30 unit_tests
-        for f in $(ls spec/*_spec.lua | grep -v -x spec/cross_build_spec.lua); do queue "busted-${f#spec/}" $(($(lines_of "$f") / 20)) busted_file "$f"; done
+        for f in $(ls spec/*_spec.lua | grep -v -x -e spec/cross_build_spec.lua -e spec/probe_spec.lua); do queue "busted-${f#spec/}" $(($(lines_of "$f") / 20)) busted_file "$f"; done
         for n in $ASAN_SPECS; do
           f=spec/${n}_spec.lua
           queue "asan-${f#spec/}" $(($(lines_of "$f") / 8)) asan_file "$f"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "app/app.h"
+#include "core/lacks.h"
 #include "os/dynlib.h"
 
 /* Owner: this file, for the life of the process. */
@@ -64,6 +65,14 @@ static bool bind_functions(void) {
 }
 
 #else
+
+/* A static program built from this file cannot load libcurl: what needs it
+ * is missing there (lacks.h). */
+LUAMCP_LACKS(http, LACKS_IF_STATIC, "mcp.http",
+             "libcurl is a shared library, which a fully static program cannot load");
+LUAMCP_LACKS(client_url, LACKS_IF_STATIC, "mcp.client",
+             "mcp.client{ url = ... } needs libcurl, which a fully static program cannot load "
+             "(mcp.client{ command = ... } works)");
 
 /* libcurl is a shared library, loaded now (os/dynlib.h). */
 static bool bind_functions(void) {

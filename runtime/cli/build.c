@@ -75,6 +75,7 @@ typedef struct build_options {
   const char *target_runtime[TARGET_COUNT]; /* --runtime TARGET=FILE, by TARGETS index */
   bool bytecode, strip;
   bool static_runtime;       /* --static: runtime is luamcp-static next to this program */
+  bool strict;               /* --strict: refuse, not warn, when a runtime lacks what the scripts use */
   /* manifest.json fields that override mcp.server{} */
   const char *name, *version, *description, *author, *license;
   const char *icon; /* --icon: a PNG file (from the working directory) or an https:// URL */
@@ -127,6 +128,10 @@ typedef struct server_facts {
    * refused already): module name and file, dep_count of each. */
   size_t dep_count;
   char **dep_modules, **dep_files;
+  /* The library's fields the scripts name ("mcp.http"), sorted: what a
+   * runtime may lack (mcp.build_scan's library_uses). */
+  size_t use_count;
+  char **uses;
 } server_facts;
 
 static void usage_error(const char *fmt, const char *arg) {
@@ -187,6 +192,9 @@ void build_usage(FILE *to) {
           "                         TARGET=FILE names the runtime of one of several targets\n"
           "  --static               the same as --runtime with luamcp-static next to this\n"
           "                         program (make build/luamcp-static)\n"
+          "  --strict               refuse to write a program whose runtime lacks what the\n"
+          "                         scripts use (mcp.http where libcurl cannot be loaded,\n"
+          "                         ...); without it, build warns and writes it\n"
           "\n"
           "The .mcpb is deflated. Its manifest.json lists the tools and prompts the scripts\n"
           "register, and mcp.server{} config as user_config: Claude Desktop asks the user\n"
@@ -259,6 +267,8 @@ static void parse_build_options(int argc, char **argv, build_options *o) {
       o->bytecode = true;
     } else if (strcmp(a, "--strip") == 0) {
       o->strip = true;
+    } else if (strcmp(a, "--strict") == 0) {
+      o->strict = true;
     } else if (strcmp(a, "--static") == 0) {
       static char static_path[PATH_MAX];
       bool found = os_self_exe(NULL, static_path, sizeof static_path);
@@ -589,6 +599,7 @@ static void server_facts_free(server_facts *f) {
   free(f->config);
   free_strings(f->dep_modules, f->dep_count);
   free_strings(f->dep_files, f->dep_count);
+  free_strings(f->uses, f->use_count);
 }
 
 /* A built program runs only Lua (the bundle and the built-in library): a
@@ -660,8 +671,9 @@ static bool has_lua_suffix(const char *path) {
 /* Modules required only inside functions (lua/mcp/build_scan.lua): those
  * package.path finds join registry[VM_LUA_MODULES]; a C module the
  * folder's scripts name is a warning (it may sit behind a pcall, or in a
- * comment: only loading it would tell). */
-static bool scan_later_requires(vm *v, buf *err) {
+ * comment: only loading it would tell). The same pass notes the library's
+ * fields the files name, into facts->uses. */
+static bool scan_later_requires(vm *v, server_facts *facts, buf *err) {
   lua_State *L = v->L;
   int base = lua_gettop(L);
   lua_getglobal(L, "require");
@@ -685,7 +697,15 @@ static bool scan_later_requires(vm *v, buf *err) {
   }
   lua_pop(L, 1);
   lua_pushcfunction(L, read_text);
-  if (lua_pcall(L, 3, 1, 0) != LUA_OK) goto failed;
+  if (lua_pcall(L, 3, 2, 0) != LUA_OK) goto failed;
+  size_t uses = lua_rawlen(L, -1);
+  facts->uses = calloc(uses ? uses : 1, sizeof *facts->uses);
+  for (lua_Integer i = 1; i <= (lua_Integer)uses; i++) {
+    lua_rawgeti(L, -1, i);
+    facts->uses[facts->use_count++] = strdup(lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
     lua_rawgeti(L, -1, i);
     fprintf(stderr, "luamcp: warning: the scripts require the Lua C module %s when called; a built program "
@@ -701,7 +721,7 @@ failed:
 }
 
 static bool learn_facts(vm *v, void *facts, buf *err) {
-  if (!refuse_c_modules(v, err) || !scan_later_requires(v, err)) return false;
+  if (!refuse_c_modules(v, err) || !scan_later_requires(v, facts, err)) return false;
   read_lua_modules(v, facts);
   return read_server_facts(v, facts, err);
 }
@@ -1144,17 +1164,57 @@ static void note_outputs(const build_options *o, const program *programs, size_t
   }
 }
 
-/* Append the bundle to the program's runtime and write it. */
-static bool write_program(const build_options *o, const char *self, program *p, const bundle_input *inputs,
-                          size_t input_count, const char *metadata, buf *err) {
+/* The program's runtime, into p->bytes. */
+static bool read_runtime(const build_options *o, const char *self, program *p, buf *err) {
   /* Without --target, a --runtime must be for this machine, as this program is. */
   const build_target *must_be = p->target ? p->target : o->runtime ? target_of_file(self) : NULL;
-  if (!target_read_runtime(p->runtime, must_be, &p->bytes, err)) {
-    const build_target *is = p->target ? NULL : target_of_file(p->runtime);
-    if (o->static_runtime) buf_puts(err, " (make build/luamcp-static builds the static runtime)");
-    else if (is && is != must_be) buf_printf(err, "; to build for %s, add --target %s", is->name, is->name);
-    return false;
+  if (target_read_runtime(p->runtime, must_be, &p->bytes, err)) return true;
+  const build_target *is = p->target ? NULL : target_of_file(p->runtime);
+  if (o->static_runtime) buf_puts(err, " (make build/luamcp-static builds the static runtime)");
+  else if (is && is != must_be) buf_printf(err, "; to build for %s, add --target %s", is->name, is->name);
+  return false;
+}
+
+/* One program's runtime against what the scripts use. */
+typedef struct lack_check {
+  const build_options *o;
+  const server_facts *facts;
+  const program *p;
+  size_t count; /* how many things the scripts use that it lacks */
+  buf *err;     /* --strict: where they are listed */
+} lack_check;
+
+static void note_lack(const char *api, const char *why, void *data) {
+  lack_check *c = data;
+  bool used = false;
+  for (size_t i = 0; i < c->facts->use_count && !used; i++) used = strcmp(c->facts->uses[i], api) == 0;
+  if (!used) return;
+  buf runtime = BUF_INIT;
+  if (c->p->target) buf_printf(&runtime, "the %s runtime (%s)", c->p->target->name, c->p->runtime);
+  else buf_printf(&runtime, "the runtime %s", c->p->runtime);
+  if (c->o->strict) {
+    buf_printf(c->err, "%s%s, which %s lacks: %s", c->count ? "; " : "the scripts use ", api, runtime.data, why);
+  } else {
+    fprintf(stderr, "luamcp: warning: the scripts use %s, which %s lacks: %s. In %s it fails when called; "
+                    "--strict refuses to build it\n", api, runtime.data, why, c->p->out);
   }
+  c->count++;
+  buf_free(&runtime);
+}
+
+/* Whether the program's runtime has what the scripts use, as the runtime
+ * itself says (cli/target.h): each thing missing is a warning, or with
+ * --strict the reason nothing is written. */
+static bool check_lacks(const build_options *o, const server_facts *facts, const program *p, buf *err) {
+  lack_check c = {o, facts, p, 0, err};
+  target_runtime_lacks(&p->bytes, note_lack, &c);
+  if (c.count && o->strict) buf_puts(err, " (--strict: nothing written)");
+  return !(c.count && o->strict);
+}
+
+/* Append the bundle to the program's runtime (read_runtime) and write it. */
+static bool write_program(const build_options *o, program *p, const bundle_input *inputs, size_t input_count,
+                          const char *metadata, buf *err) {
   size_t runtime_size = p->bytes.len;
   if (!bundle_write_payload(&p->bytes, inputs, input_count, metadata, err) ||
       !files_replace(p->out, &p->bytes, 0755, err))
@@ -1223,8 +1283,11 @@ int build_command(int argc, char **argv) {
              LUA_RELEASE_STRING, facts.default_name,
              o.bytecode ? (o.strip ? "bytecode-stripped" : "bytecode") : "source");
   bool ok = true;
+  for (size_t i = 0; ok && i < program_count; i++) ok = read_runtime(&o, self, &programs[i], &err);
+  /* Every runtime is checked before any program is written: --strict writes none. */
+  for (size_t i = 0; ok && i < program_count; i++) ok = check_lacks(&o, &facts, &programs[i], &err);
   for (size_t i = 0; ok && i < program_count; i++)
-    ok = write_program(&o, self, &programs[i], inputs, list.count, metadata.data, &err);
+    ok = write_program(&o, &programs[i], inputs, list.count, metadata.data, &err);
   buf_free(&metadata);
   if (!ok) goto done;
   if (o.mcpb) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli/files.h"
+#include "core/lacks.h"
 #include "os/path.h"
 
 /* Where `make install` puts the runtimes, from the installed bin/luamcp. */
@@ -124,4 +125,38 @@ bool target_read_runtime(const char *path, const build_target *t, buf *into, buf
   buf_free(&what);
   buf_free(&wanted);
   return ok;
+}
+
+void target_runtime_lacks(const buf *runtime, target_lack_fn fn, void *data) {
+  exe_info info;
+  buf ignored = BUF_INIT;
+  bool known = exe_inspect(read_from_buf, (void *)runtime, &info, &ignored);
+  buf_free(&ignored);
+  if (!known) return;
+  const size_t mark_len = strlen(LACKS_MARK);
+  const char *end = runtime->data + runtime->len;
+  for (const char *p = runtime->data; p && end - p > (ptrdiff_t)mark_len;) {
+    p = memchr(p, LACKS_MARK[0], (size_t)(end - p));
+    if (!p || end - p <= (ptrdiff_t)mark_len) return;
+    if (memcmp(p, LACKS_MARK, mark_len) != 0) {
+      p++;
+      continue;
+    }
+    /* WHEN:API:WHY up to its NUL. The mark alone (this very search's text,
+     * in every runtime) has nothing after it, and is no entry. */
+    const char *entry = p + mark_len;
+    const char *nul = memchr(entry, '\0', (size_t)(end - entry));
+    if (!nul) return;
+    p = nul;
+    char *text = strndup(entry, (size_t)(nul - entry));
+    char *api = strchr(text, ':');
+    char *why = api ? strchr(api + 1, ':') : NULL;
+    if (why) {
+      *api++ = '\0', *why++ = '\0';
+      bool applies = strcmp(text, LACKS_ALWAYS) == 0 ||
+                     (strcmp(text, LACKS_IF_STATIC) == 0 && !info.loads_shared_libraries);
+      if (applies && *api) fn(api, why, data);
+    }
+    free(text);
+  }
 }

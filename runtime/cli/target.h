@@ -48,4 +48,12 @@ char *target_find_runtime(const build_target *t, const char *self, buf *err);
  * refused with the reason in err. */
 bool target_read_runtime(const char *path, const build_target *t, buf *into, buf *err);
 
+/* Calls fn for each thing the runtime whose bytes are in runtime lacks, as
+ * the runtime itself says (core/lacks.h): api as a script names it
+ * ("mcp.http") or a run option ("--workers"), and why. Entries that apply
+ * only to a static program are left out when this one loads shared
+ * libraries. A runtime older than these entries lacks nothing here. */
+typedef void (*target_lack_fn)(const char *api, const char *why, void *data);
+void target_runtime_lacks(const buf *runtime, target_lack_fn fn, void *data);
+
 #endif

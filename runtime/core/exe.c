@@ -7,6 +7,7 @@
 
 #define ELF_MACHINE_X86_64 62
 #define ELF_MACHINE_AARCH64 183
+#define ELF_SEGMENT_DYNAMIC 2 /* PT_DYNAMIC: what the dynamic linker reads */
 #define ELF_SECTION_NOBITS 8 /* SHT_NOBITS: .bss, no bytes in the file */
 #define PE_MACHINE_X86_64 0x8664
 #define PE_MACHINE_AARCH64 0xAA64
@@ -48,8 +49,9 @@ static const elf_layout ELF64 = {8, 32, 40, 52, 54, 56, 58, 60, 56, 8, 32, 64, 4
 static const elf_layout ELF32 = {4, 28, 32, 40, 42, 44, 46, 48, 32, 4, 16, 40, 4, 16, 20};
 
 /* The image is everything the program headers, the section headers and
- * every section with bytes in the file cover. */
-static bool elf_extent(const reader *r, const elf_layout *l, uint64_t *size) {
+ * every section with bytes in the file cover; *dynamic tells whether a
+ * program header is the dynamic segment. */
+static bool elf_extent(const reader *r, const elf_layout *l, uint64_t *size, bool *dynamic) {
   uint64_t phoff, shoff, ehsize, phentsize, phnum, shentsize, shnum;
   if (!read_uint(r, l->phoff, l->word, &phoff) || !read_uint(r, l->shoff, l->word, &shoff) ||
       !read_uint(r, l->ehsize, 2, &ehsize) || !read_uint(r, l->phentsize, 2, &phentsize) ||
@@ -57,11 +59,14 @@ static bool elf_extent(const reader *r, const elf_layout *l, uint64_t *size) {
       !read_uint(r, l->shnum, 2, &shnum))
     return false;
   uint64_t end = ehsize;
+  *dynamic = false;
   extend(&end, phoff, phnum * phentsize);
   for (uint64_t i = 0; i < phnum && phentsize == l->phdr_size; i++) {
-    uint64_t at = phoff + i * l->phdr_size, offset, filesz;
-    if (!read_uint(r, at + l->ph_offset, l->word, &offset) || !read_uint(r, at + l->ph_filesz, l->word, &filesz))
+    uint64_t at = phoff + i * l->phdr_size, type, offset, filesz;
+    if (!read_uint(r, at, 4, &type) || !read_uint(r, at + l->ph_offset, l->word, &offset) ||
+        !read_uint(r, at + l->ph_filesz, l->word, &filesz))
       return false;
+    if (type == ELF_SEGMENT_DYNAMIC) *dynamic = true;
     extend(&end, offset, filesz);
   }
   if (shoff && shentsize == l->shdr_size) {
@@ -89,7 +94,7 @@ static bool inspect_elf(reader *r, const unsigned char *ident, exe_info *info, b
   }
   r->big_endian = ident[5] == 2;
   uint64_t machine;
-  if (!read_uint(r, 18, 2, &machine) || !elf_extent(r, layout, &info->image_size)) {
+  if (!read_uint(r, 18, 2, &machine) || !elf_extent(r, layout, &info->image_size, &info->loads_shared_libraries)) {
     buf_puts(err, "an ELF file whose headers are cut short");
     return false;
   }
@@ -149,6 +154,7 @@ static bool inspect_pe(reader *r, exe_info *info, buf *err) {
     return false;
   }
   info->format = EXE_PE;
+  info->loads_shared_libraries = true; /* LoadLibrary is always there */
   info->raw_machine = (unsigned)machine;
   info->machine = machine_of(info->raw_machine, PE_MACHINE_X86_64, PE_MACHINE_AARCH64);
   return true;

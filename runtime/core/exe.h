@@ -30,6 +30,9 @@ typedef struct exe_info {
   exe_machine machine;
   unsigned raw_machine; /* ELF e_machine or PE Machine, for messages about EXE_OTHER_MACHINE */
   uint64_t image_size;  /* bytes from the start that the headers account for */
+  /* Whether the program can load shared libraries: a PE file, or an ELF
+   * file with a dynamic segment (a fully static one has none). */
+  bool loads_shared_libraries;
 } exe_info;
 
 /* Reads len bytes at offset into into; false when the file is shorter. */
