@@ -142,6 +142,7 @@ local CAPABILITIES = {
       return { "call", "--http", s.oauth_url, "--client-id", "m2m", "--client-secret-env", "PROBE_SECRET", "whoami" },
         { "PROBE_SECRET=m2m-secret" }
     end },
+  { row = "MCP tasks", names = "tasks", task = "probe_task" },
   { row = "`--workers`", names = "--workers", launch = function() return { "--workers", "2" } end },
   { row = "`--redis`", names = "--redis",
     launch = function(_, s)
@@ -311,6 +312,35 @@ local function alive(server)
 end
 
 --- The probe server of target t, started from program in dir, initialized.
+--- A tool called as a task by a 2026-07-28 client that declares the tasks
+--- extension, followed with tasks/get until it ends: works when it
+--- completed with the tool's answer.
+local TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+local function run_task(server, tool)
+  local function meta(params)
+    params._meta = { ["io.modelcontextprotocol/protocolVersion"] = "2026-07-28",
+      ["io.modelcontextprotocol/clientCapabilities"] = { extensions = { [TASKS_EXTENSION] = cjson.decode("{}") } },
+      ["io.modelcontextprotocol/clientInfo"] = { name = "probe", version = "1" } }
+    return params
+  end
+  local r = server:request("tools/call", meta({ name = tool, arguments = cjson.decode("{}") }), SLOW_MS)
+  local created = r and r.result
+  if not (created and created.resultType == "task" and created.taskId) then
+    return false, "tasks: no task for the call: " .. cjson.encode(r or {})
+  end
+  local state
+  client.poll_until(function()
+    local g = server:request("tasks/get", meta({ taskId = created.taskId }), SLOW_MS)
+    state = g and g.result
+    return not state or (state.status ~= "working" and state.status ~= "input_required")
+  end, SLOW_MS)
+  local text = state and state.result and state.result.content and state.result.content[1].text
+  if state and state.status == "completed" and text == "task done" then
+    return true, "task " .. created.taskId .. " completed"
+  end
+  return false, "tasks: the task ended " .. cjson.encode(state or {})
+end
+
 local function start_probe(t, program, dir)
   local bin, argv = command_of(t, program)
   local server = client.spawn(argv, { bin = bin, cwd = dir, env = t.env })
@@ -387,6 +417,8 @@ for _, t in ipairs(TARGETS) do
             server:close()
             fresh_each_test = true
           end
+        elseif cap.task then
+          works, detail = run_task(server, cap.task)
         elseif cap.command then
           local args, env = cap.command(t, s)
           if not args then
