@@ -9,7 +9,10 @@ const { McpServer } = await import(nm('@modelcontextprotocol/server/dist/index.m
 const { StdioServerTransport } = await import(nm('@modelcontextprotocol/server/dist/stdio.mjs'));
 const { z } = await import(nm('zod/index.js'));
 
-const db = new DatabaseSync(':memory:');
+// In memory, or a file in WAL mode with synchronous=NORMAL (bench/sqlite.lua).
+const file = process.env.BENCH_SQLITE_FILE;
+const db = new DatabaseSync(file || ':memory:');
+if (file) db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL');
 db.exec('CREATE TABLE pairs(id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b INTEGER NOT NULL)');
 const insert = db.prepare('INSERT INTO pairs(a, b) VALUES (?, ?)');
 const select = db.prepare('SELECT a + b AS sum FROM pairs WHERE id = ?');

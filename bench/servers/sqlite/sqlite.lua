@@ -4,7 +4,11 @@
 local mcp = require "mcp"
 mcp.server { name = "bench-sqlite", version = "1.0.0" }
 
-local db = assert(mcp.sqlite.open(":memory:"))
+-- In memory, or (bench/sqlite.lua's second table) a file in WAL mode with
+-- synchronous=NORMAL, as the peer does.
+local file = os.getenv("BENCH_SQLITE_FILE")
+local db = assert(mcp.sqlite.open(file or ":memory:", { wal = file ~= nil }))
+if file then db:exec "PRAGMA synchronous=NORMAL" end
 db:exec "CREATE TABLE pairs(id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b INTEGER NOT NULL)"
 
 mcp.tool { name = "add", description = "Add two integers, through a SQLite row",
