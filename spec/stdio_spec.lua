@@ -154,6 +154,25 @@ describe("stdio framing", function()
     assert.are.equal(0, server:close())
   end)
 
+  -- Concurrent calls may be answered in any order (JSON-RPC ties an answer
+  -- to its request by id only): a spec awaiting one answer reads past the
+  -- others, and awaiting those next must still find them (the mcp.client
+  -- spec's five concurrent relays are answered c1, c5, c2, ... at times).
+  it("gives each awaited answer, also one read while another was awaited", function()
+    local server = client.spawn { "run", KITCHEN }
+    server:initialize()
+    server:send { jsonrpc = "2.0", id = "first", method = "ping" }
+    server:send { jsonrpc = "2.0", id = "second", method = "ping" }
+    local second, raw = server:await_response("second")
+    assert.are.same({}, second and second.result, server.stderr)
+    assert.are.equal("second", cjson.decode(raw).id)
+    local first, first_raw = server:await_response("first")
+    assert.are.same({}, first and first.result, server.stderr)
+    assert.are.equal("first", cjson.decode(first_raw).id)
+    assert.is_nil(server.other) -- nothing left over once both are taken
+    assert.are.equal(0, server:close())
+  end)
+
   it("exits 0 with /dev/null as stdin", function()
     local server = client.spawn({ "run", KITCHEN }, { stdin_file = "/dev/null" })
     assert.are.equal(0, server:wait_exit(2000))

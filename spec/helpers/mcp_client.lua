@@ -187,8 +187,18 @@ function Process:request(method, params, timeout_ms)
   return self:await_response(id, timeout_ms)
 end
 
---- Wait for the response with this id.
+--- Wait for the response with this id. Concurrent requests may be
+--- answered in any order: a response read while another was awaited waits
+--- in self.other (nil when none does) until it is awaited in turn.
 function Process:await_response(id, timeout_ms)
+  for i, msg in ipairs(self.other or {}) do
+    if msg.id == id then
+      table.remove(self.other, i)
+      local line = table.remove(self.other_lines, i)
+      if #self.other == 0 then self.other, self.other_lines = nil, nil end
+      return msg, line
+    end
+  end
   local deadline_ms = timeout_ms or M.DEFAULT_TIMEOUT_MS
   local start = uv.hrtime()
   while true do
@@ -203,8 +213,9 @@ function Process:await_response(id, timeout_ms)
     elseif msg.id == id then
       return msg, line
     else
-      self.other = self.other or {}
+      self.other, self.other_lines = self.other or {}, self.other_lines or {}
       self.other[#self.other + 1] = msg
+      self.other_lines[#self.other_lines + 1] = line
     end
   end
 end
