@@ -613,39 +613,46 @@ describe("luamcp build names what the target's runtime lacks", function()
     return cjson.encode(result):find("mcp.http is not available", 1, true) ~= nil
   end
 
-  it("warns, naming mcp.http and linux-x64, exactly when the built program lacks mcp.http", function()
+  -- A runtime that lacks mcp.http: fully static, without libcurl (the
+  -- Makefile's build/tests/luamcp-static-nocurl, made here once).
+  local nocurl
+  local function nocurl_runtime()
+    if nocurl then return nocurl end
+    local target = "build/tests/luamcp-static-nocurl"
+    local code, out, err = sh("make --no-print-directory " .. target)
+    assert(code == 0, "make " .. target .. " failed:\n" .. out .. err)
+    nocurl = target
+    return nocurl
+  end
+
+  it("warns, naming mcp.http and linux-x64, when the target's runtime lacks it, as the program then says", function()
+    local program = dir .. "/http-nocurl"
+    local err = build_ok(HTTP_FOLDER, "--target", "linux-x64", "--runtime", "linux-x64=" .. nocurl_runtime(),
+      "-o", program)
+    local warning = err:match("luamcp: warning: [^\n]*mcp%.http[^\n]*")
+    assert.is_truthy(warning, err)
+    assert.is_truthy(warning:find("linux-x64", 1, true), warning)
+    assert.is_true(program_lacks_http(program))
+  end)
+
+  it("with --strict refuses to write a program that lacks what the scripts use", function()
+    local program = dir .. "/http-strict"
+    local code, out, err = build(HTTP_FOLDER, "--target", "linux-x64", "--runtime", "linux-x64=" .. nocurl_runtime(),
+      "--strict", "-o", program)
+    assert.are.equal(1, code, out .. err)
+    assert.is_truthy(err:find("mcp.http", 1, true) and err:find("linux-x64", 1, true), err)
+    assert.is_nil(io.open(program, "rb"), "a program was written")
+  end)
+
+  it("says nothing of mcp.http for build/luamcp-static, whose program has it", function()
     if not have_static then
       pending("no " .. static_runtime .. " (make build/luamcp-static)")
       return
     end
     local program = dir .. "/http-x64"
-    local err = build_ok(HTTP_FOLDER, "--target", "linux-x64", "-o", program)
-    local warning = err:match("luamcp: warning: [^\n]*mcp%.http[^\n]*")
-    if program_lacks_http(program) then
-      assert.is_truthy(warning, err)
-      assert.is_truthy(warning:find("linux-x64", 1, true), warning)
-    else
-      assert.is_nil(warning, err)
-    end
-  end)
-
-  it("with --strict refuses to write a program that lacks what the scripts use", function()
-    if not have_static then
-      pending("no " .. static_runtime .. " (make build/luamcp-static)")
-      return
-    end
-    local probe = dir .. "/http-probe"
-    build_ok(HTTP_FOLDER, "--target", "linux-x64", "-o", probe)
-    local lacks = program_lacks_http(probe)
-    local program = dir .. "/http-strict"
-    local code, out, err = build(HTTP_FOLDER, "--target", "linux-x64", "--strict", "-o", program)
-    if lacks then
-      assert.are.equal(1, code, out .. err)
-      assert.is_truthy(err:find("mcp.http", 1, true) and err:find("linux-x64", 1, true), err)
-      assert.is_nil(io.open(program, "rb"), "a program was written")
-    else
-      assert.are.equal(0, code, out .. err)
-    end
+    local err = build_ok(HTTP_FOLDER, "--target", "linux-x64", "--strict", "-o", program)
+    assert.is_nil(err:find("warning", 1, true), err)
+    assert.is_false(program_lacks_http(program))
   end)
 
   it("says nothing for a folder that uses only what every runtime has", function()
