@@ -288,8 +288,6 @@ end
 -- test is pending with the bug and what the probe found this time (the
 -- defects below are not every time); fixing one removes its line.
 local KNOWN = {
-  ["windows-x64 (wine) mcp.http"] = "the server aborts after the transfer: libuv's Windows poll handle asserts "
-    .. "(src/win/poll.c: !(handle->flags & UV_HANDLE_CLOSED)) when curl's socket watcher is closed (app/curl_loop.c)",
   ["windows-x64 (wine) mcp.exec"] = "the server may abort on the first mcp.exec: libuv's Windows pipe asserts "
     .. "(src/win/pipe.c: (handle)->activecnt >= 0), though spec/platform_spec.lua's mcp.exec passes under wine",
 }
