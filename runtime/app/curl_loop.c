@@ -3,6 +3,8 @@
  */
 #include "app/curl_loop.h"
 
+#include "os/sock_watch.h"
+
 #include <stdlib.h>
 
 /* Owner: its creator until curl_loop_close; freed in the timer's close
@@ -19,9 +21,9 @@ struct curl_loop {
 };
 
 /* A socket curl asked us to watch. Owner: curl's socket (curl_multi_assign)
- * until CURL_POLL_REMOVE; then the close callback frees it. */
+ * until CURL_POLL_REMOVE frees it (the watch goes a loop turn later). */
 typedef struct watched_socket {
-  uv_poll_t poll;
+  os_sock_watch *watch;
   curl_socket_t fd;
   curl_loop *cl;
 } watched_socket;
@@ -64,15 +66,13 @@ static void socket_action(curl_loop *cl, curl_socket_t fd, int flags) {
   if (cl->after && !cl->closing) cl->after(cl->after_data);
 }
 
-static void on_poll(uv_poll_t *poll, int status, int events) {
-  watched_socket *s = poll->data;
+static void on_ready(void *data, int status, int events) {
+  watched_socket *s = data;
   int flags = status < 0 ? CURL_CSELECT_ERR : 0;
   if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
   if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-  socket_action(s->cl, s->fd, flags);
+  socket_action(s->cl, s->fd, flags); /* may free s (CURL_POLL_REMOVE) */
 }
-
-static void free_watched(uv_handle_t *h) { free(h->data); }
 
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
   (void)easy;
@@ -80,25 +80,23 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
   watched_socket *s = socketp;
   if (what == CURL_POLL_REMOVE) {
     if (!s) return 0;
-    uv_poll_stop(&s->poll);
-    uv_close((uv_handle_t *)&s->poll, free_watched);
+    os_sock_watch_close(s->watch);
+    free(s);
     cl->api->multi_assign(cl->multi, fd, NULL);
     return 0;
   }
   if (!s) {
     s = calloc(1, sizeof *s);
     if (!s) return -1;
-    if (uv_poll_init_socket(cl->loop, &s->poll, fd) != 0) {
+    if (!(s->watch = os_sock_watch_new(cl->loop, fd, on_ready, s))) {
       free(s);
       return -1;
     }
     s->fd = fd;
     s->cl = cl;
-    s->poll.data = s;
     cl->api->multi_assign(cl->multi, fd, s);
   }
-  int events = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
-  uv_poll_start(&s->poll, events, on_poll);
+  os_sock_watch_set(s->watch, (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0));
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "core/luamcp_limits.h"
 #include "core/session.h"
 #include "core/state_token.h"
+#include "os/sock_watch.h"
 
 typedef enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_UP } conn_state;
 
@@ -271,32 +272,35 @@ static void on_connect_timeout(uv_timer_t *t) {
 }
 
 /* A connection's socket on the loop: hiredis's event hooks (ac->ev) start
- * and stop a poll on it. Our own rather than hiredis's adapters/libuv.h:
- * that one watches a descriptor (uv_poll_init), where on Windows the
- * socket is a Winsock SOCKET (uv_poll_init_socket, on POSIX the same
- * call), and it returns from its poll callback on an error status (libuv
- * reports a refused connect or a reset that way, and stops the handle), so
- * hiredis never hears of it and the connection hangs: here, on an error,
- * hiredis is handed the events it waited for, reads the error and reports
- * it (connect or disconnect callback). Owner: hiredis (ac->ev.data), until
- * its cleanup hook closes the poll; freed in the close callback. */
+ * and stop a watch on it (os/sock_watch.h). Our own rather than hiredis's
+ * adapters/libuv.h: that one watches a descriptor with uv_poll, which on
+ * Windows breaks (os/sock_watch.h says how), and it returns from its poll
+ * callback on an error status (libuv reports a refused connect or a reset
+ * that way, and stops the watch), so hiredis never hears of it and the
+ * connection hangs: here, on an error, hiredis is handed the events it
+ * waited for, reads the error and reports it (connect or disconnect
+ * callback). Owner: hiredis (ac->ev.data), until its cleanup hook closes
+ * the watch and frees it (or on_ready does, when hiredis let go during it). */
 typedef struct redis_poll {
-  uv_poll_t handle;
+  os_sock_watch *watch;
   int events;
   redisAsyncContext *ac; /* NULL once hiredis let go of it (cleanup) */
+  bool dispatching;      /* in on_ready: cleanup leaves the freeing to it */
 } redis_poll;
 
-static void on_poll(uv_poll_t *handle, int status, int events) {
-  redis_poll *p = handle->data;
+static void on_ready(void *data, int status, int events) {
+  redis_poll *p = data;
   int ev = status ? p->events : events;
+  p->dispatching = true;
   if (p->ac && (ev & UV_READABLE)) redisAsyncHandleRead(p->ac);
   if (p->ac && (ev & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
+  p->dispatching = false;
+  if (!p->ac) free(p);
 }
 
 static void set_events(redis_poll *p, int events) {
   p->events = events;
-  if (events) uv_poll_start(&p->handle, events, on_poll);
-  else uv_poll_stop(&p->handle);
+  os_sock_watch_set(p->watch, events);
 }
 
 static void add_read(void *data) { set_events(data, ((redis_poll *)data)->events | UV_READABLE); }
@@ -304,21 +308,20 @@ static void del_read(void *data) { set_events(data, ((redis_poll *)data)->events
 static void add_write(void *data) { set_events(data, ((redis_poll *)data)->events | UV_WRITABLE); }
 static void del_write(void *data) { set_events(data, ((redis_poll *)data)->events & ~UV_WRITABLE); }
 
-static void on_poll_closed(uv_handle_t *handle) { free(handle->data); }
-
 static void poll_cleanup(void *data) {
   redis_poll *p = data;
   p->ac = NULL;
-  uv_close((uv_handle_t *)&p->handle, on_poll_closed);
+  os_sock_watch_close(p->watch);
+  if (!p->dispatching) free(p);
 }
 
 static bool poll_attach(redisAsyncContext *ac, uv_loop_t *loop) {
   redis_poll *p = calloc(1, sizeof *p);
-  if (uv_poll_init_socket(loop, &p->handle, (uv_os_sock_t)ac->c.fd) != 0) {
+  if (!p) return false;
+  if (!(p->watch = os_sock_watch_new(loop, (uv_os_sock_t)ac->c.fd, on_ready, p))) {
     free(p);
     return false;
   }
-  p->handle.data = p;
   p->ac = ac;
   ac->ev.data = p;
   ac->ev.addRead = add_read;
