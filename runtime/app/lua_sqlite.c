@@ -10,6 +10,7 @@
  *   rows     = db:query(sql, params...)  {{column = value, ...}, ...}
  *   row      = db:first(sql, params...)  the first row, or nil
  *   token = db:_begin(mode) / db:_commit(token) / db:_abort(token)   (sqlite.lua's transaction)
+ *   t = db:stats()   {on_loop, on_pool, checkpoints, checkpoint_pending}
  *   db:close()
  *
  * params: one table (positional values at 1..n for `?`, and names for
