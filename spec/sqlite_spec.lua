@@ -125,3 +125,72 @@ describe("mcp.sqlite across a reload", function()
     client.remove_tree(dir)
   end)
 end)
+
+describe("mcp.sqlite with a file in WAL mode", function()
+  local server, dir
+  local function start(env)
+    dir = client.temp_dir()
+    local vars = { "SQLITE_WRITE=" .. dir }
+    for _, v in ipairs(env or {}) do vars[#vars + 1] = v end
+    server = client.spawn({ "run", FIXTURE }, { env = vars })
+    server:initialize()
+  end
+  after_each(function()
+    server:close()
+    client.remove_tree(dir)
+  end)
+
+  it("writes on the loop with synchronous=NORMAL, checkpointing the -wal file itself", function()
+    start()
+    local r = structured(server:call_tool("wal_fill", { dir = dir, sync = "NORMAL", n = 3000 }))
+    assert.are.equal(1, r.synchronous)
+    assert.are.equal(3000, r.rows)
+    -- The inserts ran on the loop, but for the one after each checkpoint
+    -- (it waited behind it in the connection's queue, for the pool).
+    assert.are.equal(3000, r.on_loop + r.on_pool)
+    assert.is_true(r.on_pool <= r.checkpoints, ("%d on the pool, %d checkpoints"):format(r.on_pool, r.checkpoints))
+    -- About 3000 commits of a frame or more: checkpointed at SQLite's
+    -- threshold (1000 pages), the file reused rather than grown.
+    assert.is_true(r.checkpoints >= 2, "checkpoints: " .. r.checkpoints)
+    assert.is_true(r.most_wal_frames > 900 and r.most_wal_frames < 1100, "frames: " .. r.most_wal_frames)
+    -- A threshold set with PRAGMA wal_autocheckpoint is honoured.
+    local small = structured(server:call_tool("wal_fill", { dir = dir, sync = "OFF", n = 1000, autocheckpoint = 100 }))
+    assert.are.same({ 1000, 1000 }, { small.on_loop + small.on_pool, small.rows })
+    assert.is_true(small.on_pool <= small.checkpoints, ("%d on the pool"):format(small.on_pool))
+    assert.is_true(small.checkpoints >= 5, "checkpoints: " .. small.checkpoints)
+    assert.is_true(small.most_wal_frames < 120, "frames: " .. small.most_wal_frames)
+  end)
+
+  it("sends the writes of a synchronous=FULL database to the thread pool", function()
+    start()
+    local r = structured(server:call_tool("wal_fill", { dir = dir, sync = "FULL", n = 50 }))
+    assert.are.equal(2, r.synchronous)
+    assert.are.same({ 0, 50, 50 }, { r.on_loop, r.on_pool, r.rows })
+  end)
+
+  it("runs the checkpoint on the thread pool, after the statements before it and before those after", function()
+    -- One thread in the pool, taken by an endless query: what needs the
+    -- pool waits, what runs on the loop does not.
+    start({ "UV_THREADPOOL_SIZE=1" })
+    structured(server:call_tool("wal_fill", { dir = dir, sync = "NORMAL", n = 0 }))
+    server:send { jsonrpc = "2.0", id = "endless", method = "tools/call", params = { name = "endless", arguments = {} } }
+    assert.is_true(server:wait_stderr("endless started"), server.stderr)
+    -- Its inserts run on the loop, until one passes the threshold: the
+    -- checkpoint is queued, and waits for the pool.
+    local filled = structured(server:call_tool("wal_until_checkpoint", {}))
+    assert.are.same({ true, 0 }, { filled.pending, filled.checkpoints })
+    assert.is_true(filled.inserted > 500, "inserted: " .. filled.inserted)
+    -- A read on that connection waits behind the checkpoint (it would
+    -- otherwise run on the loop); other calls are answered meanwhile.
+    server:send { jsonrpc = "2.0", id = "count", method = "tools/call", params = { name = "wal_count", arguments = {} } }
+    local quick = server:request("tools/call", { name = "quick", arguments = {} })
+    assert.are.same({ n = 7 }, structured(quick.result))
+    assert.is_nil(server.other, "answered while the pool was taken")
+    -- The pool free again: the checkpoint runs, then the read.
+    server:notify("notifications/cancelled", { requestId = "endless" })
+    local count = server:await_response("count")
+    assert.truthy(count and count.result, server.stderr)
+    local r = structured(count.result)
+    assert.are.same({ filled.inserted, 1 }, { r.rows, r.checkpoints })
+  end)
+end)

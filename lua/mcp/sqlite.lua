@@ -7,8 +7,9 @@
 --   local row   = db:first("SELECT count(*) AS n FROM notes")
 --   db:transaction(function() ... end)   -- COMMIT, or ROLLBACK on error
 --
--- The statements run on libuv's thread pool (runtime/app/lua_sqlite.c);
--- the calling handler waits without stopping other calls. A connection
+-- The statements run on libuv's thread pool (runtime/app/lua_sqlite.c;
+-- short ones on the loop, within a budget of steps); the calling handler
+-- waits without stopping other calls. db:stats() counts where they ran. A connection
 -- belongs to the server, not to a generation: after a reload, opening the
 -- same path with the same options returns the same connection.
 local core = require "mcp.core"

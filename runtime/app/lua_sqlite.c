@@ -10,6 +10,7 @@
  *   rows     = db:query(sql, params...)  {{column = value, ...}, ...}
  *   row      = db:first(sql, params...)  the first row, or nil
  *   token = db:_begin(mode) / db:_commit(token) / db:_abort(token)   (sqlite.lua's transaction)
+ *   t = db:stats()   {on_loop, on_pool, checkpoints, checkpoint_pending}
  *   db:close()
  *
  * params: one table (positional values at 1..n for `?`, and names for
@@ -43,7 +44,7 @@
 
 #define CONN_MT "mcp.sqlite.Database"
 
-typedef enum sql_kind { SQL_EXEC, SQL_QUERY, SQL_FIRST, SQL_BEGIN, SQL_COMMIT, SQL_ROLLBACK, SQL_CLOSE } sql_kind;
+typedef enum sql_kind { SQL_EXEC, SQL_QUERY, SQL_FIRST, SQL_BEGIN, SQL_COMMIT, SQL_ROLLBACK, SQL_CHECKPOINT, SQL_CLOSE } sql_kind;
 
 /* A value crossing between Lua and a thread. */
 typedef struct sql_value {
@@ -93,12 +94,27 @@ struct sql_conn {
   int refs;  /* Lua handles pointing at it */
   int busy_ms; /* its busy timeout (run_on_loop turns it off for a moment) */
   bool in_memory; /* ":memory:": no disk behind it */
+  /* A file's commits that cannot wait on the disk (refresh_mode): WAL,
+   * synchronous NORMAL or OFF, nothing attached. Read back when a
+   * statement may have changed it (mode_stale: it named a PRAGMA or
+   * ATTACH/DETACH). */
+  bool wal_no_sync, mode_stale;
+  /* The checkpoint is ours, not SQLite's (which runs inside the commit
+   * that passes the threshold, on whatever thread): wal_committed notes
+   * the -wal file's frames, and past checkpoint_pages (PRAGMA
+   * wal_autocheckpoint, 1000; 0: none) a PASSIVE checkpoint is queued as
+   * one of the connection's operations. wal_frames is written by the
+   * thread running a statement, read on the loop once it is done. */
+  int checkpoint_pages, wal_frames;
   bool closed; /* no new statements; sqlite3_close runs once idle */
   sql_op *head, *tail; /* waiting to run, in order */
   sql_op *running;
   const void *lock_owner; /* the call holding a transaction, or NULL */
   lua_Integer lock_token; /* which transaction: _commit/_abort name it */
   lua_Integer next_token;
+  /* Where its statements ran, and its checkpoints (db:stats()). */
+  lua_Integer on_loop, on_pool, checkpoints;
+  bool checkpoint_queued;
   uv_loop_t *loop;
   teardown stopped; /* in app->on_stop (or the vm's on_end) */
   sql_conn **list_head;
@@ -281,6 +297,19 @@ static void run_sql(sql_op *op, sqlite3 *db) {
   op->last_rowid = sqlite3_last_insert_rowid(db);
 }
 
+/* sqlite3_wal_hook: a commit appended to the -wal file (on the loop or a
+ * thread: only notes it). */
+static int wal_committed(void *arg, sqlite3 *db, const char *schema, int frames) {
+  (void)db;
+  if (strcmp(schema, "main") == 0) ((sql_conn *)arg)->wal_frames = frames;
+  return SQLITE_OK;
+}
+
+static void checkpoint(sql_conn *c, sql_op *op) {
+  int rc = sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  if (rc != SQLITE_OK && op) set_error(op, c->db, rc);
+}
+
 static void do_work(uv_work_t *w) {
   sql_op *op = w->data;
   sqlite3 *db = op->conn->db;
@@ -291,6 +320,7 @@ static void do_work(uv_work_t *w) {
     case SQL_BEGIN:
     case SQL_COMMIT:
     case SQL_ROLLBACK: run_sql(op, db); break;
+    case SQL_CHECKPOINT: checkpoint(op->conn, op); break;
     case SQL_CLOSE:
       sqlite3_close_v2(db);
       op->conn->db = NULL;
@@ -316,10 +346,26 @@ static void roll_back_held(sql_conn *c) {
   enqueue(c, op);
 }
 
+/* The -wal file past its threshold: checkpoint it on the thread pool,
+ * behind what is queued (the statements after it wait, as behind any). */
+static void queue_checkpoint(sql_conn *c) {
+  if (c->checkpoint_pages <= 0 || c->wal_frames < c->checkpoint_pages || c->checkpoint_queued || c->closed) return;
+  c->wal_frames = 0;
+  c->checkpoint_queued = true;
+  sql_op *op = calloc(1, sizeof *op);
+  op->kind = SQL_CHECKPOINT;
+  enqueue(c, op);
+}
+
 static void after_work(uv_work_t *w, int status) {
   sql_op *op = w->data;
   sql_conn *c = op->conn;
   c->running = NULL;
+  if (op->kind == SQL_EXEC || op->kind == SQL_QUERY || op->kind == SQL_FIRST) c->on_pool++;
+  if (op->kind == SQL_CHECKPOINT) {
+    c->checkpoints++;
+    c->checkpoint_queued = false;
+  }
   if (status == UV_ECANCELED && !op->error) op->error = strdup("cancelled");
   op->done = true;
   /* The lock: taken by a BEGIN that worked, given back by a COMMIT that
@@ -335,6 +381,7 @@ static void after_work(uv_work_t *w, int status) {
     if (op->kind == SQL_BEGIN && !op->error) roll_back_held(c);
     op_free(op);
   }
+  queue_checkpoint(c);
   pump(c);
   conn_maybe_free(c);
 }
@@ -581,10 +628,15 @@ static sql_conn *check_conn(lua_State *L, const char *what) {
  * runs out: a long query still never holds the loop longer than the budget
  * (microseconds). Taken only where giving up is harmless: one statement,
  * the connection idle, and either reading (an interrupted read changes
- * nothing) or writing an in-memory database outside a transaction (an
- * interrupted write rolls back only itself, and there is no disk to wait
- * for). SQLite's busy handler is off meanwhile: a lock held by another
- * process sends it to the thread pool too, where it may wait. */
+ * nothing) or writing outside a transaction (an interrupted write rolls
+ * back only itself) where the commit cannot wait on the disk: an
+ * in-memory database, or a file in WAL mode with synchronous NORMAL or
+ * OFF, whose commit appends to the -wal file without fsync (its
+ * checkpoint, which does sync, is queued for the thread pool:
+ * queue_checkpoint), and then only INSERT, UPDATE, DELETE or REPLACE (not
+ * a PRAGMA, VACUUM or DROP, whose single steps can be long). SQLite's busy
+ * handler is off meanwhile: a lock held by another process sends it to
+ * the thread pool too, where it may wait. */
 #define LOOP_STEP_BUDGET 20000
 
 static int budget_spent(void *unused) {
@@ -598,12 +650,56 @@ static bool only_space(const char *s) {
   return true;
 }
 
+static int pragma_int(sqlite3 *db, const char *sql, int otherwise) {
+  sqlite3_stmt *st = NULL;
+  int n = otherwise;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_type(st, 0) == SQLITE_INTEGER ? sqlite3_column_int(st, 0)
+        : sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* Read back what decides where a file's writes run (wal_no_sync), and
+ * take over its checkpoints: a PRAGMA wal_autocheckpoint puts SQLite's
+ * own back (sqlite3_wal_autocheckpoint replaces the hook), so its value is
+ * the new threshold; with ours still in place (it reads 0 then) the
+ * threshold stays. Only on the loop, the connection idle. */
+static void refresh_mode(sql_conn *c) {
+  sqlite3 *db = c->db;
+  c->mode_stale = false;
+  if (c->in_memory || sqlite3_db_readonly(db, "main") != 0) return;
+  int pages = pragma_int(db, "PRAGMA main.wal_autocheckpoint", 0);
+  if (sqlite3_wal_hook(db, wal_committed, c) != c) c->checkpoint_pages = pages;
+  c->wal_no_sync = pragma_int(db, "PRAGMA main.journal_mode", 0) == 1 &&
+                   pragma_int(db, "PRAGMA main.synchronous", 2) <= 1 && !sqlite3_db_name(db, 2);
+}
+
+/* A statement that may change refresh_mode's answer. */
+static void note_sql(sql_conn *c, const char *sql) {
+  if (strcasestr(sql, "pragma") || strcasestr(sql, "attach") || strcasestr(sql, "detach")) c->mode_stale = true;
+}
+
+static bool plain_write(const char *sql) {
+  static const char *const verbs[] = {"INSERT", "UPDATE", "DELETE", "REPLACE"};
+  while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r') sql++;
+  for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+    size_t n = strlen(verbs[i]);
+    if (strncasecmp(sql, verbs[i], n) == 0 && !(sql[n] == '_' || (sql[n] >= 'a' && sql[n] <= 'z') ||
+                                                 (sql[n] >= 'A' && sql[n] <= 'Z') || (sql[n] >= '0' && sql[n] <= '9')))
+      return true;
+  }
+  return false;
+}
+
 /* Ran op to its end (its outcome is in op), or false: nothing happened,
  * queue it. */
 static bool run_on_loop(sql_conn *c, sql_op *op, const void *owner) {
   if (c->running || c->head || (c->lock_owner && c->lock_owner != owner)) return false;
   if (op->kind != SQL_EXEC && op->kind != SQL_QUERY && op->kind != SQL_FIRST) return false;
   sqlite3 *db = c->db;
+  if (c->mode_stale) refresh_mode(c);
+  bool may_write = sqlite3_get_autocommit(db) && (c->in_memory || (c->wal_no_sync && plain_write(op->sql)));
   sqlite3_busy_timeout(db, 0);
   sqlite3_progress_handler(db, LOOP_STEP_BUDGET, budget_spent, NULL);
   sqlite3_stmt *st = NULL;
@@ -611,7 +707,7 @@ static bool run_on_loop(sql_conn *c, sql_op *op, const void *owner) {
   bool done = false;
   int rc = sqlite3_prepare_v2(db, op->sql, -1, &st, &tail);
   if (rc == SQLITE_OK && st && only_space(tail) &&
-      (sqlite3_stmt_readonly(st) || (c->in_memory && sqlite3_get_autocommit(db)))) {
+      (sqlite3_stmt_readonly(st) || may_write)) {
     rc = step_statement(op, st);
     if (rc == SQLITE_DONE) {
       op->changes = sqlite3_changes64(db);
@@ -655,10 +751,20 @@ static int submit(lua_State *L, sql_conn *c, sql_op *op, const char *what) {
       return luaL_error(L, "%s: %s", what, why);
     }
     run_sql(op, c->db);
+    note_sql(c, op->sql);
+    if (c->checkpoint_pages > 0 && c->wal_frames >= c->checkpoint_pages) {
+      /* Blocking here anyway (at load), and nothing queued. */
+      c->wal_frames = 0;
+      checkpoint(c, NULL);
+      c->checkpoints++;
+    }
     lua_settop(L, 0);
     return finish(L, op);
   }
+  note_sql(c, op->sql);
   if (run_on_loop(c, op, t->root)) {
+    c->on_loop++;
+    queue_checkpoint(c);
     lua_settop(L, 0);
     return finish(L, op);
   }
@@ -759,6 +865,22 @@ static int conn_close(lua_State *L) {
   return 0;
 }
 
+/* db:stats(): how many of its statements ran on the loop and on the
+ * thread pool, its checkpoints done, and whether one waits to run. */
+static int conn_stats(lua_State *L) {
+  sql_conn *c = check_conn(L, "db:stats");
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, c->on_loop);
+  lua_setfield(L, -2, "on_loop");
+  lua_pushinteger(L, c->on_pool);
+  lua_setfield(L, -2, "on_pool");
+  lua_pushinteger(L, c->checkpoints);
+  lua_setfield(L, -2, "checkpoints");
+  lua_pushboolean(L, c->checkpoint_queued);
+  lua_setfield(L, -2, "checkpoint_pending");
+  return 1;
+}
+
 static int conn_gc(lua_State *L) {
   conn_handle *h = luaL_checkudata(L, 1, CONN_MT);
   sql_conn *c = h->conn;
@@ -844,6 +966,7 @@ static int sqlite_open(lua_State *L) {
     c->db = db;
     c->busy_ms = busy > INT32_MAX ? INT32_MAX : (int)busy;
     c->in_memory = strcmp(path, ":memory:") == 0;
+    refresh_mode(c);
     c->key = strdup(full_key);
     c->loop = v->loop;
     c->list_head = list;
@@ -863,7 +986,7 @@ static int sqlite_open(lua_State *L) {
 void lua_sqlite_register(lua_State *L, int module_idx) {
   static const luaL_Reg methods[] = {{"exec", conn_exec},   {"query", conn_query}, {"first", conn_first},
                                      {"_begin", conn_begin}, {"_commit", conn_commit}, {"_abort", conn_abort},
-                                     {"close", conn_close}, {NULL, NULL}};
+                                     {"close", conn_close}, {"stats", conn_stats}, {NULL, NULL}};
   if (luaL_newmetatable(L, CONN_MT)) {
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "__index");
