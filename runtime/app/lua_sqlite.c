@@ -32,6 +32,7 @@
  */
 #include <lauxlib.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +85,11 @@ typedef struct sql_op {
   size_t row_count, cell_cap;
   sqlite3_int64 changes, last_rowid;
   bool done;
+  /* Set on the loop when nobody wants the statement any more (its call was
+   * cancelled or is past its deadline, the server stops); read by the pool
+   * thread's progress handler. sqlite3_interrupt alone can be lost: a
+   * statement that starts after it clears the flag. */
+  atomic_bool stop;
   struct sql_op *next;
 } sql_op;
 
@@ -310,6 +316,13 @@ static void checkpoint(sql_conn *c, sql_op *op) {
   if (rc != SQLITE_OK && op) set_error(op, c->db, rc);
 }
 
+/* How often (in SQLite VM steps) a statement on the pool asks whether it
+ * should stop: often enough to end an endless query at once, seldom enough
+ * to cost nothing. */
+#define POOL_STOP_CHECK_STEPS 1000
+
+static int pool_stop_asked(void *data) { return atomic_load(&((sql_op *)data)->stop) ? 1 : 0; }
+
 static void do_work(uv_work_t *w) {
   sql_op *op = w->data;
   sqlite3 *db = op->conn->db;
@@ -319,7 +332,12 @@ static void do_work(uv_work_t *w) {
     case SQL_FIRST:
     case SQL_BEGIN:
     case SQL_COMMIT:
-    case SQL_ROLLBACK: run_sql(op, db); break;
+    case SQL_ROLLBACK:
+      sqlite3_progress_handler(db, POOL_STOP_CHECK_STEPS, pool_stop_asked, op);
+      if (atomic_load(&op->stop)) set_error(op, db, SQLITE_INTERRUPT);
+      else run_sql(op, db);
+      sqlite3_progress_handler(db, 0, NULL, NULL);
+      break;
     case SQL_CHECKPOINT: checkpoint(op->conn, op); break;
     case SQL_CLOSE:
       sqlite3_close_v2(db);
@@ -410,6 +428,13 @@ static void pump(sql_conn *c) {
   }
 }
 
+/* Stop the statement running on the pool: the flag its progress handler
+ * reads (which a statement not yet started sees too), and the interrupt. */
+static void stop_running(sql_conn *c) {
+  atomic_store(&c->running->stop, true);
+  sqlite3_interrupt(c->db);
+}
+
 /* task_op.cancel: the task went away (cancelled, past its deadline, its
  * generation freed). Queued: it never runs. Running: stop the statement;
  * after_work frees it. */
@@ -424,7 +449,7 @@ static void cancel_op(task_op *base) {
     return;
   }
   if (c->running == op) {
-    sqlite3_interrupt(c->db);
+    stop_running(c);
     return;
   }
   sql_op *prev = NULL;
@@ -912,7 +937,7 @@ static void conn_stop(teardown *entry) {
   }
   c->tail = NULL;
   if (c->running) {
-    sqlite3_interrupt(c->db);
+    stop_running(c);
     return;
   }
   conn_maybe_free(c); /* or when the last handle is collected */
