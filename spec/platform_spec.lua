@@ -494,6 +494,18 @@ describe("platform (" .. PLATFORM .. ", " .. client.LUAMCP .. ")", function()
       assert.are.equal("hello", (r.structuredContent.stdout:gsub("%s+$", "")))
     end)
 
+    it("keeps serving when a handler computes right after its mcp.exec", function()
+      if SKIP_EXEC then pending(SKIP_EXEC) return end
+      -- The exec's memory must outlive libuv's use of it: on Windows a
+      -- handler computing after mcp.exec made the server abort (a libuv
+      -- assertion on the freed pipe).
+      for _ = 1, 3 do
+        local r = proc:call_tool("run_then_compute", { argv = ECHO_ARGV, rounds = 200000 })
+        assert.is_nil(r.isError, text(r))
+        assert.are.equal("hello", (r.structuredContent.stdout:gsub("%s+$", "")))
+      end
+    end)
+
     it("refuses a program it was not granted", function()
       local r = proc:call_tool("run", { argv = REFUSED_ARGV })
       assert.is_true(r.isError)

@@ -289,11 +289,6 @@ end
 -- test is pending with the bug and what the probe found this time (the
 -- defects below are not every time); fixing one removes its line.
 local KNOWN = {
-  ["windows-x64 (wine) mcp.exec"] = "the server may abort just after an mcp.exec, with no mcp.http before it: once the "
-    .. "exec's handles are closed and its memory freed, libuv processes a completion for freed memory (it asserts in "
-    .. "src/win/pipe.c: UV_HANDLE_CONNECTION or activecnt >= 0, or src/win/req-inl.h: an unknown request); "
-    .. "whether it does depends on the heap's layout: the same script aborts from a folder whose path is as long "
-    .. "as spec/fixtures/probe's and not from a shorter one, and spec/platform_spec.lua's mcp.exec passes",
 }
 
 -- ---- The specs ------------------------------------------------------------------

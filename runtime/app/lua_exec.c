@@ -119,20 +119,25 @@ static void close_handle(exec_op *op, uv_handle_t *h) {
 }
 
 /* The process is gone and its output read (or given up on): hand the
- * result to the task, and release everything. */
+ * result to the task, and release everything. The task runs first and the
+ * handles close after: we are inside one of their callbacks, which libuv
+ * goes on using once we return, and the task's Lua may give the loop a
+ * turn (task_hook), which would run the close callbacks and free the op
+ * under libuv (Windows: it then queued a read on the freed pipe). */
 static void maybe_finish(exec_op *op) {
   if (op->finished || !op->exited || !op->out_eof || !op->err_eof) return;
   op->finished = true;
   if (op->span) end_span(op, NULL, NULL);
   uv_timer_stop(&op->timer);
   os_proc_release(&op->process);
+  task *t = op->task;
+  if (t && t->wait == TASK_WAIT_OP && t->wait_op == &op->op) task_resume(t, 0);
+  /* Still ours: the op is freed only once its handles are closed. */
   close_handle(op, (uv_handle_t *)&op->process);
   close_handle(op, (uv_handle_t *)&op->timer);
   close_handle(op, (uv_handle_t *)&op->out);
   close_handle(op, (uv_handle_t *)&op->err);
   if (op->in.loop) close_handle(op, (uv_handle_t *)&op->in);
-  task *t = op->task;
-  if (t && t->wait == TASK_WAIT_OP && t->wait_op == &op->op) task_resume(t, 0);
 }
 
 static void signal_group(exec_op *op, int signum) {
