@@ -700,9 +700,18 @@ static void refresh_mode(sql_conn *c) {
                    pragma_int(db, "PRAGMA main.synchronous", 2) <= 1 && !sqlite3_db_name(db, 2);
 }
 
+/* Whether word appears in sql, in any case (SQLite's own comparison:
+ * strcasestr is GNU's, and Windows' C library lacks it). */
+static bool mentions(const char *sql, const char *word) {
+  int n = (int)strlen(word);
+  for (; *sql; sql++)
+    if (sqlite3_strnicmp(sql, word, n) == 0) return true;
+  return false;
+}
+
 /* A statement that may change refresh_mode's answer. */
 static void note_sql(sql_conn *c, const char *sql) {
-  if (strcasestr(sql, "pragma") || strcasestr(sql, "attach") || strcasestr(sql, "detach")) c->mode_stale = true;
+  if (mentions(sql, "pragma") || mentions(sql, "attach") || mentions(sql, "detach")) c->mode_stale = true;
 }
 
 static bool plain_write(const char *sql) {

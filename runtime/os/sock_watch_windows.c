@@ -20,12 +20,27 @@ struct os_sock_watch {
   SOCKET sock;
   int events;
   uint64_t interval_ms; /* until the next look while nothing is ready */
+  int dispatching;      /* inside cb: a close then waits for it to return */
   bool closed;
   os_sock_watch_cb cb;
   void *data;
 };
 
 static void look(uv_timer_t *timer);
+static void free_watch(uv_handle_t *h);
+
+/* The callback may resume a task whose Lua runs the loop a turn (the
+ * watchdog does, in a long computation), and that turn may run close
+ * callbacks: a close asked during the callback is done after it returns,
+ * so the watch outlives its own callback. False when it was closed. */
+static bool dispatch(os_sock_watch *w, int status, int events) {
+  w->dispatching++;
+  w->cb(w->data, status, events); /* may set or close the watch */
+  w->dispatching--;
+  if (!w->closed) return true;
+  if (w->dispatching == 0 && !uv_is_closing((uv_handle_t *)&w->timer)) uv_close((uv_handle_t *)&w->timer, free_watch);
+  return false;
+}
 
 static void arm(os_sock_watch *w, uint64_t delay_ms) { uv_timer_start(&w->timer, look, delay_ms, 0); }
 
@@ -46,14 +61,14 @@ static void look(uv_timer_t *timer) {
   int n = select(0, &readable, &writable, &failed, &now);
   if (n == SOCKET_ERROR) {
     w->events = 0;
-    w->cb(w->data, uv_translate_sys_error(WSAGetLastError()), 0);
+    dispatch(w, uv_translate_sys_error(WSAGetLastError()), 0);
     return;
   }
   int ready = (FD_ISSET(w->sock, &readable) ? UV_READABLE : 0) |
               (FD_ISSET(w->sock, &writable) || FD_ISSET(w->sock, &failed) ? UV_WRITABLE : 0);
   if (ready) {
     w->interval_ms = 1;
-    w->cb(w->data, 0, ready); /* may set or close the watch */
+    if (!dispatch(w, 0, ready)) return; /* closed meanwhile: gone */
   } else if (w->interval_ms < SOCK_WATCH_MAX_MS) {
     w->interval_ms *= 2;
   }
@@ -94,5 +109,5 @@ void os_sock_watch_close(os_sock_watch *w) {
   w->closed = true;
   w->events = 0;
   uv_timer_stop(&w->timer);
-  uv_close((uv_handle_t *)&w->timer, free_watch);
+  if (w->dispatching == 0) uv_close((uv_handle_t *)&w->timer, free_watch);
 }
