@@ -756,6 +756,13 @@ function Database:transaction(mode_or_fn, fn, ...) end
 ---statements already asked for); a later open makes a new one.
 function Database:close() end
 
+---Where this connection's statements ran and its checkpoints: on_loop and
+---on_pool (statements tried on the loop within the step budget, and those
+---run on libuv's thread pool), checkpoints (those luamcp ran for a WAL
+---file), checkpoint_pending (one is queued).
+---@return {on_loop: integer, on_pool: integer, checkpoints: integer, checkpoint_pending: boolean}
+function Database:stats() end
+
 ---A key-value store of JSON values (strings, numbers, booleans, tables,
 ---mcp.null), the same API on two backends: in the process (kept across
 ---reloads, like mcp.state), or in Redis with `--redis URL`, shared by every
