@@ -149,10 +149,17 @@ describe("--workers 2", function()
     local by_owner = sessions_of_every_worker(server, 2)
     for k, id in pairs(by_owner) do
       for _ = 1, 3 do -- fresh connections: some land on the other worker
-        local get = server:connect()
-        local head
-        assert.is_true(get:send_request { method = "GET", headers = on(id, { Accept = "text/event-stream" }) })
-        head = get:read_head()
+        -- The previous round's stream was closed by this client; its worker
+        -- may not have seen the close yet, and a session has one GET stream
+        -- (409 until then): ask again until it has, generously bounded.
+        local get, head
+        assert.is_true(http.wait_until(function()
+          if get then get:close() end
+          get = server:connect()
+          assert.is_true(get:send_request { method = "GET", headers = on(id, { Accept = "text/event-stream" }) })
+          head = get:read_head()
+          return head and head.status ~= 409
+        end, 30000), "the session's previous GET stream was never released")
         assert.are.equal(200, head.status)
         assert.are.equal("text/event-stream", head.headers["content-type"])
         assert.are.equal(k, who(text_of(legacy_call(server, id, "toggle"))))
