@@ -44,7 +44,7 @@ void release_usage(FILE *to) {
           "server from, for each target: the programs (luamcp build), one .mcpb for Claude\n"
           "Desktop (signed with --sign-cert), npm packages (one per platform and a main\n"
           "package whose bin starts the right one: npx -y NPM), an OCI image for amd64 and\n"
-          "arm64 (oci/ and NAME-VERSION.oci.tar: docker or podman run -i --rm), the MCP\n"
+          "arm64 (oci/ and NAME-VERSION.oci.tar, for docker run and podman run), the MCP\n"
           "Registry's server.json listing them, and SHA256SUMS. The same inputs give the\n"
           "same bytes. OUT must be new, empty, or an earlier release's (whose files, as its\n"
           "SHA256SUMS lists them, are replaced).\n"
