@@ -139,6 +139,12 @@ runtime_target = $(word 1,$(subst :, ,$(1)))
 runtime_file   = $(word 2,$(subst :, ,$(1)))
 runtime_dest   = $(DESTDIR)$(RUNTIMESDIR)/$(call runtime_target,$(1))/luamcp$(suffix $(call runtime_file,$(1)))
 
+# Every runtime `luamcp build --target` and `luamcp release` append scripts
+# to, built here (the cross compilers and libraries are installed or built
+# from Debian's sources the first time: minutes).
+.PHONY: runtimes
+runtimes: build/luamcp build/luamcp-static linux-arm64 windows
+
 install: build/luamcp
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
 	install -m 755 build/luamcp $(DESTDIR)$(BINDIR)/luamcp
