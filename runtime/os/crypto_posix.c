@@ -386,8 +386,8 @@ bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *k
   /* mcpb verifies with node-forge, whose PKCS#7 knows RSA alone. */
   if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_RSA) {
     if (why && why_len)
-      snprintf(why, why_len, "holds a %s key, not RSA: mcpb verifies RSA signatures only",
-               OBJ_nid2sn(EVP_PKEY_get_base_id(pkey)));
+      snprintf(why, why_len, "holds a key of type %s, not RSA: mcpb verifies RSA signatures only",
+               EVP_PKEY_get0_type_name(pkey));
     goto done;
   }
   if (X509_check_private_key(cert, pkey) != 1) {
