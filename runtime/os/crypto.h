@@ -64,4 +64,27 @@ enum { OS_SIG_MAX_BYTES = 1024 };
 bool os_sign_pem(const char *pem, size_t pem_len, os_sig_alg alg, const void *data, size_t n,
                  uint8_t sig[OS_SIG_MAX_BYTES], size_t *sig_len, char *why, size_t why_len);
 
+/* ---- PKCS#7 signatures (signed .mcpb, cli/release_sign.c) -------------- */
+
+/* The input a PKCS#7 signing failed on, for the caller to name its file. */
+typedef enum os_pkcs7_input {
+  OS_PKCS7_CERT,    /* cert_pem */
+  OS_PKCS7_KEY,     /* key_pem */
+  OS_PKCS7_CHAIN,   /* chain_pem */
+  OS_PKCS7_SIGNING, /* none of them: the platform or the signing itself */
+} os_pkcs7_input;
+
+/* A detached PKCS#7 SignedData over data, as DER: SHA-256, signed with the
+ * unencrypted RSA private key in key_pem (RSASSA-PKCS1-v1_5, so the same
+ * inputs give the same bytes) for the certificate in cert_pem, with the
+ * authenticated attributes contentType (data), signingTime and
+ * messageDigest; certificates: cert_pem's, then each of chain_pem's (NULL:
+ * none) in their order. signing_time is seconds since 1970, or negative
+ * for the certificate's notBefore, so that nothing depends on the clock.
+ * *der (free it) and *der_len on success; else false with why and *culprit.
+ * Windows: always false, as its build has no libcrypto. */
+bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                            const char *chain_pem, size_t chain_len, int64_t signing_time, const void *data, size_t n,
+                            uint8_t **der, size_t *der_len, os_pkcs7_input *culprit, char *why, size_t why_len);
+
 #endif

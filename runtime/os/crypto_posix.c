@@ -16,9 +16,11 @@
 #include <openssl/hmac.h>
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
+#include <openssl/pkcs7.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +311,126 @@ done:
   OPENSSL_free(der);
   EVP_MD_CTX_free(md);
   EVP_PKEY_free(pkey);
+  ERR_clear_error();
+  return ok;
+}
+
+/* ---- PKCS#7 (os_pkcs7_sign_detached) ----------------------------------- */
+
+/* The passphrase callback for a key file: none is given, so an encrypted
+ * key fails at once (libcrypto's default would ask on the terminal), and
+ * *asked says that was why. */
+static int no_passphrase(char *buf, int size, int rwflag, void *asked) {
+  (void)buf, (void)size, (void)rwflag;
+  *(bool *)asked = true;
+  return -1;
+}
+
+/* The certificates in pem, in their order, or NULL when it holds none. */
+static STACK_OF(X509) *read_certificates(const char *pem, size_t pem_len) {
+  BIO *bio = pem_len <= INT_MAX ? BIO_new_mem_buf(pem, (int)pem_len) : NULL;
+  STACK_OF(X509) *certs = bio ? sk_X509_new_null() : NULL;
+  X509 *cert;
+  while (certs && (cert = PEM_read_bio_X509(bio, NULL, NULL, NULL)))
+    if (!sk_X509_push(certs, cert)) X509_free(cert);
+  BIO_free(bio);
+  ERR_clear_error(); /* the end of the file reads as an error */
+  if (certs && sk_X509_num(certs) == 0) {
+    sk_X509_free(certs);
+    certs = NULL;
+  }
+  return certs;
+}
+
+/* The signingTime attribute's value: at seconds since 1970, or the
+ * certificate's notBefore when at is negative. UTCTime up to 2049,
+ * GeneralizedTime after, as RFC 5652 11.3 wants. */
+static ASN1_TIME *signing_time_of(const X509 *cert, int64_t at) {
+  if (at >= 0) return (time_t)at == at ? ASN1_TIME_set(NULL, (time_t)at) : NULL;
+  ASN1_TIME *t = ASN1_TIME_dup(X509_get0_notBefore(cert));
+  if (t && !ASN1_TIME_normalize(t)) {
+    ASN1_TIME_free(t);
+    t = NULL;
+  }
+  return t;
+}
+
+bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                            const char *chain_pem, size_t chain_len, int64_t signing_time, const void *data, size_t n,
+                            uint8_t **der, size_t *der_len, os_pkcs7_input *culprit, char *why, size_t why_len) {
+  bool ok = false, asked = false;
+  STACK_OF(X509) *certs = read_certificates(cert_pem, cert_len), *chain = NULL;
+  X509 *cert = certs ? sk_X509_value(certs, 0) : NULL;
+  EVP_PKEY *pkey = NULL;
+  PKCS7 *p7 = NULL;
+  BIO *content = NULL;
+  ASN1_TIME *when = NULL;
+  unsigned char *out = NULL;
+  int out_len = 0;
+  *culprit = OS_PKCS7_CERT;
+  if (!cert) {
+    say(why, why_len, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+    goto done;
+  }
+  *culprit = OS_PKCS7_KEY;
+  BIO *bio = key_len <= INT_MAX ? BIO_new_mem_buf(key_pem, (int)key_len) : NULL;
+  pkey = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, &asked) : NULL;
+  BIO_free(bio);
+  if (!pkey) {
+    say(why, why_len,
+        asked ? "is an encrypted private key, and luamcp asks for no passphrase: sign with a decrypted "
+                "copy (openssl pkey -in KEY -out PLAIN)"
+              : "holds no PEM private key (-----BEGIN PRIVATE KEY----- or RSA PRIVATE KEY)");
+    goto done;
+  }
+  /* mcpb verifies with node-forge, whose PKCS#7 knows RSA alone. */
+  if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_RSA) {
+    if (why && why_len)
+      snprintf(why, why_len, "holds a key of type %s, not RSA: mcpb verifies RSA signatures only",
+               EVP_PKEY_get0_type_name(pkey));
+    goto done;
+  }
+  if (X509_check_private_key(cert, pkey) != 1) {
+    say(why, why_len, "is not the private key of the certificate given (their public keys differ)");
+    goto done;
+  }
+  *culprit = OS_PKCS7_CHAIN;
+  if (chain_pem && !(chain = read_certificates(chain_pem, chain_len))) {
+    say(why, why_len, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+    goto done;
+  }
+  *culprit = OS_PKCS7_SIGNING;
+  /* PARTIAL: the signer and its signingTime are added before the digest
+   * is taken; BINARY: the bytes as they are, no MIME line endings;
+   * NOSMIMECAP: only the three attributes mcpb's own signer writes. */
+  int flags = PKCS7_DETACHED | PKCS7_BINARY | PKCS7_PARTIAL | PKCS7_NOSMIMECAP;
+  PKCS7_SIGNER_INFO *signer = NULL;
+  content = n <= INT_MAX ? BIO_new_mem_buf(data, (int)n) : NULL;
+  when = signing_time_of(cert, signing_time);
+  bool built = content && when && (p7 = PKCS7_sign(NULL, NULL, NULL, NULL, flags)) &&
+               (signer = PKCS7_sign_add_signer(p7, cert, pkey, EVP_sha256(), flags)) &&
+               PKCS7_add0_attrib_signing_time(signer, when);
+  if (built) when = NULL; /* the signer owns it now */
+  for (int i = 0; built && chain && i < sk_X509_num(chain); i++) built = PKCS7_add_certificate(p7, sk_X509_value(chain, i));
+  if (!built || PKCS7_final(p7, content, flags) != 1 || (out_len = i2d_PKCS7(p7, &out)) <= 0) {
+    say(why, why_len, "libcrypto could not make the PKCS#7 signature");
+    goto done;
+  }
+  if (!(*der = malloc((size_t)out_len))) {
+    say(why, why_len, "out of memory");
+    goto done;
+  }
+  memcpy(*der, out, (size_t)out_len);
+  *der_len = (size_t)out_len;
+  ok = true;
+done:
+  OPENSSL_free(out);
+  ASN1_TIME_free(when);
+  BIO_free(content);
+  PKCS7_free(p7);
+  EVP_PKEY_free(pkey);
+  sk_X509_pop_free(chain, X509_free);
+  sk_X509_pop_free(certs, X509_free);
   ERR_clear_error();
   return ok;
 }

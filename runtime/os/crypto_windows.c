@@ -433,3 +433,13 @@ bool os_sign_pem(const char *pem, size_t pem_len, os_sig_alg alg, const void *da
   *sig_len = out;
   return true;
 }
+
+/* PKCS#7 SignedData would need CryptSignMessage with an imported key and
+ * certificate context; the .mcpb signer is libcrypto's, on Linux. */
+bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                            const char *chain_pem, size_t chain_len, int64_t signing_time, const void *data, size_t n,
+                            uint8_t **der, size_t *der_len, os_pkcs7_input *culprit, char *why, size_t why_len) {
+  *culprit = OS_PKCS7_SIGNING;
+  say(why, why_len, "signing needs OpenSSL: sign on Linux, or with `mcpb sign`");
+  return false;
+}
