@@ -110,6 +110,15 @@ static bool bind_functions(void) {
 
 #endif
 
+const char *const CURL_LIB_CA_BUNDLES[] = {
+    "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu */
+    "/etc/pki/tls/certs/ca-bundle.crt",                  /* Fedora, RHEL */
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* Fedora, RHEL */
+    "/etc/ssl/ca-bundle.pem",                            /* openSUSE */
+    "/etc/ssl/cert.pem",                                 /* Alpine */
+    NULL,
+};
+
 /* The CA certificates, on whichever Linux the program runs: the one rule
  * for every easy handle luamcp makes (mcp.http, the client, OAuth, the
  * token verifier's fetches, OpenTelemetry's export). SSL_CERT_FILE and
@@ -140,17 +149,11 @@ static void find_cas(void) {
 #if defined _WIN32
   snprintf(C.ca_note, sizeof C.ca_note, "CA certificates from Windows' store (SSL_CERT_FILE names others)");
 #elif defined LUAMCP_CURL_STATIC
-  static const char *const bundles[] = {
-      "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu */
-      "/etc/pki/tls/certs/ca-bundle.crt",                  /* Fedora, RHEL */
-      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* Fedora, RHEL */
-      "/etc/ssl/ca-bundle.pem",                            /* openSUSE */
-      "/etc/ssl/cert.pem",                                 /* Alpine */
-  };
+  const char *const *bundles = CURL_LIB_CA_BUNDLES;
   C.ca_set = true;
   int n = snprintf(C.ca_note, sizeof C.ca_note, "no CA certificates found (set SSL_CERT_FILE); looked in "
                                                 "SSL_CERT_FILE, SSL_CERT_DIR");
-  for (size_t i = 0; i < sizeof bundles / sizeof *bundles; i++) {
+  for (size_t i = 0; bundles[i]; i++) {
     if (access(bundles[i], R_OK) == 0) {
       C.ca_file = bundles[i];
       snprintf(C.ca_note, sizeof C.ca_note, "CA certificates from %s (SSL_CERT_FILE names others)", bundles[i]);

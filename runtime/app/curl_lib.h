@@ -24,6 +24,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The distributions' CA bundles, in the order a static Linux build looks
+ * for them (find_cas), NULL-terminated: the first is where luamcp release
+ * puts them in the OCI image, and where it takes them from. */
+extern const char *const CURL_LIB_CA_BUNDLES[];
+
 /* The libcurl functions luamcp calls. */
 typedef struct curl_api {
   CURLcode (*global_init)(long flags);

@@ -79,6 +79,9 @@ typedef struct build_options {
   /* manifest.json fields that override mcp.server{} */
   const char *name, *version, *description, *author, *license;
   const char *icon; /* --icon: a PNG file (from the working directory) or an https:// URL */
+  /* luamcp release: every program goes to INTO/NAME-TARGET and the .mcpb
+   * to INTO/NAME.mcpb, NAME the manifest's name, whatever the targets */
+  const char *into_dir;
 } build_options;
 
 /* One file of the script folder. Owner: its file_list. */
@@ -845,29 +848,31 @@ static bool plan_programs(const build_options *o, const server_facts *f, const c
     *count = 1;
     return true;
   }
-  const char *name = o->out ? o->out : f->default_name;
-  for (*count = 0; *count < o->target_count; (*count)++) {
+  buf into = BUF_INIT;
+  if (o->into_dir) buf_printf(&into, "%s/%s", o->into_dir, f->name);
+  const char *name = o->into_dir ? into.data : o->out ? o->out : f->default_name;
+  bool one_name = o->target_count == 1 && !o->into_dir; /* OUT as it is given, or NAME-TARGET */
+  bool ok = true;
+  for (*count = 0; ok && *count < o->target_count; (*count)++) {
     const build_target *t = o->targets[*count];
     program *p = &programs[*count];
     *p = (program){.target = t, .platform = t->mcpb_platform};
     const char *given = o->target_runtime[t - TARGETS] ? o->target_runtime[t - TARGETS] : o->runtime;
     p->runtime = given ? strdup(given) : target_find_runtime(t, self, err);
     buf out = BUF_INIT, entry = BUF_INIT;
-    if (o->target_count == 1 && o->out) buf_append_str(&out, o->out);
+    if (one_name && o->out) buf_append_str(&out, o->out);
     else buf_printf(&out, "%s-%s", name, t->name);
     p->out = with_suffix(out.data, t->suffix);
-    char *file = with_suffix(base_name(o->target_count == 1 ? p->out : name), t->suffix);
+    char *file = with_suffix(base_name(one_name ? p->out : name), t->suffix);
     if (o->target_count == 1) buf_printf(&entry, MCPB_SERVER_DIR "%s", file);
     else buf_printf(&entry, MCPB_SERVER_DIR "%s/%s", t->name, file);
     p->entry = buf_detach(&entry, NULL);
     free(file);
     buf_free(&out);
-    if (!p->runtime) {
-      (*count)++;
-      return false;
-    }
+    ok = p->runtime != NULL;
   }
-  return true;
+  buf_free(&into);
+  return ok;
 }
 
 static void json_member_string(buf *b, const char *indent, const char *key, const char *value, bool more) {
@@ -1234,8 +1239,49 @@ int build_command(int argc, char **argv) {
     build_usage(stdout);
     return 0;
   }
+  return build_run(argc, argv, NULL, NULL);
+}
+
+/* The facts release needs, moved out of f (whose free then skips them). */
+static void fill_report(build_report *r, server_facts *f, program *programs, size_t count, const char *mcpb) {
+  r->name = f->name, f->name = NULL;
+  r->version = f->version, f->version = NULL;
+  r->description = f->description, f->description = NULL;
+  r->license = f->license, f->license = NULL;
+  r->author = f->author_name, f->author_name = NULL;
+  r->setting_count = f->config_count;
+  r->settings = calloc(f->config_count + 1, sizeof *r->settings);
+  for (size_t i = 0; i < f->config_count; i++) {
+    config_fact *c = &f->config[i];
+    r->settings[i] = (build_setting){c->key, c->env, c->field_count, c->field_names, c->field_json};
+    *c = (config_fact){0};
+  }
+  for (size_t i = 0; i < count; i++) {
+    r->targets[i] = programs[i].target;
+    r->programs[i] = strdup(programs[i].out);
+  }
+  r->program_count = count;
+  r->mcpb = strdup(mcpb);
+}
+
+void build_report_free(build_report *r) {
+  free(r->name), free(r->version), free(r->description), free(r->license), free(r->author);
+  for (size_t i = 0; i < r->setting_count; i++) {
+    build_setting *s = &r->settings[i];
+    free(s->key), free(s->env);
+    free_strings(s->field_names, s->field_count);
+    free_strings(s->field_json, s->field_count);
+  }
+  free(r->settings);
+  for (size_t i = 0; i < r->program_count; i++) free(r->programs[i]);
+  free(r->mcpb);
+  *r = (build_report){0};
+}
+
+int build_run(int argc, char **argv, const char *into_dir, build_report *report) {
   build_options o = {0};
   parse_build_options(argc, argv, &o);
+  o.into_dir = into_dir;
 
   buf err = BUF_INIT, icon = BUF_INIT;
   file_list list = {0};
@@ -1248,8 +1294,15 @@ int build_command(int argc, char **argv) {
   char self[PATH_MAX];
   if (!os_self_exe(NULL, self, sizeof self)) self[0] = '\0';
 
+  buf release_mcpb = BUF_INIT;
   if (!load_like_run(o.path, &facts, &err)) goto done;
-  if (o.mcpb && !(complete_manifest_facts(&facts, &o, &err) && read_icon(&o, &facts, &icon, &err))) goto done;
+  if (o.into_dir) {
+    if (!complete_manifest_facts(&facts, &o, &err)) goto done;
+    buf_printf(&release_mcpb, "%s/%s.mcpb", o.into_dir, facts.name);
+    o.mcpb = release_mcpb.data;
+  }
+  if (o.mcpb && !((o.into_dir || complete_manifest_facts(&facts, &o, &err)) && read_icon(&o, &facts, &icon, &err)))
+    goto done;
   if (!plan_programs(&o, &facts, self, programs, &program_count, &err)) goto done;
 
   struct stat st;
@@ -1300,6 +1353,7 @@ int build_command(int argc, char **argv) {
     for (size_t i = 0; i < program_count; i++) fprintf(stderr, "%s%s", i ? ", " : "", programs[i].entry);
     fputc('\n', stderr);
   }
+  if (report) fill_report(report, &facts, programs, program_count, o.mcpb);
   code = 0;
 done:
   if (code != 0) fprintf(stderr, "luamcp: %s\n", err.data ? err.data : "build failed");
@@ -1310,6 +1364,7 @@ done:
   for (size_t i = 0; i < program_count; i++) program_free(&programs[i]);
   buf_free(&icon);
   buf_free(&err);
+  buf_free(&release_mcpb);
   return code;
 }
 

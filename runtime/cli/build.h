@@ -8,11 +8,38 @@
 
 #include <stdio.h>
 
+#include "cli/target.h"
 #include "core/bundle.h"
 
 /* `luamcp build PATH -o OUT [options]`; argv holds what follows "build".
  * Returns the process exit code. */
 int build_command(int argc, char **argv);
+/* One mcp.server{ config } setting as the .mcpb manifest declares it:
+ * each field's name and its value as JSON text, in the manifest's order. */
+typedef struct build_setting {
+  char *key, *env;
+  size_t field_count;
+  char **field_names, **field_json;
+} build_setting;
+
+/* What a build made, for luamcp release (cli/release.c). Owner: the
+ * caller of build_run; build_report_free releases every string. */
+typedef struct build_report {
+  char *name, *version, *description, *license, *author; /* the manifest's (author: its name) */
+  build_setting *settings;
+  size_t setting_count;
+  const build_target *targets[TARGET_COUNT];
+  char *programs[TARGET_COUNT]; /* the file written for targets[i] */
+  size_t program_count;
+  char *mcpb; /* the .mcpb written */
+} build_report;
+
+/* `luamcp build` for luamcp release: argv as build takes it (no -o or
+ * --mcpb, and --target given), every program written to
+ * into_dir/NAME-TARGET and the .mcpb to into_dir/NAME.mcpb, NAME the
+ * manifest's name; what was made goes into report. Returns the exit code. */
+int build_run(int argc, char **argv, const char *into_dir, build_report *report);
+void build_report_free(build_report *r);
 /* The help text of the build command. */
 void build_usage(FILE *to);
 /* What a built program carries: files, sizes, checksums, the runtime that

@@ -13,6 +13,7 @@
 
 #include "cli/auth_setup.h"
 #include "cli/build.h"
+#include "cli/release.h"
 #include "cli/client.h"
 #include "cli/install.h"
 #include "cli/start_line.h"
@@ -96,6 +97,10 @@ static void usage_commands(FILE *to) {
           "                              reloads on SIGHUP\n"
           "  luamcp build PATH [-o OUT]  one executable with the scripts in PATH inside\n"
           "                              (also --target PLATFORM; 'luamcp build --help')\n"
+          "  luamcp release PATH --registry-name NAME\n"
+          "                              every door at once, into dist/: the programs, a\n"
+          "                              .mcpb (signed), npm packages, an OCI image,\n"
+          "                              server.json and SHA256SUMS\n"
           "  luamcp inspect PATH [--json] what the scripts in PATH serve: tools with their\n"
           "                              arguments, resources, templates, prompts (also\n"
           "                              --http URL, or -- COMMAND for any server)\n"
@@ -1044,6 +1049,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "run") == 0) return serve(argc - 2, argv + 2, false);
   if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
+  if (strcmp(cmd, "release") == 0) return release_command(argc - 2, argv + 2);
   if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);
   if (strcmp(cmd, "uninstall") == 0) return uninstall_command(argc - 2, argv + 2);
   static const char *const client_commands[] = {"call", "read", "prompt", "inspect", "test", "init"};

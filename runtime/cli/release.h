@@ -82,6 +82,13 @@ bool release_write_npm(const release_info *r, buf *err);
  * certificates, and a non-root user (release_oci.c). */
 bool release_write_oci(const release_info *r, const buf *ca_bundle, buf *err);
 
+/* OUT/server.json for the MCP Registry: the server's name, description,
+ * version and repository, and one package per door (npm, the image, the
+ * .mcpb with its SHA-256), each with the settings as environment variables
+ * (release_registry.c). Run after the .mcpb is signed: the hash is the
+ * file's as it is published. */
+bool release_write_server_json(const release_info *r, buf *err);
+
 /* Sign the .mcpb at r->mcpb_path in place, as the official mcpb tool
  * does: a detached PKCS#7 signature (SHA-256) by the key and certificate
  * in PEM files, chain (NULL or a PEM file of intermediates) carried along,
