@@ -236,8 +236,8 @@ static bool write_file(const char *dir, const char *name, const void *data, size
   return ok;
 }
 
-/* OUT/oci/, a folder of the layout. Blobs already there from another
- * release are left: the index names only this one's. */
+/* OUT/oci/, a folder of the layout. release.c has emptied OUT of an
+ * earlier release's files, blobs included (prepare_out). */
 static bool write_layout_dir(const release_info *r, const oci_image_set *set, const buf *layout_index, buf *err) {
   buf dir = BUF_INIT, blobs = BUF_INIT;
   buf_printf(&dir, "%s/oci", r->out_dir);
