@@ -35,11 +35,15 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # minimal Debian has none of them);
 # jq: the README's OAuth recipe reads the token with it (spec/readme_spec.lua
 # runs the recipe);
+# skopeo, umoci and podman: spec/release_oci_spec.lua reads luamcp
+# release's OCI image with skopeo, unpacks it with umoci and runs it in a
+# chroot (util-linux's unshare), and in podman where containers can run;
 # lua5.2: spec/busted_lua_spec.lua runs busted with a `lua` that is 5.2
 # first on PATH (what /usr/bin/lua is on a machine where lua-busted
 # brought lua5.2 in: every busted run must be Lua 5.4 all the same).
 test_pkgs="lua5.4 lua5.2 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
-           valgrind curl jq python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus"
+           valgrind curl jq python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus
+           skopeo umoci podman"
 bench_pkgs="wrk"
 
 case "${1:-build}" in
