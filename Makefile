@@ -139,6 +139,12 @@ runtime_target = $(word 1,$(subst :, ,$(1)))
 runtime_file   = $(word 2,$(subst :, ,$(1)))
 runtime_dest   = $(DESTDIR)$(RUNTIMESDIR)/$(call runtime_target,$(1))/luamcp$(suffix $(call runtime_file,$(1)))
 
+# A runtime for another machine (build --target, release) goes into every
+# program built from it, and so into every download of one: it carries no
+# debug information. That goes to RUNTIME.debug beside it, which gdb finds
+# by the link the runtime keeps (gnu-debuglink). $(1) is the target's objcopy.
+split_debug = $(1) --only-keep-debug $@ $@.debug && $(1) --strip-all --add-gnu-debuglink=$@.debug $@
+
 # Every runtime `luamcp build --target` and `luamcp release` append scripts
 # to, built here (the cross compilers and libraries are installed or built
 # from Debian's sources the first time: minutes).
@@ -243,6 +249,7 @@ STATIC_OBJ      := $(filter-out build/obj/app/curl_lib.o,$(OBJ)) build/static/ob
 STATIC_TLS_LIBS := $(STATIC_CURL)/lib/libcurl.a $(LIBDIR)/libcares.a $(LIBDIR)/libssl.a
 build/luamcp-static: $(STATIC_OBJ) | deps
 	$(CC) $(CFLAGS) -static -o $@ $(STATIC_OBJ) $(STATIC_TLS_LIBS) $(STATIC_LIBS) $(LDLIBS)
+	$(call split_debug,objcopy)
 
 # A fully static runtime without libcurl (the objects of build/luamcp, whose
 # curl_lib.c loads it at run time, which a static program cannot): what

@@ -447,10 +447,15 @@ foreign_windows() {
   # here, once both cross builds are there, and before the wineserver goes;
   # so does spec/probe_spec.lua, the probe built for every target and held
   # against docs/platforms.md.
+  # So do the specs of luamcp release, which makes every target's program,
+  # packs each for its door and runs it there: npm packages under qemu and
+  # wine too, the OCI image for amd64 and arm64. Two groups side by side,
+  # as both mostly wait on emulators and child processes.
   if [ "$mode" = all ]; then
     await_flag "$results/arm64.ready"
-    busted_file spec/cross_build_spec.lua
-    busted_file spec/probe_spec.lua
+    side_by_side \
+      "busted_file spec/cross_build_spec.lua; busted_file spec/probe_spec.lua" \
+      "busted_file spec/release_spec.lua; busted_file spec/release_oci_spec.lua; busted_file spec/release_sign_spec.lua; busted_file spec/release_npm_spec.lua"
   fi
   if [ -f "$exe" ] && command -v wineserver >/dev/null 2>&1; then
     WINEPREFIX=$prefix wineserver -k 2>/dev/null
@@ -570,7 +575,7 @@ case $mode in
       job npm npm_tools
       {
         queue units 30 unit_tests
-        for f in $(ls spec/*_spec.lua | grep -v -x -e spec/cross_build_spec.lua -e spec/probe_spec.lua); do queue "busted-${f#spec/}" $(($(lines_of "$f") / 20)) busted_file "$f"; done
+        for f in $(ls spec/*_spec.lua | grep -v -x -e spec/cross_build_spec.lua -e spec/probe_spec.lua -e "spec/release_.*_spec.lua" -e spec/release_spec.lua); do queue "busted-${f#spec/}" $(($(lines_of "$f") / 20)) busted_file "$f"; done
         for n in $ASAN_SPECS; do
           f=spec/${n}_spec.lua
           queue "asan-${f#spec/}" $(($(lines_of "$f") / 8)) asan_file "$f"

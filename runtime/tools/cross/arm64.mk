@@ -40,6 +40,7 @@ arm64-deps: deps
 # Fully static, as build/luamcp-static (see there for glibc's link warnings).
 $(ARM64_DIR)/luamcp: $(ARM64_OBJ) | arm64-deps
 	$(ARM64_CC) $(CFLAGS) -static -o $@ $(ARM64_OBJ) $(ARM64_STATIC_LIBS) $(LDLIBS)
+	$(call split_debug,aarch64-linux-gnu-objcopy)
 
 $(ARM64_DIR)/obj/core/%.o: runtime/core/%.c $(CORE_GUARD) | arm64-deps
 	@mkdir -p $(@D)

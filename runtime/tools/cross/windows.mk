@@ -51,6 +51,7 @@ $(WIN_DEPS_STAMP): runtime/tools/cross/windows-deps.sh
 
 $(WIN_DIR)/luamcp.exe: $(WIN_OBJ)
 	$(WIN_CC) -static -o $@ $(WIN_OBJ) $(WIN_LIBS)
+	$(call split_debug,$(WIN_HOST)-objcopy)
 
 $(WIN_DIR)/obj/%.o: runtime/%.c | $(WIN_DEPS_STAMP)
 	@mkdir -p $(@D)
