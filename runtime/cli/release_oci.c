@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/curl_lib.h"
 #include "cli/files.h"
 #include "core/json.h"
 #include "core/tar.h"
@@ -42,8 +43,9 @@
 #define IMAGE_HOME "home/" IMAGE_USER "/"
 #define IMAGE_BIN_DIR "usr/local/bin/"
 /* Where the CA certificates go: the first place curl_lib.c's find_cas
- * looks (Debian's), so the program finds them with no SSL_CERT_FILE. */
-#define IMAGE_CA_FILE "etc/ssl/certs/ca-certificates.crt"
+ * looks (Debian's /etc/ssl/certs/ca-certificates.crt, in the folders the
+ * layer makes), so the program finds them with no SSL_CERT_FILE. */
+#define IMAGE_CA_FILE (CURL_LIB_CA_BUNDLES[0] + 1)
 #define IMAGE_PATH_ENV "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 /* The port README's --http examples use; EXPOSE documents it only. */
 #define IMAGE_HTTP_PORT "8080/tcp"
