@@ -80,7 +80,7 @@ include runtime/tools/cross/arm64.mk
 # machine (a debootstrap chroot).
 include runtime/tools/fresh-machine.mk
 
-.PHONY: all deps run test check test-build check-build test-deps test-tools fuzz clean install uninstall
+.PHONY: all deps run test check test-build check-build test-deps test-tools foreign-node fuzz clean install uninstall
 all: build/luamcp
 
 deps:
@@ -179,6 +179,14 @@ test-deps:
 test-tools: test-deps spec/node_modules/.package-lock.json
 spec/node_modules/.package-lock.json: spec/package-lock.json
 	cd spec && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
+
+# Node for linux-arm64 and windows-x64 (spec/foreign-node), which
+# spec/release_npm_spec.lua runs under qemu and wine: the npm launcher picks
+# the right platform package there. About 270 MB, so only for that spec;
+# --force, as their os/cpu are not this machine's.
+foreign-node: spec/foreign-node/node_modules/.package-lock.json
+spec/foreign-node/node_modules/.package-lock.json: spec/foreign-node/package-lock.json
+	cd spec/foreign-node && npm ci --force --prefer-offline --no-audit --no-fund --loglevel=error
 
 UNIT_TESTS := build/tests/test_json build/tests/test_session build/tests/test_schema build/tests/test_regex build/tests/test_bundle \
               build/tests/test_jwt build/tests/test_trace \
