@@ -51,9 +51,6 @@ end
 
 local function release_ok(out, ...)
   local code, err = release(out, ...)
-  -- TEMPORARY: release_pending.c's stand-in writers (npm, OCI) fail after
-  -- the .mcpb is signed; drop this clause when they are gone.
-  if code ~= 0 and err:find(": not built yet", 1, true) then return out .. "/sign-server.mcpb" end
   assert(code == 0, "luamcp release failed (" .. tostring(code) .. "):\n" .. err)
   return out .. "/sign-server.mcpb"
 end
