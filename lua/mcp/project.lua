@@ -190,7 +190,7 @@ function M.project(dir, name, fail)
       :gsub('"command": "luamcp"', function() return command end)
   end
   write(dir .. "/README.md", readme, fail)
-  write(dir .. "/.luamcpignore", "# left out of `luamcp build` (patterns as in .gitignore)\nspec/\nREADME.md\n", fail)
+  write(dir .. "/.luamcpignore", "# left out of `luamcp build` (patterns as in .gitignore)\nspec/\nREADME.md\ndist/\n", fail)
   if not meta then
     print("(luamcp's type definitions were not found beside this luamcp; `make install` puts them in "
       .. "PREFIX/share/luamcp/meta)")
