@@ -230,15 +230,17 @@ exec REAL "$@"
     assert.is_truthy(exists(dir .. "/unpacked/manifest.json"))
   end)
 
-  it("refuses a key that is not the certificate's, naming it, and signs nothing", function()
+  -- Checked before anything is built: a release that cannot be signed
+  -- writes nothing at all (no unsigned bundle left behind).
+  it("refuses a key that is not the certificate's, naming it, and writes nothing", function()
     if need() then return end
     local code, err = release(dir .. "/wrong", "--sign-cert", dir .. "/leaf.pem", "--sign-key", dir .. "/ca.key")
     assert.are_not.equal(0, code)
     assert.is_truthy(err:find(dir .. "/ca.key is not the private key of the certificate", 1, true), err)
-    assert.is_falsy(is_signed(dir .. "/wrong/sign-server.mcpb"))
+    assert.is_false(exists(dir .. "/wrong"), "nothing written")
   end)
 
-  it("refuses an encrypted key, a key that is not RSA and a file that is no certificate, naming each", function()
+  it("refuses an encrypted key, a key that is not RSA and a file that is no certificate, naming each, writing nothing", function()
     if need() then return end
     local cases = {
       { "leaf.pem", "encrypted.key", "encrypted.key is an encrypted private key" },
@@ -251,7 +253,7 @@ exec REAL "$@"
       local code, err = release(out, "--sign-cert", dir .. "/" .. case[1], "--sign-key", dir .. "/" .. case[2])
       assert.are_not.equal(0, code)
       assert.is_truthy(err:find(case[3], 1, true), err)
-      assert.is_falsy(is_signed(out .. "/sign-server.mcpb"))
+      assert.is_false(exists(out), "nothing written")
     end
   end)
 end)

@@ -134,6 +134,39 @@ describe("luamcp release (linux-x64)", function()
     client.remove_tree(again)
   end)
 
+  it("tags the image with a version's build metadata as registries take it", function()
+    local other = dir .. "/build-meta"
+    release_ok(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather", "--version",
+      "1.2.0+build.7", "-o", other)
+    local s = cjson.decode(client.read_file(other .. "/server.json"))
+    assert.are.equal("1.2.0+build.7", s.version)
+    for _, p in ipairs(s.packages) do
+      if p.registryType == "oci" then assert.are.equal("ghcr.io/ada/weather:1.2.0_build.7", p.identifier) end
+    end
+    local index = cjson.decode(client.read_file(other .. "/oci/index.json"))
+    assert.are.equal("1.2.0_build.7", index.manifests[1].annotations["org.opencontainers.image.ref.name"])
+    client.remove_tree(other)
+  end)
+
+  it("leaves an earlier release as it was when a new one is refused, or when one of its files changed", function()
+    local before = client.read_file(out .. "/SHA256SUMS")
+    local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+      "--version", "1.3", "-o", out)
+    assert.are_not.equal(0, code)
+    assert.matches("version 1.3 is not a semantic version", err, 1, true)
+    assert.are.equal(before, client.read_file(out .. "/SHA256SUMS"))
+    local verify = select(1, sh("cd " .. quote(out) .. " && sha256sum -c --quiet SHA256SUMS"))
+    assert.are.equal(0, verify, "the earlier release is whole")
+    -- One file edited since: named, and nothing is deleted.
+    local server_json = client.read_file(out .. "/server.json")
+    client.write_file(out .. "/server.json", server_json .. " ")
+    code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather", "-o", out)
+    assert.are_not.equal(0, code)
+    assert.matches("server.json has changed since the earlier release wrote it", err, 1, true)
+    assert.is_true(exists(out .. "/weather.mcpb"))
+    client.write_file(out .. "/server.json", server_json)
+  end)
+
   it("replaces an earlier release in its folder, and never a file it did not write", function()
     local before = client.read_file(out .. "/SHA256SUMS")
     release_ok(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather", "-o", out)
@@ -185,8 +218,49 @@ describe("luamcp release refuses", function()
     local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
       "-o", dir)
     assert.are_not.equal(0, code)
-    assert.matches("the folder holds files, and no SHA256SUMS of an earlier release", err, 1, true)
+    assert.matches("the folder holds files, and is not an earlier luamcp release", err, 1, true)
     assert.are.same({ "keep.txt" }, files_under(dir))
+  end)
+
+  it("a folder whose SHA256SUMS another tool wrote, deleting nothing", function()
+    client.write_file(dir .. "/notes.txt", "mine")
+    assert.are.equal(0, (sh("cd " .. quote(dir) .. " && sha256sum notes.txt > SHA256SUMS")))
+    local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+      "-o", dir)
+    assert.are_not.equal(0, code)
+    assert.matches("is not an earlier luamcp release", err, 1, true)
+    assert.are.same({ "SHA256SUMS", "notes.txt" }, files_under(dir))
+  end)
+
+  it("a server name that cannot name files, writing nothing anywhere", function()
+    local out = dir .. "/inner/dist"
+    assert(os.execute("mkdir -p " .. quote(dir .. "/inner")))
+    for _, name in ipairs { "../escape", "we\"ather", "My Server" } do
+      local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+        "--name", name, "-o", out)
+      assert.are_not.equal(0, code, name)
+      assert.matches("the server's name \"" .. name:gsub("%p", "%%%0") .. "\" names the files", err)
+    end
+    assert.are.same({}, files_under(dir))
+  end)
+
+  it("a description the Registry would not take, counted in characters", function()
+    local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+      "--description", "", "-o", dir .. "/d")
+    assert.are_not.equal(0, code)
+    assert.matches("the description is 0 characters", err, 1, true)
+    -- 60 accented letters: 120 bytes, 60 characters, within the 100.
+    release_ok(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+      "--description", string.rep("é", 60), "-o", dir .. "/d")
+    assert.are.equal(string.rep("é", 60), cjson.decode(client.read_file(dir .. "/d/server.json")).description)
+  end)
+
+  it("an image name a registry would not take, before building anything", function()
+    local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+      "--image", "ghcr.io/Ada/Weather", "-o", dir .. "/d")
+    assert.are_not.equal(0, code)
+    assert.matches("--image ghcr.io/Ada/Weather: an image repository is", err, 1, true)
+    assert.are.same({}, files_under(dir))
   end)
 
   it("a key without its certificate", function()

@@ -1239,7 +1239,7 @@ int build_command(int argc, char **argv) {
     build_usage(stdout);
     return 0;
   }
-  return build_run(argc, argv, NULL, NULL);
+  return build_run(argc, argv, NULL, NULL, NULL, NULL);
 }
 
 /* The facts release needs, moved out of f (whose free then skips them). */
@@ -1278,7 +1278,8 @@ void build_report_free(build_report *r) {
   *r = (build_report){0};
 }
 
-int build_run(int argc, char **argv, const char *into_dir, build_report *report) {
+int build_run(int argc, char **argv, const char *into_dir, build_check_fn check, void *check_data,
+              build_report *report) {
   build_options o = {0};
   parse_build_options(argc, argv, &o);
   o.into_dir = into_dir;
@@ -1300,6 +1301,13 @@ int build_run(int argc, char **argv, const char *into_dir, build_report *report)
     if (!complete_manifest_facts(&facts, &o, &err)) goto done;
     buf_printf(&release_mcpb, "%s/%s.mcpb", o.into_dir, facts.name);
     o.mcpb = release_mcpb.data;
+  }
+  if (check) {
+    /* A view of the facts: nothing moves out of them. */
+    build_report view = {.name = facts.name, .version = facts.version, .description = facts.description,
+                         .license = facts.license, .author = facts.author_name, .program_count = o.target_count};
+    for (size_t i = 0; i < o.target_count; i++) view.targets[i] = o.targets[i];
+    if (!check(&view, check_data, &err)) goto done;
   }
   if (o.mcpb && !((o.into_dir || complete_manifest_facts(&facts, &o, &err)) && read_icon(&o, &facts, &icon, &err)))
     goto done;

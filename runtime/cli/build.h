@@ -34,11 +34,19 @@ typedef struct build_report {
   char *mcpb; /* the .mcpb written */
 } build_report;
 
+/* Called by build_run once the scripts are loaded and the manifest's
+ * facts are complete, before anything is written: facts holds the names,
+ * version, description and the targets asked for (no programs yet).
+ * False, with the reason in err, stops the build there. */
+typedef bool (*build_check_fn)(const build_report *facts, void *data, buf *err);
+
 /* `luamcp build` for luamcp release: argv as build takes it (no -o or
  * --mcpb, and --target given), every program written to
  * into_dir/NAME-TARGET and the .mcpb to into_dir/NAME.mcpb, NAME the
- * manifest's name; what was made goes into report. Returns the exit code. */
-int build_run(int argc, char **argv, const char *into_dir, build_report *report);
+ * manifest's name, once check (when not NULL) has accepted the facts;
+ * what was made goes into report. Returns the exit code. */
+int build_run(int argc, char **argv, const char *into_dir, build_check_fn check, void *check_data,
+              build_report *report);
 void build_report_free(build_report *r);
 /* The help text of the build command. */
 void build_usage(FILE *to);

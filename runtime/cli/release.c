@@ -121,6 +121,10 @@ static void parse_release_options(int argc, char **argv, release_options *o) {
       taken = true;
     }
     if (taken) continue;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      release_usage(stdout);
+      exit(0);
+    }
     if (in_list(BUILD_TEXT_OPTIONS, a)) {
       if (!value) release_usage_error("%s needs a value", a);
       o->build_argv[o->build_argc++] = argv[i++];
@@ -170,6 +174,8 @@ static bool is_semver(const char *v) {
     for (;;) {
       size_t n = strspn(p, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-");
       if (n == 0) return false;
+      /* A numeric pre-release identifier has no leading zero (npm refuses 1.0.0-rc.01). */
+      if (mark == '-' && n > 1 && p[0] == '0' && strspn(p, "0123456789") == n) return false;
       p += n;
       if (*p != '.') break;
       p++;
@@ -208,27 +214,95 @@ static char *lower_copy(const char *s) {
   return l;
 }
 
-/* The names each door needs, from the options and the manifest; false
- * with the reason when one is missing or malformed. */
-static bool choose_names(const release_options *o, release_info *r, buf *err) {
+/* The server's name names files (OUT/NAME.mcpb, the programs), the npm
+ * bin and the program in the image: one word of letters, digits, '.', '_'
+ * and '-', as every one of those takes it. */
+static bool is_file_name(const char *n) {
+  size_t len = strlen(n);
+  return len > 0 && len <= 100 && isalnum((unsigned char)n[0]) &&
+         strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
+}
+
+/* An image repository as docker and OCI registries take it: an optional
+ * host[:port] (it has a '.' or ':', or is localhost), then path components
+ * of lowercase letters and digits joined by one '.', '_' or '-' (or "__"). */
+static bool is_image_repository(const char *ref) {
+  const char *p = ref;
+  size_t first = strcspn(p, "/");
+  bool host = p[first] == '/' && (memchr(p, '.', first) || memchr(p, ':', first) ||
+                                  (first == 9 && strncmp(p, "localhost", 9) == 0));
+  if (host) {
+    if (strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != first) return false;
+    p += first + 1;
+  }
+  for (;;) {
+    size_t len = strcspn(p, "/");
+    if (len == 0) return false;
+    for (size_t i = 0; i < len; i++) {
+      char c = p[i];
+      if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) continue;
+      bool between = i > 0 && i + 1 < len && isalnum((unsigned char)p[i - 1]);
+      if (c == '_' && i + 2 < len && p[i + 1] == '_' && between) i++;
+      else if (!((c == '.' || c == '_' || c == '-') && between)) return false;
+    }
+    if (!p[len]) return true;
+    p += len + 1;
+  }
+}
+
+/* Characters, not bytes: the Registry counts a description's length in
+ * characters (UTF-8 continuation bytes are not counted). */
+static size_t utf8_length(const char *s) {
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+  return n;
+}
+
+/* What the options say, checked before anything is built or written. */
+static bool check_options(const release_options *o, buf *err) {
   if (!is_registry_name(o->registry_name)) {
     buf_printf(err, "--registry-name %s: the MCP Registry wants NAMESPACE/NAME in reverse-DNS, letters, digits, "
-                    "'.', '-' (and '_' after the /), e.g. io.github.YOU/%s",
-               o->registry_name, r->name);
+                    "'.', '-' (and '_' after the /), e.g. io.github.YOU/weather",
+               o->registry_name);
     return false;
   }
-  if (!is_semver(r->version)) {
+  if (o->npm_name && !release_npm_name_ok(o->npm_name, err)) return false;
+  if (o->image && !is_image_repository(o->image)) {
+    buf_printf(err, "--image %s: an image repository is [HOST/]PATH, the path in lowercase letters and digits "
+                    "joined by '.', '_' or '-', with no tag (ghcr.io/you/weather)",
+               o->image);
+    return false;
+  }
+  return !o->sign_cert || release_sign_check(o->sign_cert, o->sign_key, o->sign_chain, err);
+}
+
+/* The names each door needs, from the options and the manifest's facts;
+ * false with the reason when one is missing or malformed. */
+static bool choose_names(const release_options *o, const build_report *facts, bool image, release_info *r,
+                         buf *err) {
+  if (!is_file_name(facts->name)) {
+    buf_printf(err, "the server's name \"%s\" names the files, the npm command and the image's program: use "
+                    "letters, digits, '.', '_' and '-', starting with a letter or digit (mcp.server{ name } or --name)",
+               facts->name);
+    return false;
+  }
+  if (!is_semver(facts->version)) {
     buf_printf(err, "version %s is not a semantic version (1.2.0, 2.0.0-rc.1): npm and the MCP Registry need one; "
                     "set version in mcp.server{} or pass --version",
-               r->version);
+               facts->version);
     return false;
   }
-  if (strlen(r->description) > 100) {
-    buf_printf(err, "the description is %zu characters; the MCP Registry takes at most 100: pass a shorter "
-                    "--description or set one in mcp.server{}",
-               strlen(r->description));
+  size_t chars = utf8_length(facts->description);
+  if (chars == 0 || chars > 100) {
+    buf_printf(err, "the description is %zu characters; the MCP Registry takes 1 to 100: pass --description or set "
+                    "one in mcp.server{}",
+               chars);
     return false;
   }
+  /* An image tag takes no '+' (semver's build metadata): '_' stands for it. */
+  r->image_tag = strdup(facts->version);
+  for (char *c = r->image_tag; *c; c++)
+    if (*c == '+') *c = '_';
   r->registry_name = strdup(o->registry_name);
   char *owner = github_owner(o->registry_name);
   char *short_name = lower_copy(strchr(o->registry_name, '/') + 1);
@@ -247,18 +321,26 @@ static bool choose_names(const release_options *o, release_info *r, buf *err) {
     size_t n = strlen(github_repo);
     while (n && github_repo[n - 1] == '/') n--;
     if (n > 4 && strncmp(github_repo + n - 4, ".git", 4) == 0) n -= 4;
-    buf_printf(&b, "%.*s/releases/download/v%s/%s.mcpb", (int)n, github_repo, r->version, r->name);
+    buf_printf(&b, "%.*s/releases/download/v%s/%s.mcpb", (int)n, github_repo, facts->version, facts->name);
     r->mcpb_url = buf_detach(&b, NULL);
   } else if (owner) {
     /* io.github.You/weather: github.com/You/weather, the owner as spelt there */
     const char *spelt = o->registry_name + strlen("io.github.");
     buf_printf(&b, "https://github.com/%.*s/%s/releases/download/v%s/%s.mcpb", (int)strcspn(spelt, "/"), spelt,
-               strchr(o->registry_name, '/') + 1, r->version, r->name);
+               strchr(o->registry_name, '/') + 1, facts->version, facts->name);
     r->mcpb_url = buf_detach(&b, NULL);
   }
   free(owner);
   free(short_name);
-  if (!r->image) {
+  if (!release_npm_name_ok(r->npm_name, err)) {
+    buf_puts(err, " (from --registry-name: pass --npm)");
+    return false;
+  }
+  if (r->image && !is_image_repository(r->image)) {
+    buf_printf(err, "the image name %s (from --registry-name) is not one a registry takes: pass --image", r->image);
+    return false;
+  }
+  if (image && !r->image) {
     buf_printf(err, "--image: the image needs a name where it will be pushed (ghcr.io/YOU/NAME, docker.io/YOU/NAME); "
                     "%s is not an io.github. name to take it from",
                o->registry_name);
@@ -329,8 +411,9 @@ static bool take_build(build_report *b, release_info *r, buf *err) {
 }
 
 void release_info_free(release_info *r) {
-  char **strings[] = {&r->name,  &r->version,    &r->description, &r->license,  &r->author,    &r->registry_name,
-                      &r->npm_name, &r->image, &r->repository,  &r->mcpb_url, &r->mcpb_path, &r->out_dir};
+  char **strings[] = {&r->name,     &r->version, &r->description, &r->license,  &r->author,    &r->registry_name,
+                      &r->npm_name, &r->image,   &r->image_tag,   &r->repository, &r->mcpb_url, &r->mcpb_path,
+                      &r->out_dir};
   for (size_t i = 0; i < sizeof strings / sizeof *strings; i++) free(*strings[i]);
   for (size_t i = 0; i < r->setting_count; i++) {
     release_setting *s = &r->settings[i];
@@ -370,8 +453,14 @@ static int compare_paths(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void path_list_add(path_list *l, const char *path) {
+  if (l->count == l->cap) l->paths = realloc(l->paths, (l->cap = l->cap * 2 + 8) * sizeof(char *));
+  l->paths[l->count++] = strdup(path);
+}
+
 /* Walk dir (rel inside the top) with libuv's scandir, which speaks UTF-8 on
- * every OS. Folders go into dirs (deepest last) when dirs is given. */
+ * every OS. Folders go into dirs (deepest last) when dirs is given. A link
+ * is listed as a file, never followed. */
 static bool list_files(const char *top, const char *rel, path_list *files, path_list *dirs, int depth, buf *err) {
   buf dir = BUF_INIT;
   buf_printf(&dir, "%s%s%s", top, *rel ? "/" : "", rel);
@@ -383,16 +472,21 @@ static bool list_files(const char *top, const char *rel, path_list *files, path_
   while (ok && uv_fs_scandir_next(&req, &e) != UV_EOF) {
     buf child = BUF_INIT;
     buf_printf(&child, "%s%s%s", rel, *rel ? "/" : "", e.name);
-    if (e.type == UV_DIRENT_DIR) {
-      if (dirs) {
-        if (dirs->count == dirs->cap) dirs->paths = realloc(dirs->paths, (dirs->cap = dirs->cap * 2 + 8) * sizeof(char *));
-        dirs->paths[dirs->count++] = strdup(child.data);
-      }
+    bool is_dir = e.type == UV_DIRENT_DIR;
+    if (e.type == UV_DIRENT_UNKNOWN) {
+      /* A file system without d_type: ask the entry itself. */
+      uv_fs_t st;
+      buf full = BUF_INIT;
+      buf_printf(&full, "%s/%s", top, child.data);
+      is_dir = uv_fs_lstat(NULL, &st, full.data, NULL) == 0 && (st.statbuf.st_mode & S_IFMT) == S_IFDIR;
+      uv_fs_req_cleanup(&st);
+      buf_free(&full);
+    }
+    if (is_dir) {
+      if (dirs) path_list_add(dirs, child.data);
       ok = list_files(top, child.data, files, dirs, depth + 1, err);
     } else {
-      if (files->count == files->cap)
-        files->paths = realloc(files->paths, (files->cap = files->cap * 2 + 8) * sizeof(char *));
-      files->paths[files->count++] = strdup(child.data);
+      path_list_add(files, child.data);
     }
     buf_free(&child);
   }
@@ -401,10 +495,54 @@ static bool list_files(const char *top, const char *rel, path_list *files, path_
   return ok;
 }
 
+static void sha256_hex(const buf *data, char hex[2 * OS_SHA256_BYTES + 1]) {
+  uint8_t digest[OS_SHA256_BYTES];
+  os_sha256(data->data, data->len, digest);
+  for (size_t k = 0; k < OS_SHA256_BYTES; k++) snprintf(hex + 2 * k, 3, "%02x", digest[k]);
+}
+
+/* The SHA-256 an earlier release's SHA256SUMS lists for path, or NULL:
+ * its lines are exactly "HEX  PATH". */
+static const char *listed_sum(const char *sums, const char *path) {
+  size_t path_len = strlen(path);
+  for (const char *line = sums; *line;) {
+    size_t len = strcspn(line, "\n");
+    if (len == 2 * OS_SHA256_BYTES + 2 + path_len && strncmp(line + 2 * OS_SHA256_BYTES, "  ", 2) == 0 &&
+        strncmp(line + 2 * OS_SHA256_BYTES + 2, path, path_len) == 0)
+      return line;
+    line += len + (line[len] == '\n');
+  }
+  return NULL;
+}
+
+/* Remove the files (then the folders, deepest first) of dirs and files. */
+static bool remove_listed(const char *out, const path_list *files, const path_list *dirs, buf *err) {
+  buf path = BUF_INIT;
+  bool ok = true;
+  uv_fs_t req;
+  for (size_t i = 0; ok && i < files->count; i++) {
+    buf_clear(&path);
+    buf_printf(&path, "%s/%s", out, files->paths[i]);
+    int rc = uv_fs_unlink(NULL, &req, path.data, NULL);
+    uv_fs_req_cleanup(&req);
+    if (rc < 0) buf_printf(err, "%s: %s", path.data, uv_strerror(rc)), ok = false;
+  }
+  for (size_t i = dirs->count; ok && i-- > 0;) {
+    buf_clear(&path);
+    buf_printf(&path, "%s/%s", out, dirs->paths[i]);
+    uv_fs_rmdir(NULL, &req, path.data, NULL);
+    uv_fs_req_cleanup(&req);
+  }
+  buf_free(&path);
+  return ok;
+}
+
 /* OUT: made when missing; an empty folder is used as it is; an earlier
- * release (it has SHA256SUMS) is emptied of what that lists and of the
- * folders left empty. Anything else is refused: release never deletes a
- * file it did not write. */
+ * release is emptied. An earlier release is a folder whose SHA256SUMS
+ * lists server.json, which luamcp release wrote, and every other file in
+ * it with the bytes it still has. Anything else is refused, naming the
+ * file: release never deletes a file it did not write, nor one changed
+ * since. */
 static bool prepare_out(const char *out, buf *err) {
   uv_fs_t req;
   int rc = uv_fs_stat(NULL, &req, out, NULL);
@@ -422,48 +560,58 @@ static bool prepare_out(const char *out, buf *err) {
   }
   path_list files = {0}, dirs = {0};
   bool ok = list_files(out, "", &files, &dirs, 0, err);
-  buf sums = BUF_INIT, path = BUF_INIT;
+  buf sums = BUF_INIT, path = BUF_INIT, data = BUF_INIT, unread = BUF_INIT;
   buf_printf(&path, "%s/SHA256SUMS", out);
-  buf unread = BUF_INIT;
-  bool earlier = ok && files.count && files_read(path.data, &sums, &unread);
-  buf_free(&unread);
+  bool earlier = ok && files.count && files_read(path.data, &sums, &unread) && sums.data;
+  buf_clear(&path);
+  buf_printf(&path, "%s/server.json", out);
+  earlier = earlier && listed_sum(sums.data, "server.json") && files_read(path.data, &data, &unread) &&
+            strstr(data.data, "\"tool\": \"luamcp release\"");
   if (ok && (files.count || dirs.count) && !earlier) {
-    buf_printf(err, "-o %s: the folder holds files, and no SHA256SUMS of an earlier release: give a new or "
-                    "empty folder",
+    buf_printf(err, "-o %s: the folder holds files, and is not an earlier luamcp release (a SHA256SUMS that "
+                    "lists its server.json): give a new or empty folder",
                out);
     ok = false;
   }
-  /* The files the earlier release listed, then SHA256SUMS itself. */
   for (size_t i = 0; ok && i < files.count; i++) {
-    buf line = BUF_INIT;
-    buf_printf(&line, "  %s\n", files.paths[i]);
-    bool listed = strcmp(files.paths[i], "SHA256SUMS") == 0 || (sums.data && strstr(sums.data, line.data));
-    buf_free(&line);
-    if (!listed) {
-      buf_printf(err, "-o %s: %s is not a file of the earlier release (its SHA256SUMS does not list it): "
-                      "move it away, or give another folder",
+    if (strcmp(files.paths[i], "SHA256SUMS") == 0) continue;
+    const char *line = listed_sum(sums.data, files.paths[i]);
+    char hex[2 * OS_SHA256_BYTES + 1] = "";
+    buf_clear(&path);
+    buf_clear(&data);
+    buf_printf(&path, "%s/%s", out, files.paths[i]);
+    if (line && files_read(path.data, &data, &unread)) sha256_hex(&data, hex);
+    if (!line) {
+      buf_printf(err, "-o %s: %s is not a file of the earlier release (its SHA256SUMS does not list it): move it "
+                      "away, or give another folder",
+                 out, files.paths[i]);
+      ok = false;
+    } else if (strncmp(line, hex, 2 * OS_SHA256_BYTES) != 0) {
+      buf_printf(err, "-o %s: %s has changed since the earlier release wrote it: move it away, or give another "
+                      "folder",
                  out, files.paths[i]);
       ok = false;
     }
   }
-  for (size_t i = 0; ok && i < files.count; i++) {
-    buf_clear(&path);
-    buf_printf(&path, "%s/%s", out, files.paths[i]);
-    rc = uv_fs_unlink(NULL, &req, path.data, NULL);
-    uv_fs_req_cleanup(&req);
-    if (rc < 0) buf_printf(err, "%s: %s", path.data, uv_strerror(rc)), ok = false;
-  }
-  for (size_t i = dirs.count; ok && i-- > 0;) {
-    buf_clear(&path);
-    buf_printf(&path, "%s/%s", out, dirs.paths[i]);
-    uv_fs_rmdir(NULL, &req, path.data, NULL);
-    uv_fs_req_cleanup(&req);
-  }
+  ok = ok && remove_listed(out, &files, &dirs, err);
   buf_free(&sums);
   buf_free(&path);
+  buf_free(&data);
+  buf_free(&unread);
   path_list_free(&files);
   path_list_free(&dirs);
   return ok;
+}
+
+/* After a failure once OUT was prepared: what this run wrote is taken away
+ * again (OUT held nothing else), so that OUT is left empty, not half made. */
+static void discard_out(const char *out) {
+  path_list files = {0}, dirs = {0};
+  buf ignored = BUF_INIT;
+  if (list_files(out, "", &files, &dirs, 0, &ignored)) remove_listed(out, &files, &dirs, &ignored);
+  buf_free(&ignored);
+  path_list_free(&files);
+  path_list_free(&dirs);
 }
 
 /* SHA256SUMS: every file in OUT but itself, in sha256sum's format
@@ -480,10 +628,9 @@ static bool write_sums(const char *out, size_t *count, buf *err) {
     buf_clear(&data);
     buf_printf(&path, "%s/%s", out, files.paths[i]);
     ok = files_read(path.data, &data, err);
-    uint8_t digest[OS_SHA256_BYTES];
-    os_sha256(data.data, data.len, digest);
-    for (size_t k = 0; k < OS_SHA256_BYTES; k++) buf_printf(&sums, "%02x", digest[k]);
-    buf_printf(&sums, "  %s\n", files.paths[i]);
+    char hex[2 * OS_SHA256_BYTES + 1];
+    sha256_hex(&data, hex);
+    buf_printf(&sums, "%s  %s\n", hex, files.paths[i]);
     (*count)++;
   }
   buf_clear(&path);
@@ -517,10 +664,26 @@ static bool read_ca_bundle(const release_options *o, buf *into, buf *err) {
   return false;
 }
 
-static bool has_linux_program(const release_info *r) {
-  for (size_t i = 0; i < r->program_count; i++)
-    if (r->programs[i].target->uname_m) return true;
-  return false;
+
+/* What release_check needs, and what it fills. */
+typedef struct release_run {
+  const release_options *o;
+  release_info *r;
+  buf *ca;          /* the image's CA certificates, read when there is an image */
+  bool prepared;    /* OUT was emptied for this run: a failure after it empties it again */
+} release_run;
+
+/* Once the scripts are loaded, before build writes anything: the names
+ * each door needs, the image's CA certificates, then OUT. A release that
+ * cannot be made stops here, with OUT as it was. */
+static bool release_check(const build_report *facts, void *data, buf *err) {
+  release_run *run = data;
+  bool image = false;
+  for (size_t i = 0; i < facts->program_count; i++) image = image || facts->targets[i]->uname_m;
+  if (!choose_names(run->o, facts, image, run->r, err)) return false;
+  if (image && !read_ca_bundle(run->o, run->ca, err)) return false;
+  run->prepared = prepare_out(run->o->out, err);
+  return run->prepared;
 }
 
 int release_command(int argc, char **argv) {
@@ -533,16 +696,17 @@ int release_command(int argc, char **argv) {
   release_info r = {0};
   build_report report = {0};
   buf err = BUF_INIT, ca = BUF_INIT;
+  release_run run = {&o, &r, &ca, false};
   int code = 1;
   r.out_dir = strdup(o.out);
-  if (!prepare_out(o.out, &err)) goto done;
-  code = build_run(o.build_argc, o.build_argv, o.out, &report);
+  if (!check_options(&o, &err)) goto done;
+  code = build_run(o.build_argc, o.build_argv, o.out, release_check, &run, &report);
   if (code != 0) goto quiet;
   code = 1;
-  if (!take_build(&report, &r, &err) || !choose_names(&o, &r, &err)) goto done;
+  if (!take_build(&report, &r, &err)) goto done;
   if (o.sign_cert && !release_sign_mcpb(&r, o.sign_cert, o.sign_key, o.sign_chain, &err)) goto done;
   if (!release_write_npm(&r, &err)) goto done;
-  if (has_linux_program(&r) && !(read_ca_bundle(&o, &ca, &err) && release_write_oci(&r, &ca, &err))) goto done;
+  if (ca.len && !release_write_oci(&r, &ca, &err)) goto done;
   if (!release_write_server_json(&r, &err)) goto done;
   size_t sum_count;
   if (!write_sums(o.out, &sum_count, &err)) goto done;
@@ -552,6 +716,10 @@ int release_command(int argc, char **argv) {
 done:
   if (code != 0) fprintf(stderr, "luamcp: release: %s\n", err.data ? err.data : "failed");
 quiet:
+  if (code != 0 && run.prepared) {
+    discard_out(o.out);
+    fprintf(stderr, "luamcp: release: nothing is left in %s\n", o.out);
+  }
   build_report_free(&report);
   release_info_free(&r);
   buf_free(&err);

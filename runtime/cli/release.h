@@ -51,6 +51,7 @@ typedef struct release_info {
   char *registry_name; /* "io.github.you/weather": server.json name, package.json mcpName, image label */
   char *npm_name;      /* "@you/weather": the main npm package */
   char *image;         /* "ghcr.io/you/weather": the image's repository, without a tag */
+  char *image_tag;     /* the version as an image tag takes it ('_' for semver's '+') */
   char *repository;    /* "https://github.com/you/weather", or NULL */
   char *mcpb_url;      /* where the .mcpb will be downloaded from (server.json identifier) */
   char *mcpb_path;     /* the .mcpb in the output folder */
@@ -68,6 +69,17 @@ const release_program *release_program_for(const release_info *r, const char *ta
 /* `luamcp release DIR [options]`; argv holds what follows "release". */
 int release_command(int argc, char **argv);
 void release_usage(FILE *to);
+
+/* Whether npm would publish a package called name, and the platform
+ * packages' names after it ("-linux-arm64"); the reason in err if not
+ * (release_npm.c). */
+bool release_npm_name_ok(const char *name, buf *err);
+
+/* Whether the certificate, key and chain (NULL: none) can sign, as
+ * release_sign_mcpb will: read, matched, RSA, on a platform that signs; the
+ * reason, naming the file, in err if not. Checked before anything is built
+ * (release_sign.c). */
+bool release_sign_check(const char *cert_pem, const char *key_pem, const char *chain_pem, buf *err);
 
 /* ---- The writers: each false with the reason in err -------------------- */
 

@@ -94,6 +94,10 @@ static bool npm_name_ok(const char *name, size_t longest_suffix, buf *err) {
   return true;
 }
 
+bool release_npm_name_ok(const char *name, buf *err) {
+  return npm_name_ok(name, strlen("-linux-arm64"), err);
+}
+
 /* ---- The files ----------------------------------------------------------- */
 
 static void json_text(buf *b, const char *s) { json_write_string(b, s, strlen(s)); }
@@ -147,9 +151,14 @@ static void write_main_json(buf *b, const release_info *r, const npm_platform *p
   common_members(b, r, r->description);
   /* The MCP Registry checks that the package names the server. */
   member(b, "  ", "mcpName", r->registry_name);
+  buf bin = BUF_INIT;
+  buf_printf(&bin, "bin/%s.js", r->name);
   buf_puts(b, ",\n  \"bin\": {\n    ");
   json_text(b, r->name);
-  buf_printf(b, ": \"bin/%s.js\"\n  },\n  \"files\": [\"bin/\"],\n", r->name);
+  buf_puts(b, ": ");
+  json_text(b, bin.data);
+  buf_puts(b, "\n  },\n  \"files\": [\"bin/\"],\n");
+  buf_free(&bin);
   buf_puts(b, "  \"engines\": {\n    \"node\": \"" NPM_ENGINES_NODE "\"\n  },\n  \"optionalDependencies\": {");
   for (size_t i = 0; i < count; i++) {
     buf_append_str(b, i ? ",\n    " : "\n    ");
@@ -200,6 +209,18 @@ static void write_launcher(buf *b, const release_info *r, const npm_platform *pl
            "  );\n"
            "  process.exit(1);\n"
            "}\n"
+           "// A package packed where files have no modes (on Windows) loses the\n"
+           "// program's executable bit: give it back.\n"
+           "if (process.platform !== \"win32\") {\n"
+           "  const fs = require(\"fs\");\n"
+           "  try {\n"
+           "    fs.accessSync(program, fs.constants.X_OK);\n"
+           "  } catch {\n"
+           "    try {\n"
+           "      fs.chmodSync(program, 0o755);\n"
+           "    } catch {}\n"
+           "  }\n"
+           "}\n"
            "const args = process.argv.slice(2);\n"
            "// Become the program: nothing of Node is left between the client and it.\n"
            "if (typeof process.execve === \"function\" && process.platform !== \"win32\") {\n"
@@ -222,7 +243,8 @@ static void write_launcher(buf *b, const release_info *r, const npm_platform *pl
            "    process.removeListener(signal, forward);\n"
            "    process.kill(process.pid, signal);\n"
            "  }\n"
-           "  process.exit(code === null ? 1 : code);\n"
+           "  // Killed by a signal that did not end this process too: exit as a shell says it.\n"
+           "  process.exit(code === null ? 128 + (require(\"os\").constants.signals[signal] || 0) : code);\n"
            "});\n");
 }
 
@@ -293,7 +315,7 @@ static bool check_inputs(const release_info *r, buf *err) {
     buf_puts(err, "npm packages need the main package's name: --npm @you/NAME");
     return false;
   }
-  if (!npm_name_ok(r->npm_name, strlen("-linux-arm64"), err)) return false;
+  if (!release_npm_name_ok(r->npm_name, err)) return false;
   if (!r->registry_name) {
     buf_puts(err, "npm packages need the MCP Registry name for mcpName: --registry-name io.github.you/NAME");
     return false;

@@ -160,7 +160,11 @@ static void write_config(const release_info *r, const char *arch, const char *di
   buf_printf(b, "{\"architecture\":\"%s\",\"os\":\"linux\",\"config\":{", arch);
   buf_printf(b, "\"User\":\"%d:%d\",\"ExposedPorts\":{\"" IMAGE_HTTP_PORT "\":{}},", IMAGE_UID, IMAGE_UID);
   buf_puts(b, "\"Env\":[\"" IMAGE_PATH_ENV "\"],\"Entrypoint\":[");
-  buf_printf(b, "\"/" IMAGE_BIN_DIR "%s\"],\"Cmd\":[],\"WorkingDir\":\"/\",\"Labels\":", r->name);
+  buf entrypoint = BUF_INIT;
+  buf_printf(&entrypoint, "/" IMAGE_BIN_DIR "%s", r->name);
+  json_write_string(b, entrypoint.data, entrypoint.len);
+  buf_free(&entrypoint);
+  buf_puts(b, "],\"Cmd\":[],\"WorkingDir\":\"/\",\"Labels\":");
   labels(b, r);
   buf_printf(b, "},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}", diff_id);
 }
@@ -211,11 +215,11 @@ static void write_layout_index(const release_info *r, const blob *index, buf *b)
   buf_puts(b, ",\"annotations\":{");
   if (r->image) {
     buf tagged = BUF_INIT;
-    buf_printf(&tagged, "%s:%s", r->image, r->version);
+    buf_printf(&tagged, "%s:%s", r->image, r->image_tag);
     json_pair(b, "io.containerd.image.name", tagged.data, false);
     buf_free(&tagged);
   }
-  json_pair(b, "org.opencontainers.image.ref.name", r->version, true);
+  json_pair(b, "org.opencontainers.image.ref.name", r->image_tag, true);
   buf_puts(b, "}}]}");
 }
 

@@ -105,7 +105,7 @@ bool release_write_server_json(const release_info *r, buf *err) {
   if (image) {
     /* The Registry takes an image by one reference, its tag included. */
     buf ref = BUF_INIT;
-    buf_printf(&ref, "%s:%s", r->image, r->version);
+    buf_printf(&ref, "%s:%s", r->image, r->image_tag);
     open_package(&b, "oci", false);
     member(&b, "      ", "identifier", ref.data, true);
     member(&b, "      ", "runtimeHint", "docker", true);

@@ -63,29 +63,54 @@ static bool signing_time(int64_t *at, buf *err) {
   return true;
 }
 
-bool release_sign_mcpb(const release_info *r, const char *cert_pem, const char *key_pem, const char *chain_pem,
-                       buf *err) {
-  buf bundle = {0}, cert = {0}, key = {0}, chain = {0}, out = {0};
-  uint8_t *der = NULL;
-  size_t der_len = 0;
+/* The detached signature over n bytes of data, into *der (free it);
+ * false with the reason, naming the file at fault, in err. what names the
+ * thing signed in that reason. */
+static bool sign_bytes(const char *cert_pem, const char *key_pem, const char *chain_pem, const void *data, size_t n,
+                       const char *what, uint8_t **der, size_t *der_len, buf *err) {
+  buf cert = {0}, key = {0}, chain = {0};
   int64_t at;
   os_pkcs7_input culprit;
   char why[256] = "";
-  bool ok = files_read(r->mcpb_path, &bundle, err) && files_read(cert_pem, &cert, err) &&
-            files_read(key_pem, &key, err) && (!chain_pem || files_read(chain_pem, &chain, err)) &&
-            signing_time(&at, err);
-  size_t signed_len = ok ? unsigned_length(&bundle) : 0;
+  bool ok = files_read(cert_pem, &cert, err) && files_read(key_pem, &key, err) &&
+            (!chain_pem || files_read(chain_pem, &chain, err)) && signing_time(&at, err);
+  if (ok && chain_pem && chain.len == 0) {
+    buf_printf(err, "signing %s: %s is empty (--sign-chain names a PEM file of intermediate certificates)", what,
+               chain_pem);
+    ok = false;
+  }
   if (ok && !os_pkcs7_sign_detached(cert.data, cert.len, key.data, key.len, chain_pem ? chain.data : NULL,
-                                    chain.len, at, bundle.data, signed_len, &der, &der_len, &culprit, why,
-                                    sizeof why)) {
+                                    chain.len, at, data, n, der, der_len, &culprit, why, sizeof why)) {
     const char *file = culprit == OS_PKCS7_CERT    ? cert_pem
                        : culprit == OS_PKCS7_KEY   ? key_pem
                        : culprit == OS_PKCS7_CHAIN ? chain_pem
                                                    : NULL;
-    if (file) buf_printf(err, "signing %s: %s %s", r->mcpb_path, file, why);
-    else buf_printf(err, "signing %s: %s", r->mcpb_path, why);
+    if (file) buf_printf(err, "signing %s: %s %s", what, file, why);
+    else buf_printf(err, "signing %s: %s", what, why);
     ok = false;
   }
+  buf_free(&cert);
+  buf_free(&key);
+  buf_free(&chain);
+  return ok;
+}
+
+bool release_sign_check(const char *cert_pem, const char *key_pem, const char *chain_pem, buf *err) {
+  uint8_t *der = NULL;
+  size_t der_len = 0;
+  bool ok = sign_bytes(cert_pem, key_pem, chain_pem, "", 0, "the .mcpb", &der, &der_len, err);
+  free(der);
+  return ok;
+}
+
+bool release_sign_mcpb(const release_info *r, const char *cert_pem, const char *key_pem, const char *chain_pem,
+                       buf *err) {
+  buf bundle = {0}, out = {0};
+  uint8_t *der = NULL;
+  size_t der_len = 0;
+  bool ok = files_read(r->mcpb_path, &bundle, err);
+  size_t signed_len = ok ? unsigned_length(&bundle) : 0;
+  ok = ok && sign_bytes(cert_pem, key_pem, chain_pem, bundle.data, signed_len, r->mcpb_path, &der, &der_len, err);
   if (ok && der_len > UINT32_MAX) {
     buf_printf(err, "signing %s: the signature is too large for the block", r->mcpb_path);
     ok = false;
@@ -101,9 +126,6 @@ bool release_sign_mcpb(const release_info *r, const char *cert_pem, const char *
   }
   free(der);
   buf_free(&bundle);
-  buf_free(&cert);
-  buf_free(&key);
-  buf_free(&chain);
   buf_free(&out);
   return ok;
 }

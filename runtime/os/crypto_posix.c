@@ -387,7 +387,7 @@ bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *k
   if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_RSA) {
     if (why && why_len)
       snprintf(why, why_len, "holds a key of type %s, not RSA: mcpb verifies RSA signatures only",
-               EVP_PKEY_get0_type_name(pkey));
+               EVP_PKEY_get0_type_name(pkey) ? EVP_PKEY_get0_type_name(pkey) : "unknown");
     goto done;
   }
   if (X509_check_private_key(cert, pkey) != 1) {
@@ -409,7 +409,9 @@ bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *k
   when = signing_time_of(cert, signing_time);
   bool built = content && when && (p7 = PKCS7_sign(NULL, NULL, NULL, NULL, flags)) &&
                (signer = PKCS7_sign_add_signer(p7, cert, pkey, EVP_sha256(), flags)) &&
-               PKCS7_add0_attrib_signing_time(signer, when);
+               /* Tagged as what it is (PKCS7_add0_attrib_signing_time would call a
+                * GeneralizedTime of 2050 and later UTCTime). */
+               PKCS7_add_signed_attribute(signer, NID_pkcs9_signingTime, ASN1_STRING_type(when), when);
   if (built) when = NULL; /* the signer owns it now */
   for (int i = 0; built && chain && i < sk_X509_num(chain); i++) built = PKCS7_add_certificate(p7, sk_X509_value(chain, i));
   if (!built || PKCS7_final(p7, content, flags) != 1 || (out_len = i2d_PKCS7(p7, &out)) <= 0) {
