@@ -225,11 +225,15 @@ describe("luamcp release: npm packages", function()
     assert.truthy(stderr:find("npm name \"@X/Npm-Fixture\"", 1, true), stderr)
   end)
 
-  it("picks the linux-arm64 package for an arm64 Node (under qemu)", function()
+  it("picks the linux-arm64 package for an arm64 Node (under qemu), through the bin and through npx", function()
     if not QEMU or not binfmt_aarch64() then pending("qemu-aarch64-static with binfmt_misc is not here") return end
     if not exists(ARM64_NODE) then pending("no arm64 Node in spec/foreign-node (make foreign-node)") return end
     local dir = install({ "linux-arm64" }, true)
     assert_served(sdk(QEMU, { ARM64_NODE, dir .. "/node_modules/" .. NPM_NAME .. "/bin/" .. NAME .. ".js" }))
+    -- npx itself on the arm64 Node (first on PATH: npm, npx and the bin are
+    -- Node scripts, run by it through binfmt_misc), as a client starts it.
+    assert_served(sdk("npx", { "-y", NPM_NAME }, { cwd = dir,
+      env = { PATH = ARM64_NODE:match("^(.*)/[^/]+$") .. ":" .. os.getenv("PATH") } }))
   end)
 
   it("picks the win32-x64 package for a Windows Node (under wine)", function()
