@@ -649,7 +649,8 @@ static bool write_sums(const char *out, size_t *count, buf *err) {
 static bool read_ca_bundle(const release_options *o, buf *into, buf *err) {
   const char *file = o->ca_certs ? o->ca_certs : getenv("SSL_CERT_FILE");
   if (file && *file) {
-    if (files_read(file, into, err)) return true;
+    if (files_read(file, into, err) && into->len) return true;
+    if (!err->len) buf_printf(err, "%s is empty", file);
     buf_printf(err, " (%s: the image's CA certificates)", o->ca_certs ? "--ca-certs" : "SSL_CERT_FILE");
     return false;
   }
@@ -671,6 +672,7 @@ typedef struct release_run {
   const release_options *o;
   release_info *r;
   buf *ca;          /* the image's CA certificates, read when there is an image */
+  bool image;       /* a Linux target: there is an image to make */
   bool prepared;    /* OUT was emptied for this run: a failure after it empties it again */
 } release_run;
 
@@ -679,10 +681,9 @@ typedef struct release_run {
  * cannot be made stops here, with OUT as it was. */
 static bool release_check(const build_report *facts, void *data, buf *err) {
   release_run *run = data;
-  bool image = false;
-  for (size_t i = 0; i < facts->program_count; i++) image = image || facts->targets[i]->uname_m;
-  if (!choose_names(run->o, facts, image, run->r, err)) return false;
-  if (image && !read_ca_bundle(run->o, run->ca, err)) return false;
+  for (size_t i = 0; i < facts->program_count; i++) run->image = run->image || facts->targets[i]->uname_m;
+  if (!choose_names(run->o, facts, run->image, run->r, err)) return false;
+  if (run->image && !read_ca_bundle(run->o, run->ca, err)) return false;
   run->prepared = prepare_out(run->o->out, err);
   return run->prepared;
 }
@@ -697,7 +698,7 @@ int release_command(int argc, char **argv) {
   release_info r = {0};
   build_report report = {0};
   buf err = BUF_INIT, ca = BUF_INIT;
-  release_run run = {&o, &r, &ca, false};
+  release_run run = {&o, &r, &ca, false, false};
   int code = 1;
   r.out_dir = strdup(o.out);
   if (!check_options(&o, &err)) goto done;
@@ -707,7 +708,7 @@ int release_command(int argc, char **argv) {
   if (!take_build(&report, &r, &err)) goto done;
   if (o.sign_cert && !release_sign_mcpb(&r, o.sign_cert, o.sign_key, o.sign_chain, &err)) goto done;
   if (!release_write_npm(&r, &err)) goto done;
-  if (ca.len && !release_write_oci(&r, &ca, &err)) goto done;
+  if (run.image && !release_write_oci(&r, &ca, &err)) goto done;
   if (!release_write_server_json(&r, &err)) goto done;
   size_t sum_count;
   if (!write_sums(o.out, &sum_count, &err)) goto done;
