@@ -263,6 +263,15 @@ describe("luamcp release refuses", function()
     assert.are.same({}, files_under(dir))
   end)
 
+  it("an image without CA certificates, writing nothing", function()
+    client.write_file(dir .. "/empty.pem", "")
+    local code, _, err = release(FIXTURE, "--target", "linux-x64", "--registry-name", "io.github.Ada/weather",
+      "--ca-certs", dir .. "/empty.pem", "-o", dir .. "/d")
+    assert.are_not.equal(0, code)
+    assert.matches("empty.pem is empty (--ca-certs: the image's CA certificates)", err, 1, true)
+    assert.are.same({ "empty.pem" }, files_under(dir))
+  end)
+
   it("a key without its certificate", function()
     local code, _, err = release(FIXTURE, "--registry-name", "io.github.Ada/weather", "--sign-key", "k.pem")
     assert.are.equal(2, code)
