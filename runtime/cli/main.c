@@ -973,7 +973,8 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
   if (o.ui && o.worker_index <= 1) {
     /* Under --workers, worker 1 shows what its own clients do. */
     char err_text[400];
-    rt->inspector = inspector_start(rt->loop, &rt->srv, &rt->app, o.path, o.ui_port, err_text, sizeof err_text);
+    rt->inspector = inspector_start(rt->loop, &rt->srv, &rt->app, o.path, !o.ui_only, o.ui_port, err_text,
+                                    sizeof err_text);
     if (!rt->inspector) {
       fprintf(stderr, "luamcp: %s\n", err_text);
       return 1;
