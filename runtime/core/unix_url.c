@@ -33,3 +33,14 @@ bool unix_url_parse(const char *text, const char *default_path, char *socket, si
   snprintf(path, path_len, "%s", endpoint);
   return true;
 }
+
+bool unix_url_for_curl(const char *text, char *socket, size_t socket_len, char *url, size_t url_len, char *err,
+                       size_t err_len) {
+  char path[1024];
+  if (!unix_url_parse(text, "/mcp", socket, socket_len, path, sizeof path, err, err_len)) return false;
+  if ((size_t)snprintf(url, url_len, "http://localhost%s", path) >= url_len) {
+    snprintf(err, err_len, "'%s' is too long", text);
+    return false;
+  }
+  return true;
+}

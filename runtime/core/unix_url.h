@@ -26,4 +26,10 @@ bool unix_url_is(const char *text);
 bool unix_url_parse(const char *text, const char *default_path, char *socket, size_t socket_len, char *path,
                     size_t path_len, char *err, size_t err_len);
 
+/* The same as curl is handed it: the socket into socket (for
+ * CURLOPT_UNIX_SOCKET_PATH) and the URL http://localhost/PATH into url,
+ * the local name the server's Host rule accepts. */
+bool unix_url_for_curl(const char *text, char *socket, size_t socket_len, char *url, size_t url_len, char *err,
+                       size_t err_len);
+
 #endif
