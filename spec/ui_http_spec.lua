@@ -274,6 +274,40 @@ describe("luamcp dev --ui", function()
   end)
 end)
 
+describe("luamcp dev --ui while a handler computes", function()
+  it("holds the page's messages and its reset until the handler stops, in order", function()
+    local proc = mcp.spawn({ "dev", "spec/fixtures/hardening", "--ui" })
+    local port, token = address_of(proc)
+    local s = { port = port, token = token, proc = proc }
+    proc:initialize()
+    proc:send({ jsonrpc = "2.0", id = 99, method = "tools/call", params = { name = "spin", arguments = {} } })
+    assert.is_true(mcp.wait_until(function()
+      uv.run("nowait")
+      for _, line in ipairs(proc.lines) do if line:find("spinning", 1, true) then return true end end
+    end, 30000), "the spin tool did not start")
+    local events = open_events(s)
+    assert.is_table(events.until_(function(e) return e.kind == "live" end))
+    -- The loop takes turns inside the spinning handler: the page is answered
+    -- at once, but nothing of its own runs until the handler stops.
+    assert.are.equal(202, send(s, INIT).status)
+    assert.are.equal(202, request(s, { method = "POST", path = "/reset?token=" .. token }).status)
+    local again = { jsonrpc = "2.0", id = 2, method = "initialize", params = INIT.params }
+    assert.are.equal(202, send(s, again).status)
+    proc:notify("notifications/cancelled", { requestId = 99 })
+    local order = {}
+    local answer = events.until_(function(e)
+      if e.conn == "ui" then order[#order + 1] = e.kind == "conn" and e.state or message_of(e).id end
+      return e.conn == "ui" and e.dir == "s2c"
+    end)
+    assert.is_table(answer, "the page's initialize was never answered: " .. cjson.encode(events.seen) .. "\n" .. proc.stderr:sub(-3000))
+    assert.same({ "closed", "open", 2, 2 }, order) -- the first initialize was for the session the reset ended
+    -- The stdio client is served as before (a cancelled call gets no answer).
+    assert.is_table(proc:request("ping", {}).result)
+    events.conn:close()
+    stop(s)
+  end)
+end)
+
 describe("luamcp inspect --ui", function()
   it("serves a folder to the page alone, and stops cleanly", function()
     local proc = mcp.spawn({ "inspect", "--ui", DEMO })

@@ -39,7 +39,7 @@ struct inspector {
   server *srv;
   lua_app *app;
   session *page; /* the page's own session, "ui" */
-  uv_check_t deliver;
+  uv_idle_t deliver; /* runs while the page's messages wait (an idle handle: the loop must not block meanwhile) */
   page_message *queue, *queue_tail;
   int queued;
   /* Another server (inspect -- COMMAND, --http URL). */
@@ -187,11 +187,19 @@ static void on_reload(void *data, const reload_outcome *r) {
   ui_notify(ins->ui);
 }
 
+static void drop_queue(inspector *ins);
+static void replace_page_session(inspector *ins);
+
 /* Hand the page's queued messages to its session, oldest first, while no
  * handler computes (a loop, not recursion: a message may make a handler
- * take a turn of the loop, and this check then waits for the next). */
-static void on_deliver(uv_check_t *h) {
+ * take a turn of the loop, and this then waits for the next). A reset
+ * asked for meanwhile comes first: what is queued came after it. */
+static void on_deliver(uv_idle_t *h) {
   inspector *ins = h->data;
+  if (ins->reset_wanted && ins->srv->nested_poll == 0 && ins->page) {
+    ins->reset_wanted = false;
+    replace_page_session(ins);
+  }
   while (ins->queue && ins->srv->nested_poll == 0 && ins->page) {
     page_message *m = ins->queue;
     ins->queue = m->next;
@@ -200,7 +208,7 @@ static void on_deliver(uv_check_t *h) {
     session_receive(ins->page, m->json, m->len, NULL);
     free(m);
   }
-  if (!ins->queue) uv_check_stop(h);
+  if (!ins->queue && !ins->reset_wanted) uv_idle_stop(h);
 }
 
 static bool local_send(void *arg, const char *json, size_t len, buf *why) {
@@ -210,12 +218,15 @@ static bool local_send(void *arg, const char *json, size_t len, buf *why) {
     return false;
   }
   note_page_request(ins, json, len);
-  if (ins->srv->nested_poll == 0 && !ins->queue) {
+  if (ins->srv->nested_poll == 0 && !ins->queue && !ins->reset_wanted) {
     session_receive(ins->page, json, len, NULL);
     return true;
   }
   /* A handler computes: a cancellation acts now, the rest waits its turn. */
-  if (!ins->queue && session_receive_urgent(ins->page, json, len)) return true;
+  if (!ins->queue && session_receive_urgent(ins->page, json, len)) {
+    session_note_received(ins->page, json, len);
+    return true;
+  }
   if (ins->queued >= PAGE_QUEUE_MAX) {
     buf_append_str(why, "a handler computes and the page has sent too much meanwhile; try again");
     return false;
@@ -229,7 +240,7 @@ static bool local_send(void *arg, const char *json, size_t len, buf *why) {
   else ins->queue = m;
   ins->queue_tail = m;
   ins->queued++;
-  uv_check_start(&ins->deliver, on_deliver);
+  uv_idle_start(&ins->deliver, on_deliver);
   return true;
 }
 
@@ -243,17 +254,28 @@ static void drop_queue(inspector *ins) {
   ins->queued = 0;
 }
 
+static void replace_page_session(inspector *ins) {
+  session_free(ins->page);
+  forget_initialize(ins);
+  record_conn(ins, "ui", false, "the page asked for a new connection");
+  open_page_session(ins);
+}
+
+/* The page's session is freed only while no handler computes: a handler
+ * of that session may be the one that lets the loop take this turn. */
 static bool local_reset(void *arg, buf *why) {
   inspector *ins = arg;
   if (!ins->page) {
     buf_append_str(why, "the server is stopping");
     return false;
   }
-  drop_queue(ins);
-  session_free(ins->page);
-  forget_initialize(ins);
-  record_conn(ins, "ui", false, "the page asked for a new connection");
-  open_page_session(ins);
+  drop_queue(ins); /* for the session that ends; what comes after is the new one's */
+  if (ins->srv->nested_poll == 0) {
+    replace_page_session(ins);
+    return true;
+  }
+  ins->reset_wanted = true;
+  uv_idle_start(&ins->deliver, on_deliver);
   return true;
 }
 
@@ -284,7 +306,7 @@ inspector *inspector_start(uv_loop_t *loop, server *srv, lua_app *app, const cha
     free(ins);
     return NULL;
   }
-  uv_check_init(loop, &ins->deliver);
+  uv_idle_init(loop, &ins->deliver);
   ins->deliver.data = ins;
   wire_watch(srv, &WIRE_OBSERVER, ins);
   if (app) {

@@ -1145,13 +1145,14 @@ bool session_receive_urgent(session *s, const char *json, size_t len) {
   jsonrpc_message m;
   jsonrpc_classify(json_doc_root(doc), json, &m);
   bool cancel = m.kind == JSONRPC_NOTIFICATION && is_method(&m, "notifications/cancelled");
-  if (cancel) {
-    trace_message("<-", s->name, json, len);
-    wire_seen(s->server, s, WIRE_FROM_CLIENT, json, len);
-    handle_notification(s, &m, json);
-  }
+  if (cancel) handle_notification(s, &m, json);
   json_doc_free(doc);
   return cancel;
+}
+
+void session_note_received(session *s, const char *json, size_t len) {
+  trace_message("<-", s->name, json, len);
+  wire_seen(s->server, s, WIRE_FROM_CLIENT, json, len);
 }
 
 static void receive(session *s, char *json, size_t len, void *origin, bool in_place) {

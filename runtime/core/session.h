@@ -227,6 +227,10 @@ void session_receive_in_place(session *s, char *json, size_t len, void *origin);
  * be stopped); anything else is left for session_receive later, in order.
  * Returns whether the message was a cancellation. */
 bool session_receive_urgent(session *s, const char *json, size_t len);
+/* A cancellation session_receive_urgent took that the transport will not
+ * pass to session_receive later (stdio does; HTTP answers it at once):
+ * shown in the trace, and to wire observers, as received. */
+void session_note_received(session *s, const char *json, size_t len);
 
 /* An error that answers no request (id null): an unreadable or oversized
  * message. */

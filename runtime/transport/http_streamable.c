@@ -314,6 +314,7 @@ bool streamable_urgent(http_conn *c, bool legacy) {
   http_session *hs = session_of(c, legacy);
   if (hs && c->parser.method == HTTP_POST && http_is_json(c->content_type) &&
       session_receive_urgent(hs->session, c->body.data ? c->body.data : "", c->body.len)) {
+    session_note_received(hs->session, c->body.data ? c->body.data : "", c->body.len);
     conn_send_response(c, 202, NULL, NULL, NULL, 0);
     conn_response_done(c);
     return true;
