@@ -234,7 +234,9 @@ function showTool(tool) {
     } catch (err) { showRpcError(result, err); }
     finally { call.disabled = false; cancel.disabled = true; }
   });
-  const first = f.querySelector("input,select,textarea,button"); if (first && document.activeElement && document.activeElement.closest("#tool-list")) { /* keep focus on the list item */ }
+  // The first field is where a keyboard user goes next (Tab from there).
+  const first = f.querySelector("input,select,textarea,button");
+  if (first) first.focus();
 }
 
 // A 2026-07-28 result may ask questions (input_required) or be a task.

@@ -24,7 +24,10 @@ export class Timeline {
     this.follow = true;
     this.dirty = false;
     this.pool = [];
-    list.addEventListener("scroll", () => this.schedule());
+    // Following the newest rows while the list is scrolled to its end, as a
+    // terminal does; scrolling up stops it until the end is reached again.
+    this.atEnd = true;
+    list.addEventListener("scroll", () => { this.atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - ROW_H; this.schedule(); });
     window.addEventListener("resize", () => this.schedule());
     list.addEventListener("keydown", (e) => this.key(e));
     list.addEventListener("click", (e) => { const r = e.target.closest(".tl-row"); if (r) this.select(Number(r.dataset.pos)); });
@@ -156,7 +159,7 @@ export class Timeline {
   render() {
     const n = this.shown.length;
     this.spacer.style.height = n * ROW_H + "px";
-    if (this.follow && this.selected < 0) this.list.scrollTop = this.list.scrollHeight;
+    if (this.follow && this.atEnd) this.list.scrollTop = this.list.scrollHeight;
     const top = this.list.scrollTop, h = this.list.clientHeight || 400;
     const first = Math.max(0, Math.floor(top / ROW_H) - 2), last = Math.min(n, Math.ceil((top + h) / ROW_H) + 2);
     let used = 0;
@@ -251,6 +254,7 @@ export class Timeline {
     if (pos < 0 || pos >= this.shown.length) return;
     this.selected = pos;
     const y = pos * ROW_H;
+    this.atEnd = pos === this.shown.length - 1;
     if (y < this.list.scrollTop) this.list.scrollTop = y;
     else if (y + ROW_H > this.list.scrollTop + this.list.clientHeight) this.list.scrollTop = y + ROW_H - this.list.clientHeight;
     this.showDetail(this.entries[this.shown[pos]]);
