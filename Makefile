@@ -64,7 +64,10 @@ LUA_LIB := $(shell find lua -path lua/meta -prune -o -name '*.lua' -print | LC_A
 CORE_CFLAGS := $(BASE_CFLAGS) -Ibuild/core-guard
 CORE_GUARD  := $(addprefix build/core-guard/,uv.h lua.h lauxlib.h lualib.h)
 
-OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o
+# The web inspector's page (luamcp dev --ui): every file in runtime/ui/,
+# kept as it is (transport/ui_http.h).
+UI_FILES := $(sort $(wildcard runtime/ui/*.html runtime/ui/*.js runtime/ui/*.css runtime/ui/*.svg))
+OBJ := $(patsubst runtime/%.c,build/obj/%.o,$(RUNTIME_SRC)) build/obj/embedded_lua.o build/obj/embedded_ui.o
 
 .DEFAULT_GOAL := all
 # Every build runs on all the cores: what compiles waits for the packages
@@ -106,6 +109,12 @@ build/obj/embedded_lua.o: build/embedded_lua.c | build/obj
 
 build/embedded_lua.c: build/embed $(LUA_LIB)
 	build/embed $@ lua $(LUA_LIB)
+
+build/obj/embedded_ui.o: build/embedded_ui.c | build/obj
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+build/embedded_ui.c: build/embed $(UI_FILES) | build/obj
+	build/embed --files $@ runtime/ui $(UI_FILES)
 
 # embed compiles the library to bytecode with the host's Lua 5.4 (the same
 # release the cross builds link: runtime/tools/embed.c).
@@ -296,13 +305,16 @@ FORCE:
 
 # The runtime with AddressSanitizer and UBSan, for running the specs under
 # them: make build/luamcp-asan && LUAMCP=build/luamcp-asan busted
-ASAN_OBJ := $(patsubst runtime/%.c,build/asan/%.o,$(RUNTIME_SRC)) build/asan/embedded_lua.o
+ASAN_OBJ := $(patsubst runtime/%.c,build/asan/%.o,$(RUNTIME_SRC)) build/asan/embedded_lua.o build/asan/embedded_ui.o
 build/luamcp-asan: $(ASAN_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=address,undefined $(EXPORT_LUA_API) -o $@ $(ASAN_OBJ) $(STATIC_LIBS) $(LDLIBS)
 build/asan/%.o: runtime/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -c -o $@ $<
 build/asan/embedded_lua.o: build/embedded_lua.c
+	@mkdir -p build/asan
+	$(CC) $(CFLAGS) -fsanitize=address,undefined -c -o $@ $<
+build/asan/embedded_ui.o: build/embedded_ui.c
 	@mkdir -p build/asan
 	$(CC) $(CFLAGS) -fsanitize=address,undefined -c -o $@ $<
 

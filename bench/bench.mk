@@ -119,13 +119,16 @@ bench-smoke: $(BENCH_DIR)/loadclient
 
 # The runtime without the watchdog, only to measure what stopping runaway
 # code costs (bench/extra.lua); never for use: nothing stops such code in it.
-BENCH_NOHOOK_OBJ := $(patsubst runtime/%.c,$(BENCH_DIR)/nohook/%.o,$(RUNTIME_SRC)) $(BENCH_DIR)/nohook/embedded_lua.o
+BENCH_NOHOOK_OBJ := $(patsubst runtime/%.c,$(BENCH_DIR)/nohook/%.o,$(RUNTIME_SRC)) $(BENCH_DIR)/nohook/embedded_lua.o $(BENCH_DIR)/nohook/embedded_ui.o
 $(BENCH_DIR)/luamcp-nohook: $(BENCH_NOHOOK_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
 $(BENCH_DIR)/nohook/%.o: runtime/%.c | bench-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DLUAMCP_NO_WATCHDOG -c -o $@ $<
 $(BENCH_DIR)/nohook/embedded_lua.o: build/embedded_lua.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(BENCH_DIR)/nohook/embedded_ui.o: build/embedded_ui.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)

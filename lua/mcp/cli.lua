@@ -182,6 +182,7 @@ Usage: luamcp prompt PATH NAME [key=value ...]
 Usage: luamcp inspect PATH [--json]
        luamcp inspect --http URL [--header 'Name: value'] [--json]
        luamcp inspect [--json] -- COMMAND [ARG...]
+       luamcp inspect --ui [--ui-port N] PATH | --http URL | -- COMMAND [ARG...]
   Print what a server serves: tools with their arguments, resources,
   templates, prompts. PATH (a script file or folder) is loaded in this
   process as `luamcp run` loads it and served to nobody but this command;
@@ -190,6 +191,11 @@ Usage: luamcp inspect PATH [--json]
   server, as luamcp call does, and show what its lists say.
   --json   the wire entries clients get (tools/list and the others) as one
            JSON object
+  --ui     open the web inspector instead of printing: a page on 127.0.0.1
+           (address and token printed on stderr) that shows every message
+           between it and the server live and calls tools from forms; PATH
+           is served to the page alone and reloaded when a script changes
+  --ui-port N  ... on this port (default: a free one)
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
   --idp-client-id, --scope, --issuer, --header, --root, --answer,

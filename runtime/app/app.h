@@ -193,6 +193,15 @@ typedef struct app_watch {
 /* The app behind the server: the generation new requests go to, and older
  * generations still finishing their calls. Owner: main, for the life of the
  * process (app_start .. app_stop). */
+/* How a reload ended, for lua_app.on_reload: valid during the call. */
+typedef struct reload_outcome {
+  bool ok;
+  unsigned generation; /* the one serving now (the previous one when !ok) */
+  const char *why;     /* what started it ("math.lua changed") */
+  const char *changed; /* ok: the lists that changed, "tools, prompts" ("" for none) */
+  const char *error;   /* !ok: why the load failed (its file:line: first) */
+} reload_outcome;
+
 typedef struct lua_app {
   server *srv;
   uv_loop_t *loop;
@@ -239,7 +248,12 @@ typedef struct lua_app {
    * store, the connections, libcurl's): registered on first use, run by
    * app_stop once the generations are freed (app/teardown.h). */
   teardown_list on_stop;
+  /* Told how each reload ended (luamcp dev --ui shows it); NULL: nobody.
+   * Owner of the hook: whoever set it, for the life of the app. */
+  void (*on_reload)(void *data, const reload_outcome *r);
+  void *on_reload_data;
 } lua_app;
+
 
 /* Raise the JSON-RPC error {code, message, data} from Lua (used by the
  * library through mcp.core.rpc_error). */

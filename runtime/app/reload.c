@@ -98,6 +98,11 @@ static void report_failure(lua_app *app, const char *why, const buf *err) {
   server_log(app->srv, LOG_ERROR, "luamcp", data.data, data.len);
   buf_free(&data);
   buf_free(&message);
+  if (app->on_reload) {
+    reload_outcome r = {.ok = false, .generation = app->current->generation, .why = why,
+                        .error = err->data ? err->data : "?"};
+    app->on_reload(app->on_reload_data, &r);
+  }
 }
 
 /* The load of fresh succeeded: new requests go to it from now on. */
@@ -174,6 +179,10 @@ static void swap_in(lua_app *app, vm *fresh, const char *why, double t0) {
   }
   log_write(LOG_NOTICE, "reloaded (%s) in %.1f ms: generation %u, %s changed", why, now_ms() - t0,
             fresh->generation, changed.len ? changed.data : "no list");
+  if (app->on_reload) {
+    reload_outcome r = {.ok = true, .generation = fresh->generation, .why = why, .changed = changed.len ? changed.data : ""};
+    app->on_reload(app->on_reload_data, &r);
+  }
   buf_free(&changed);
   confine_after_reload(fresh);
   warn_auth_changed(app);

@@ -15,6 +15,7 @@
 #include "cli/build.h"
 #include "cli/release.h"
 #include "cli/client.h"
+#include "cli/inspector.h"
 #include "cli/install.h"
 #include "cli/start_line.h"
 #include "cli/suggest.h"
@@ -78,6 +79,8 @@ typedef struct runtime {
   http_observe_hooks observe; /* what /metrics and /readyz report */
   http_observe_hooks observe_all; /* the same, with the other workers' figures (--metrics under --workers) */
   observe_listener *metrics;  /* --metrics, or NULL */
+  inspector *inspector;       /* --ui, or NULL */
+  bool stdio_served;          /* the scripts' client is on stdio (not inspect --ui PATH, not --http) */
 } runtime;
 
 static const char *self_path(char *out, size_t n) {
@@ -145,6 +148,10 @@ static void usage_options(FILE *to, bool bundled) {
           "                              until they send logging/setLevel (default: info)\n"
           "  --trace FILE                write every message in and out, with direction and time,\n"
           "                              to FILE (\"-\" for stderr)\n"
+          "  --ui                        the web inspector: a page on 127.0.0.1 that shows every\n"
+          "                              message live, and calls the tools from forms; its address\n"
+          "                              (with a token) is printed on stderr\n"
+          "  --ui-port N                 ... on this port (default: a free one)\n"
           "  --log-format FORMAT         text (the default) or json: one JSON object per line on\n"
           "                              stderr (time, level, message, and tool, request id,\n"
           "                              session when known)\n"
@@ -315,6 +322,11 @@ typedef struct run_options {
    * --metrics off: no counting at all, and no /metrics. */
   bool metrics;
   bool metrics_off;
+  /* --ui: the web inspector on 127.0.0.1:ui_port (cli/inspector.h);
+   * ui_only: inspect --ui PATH, the page is the only client (no stdio). */
+  bool ui;
+  bool ui_only;
+  int ui_port;
   char metrics_host[256];
   int metrics_port;
   http_options http_opts;
@@ -413,6 +425,13 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
                              sizeof err))
         fail_usage("--metrics: %s", err);
       o->metrics = true;
+      i++;
+    } else if (strcmp(a, "--ui") == 0) {
+      o->ui = true;
+    } else if (strcmp(a, "--ui-port") == 0) {
+      o->ui_port = (int)parse_count(a, value, 0);
+      if (o->ui_port > 65535) fail_usage("%s needs a port number (0: a free one)", a);
+      o->ui = true;
       i++;
     } else if (strcmp(a, "--log-format") == 0) {
       if (!value || (strcmp(value, "text") != 0 && strcmp(value, "json") != 0))
@@ -548,10 +567,12 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
 static void stop_loop(runtime *rt) {
   observe_close(rt->metrics);
   rt->metrics = NULL;
+  inspector_stop(rt->inspector);
+  rt->inspector = NULL;
   /* The server (and the workers' pipe) goes: the bus has no way out now. */
   if (rt->http && !rt->redis) bus_set_transport(rt->bus, NULL);
   if (rt->http) http_stop(rt->http);
-  else stdio_close_handles(&rt->stdio);
+  else if (rt->stdio_served) stdio_close_handles(&rt->stdio);
   uv_stop(rt->loop);
 }
 
@@ -739,10 +760,18 @@ static bool observe_ready(void *arg, const char **why) {
 }
 
 /* luamcp run (watch false) and luamcp dev (watch true). */
-static int serve(int argc, char **argv, bool watch) {
+/* luamcp inspect --ui: the web inspector rather than the printed lists. */
+static bool inspect_with_page(int argc, char **argv) {
+  for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--ui") == 0 || strcmp(argv[i], "--ui-port") == 0) return true;
+  return false;
+}
+
+static int serve(int argc, char **argv, bool watch, bool ui_only) {
   if (!bundle_self()) help_command = watch ? "luamcp dev --help" : "luamcp run --help";
   run_options o = {0};
   parse_run_options(argc, argv, &o);
+  o.ui_only = ui_only;
   if (o.help) {
     usage_serve(stdout, watch);
     return 0;
@@ -789,7 +818,7 @@ static int serve(int argc, char **argv, bool watch) {
   }
   if (o.node) snprintf(o.http_opts.node, sizeof o.http_opts.node, "%s", o.node);
   /* The development loop: the wire trace on stderr unless sent elsewhere. */
-  if (watch && !o.trace) o.trace = "-";
+  if (watch && !o.trace && !o.ui_only) o.trace = "-";
   if (o.trace && !trace_open(o.trace)) fail_usage("cannot open the trace file %s", o.trace);
 
   runtime *rt = calloc(1, sizeof *rt);
@@ -936,9 +965,19 @@ static int serve(int argc, char **argv, bool watch) {
     } else {
       start_line_write(rt->app.current, rt->where, true);
     }
-  } else {
+  } else if (!o.ui_only) {
     stdio_start(&rt->stdio, rt->loop, &rt->srv, on_stdio_done);
+    rt->stdio_served = true;
     start_line_write(rt->app.current, "on stdio", false);
+  }
+  if (o.ui && o.worker_index <= 1) {
+    /* Under --workers, worker 1 shows what its own clients do. */
+    char err_text[400];
+    rt->inspector = inspector_start(rt->loop, &rt->srv, &rt->app, o.path, o.ui_port, err_text, sizeof err_text);
+    if (!rt->inspector) {
+      fprintf(stderr, "luamcp: %s\n", err_text);
+      return 1;
+    }
   }
   if (o.metrics && o.worker_index <= 1) {
     /* Under --workers, worker 1 serves it, with every worker's figures. */
@@ -955,7 +994,7 @@ static int serve(int argc, char **argv, bool watch) {
   uv_run(rt->loop, UV_RUN_DEFAULT);
 
   /* Release everything so leak checkers see a clean exit. */
-  if (!rt->http) session_free(rt->stdio.session);
+  if (rt->stdio_served) session_free(rt->stdio.session);
   app_stop(&rt->app);
   otel_flush(); /* the last spans (a stdio server's, say) */
   otel_stop();
@@ -1007,7 +1046,7 @@ static int command_bundled(const bundle *b, int argc, char **argv) {
   char **run_argv = calloc((size_t)argc + 1, sizeof *run_argv);
   run_argv[0] = b->name;
   for (int i = 1; i < argc; i++) run_argv[i] = argv[i];
-  int code = serve(argc, run_argv, false);
+  int code = serve(argc, run_argv, false, false);
   free(run_argv);
   return code;
 }
@@ -1046,8 +1085,15 @@ int main(int argc, char **argv) {
     printf("luamcp %s (%s, libuv %s)\n", LUAMCP_VERSION, LUA_RELEASE_STRING, uv_version_string());
     return 0;
   }
-  if (strcmp(cmd, "run") == 0) return serve(argc - 2, argv + 2, false);
-  if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true);
+  if (strcmp(cmd, "run") == 0) return serve(argc - 2, argv + 2, false, false);
+  if (strcmp(cmd, "dev") == 0) return serve(argc - 2, argv + 2, true, false);
+  if (strcmp(cmd, "inspect") == 0 && inspect_with_page(argc - 2, argv + 2)) {
+    /* Scripts are served here, reloads and all, to the page alone; any
+     * other server is reached as luamcp call reaches it. */
+    for (int i = 2; i < argc; i++)
+      if (strcmp(argv[i], "--http") == 0 || strcmp(argv[i], "--") == 0) return inspector_proxy_command(argc - 2, argv + 2);
+    return serve(argc - 2, argv + 2, true, true);
+  }
   if (strcmp(cmd, "build") == 0) return build_command(argc - 2, argv + 2);
   if (strcmp(cmd, "release") == 0) return release_command(argc - 2, argv + 2);
   if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);

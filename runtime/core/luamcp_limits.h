@@ -441,4 +441,26 @@
 /* Connecting to an HTTP server gives up after this long. */
 #define REMOTE_CONNECT_TIMEOUT_MS 30000
 
+/* ---- The web inspector (luamcp dev --ui, inspect --ui) ------------------ */
+/* Who may watch every message in and out (core/wire.h): the inspector,
+ * and room for one more. */
+#define WIRE_MAX_OBSERVERS 2
+/* What the inspector keeps of the wire for a page that (re)connects: the
+ * newest this many events, within this many bytes; older ones are dropped
+ * (and counted). A message's text is kept cut to UI_EVENT_TEXT_MAX_BYTES. */
+#define UI_HISTORY_MAX_EVENTS 100000
+#define UI_HISTORY_MAX_BYTES (64u * 1024u * 1024u)
+#define UI_EVENT_TEXT_MAX_BYTES (1024u * 1024u)
+/* Pages attached at once, and what one of them may leave unread: a page
+ * past it is disconnected (its EventSource reconnects and catches up from
+ * the history), so a stalled tab never holds the server's memory. */
+#define UI_MAX_CONNECTIONS 16
+#define UI_MAX_UNREAD_BYTES (32u * 1024u * 1024u)
+/* The page's request: its head, and a body (one message the page sends). */
+#define UI_MAX_HEAD_BYTES 16384
+/* Live events go out in batches, at most this often, so that a server
+ * doing thousands of calls a second writes to the page a few times a
+ * second, not once a message. */
+#define UI_FLUSH_INTERVAL_MS 50
+
 #endif

@@ -122,6 +122,12 @@ struct server {
     void *data;
   } observers[OBSERVE_MAX_OBSERVERS];
   int observer_count;
+  /* Who watches every message go by (wire.h): wire_watch. */
+  struct {
+    const struct wire_observer *ops;
+    void *data;
+  } wire_observers[WIRE_MAX_OBSERVERS];
+  int wire_observer_count;
 };
 
 void server_init(server *srv, const server_options *opts, const app_ops *app, void *app_data);

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/observe.h"
 #include "core/server.h"
+#include "core/wire.h"
 
 /* ---- Sending --------------------------------------------------------- */
 
@@ -19,15 +20,17 @@ static void send_message(session *s, session_message *m) {
   if (s->state == SESSION_CLOSED) return;
   if (!m->chain) {
     trace_message("->", s->name, m->json, m->len);
+    wire_seen(s->server, s, WIRE_TO_CLIENT, m->json, m->len);
     s->transport->send(s, m);
     return;
   }
   /* The text in one piece, for the trace or a transport that takes no
    * chains. */
   buf flat = BUF_INIT;
-  if (trace_enabled() || !s->transport->chains) {
+  if (trace_enabled() || wire_watched(s->server) || !s->transport->chains) {
     chain_flatten(m->chain, &flat);
     trace_message("->", s->name, flat.data, flat.len);
+    wire_seen(s->server, s, WIRE_TO_CLIENT, flat.data, flat.len);
   }
   if (!s->transport->chains) {
     m->json = flat.data;
@@ -1142,7 +1145,11 @@ bool session_receive_urgent(session *s, const char *json, size_t len) {
   jsonrpc_message m;
   jsonrpc_classify(json_doc_root(doc), json, &m);
   bool cancel = m.kind == JSONRPC_NOTIFICATION && is_method(&m, "notifications/cancelled");
-  if (cancel) handle_notification(s, &m, json);
+  if (cancel) {
+    trace_message("<-", s->name, json, len);
+    wire_seen(s->server, s, WIRE_FROM_CLIENT, json, len);
+    handle_notification(s, &m, json);
+  }
   json_doc_free(doc);
   return cancel;
 }
@@ -1150,6 +1157,7 @@ bool session_receive_urgent(session *s, const char *json, size_t len) {
 static void receive(session *s, char *json, size_t len, void *origin, bool in_place) {
   if (s->state == SESSION_CLOSED) return;
   trace_message("<-", s->name, json, len);
+  wire_seen(s->server, s, WIRE_FROM_CLIENT, json, len);
   json_error err;
   json_doc *doc = in_place ? json_parse_in_place(json, len, MAX_JSON_DEPTH, &err) : json_parse(json, len, MAX_JSON_DEPTH, &err);
   if (!doc) {

@@ -21,7 +21,8 @@ ARM64_SRC    = $(ARM64_OS_SRC) $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC
 # compiled for it, and libcurl from runtime/tools/cross/static-deps.sh.
 ARM64_CURL   := $(ARM64_DIR)/curl/deps
 ARM64_OBJ    = $(patsubst runtime/%.c,$(ARM64_DIR)/obj/%.o,$(filter-out runtime/app/curl_lib.c,$(ARM64_SRC))) \
-               $(ARM64_DIR)/obj/static/app/curl_lib.o $(ARM64_DIR)/obj/embedded_lua.o
+               $(ARM64_DIR)/obj/static/app/curl_lib.o $(ARM64_DIR)/obj/embedded_lua.o \
+               $(ARM64_DIR)/obj/embedded_ui.o
 ARM64_CFLAGS = $(CFLAGS) -I$(ARM64_DEPS)/usr/include
 ARM64_CORE_LIBS   := $(ARM64_LIBDIR)/libcrypto.a $(ARM64_LIBDIR)/libz.a
 ARM64_STATIC_LIBS := $(ARM64_CURL)/lib/libcurl.a $(ARM64_LIBDIR)/libcares.a $(ARM64_LIBDIR)/libssl.a \
@@ -58,6 +59,9 @@ $(ARM64_DIR)/obj/static/app/curl_lib.o: runtime/app/curl_lib.c $(ARM64_CURL)/sta
 	$(ARM64_CC) $(ARM64_CFLAGS) -I$(ARM64_CURL)/include -DLUAMCP_CURL_STATIC -c -o $@ $<
 
 $(ARM64_DIR)/obj/embedded_lua.o: build/embedded_lua.c | arm64-deps
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(ARM64_CFLAGS) -c -o $@ $<
+$(ARM64_DIR)/obj/embedded_ui.o: build/embedded_ui.c | arm64-deps
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(ARM64_CFLAGS) -c -o $@ $<
 

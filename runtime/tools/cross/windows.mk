@@ -18,7 +18,7 @@ WIN_DEPS := $(WIN_DIR)/deps
 WIN_DEPS_STAMP := $(WIN_DEPS)/stamp-all
 
 WIN_SRC := $(sort $(wildcard runtime/os/*_windows.c)) $(CORE_SRC) $(TRANSPORT_SRC) $(APP_SRC) $(CLI_SRC)
-WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/embedded_lua.o \
+WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/embedded_lua.o $(WIN_DIR)/obj/embedded_ui.o \
            $(WIN_DIR)/obj/resources.o
 
 # gnu11, not c11: mingw's headers hide their POSIX names (fileno, strdup)
@@ -58,6 +58,9 @@ $(WIN_DIR)/obj/%.o: runtime/%.c | $(WIN_DEPS_STAMP)
 	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
 
 $(WIN_DIR)/obj/embedded_lua.o: build/embedded_lua.c | $(WIN_DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
+$(WIN_DIR)/obj/embedded_ui.o: build/embedded_ui.c | $(WIN_DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
 
