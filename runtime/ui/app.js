@@ -11,10 +11,12 @@ const V2026 = "2026-07-28";
 const CLIENT_INFO = { name: "luamcp-inspector", version: "1.0.0" };
 const CLIENT_CAPS = { roots: { listChanged: true }, sampling: {}, elicitation: { form: {} } };
 
-// ---- the token: from the address once, then from sessionStorage ----------
+// ---- the token: from the address, else from sessionStorage ---------------
+// It stays in the address: luamcp serves the page itself only to a request
+// that carries it, so a refresh (F5) needs it there.
 const params = new URLSearchParams(location.search);
 let token = params.get("token") || sessionStorage.getItem("luamcp-token") || "";
-if (params.get("token")) { sessionStorage.setItem("luamcp-token", token); history.replaceState(null, "", location.pathname); }
+if (params.get("token")) sessionStorage.setItem("luamcp-token", token);
 const api = (path) => `${path}?token=${encodeURIComponent(token)}`;
 
 const state = {

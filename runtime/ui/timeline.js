@@ -43,6 +43,7 @@ export class Timeline {
       if (ev.state === "closed") { this.eraOf.delete(ev.conn); this.running.delete(ev.conn); }
       this.push({ kind: "conn", t: ev.t, conn: ev.conn, ev });
     } else if (ev.kind === "stderr") this.push({ kind: "stderr", t: ev.t, ev });
+    else if (ev.kind === "transport") this.push({ kind: "transport", t: ev.t, conn: ev.conn, ev, error: true });
     this.schedule();
   }
 
@@ -228,6 +229,7 @@ export class Timeline {
         return `reload #${e.ev.generation}: ${e.ev.why || ""}${e.summary ? " — " + e.summary : ""}`;
       case "conn": return `connection ${e.conn} ${e.ev.state}${e.ev.why ? ": " + e.ev.why : ""}`;
       case "stderr": return "stderr: " + e.ev.text;
+      case "transport": return `transport: ${e.ev.error || ""}${e.ev.body ? " — " + e.ev.body.slice(0, 200) : ""}`;
     }
     return "";
   }
@@ -283,7 +285,7 @@ export class Timeline {
     } else if (e.kind === "call") body.push(el("p", { class: "muted" }, "waiting for the response…"));
     if (e.note) part(e.method, e.note.ev, e.note.m);
     if (e.kind === "garbage") body.push(el("p", { class: "err-expl" }, "not JSON (shown as it went over the wire)"), el("pre", { class: "raw" }, e.ev.text));
-    if (e.kind === "reload" || e.kind === "conn" || e.kind === "stderr") {
+    if (e.kind === "reload" || e.kind === "conn" || e.kind === "stderr" || e.kind === "transport") {
       body.push(el("p", {}, this.summary(e)));
       if (e.changes) body.push(...e.changes.map((c) => el("div", { class: "change", "data-change": c.how, "data-name": c.name }, `${c.how} ${c.type}: ${c.name}`)));
       if (e.kind === "reload" && !e.ok) body.push(el("p", { class: "err-expl" }, "The reload failed; the previous version is still serving."));

@@ -139,7 +139,7 @@ async function dev(page) {
   await page.reload();
   await page.waitForSelector("body[data-ready=true]", { timeout: WAIT });
   await waitRow(page, '.tl-row[data-tool="add"][data-paired="true"]');
-  out.afterRefresh = { rows: await page.$eval("#count", (e) => e.textContent), token: await page.evaluate(() => location.search) };
+  out.afterRefresh = { rows: await page.$eval("#count", (e) => e.textContent) };
 
   // Keyboard only: Tab to the add tool, Enter, type, Enter.
   await page.evaluate(() => document.activeElement && document.activeElement.blur());
