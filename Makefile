@@ -209,7 +209,7 @@ build/unit/%.o: runtime/%.c $(CORE_GUARD) | deps
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -c -o $@ $<
 build/tests/test_%: runtime/core/tests/test_%.c $(UNIT_CORE_OBJ) $(CORE_GUARD) | deps build/obj
 	$(CC) $(filter -O% -g,$(CFLAGS)) $(CORE_CFLAGS) -fsanitize=address,undefined -o $@ $< $(UNIT_CORE_OBJ) $(CORE_LIBS) -lm -ldl -lpthread
-UNIT_TESTS += build/tests/test_sse_reader
+UNIT_TESTS += build/tests/test_sse_reader build/tests/test_wire_log
 
 # The path seam, with the platform's own file (the Windows build runs the
 # same test under wine: runtime/os/tests/test_path.c says how).

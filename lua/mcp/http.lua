@@ -28,7 +28,7 @@ end
 
 local OPTIONS = {
   url = true, method = true, headers = true, body = true, json = true, timeout_ms = true, max_bytes = true,
-  max_redirects = true, ca_file = true, insecure = true, proxy = true, stream = true,
+  max_redirects = true, ca_file = true, insecure = true, proxy = true, stream = true, unix_socket = true,
 }
 
 --- Send a request and wait for its response.

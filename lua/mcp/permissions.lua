@@ -212,6 +212,32 @@ local function check_net(host, port)
 end
 M.check_net = check_net
 
+-- A socket's path as the socket rules compare it: its folder resolved
+-- (links, "..", a relative path against the working folder, which is
+-- where libcurl connects from) and its name; a named pipe
+-- (\\.\pipe\NAME) as written, in lower case (Windows ignores case).
+local function socket_key(path)
+  if path:sub(1, 9) == "\\\\.\\pipe\\" then return path:lower() end
+  local dir, name = path:match("^(.*)/([^/]+)$")
+  if not dir then dir, name = ".", path end
+  local real = core.realpath(dir == "" and "/" or dir)
+  if not real then return nil end
+  return real:gsub("/$", "") .. "/" .. name
+end
+
+--- May a request reach the local socket (a Unix socket file, a named pipe)
+--- at path? The net rules "unix:/path/x.sock" (that socket) and
+--- "unix:/path/" (any socket in that folder or below) allow it.
+local function check_socket(path)
+  if not policy then return true end
+  local key = socket_key(tostring(path))
+  for _, rule in ipairs(policy.sockets) do
+    if key and (key == rule.key or (rule.folder and key:sub(1, #rule.key) == rule.key)) then return true end
+  end
+  return deny("net", "unix:" .. tostring(path))
+end
+M.check_socket = check_socket
+
 local function check_env(name)
   if not policy or policy.env[name] then return true end
   return deny("env", tostring(name))
@@ -281,7 +307,7 @@ local function build(declared)
   local cli = overrides()
   if cli.all then return nil end
   local base = core.realpath(core.script_dir()) or core.script_dir()
-  local p = { read = {}, write = {}, exec = {}, net = {}, env = {}, c_modules = {}, declared = {} }
+  local p = { read = {}, write = {}, exec = {}, net = {}, sockets = {}, env = {}, c_modules = {}, declared = {} }
   for _, kind in ipairs(M.KINDS) do
     p.declared[kind] = merge(declared[kind], cli[kind])
   end
@@ -302,16 +328,25 @@ local function build(declared)
     if key then p.exec[key] = true end
   end
   for _, entry in ipairs(p.declared.net) do
-    local host, port = entry:match("^%[(.+)%]:(%d+)$")
-    if not host then host, port = entry:match("^([^:]+):(%d+)$") end
-    if not host then host = entry:match("^%[(.+)%]$") or entry end
-    port = tonumber(port)
-    -- The kernel's rule takes a 16-bit port: anything else would name
-    -- another port there than the one checked here.
-    if port and (port < 1 or port > 65535) then
-      error(("mcp.server: permissions.net: %s: a port is 1 to 65535"):format(entry), 0)
+    local socket = entry:match("^unix:(.+)$")
+    if socket then
+      -- A folder that does not exist yet (made when the service starts)
+      -- is compared as written.
+      local folder = socket:sub(-1) == "/"
+      local key = folder and ((core.realpath(socket) or socket):gsub("/$", "") .. "/") or socket_key(socket) or socket
+      p.sockets[#p.sockets + 1] = { key = key, folder = folder }
+    else
+      local host, port = entry:match("^%[(.+)%]:(%d+)$")
+      if not host then host, port = entry:match("^([^:]+):(%d+)$") end
+      if not host then host = entry:match("^%[(.+)%]$") or entry end
+      port = tonumber(port)
+      -- The kernel's rule takes a 16-bit port: anything else would name
+      -- another port there than the one checked here.
+      if port and (port < 1 or port > 65535) then
+        error(("mcp.server: permissions.net: %s: a port is 1 to 65535"):format(entry), 0)
+      end
+      p.net[#p.net + 1] = { host = host:lower(), port = port }
     end
-    p.net[#p.net + 1] = { host = host:lower(), port = port }
   end
   for _, name in ipairs(p.declared.env) do p.env[name] = true end
   if p.declared.c_modules == true then
@@ -554,6 +589,13 @@ function core.http_request(request)
     -- before anything connects to it: mcp.http follows them itself,
     -- through here, and curl follows none.
     checked.permit = check_net
+    if request.unix_socket ~= nil then
+      -- Everything goes to the socket, whatever host the URL names: the
+      -- socket is judged, and the C side judges no host.
+      local ok, message, code = check_socket(request.unix_socket)
+      if not ok then return nil, message, code end
+      checked.permit = nil
+    end
     checked.max_redirects = 0
     request = checked
   end

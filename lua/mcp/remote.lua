@@ -81,8 +81,8 @@ local function check_options(opts)
     end
     if opts.headers ~= nil then misuse("headers go with url, not command") end
   else
-    if type(opts.url) ~= "string" or not opts.url:match("^[Hh][Tt][Tt][Pp][Ss]?://") then
-      misuse("url must be an http:// or https:// URL")
+    if type(opts.url) ~= "string" or not (opts.url:match("^[Hh][Tt][Tt][Pp][Ss]?://") or opts.url:match("^unix:")) then
+      misuse("url must be an http:// or https:// URL, or unix:SOCKET[:/PATH] (a Unix socket)")
     end
     if opts.env ~= nil or opts.cwd ~= nil then misuse("env and cwd go with command, not url") end
   end
@@ -116,7 +116,9 @@ local function permitted(opts)
   -- opened: what is judged is what is used, as for mcp.http.
   local scheme, host, port, url = connections().endpoint(opts.url)
   if not scheme then return nil, ("mcp.client: %s"):format(host) end
-  local ok, message, code = permissions.check_net(host, port)
+  local ok, message, code
+  if scheme == "unix" then ok, message, code = permissions.check_socket(host) -- host: the socket's path
+  else ok, message, code = permissions.check_net(host, port) end
   if not ok then return nil, message, code end
   return url
 end

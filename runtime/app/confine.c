@@ -6,6 +6,7 @@
 #include "app/confine.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,10 +38,19 @@ static bool field_true(lua_State *L, int t, const char *field) {
   return on;
 }
 
+/* The folder a socket file is made in ("." for a bare name). */
+static void socket_folder(const char *path, char *dir, size_t dir_len) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, dir_len, ".");
+  else if (slash == path) snprintf(dir, dir_len, "/");
+  else snprintf(dir, dir_len, "%.*s", (int)(slash - path), path);
+}
+
 /* The OS's rules for confinement table t; false (nothing confined) with
  * the reason in report. *notes: what the rules could not say exactly. */
-static bool confine_by_os(lua_State *L, int t, const confine_port *own_ports, size_t own_port_count, char *report,
-                          size_t report_size, char **notes) {
+static bool confine_by_os(lua_State *L, int t, const confine_port *own_ports, size_t own_port_count,
+                          const char *const *own_sockets, size_t own_socket_count, char *report, size_t report_size,
+                          char **notes) {
   *notes = NULL;
   /* $ROOTS are known only when a client tells them, after the process is
    * confined, and rules cannot grow: with them, files stay with the Lua
@@ -66,6 +76,11 @@ static bool confine_by_os(lua_State *L, int t, const confine_port *own_ports, si
   }
   lua_pop(L, 1);
   for (size_t i = 0; i < own_port_count; i++) os_confine_allow_port(c, own_ports[i].port);
+  for (size_t i = 0; i < own_socket_count; i++) {
+    char dir[4096];
+    socket_folder(own_sockets[i], dir, sizeof dir);
+    os_confine_allow_path(c, dir, OS_CONFINE_SOCKET);
+  }
   return os_confine_apply(c, report, report_size, notes);
 }
 
@@ -114,7 +129,8 @@ void confine_after_reload(vm *fresh) {
   buf_free(&now);
 }
 
-void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count) {
+void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count, const char *const *own_sockets,
+                     size_t own_socket_count) {
   lua_State *L = v->L;
   int top = lua_gettop(L);
   if (!vm_call_library(v, "_confinement", 0)) {
@@ -130,7 +146,8 @@ void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count
     lua_pop(L, 1);
     char report[300];
     char *notes;
-    bool confined = confine_by_os(L, t, own_ports, own_port_count, report, sizeof report, &notes);
+    bool confined = confine_by_os(L, t, own_ports, own_port_count, own_sockets, own_socket_count, report,
+                                  sizeof report, &notes);
     log_write(confined ? LOG_INFO : LOG_WARNING, "%s", report);
     /* One line per purpose: "TCP port 9000, 9001 for the OAuth ...". */
     for (size_t i = 0; confined && !field_true(L, t, "any_port") && i < own_port_count;) {
@@ -141,6 +158,12 @@ void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count
       log_write(LOG_INFO, "confine: luamcp itself may also connect to TCP port %s %s", list.data,
                 own_ports[first].purpose);
       buf_free(&list);
+    }
+    for (size_t i = 0; confined && i < own_socket_count; i++) {
+      char dir[4096];
+      socket_folder(own_sockets[i], dir, sizeof dir);
+      log_write(LOG_INFO, "confine: luamcp itself may also make its socket %s and remove files in %s (give the "
+                "socket a folder of its own)", own_sockets[i], dir);
     }
     if (confined) {
       buf rules = BUF_INIT;

@@ -22,8 +22,11 @@ typedef struct confine_port {
  * built program; never build, inspect or mcp.testing): log what the
  * process may do, and confine it with Landlock when the scripts are
  * confined. Irreversible. own_ports: the ports luamcp itself connects to
- * (the OAuth authorization server's, the OpenTelemetry collector's). */
-void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count);
+ * (the OAuth authorization server's, the OpenTelemetry collector's);
+ * own_sockets: the local sockets it listens on (--http unix:PATH), whose
+ * files it makes, and removes when it stops. */
+void confine_process(vm *v, const confine_port *own_ports, size_t own_port_count, const char *const *own_sockets,
+                     size_t own_socket_count);
 /* After a reload swapped in fresh: if its permissions differ from the
  * rules the kernel was given at start (which cannot change), say so on
  * stderr, and tell the library, whose denials then say so too. */

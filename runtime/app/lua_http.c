@@ -693,6 +693,14 @@ int lua_http_request(lua_State *L) {
     return refuse(L, "mcp.http: ca_file holds a control byte: refused");
   if (has_control_byte(proxy ? proxy : "", proxy_len, false))
     return refuse(L, "mcp.http: the proxy holds a control byte (a NUL, a line break...): refused");
+  /* unix_socket: connect to this local socket (a Unix socket file; Windows:
+   * a named pipe) whatever host the URL names, with no proxy. A confined
+   * server's permission check judged this very string (check_socket in
+   * lua/mcp/permissions.lua), and the URL's host names no machine. */
+  size_t socket_len;
+  const char *unix_socket = opt_string(L, 1, "unix_socket", &socket_len);
+  if (unix_socket && (!*unix_socket || has_control_byte(unix_socket, socket_len, false)))
+    return refuse(L, "mcp.http: unix_socket is empty or holds a control byte: refused");
   lua_getfield(L, 1, "insecure");
   bool insecure = lua_toboolean(L, -1);
   lua_getfield(L, 1, "stream");
@@ -708,10 +716,10 @@ int lua_http_request(lua_State *L) {
   /* The one parse of the URL: judged, then handed to curl. */
   CURLU *parsed = H.api->url();
   if (!parsed) return luaL_error(L, "mcp.http: out of memory");
-  int n = H.api->url_set(parsed, CURLUPART_URL, url, 0) == CURLUE_OK ? judge(L, permit, parsed, url)
-                                                                      : refuse(L, "mcp.http: %s is not a URL libcurl "
-                                                                                  "accepts", url);
-  if (n == 0 && permit) {
+  int n = H.api->url_set(parsed, CURLUPART_URL, url, 0) == CURLUE_OK
+              ? (unix_socket ? 0 : judge(L, permit, parsed, url))
+              : refuse(L, "mcp.http: %s is not a URL libcurl accepts", url);
+  if (n == 0 && permit && !unix_socket) {
     /* A confined request names its proxy to curl, the one judged here:
      * the request's own, else the environment's, unless no_proxy exempts
      * the host; else none (""), so that curl looks for no other. */
@@ -792,6 +800,10 @@ int lua_http_request(lua_State *L) {
   if (!permit && !proxy && strncmp(url, "http://", 7) == 0 && !getenv("http_proxy")) proxy = getenv("HTTP_PROXY");
   if (proxy) H.api->easy_setopt(e, CURLOPT_PROXY, proxy);
   if (permit) H.api->easy_setopt(e, CURLOPT_NOPROXY, ""); /* decided above */
+  if (unix_socket) {
+    H.api->easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, unix_socket);
+    H.api->easy_setopt(e, CURLOPT_PROXY, "");
+  }
   if (body) {
     H.api->easy_setopt(e, CURLOPT_POSTFIELDS, op->request_body);
     H.api->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);

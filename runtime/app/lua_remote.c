@@ -49,6 +49,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/unix_url.h"
 #include "core/luamcp_limits.h"
 #include "core/sse_reader.h"
 #include "app/app.h"
@@ -184,6 +185,21 @@ static int remote_endpoint(lua_State *L) {
       lua_pushliteral(L, "the URL has a control character (a NUL, a line break, ...)");
       return 2;
     }
+  /* unix:SOCKET[:/PATH]: "unix", the socket's path (what the net
+   * permission judges), 0, the URL as given. */
+  if (unix_url_is(url)) {
+    char socket[256], http_url[1100], why[400];
+    if (!unix_url_for_curl(url, socket, sizeof socket, http_url, sizeof http_url, why, sizeof why)) {
+      lua_pushnil(L);
+      lua_pushstring(L, why);
+      return 2;
+    }
+    lua_pushliteral(L, "unix");
+    lua_pushstring(L, socket);
+    lua_pushinteger(L, 0);
+    lua_pushstring(L, url);
+    return 4;
+  }
   char why[300] = "";
   const curl_api *api = curl_lib_load("mcp.client", why, sizeof why);
   if (!api) {
@@ -264,10 +280,18 @@ static int remote_open(lua_State *L) {
     lua_pushfstring(L, "too many connections to other servers (%d, the limit)", REMOTE_MAX_CONNECTIONS);
     return 2;
   }
+  char unix_socket[256] = "", unix_http_url[1100];
   if (url) {
-    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    char why[400];
+    if (unix_url_is(url) &&
+        !unix_url_for_curl(url, unix_socket, sizeof unix_socket, unix_http_url, sizeof unix_http_url, why, sizeof why)) {
       lua_pushnil(L);
-      lua_pushfstring(L, "%s: not an http:// or https:// URL", url);
+      lua_pushstring(L, why);
+      return 2;
+    }
+    if (!unix_socket[0] && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+      lua_pushnil(L);
+      lua_pushfstring(L, "%s: not an http:// or https:// URL, nor unix:SOCKET[:/PATH]", url);
       return 2;
     }
     size_t url_len = 0;
@@ -304,7 +328,8 @@ static int remote_open(lua_State *L) {
   if (!c) return luaL_error(L, "luamcp.remote.open: out of memory");
   if (url) {
     c->http = true;
-    c->url = strdup(url);
+    c->url = strdup(unix_socket[0] ? unix_http_url : url);
+    c->unix_socket = unix_socket[0] ? strdup(unix_socket) : NULL;
     if (!lua_isnil(L, headers_idx)) {
       lua_pushnil(L);
       while (lua_next(L, headers_idx)) {

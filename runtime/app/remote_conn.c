@@ -273,6 +273,7 @@ static void conn_handle_done(remote_conn *c) {
   free(c->name);
   free(c->ended);
   free(c->url);
+  free(c->unix_socket);
   free(c->session_id);
   free(c);
   hub->open_handles--;
@@ -1022,6 +1023,7 @@ bool remote_post_start(remote_conn *c, post_what what, const char *body, size_t 
     return false;
   }
   api->easy_setopt(e, CURLOPT_URL, c->url);
+  if (c->unix_socket) api->easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
   api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   api->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);

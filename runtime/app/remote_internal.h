@@ -132,6 +132,7 @@ struct remote_conn {
   bool err_cut;
   /* HTTP. */
   char *url;
+  char *unix_socket; /* a unix:SOCKET[:/PATH] URL's socket (url is then http://localhost/PATH), or NULL */
   remote_header *headers;
   char *session_id;
   remote_post *posts;

@@ -20,6 +20,7 @@
 #include "app/curl_lib.h"
 #include "cli/client_conn.h"
 #include "core/json.h"
+#include "core/unix_url.h"
 #include "core/luamcp_limits.h"
 #include "core/sse_reader.h"
 
@@ -52,6 +53,7 @@ struct http_conn {
   const curl_api *api;
   CURLM *multi;
   char *url;
+  char *unix_socket; /* unix:SOCKET[:/PATH]: the socket curl connects to (url is then http://localhost/PATH) */
   char *session_id;                     /* Mcp-Session-Id the server assigned, or NULL */
   char *extra[MAX_EXTRA_HEADERS];       /* "Name: value" sent with every request */
   int extra_count;
@@ -278,6 +280,7 @@ static http_exchange *exchange_new(http_conn *c, const char *method, const char 
   }
   x->headers = h;
   api->easy_setopt(x->easy, CURLOPT_URL, c->url);
+  if (c->unix_socket) api->easy_setopt(x->easy, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
   api->easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
   api->easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
   api->easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -401,6 +404,7 @@ static void http_close(client_conn *base) {
   free(c->session_id);
   free(c->last_event_id);
   free(c->url);
+  free(c->unix_socket);
   client_conn_release(base);
   free(c);
 }
@@ -423,15 +427,22 @@ client_conn *client_http_open(const char *url, buf *err) {
     buf_append_str(err, why);
     return NULL;
   }
-  if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-    buf_printf(err, "%s is not an http:// or https:// URL", url);
+  char socket[256] = "", local_url[1100], why_not[400];
+  if (unix_url_is(url)) {
+    if (!unix_url_for_curl(url, socket, sizeof socket, local_url, sizeof local_url, why_not, sizeof why_not)) {
+      buf_append_str(err, why_not);
+      return NULL;
+    }
+  } else if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    buf_printf(err, "%s is not an http:// or https:// URL, nor unix:SOCKET[:/PATH]", url);
     return NULL;
   }
   http_conn *c = calloc(1, sizeof *c);
   c->base.ops = &HTTP_OPS;
   c->api = api;
   c->multi = api->multi_init();
-  c->url = strdup(url);
+  c->url = strdup(socket[0] ? local_url : url);
+  c->unix_socket = socket[0] ? strdup(socket) : NULL;
   c->retry_ms = -1;
   snprintf(c->idle_reason, sizeof c->idle_reason, "%s ended its answer without a response to the request", url);
   c->base.idle_reason = c->idle_reason;

@@ -265,14 +265,14 @@ static void print_address(const inspector *ins) {
   if (n > 0) log_raw(line, (size_t)n);
 }
 
-inspector *inspector_start(uv_loop_t *loop, server *srv, lua_app *app, const char *target, int port, char *err,
-                           size_t err_len) {
+inspector *inspector_start(uv_loop_t *loop, server *srv, lua_app *app, const char *target, bool dev, int port,
+                           char *err, size_t err_len) {
   inspector *ins = calloc(1, sizeof *ins);
   if (!ins) abort();
   ins->loop = loop;
   ins->srv = srv;
   ins->app = app;
-  ins->mode = app && app->watch ? "dev" : "inspect";
+  ins->mode = dev ? "dev" : "inspect";
   ins->target = strdup(target);
   wire_log_init(&ins->log, UI_HISTORY_MAX_EVENTS, UI_HISTORY_MAX_BYTES, UI_EVENT_TEXT_MAX_BYTES);
   ui_hooks hooks = LOCAL_HOOKS;

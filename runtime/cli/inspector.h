@@ -22,9 +22,11 @@ typedef struct inspector inspector;
 
 /* Watch srv (and app's reloads) and serve the page on 127.0.0.1:port (0:
  * a free one); the address is printed on stderr. target names what is
- * served (the scripts' path). NULL with the reason in err. */
-inspector *inspector_start(uv_loop_t *loop, server *srv, lua_app *app, const char *target, int port, char *err,
-                           size_t err_len);
+ * served (the scripts' path); dev: luamcp dev (the scripts have a client
+ * of their own), else inspect PATH (the page is the only one). NULL with
+ * the reason in err. */
+inspector *inspector_start(uv_loop_t *loop, server *srv, lua_app *app, const char *target, bool dev, int port,
+                           char *err, size_t err_len);
 /* Stop watching, end the page's session and stop the listener (its
  * handles close on the next loop turns). */
 void inspector_stop(inspector *ins);

@@ -157,7 +157,8 @@ static void usage_options(FILE *to, bool bundled) {
           "                              session when known)\n"
           "  --metrics [HOST:]PORT       serve /metrics (Prometheus), /healthz and /readyz on a\n"
           "                              listener of their own, without auth (HOST default\n"
-          "                              127.0.0.1; not loopback needs --allow-remote); over\n"
+          "                              127.0.0.1; not loopback needs --allow-remote; or\n"
+          "                              unix:SOCKET, a Unix socket as for --http); over\n"
           "                              HTTP they are on the MCP port too;\n"
           "                              --metrics off: count nothing, no /metrics\n"
           "  --max-message-bytes N       largest message accepted (default: %u)\n"
@@ -196,6 +197,12 @@ static void usage_options(FILE *to, bool bundled) {
           "Streamable HTTP instead of stdio:\n"
           "  --http [HOST:]PORT[/PATH]   listen on HOST (default 127.0.0.1), path /mcp by default;\n"
           "                              port 0 picks a free port (printed on stderr)\n"
+          "  --http unix:SOCKET[:/PATH]  listen on a Unix socket instead (Windows: a named pipe,\n"
+          "                              unix:\\\\.\\pipe\\NAME), e.g. unix:/run/luamcp/mcp.sock:/mcp;\n"
+          "                              a stale socket is replaced, a live one or any other file\n"
+          "                              refused; removed at stop\n"
+          "  --socket-mode MODE          the Unix socket's permission bits, in octal (default\n"
+          "                              0600: only this user; 0660: its group too)\n"
           "  --allow-remote              allow a HOST that is not loopback, of --http and of\n"
           "                              --metrics (prints a warning)\n"
           "  --allow-host NAME           accept this Host header name too (repeatable)\n"
@@ -329,6 +336,7 @@ typedef struct run_options {
   int ui_port;
   char metrics_host[256];
   int metrics_port;
+  char metrics_local[108]; /* --metrics unix:SOCKET, or "" */
   http_options http_opts;
   auth_flags auth;   /* --auth-*: over mcp.server{auth}, field by field */
   const char *allow_hosts[MAX_ALLOWED];
@@ -408,7 +416,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       char err[300];
       if (!value) fail_usage("%s needs [HOST:]PORT[/PATH]", a);
       if (!http_parse_listen(value, o->http_opts.host, sizeof o->http_opts.host, &o->http_opts.port,
-                             o->http_opts.path, sizeof o->http_opts.path, err, sizeof err))
+                             o->http_opts.local, sizeof o->http_opts.local, o->http_opts.path,
+                             sizeof o->http_opts.path, err, sizeof err))
         fail_usage("%s", err);
       o->http = true;
       i++;
@@ -421,8 +430,8 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
         i++;
         continue;
       }
-      if (!http_parse_listen(value, o->metrics_host, sizeof o->metrics_host, &o->metrics_port, path, sizeof path, err,
-                             sizeof err))
+      if (!http_parse_listen(value, o->metrics_host, sizeof o->metrics_host, &o->metrics_port, o->metrics_local,
+                             sizeof o->metrics_local, path, sizeof path, err, sizeof err))
         fail_usage("--metrics: %s", err);
       o->metrics = true;
       i++;
@@ -457,7 +466,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       o->worker_index = (int)parse_count(a, value, 1);
       i++;
     } else if (strcmp(a, "--worker-port") == 0) {
-      o->worker_port = (int)parse_count(a, value, 1);
+      o->worker_port = (int)parse_count(a, value, 0); /* 0 with a local socket */
       i++;
     } else if (strcmp(a, "--allow-remote") == 0) {
       o->http_opts.allow_remote = true;
@@ -514,6 +523,13 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--no-sse") == 0) {
       o->http_opts.sse_path[0] = '\0';
+    } else if (strcmp(a, "--socket-mode") == 0) {
+      char *end = NULL;
+      long mode = value ? strtol(value, &end, 8) : -1;
+      if (!value || !*value || *end || mode < 0 || mode > 0777)
+        fail_usage("%s needs permission bits in octal, e.g. 0600 or 0660", a);
+      o->http_opts.socket_mode = (int)mode;
+      i++;
     } else if (strcmp(a, "--max-connections") == 0) {
       o->http_opts.max_connections = (int)parse_count(a, value, 1);
       i++;
@@ -554,7 +570,7 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
   if (o->auth.any && !o->http) fail_usage("%s", "the --auth-* options need --http: OAuth protects HTTP requests");
   if (o->auth.issuer && o->http_opts.bearer_token)
     fail_usage("%s", "--bearer-token-env and --auth-issuer cannot be used together: give one way to authenticate");
-  if (o->worker_index && (o->workers < 2 || o->worker_index > o->workers || !o->worker_port || !o->http))
+  if (o->worker_index && (o->workers < 2 || o->worker_index > o->workers || (!o->worker_port && !o->http_opts.local[0]) || !o->http))
     fail_usage("%s", "--worker is for the supervisor of --workers N to start its workers with");
   if (o->permissions.len) {
     buf_putc(&o->permissions, '}');
@@ -907,7 +923,11 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
     }
     if (otel_collector_port())
       own_ports[own_port_count++] = (confine_port){otel_collector_port(), "for the OpenTelemetry collector (traces)"};
-    confine_process(rt->app.current, own_ports, own_port_count);
+    const char *own_sockets[2];
+    size_t own_socket_count = 0;
+    if (o.http && o.http_opts.local[0] && !o.worker_index) own_sockets[own_socket_count++] = o.http_opts.local;
+    if (o.metrics && o.metrics_local[0] && o.worker_index <= 1) own_sockets[own_socket_count++] = o.metrics_local;
+    confine_process(rt->app.current, own_ports, own_port_count, own_sockets, own_socket_count);
   }
 
   uv_check_init(rt->loop, &rt->stop_check);
@@ -936,9 +956,9 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
       fprintf(stderr, "luamcp: %s\n", err_text);
       return 1;
     }
-    const char *host = o.http_opts.host;
-    int n = snprintf(rt->where, sizeof rt->where, "over HTTP at http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
-                     strchr(host, ':') ? "]" : "", http_bound_port(rt->http), o.http_opts.path);
+    char url[400];
+    http_listen_url(&o.http_opts, http_bound_port(rt->http), url, sizeof url);
+    int n = snprintf(rt->where, sizeof rt->where, "over HTTP at %s", url);
     /* The 2024-11-05 endpoint is served too (unless --no-sse): say where. */
     if (o.http_opts.sse_path[0] && n > 0 && (size_t)n < sizeof rt->where)
       n += snprintf(rt->where + n, sizeof rt->where - (size_t)n, " (legacy SSE: %s)", o.http_opts.sse_path);
@@ -973,7 +993,8 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
   if (o.ui && o.worker_index <= 1) {
     /* Under --workers, worker 1 shows what its own clients do. */
     char err_text[400];
-    rt->inspector = inspector_start(rt->loop, &rt->srv, &rt->app, o.path, o.ui_port, err_text, sizeof err_text);
+    rt->inspector = inspector_start(rt->loop, &rt->srv, &rt->app, o.path, !o.ui_only, o.ui_port, err_text,
+                                    sizeof err_text);
     if (!rt->inspector) {
       fprintf(stderr, "luamcp: %s\n", err_text);
       return 1;
@@ -982,14 +1003,16 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
   if (o.metrics && o.worker_index <= 1) {
     /* Under --workers, worker 1 serves it, with every worker's figures. */
     char err_text[400];
-    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.http_opts.allow_remote,
+    rt->metrics = observe_listen(rt->loop, o.metrics_host, o.metrics_port, o.metrics_local, o.http_opts.socket_mode,
+                                 o.http_opts.allow_remote,
                                  o.worker_index ? &rt->observe_all : &rt->observe, err_text, sizeof err_text);
     if (!rt->metrics) {
       fprintf(stderr, "luamcp: %s\n", err_text);
       return 1;
     }
-    log_write(LOG_INFO, "metrics at http://%s%s%s:%d/metrics", strchr(o.metrics_host, ':') ? "[" : "", o.metrics_host,
-              strchr(o.metrics_host, ':') ? "]" : "", observe_bound_port(rt->metrics));
+    if (o.metrics_local[0]) log_write(LOG_INFO, "metrics at unix:%s:/metrics", o.metrics_local);
+    else log_write(LOG_INFO, "metrics at http://%s%s%s:%d/metrics", strchr(o.metrics_host, ':') ? "[" : "",
+                   o.metrics_host, strchr(o.metrics_host, ':') ? "]" : "", observe_bound_port(rt->metrics));
   }
   uv_run(rt->loop, UV_RUN_DEFAULT);
 

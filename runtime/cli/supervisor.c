@@ -88,7 +88,11 @@ struct supervisor {
  * socket, which closes once the write that passes it on is done. */
 typedef struct relay {
   uv_write_t req;
-  uv_tcp_t tcp;
+  /* The connection: a uv_pipe_t on a local socket (--http unix:PATH). */
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  };
   buf frame;
 } relay;
 
@@ -114,9 +118,11 @@ static void on_relayed(uv_write_t *req, int status) {
 static void relay_connection(worker_slot *from, const worker_frame *head, const char *payload) {
   supervisor *s = from->sup;
   relay *r = calloc(1, sizeof *r);
-  uv_tcp_init(s->loop, &r->tcp);
+  bool local = s->opts->http->local[0] != '\0';
+  if (local) uv_pipe_init(s->loop, &r->pipe, 0);
+  else uv_tcp_init(s->loop, &r->tcp);
   r->tcp.data = r;
-  if (uv_pipe_pending_count(&from->pipe) < 1 || uv_pipe_pending_type(&from->pipe) != UV_TCP ||
+  if (uv_pipe_pending_count(&from->pipe) < 1 || uv_pipe_pending_type(&from->pipe) != (local ? UV_NAMED_PIPE : UV_TCP) ||
       uv_accept((uv_stream_t *)&from->pipe, (uv_stream_t *)&r->tcp) != 0) {
     log_write(LOG_ERROR, "worker %d handed a connection over without its socket", from->index);
     uv_close((uv_handle_t *)&r->tcp, on_relay_closed);
@@ -341,6 +347,7 @@ static void stop_worker(worker_slot *w) {
 
 static void close_listener(supervisor *s) {
   if (s->listen_fd < 0) return;
+  http_unlisten_shared(s->opts->http);
   uv_close((uv_handle_t *)&s->listener, NULL); /* closes listen_fd */
   s->listen_fd = -1;
 }
@@ -358,7 +365,10 @@ static void share_listener(supervisor *s, worker_slot *w) {} /* fd WORKER_LISTEN
 static void stop_worker(worker_slot *w) { uv_process_kill(&w->process, SIGTERM); }
 
 static void close_listener(supervisor *s) {
-  if (s->listen_fd >= 0) close(s->listen_fd);
+  if (s->listen_fd >= 0) {
+    http_unlisten_shared(s->opts->http); /* a local socket's file: the workers never remove it */
+    close(s->listen_fd);
+  }
   s->listen_fd = -1;
 }
 

@@ -23,6 +23,9 @@ enum {
   OS_CONFINE_READ = 1,  /* read files, list folders */
   OS_CONFINE_WRITE = 2, /* also create, write, truncate, remove, rename */
   OS_CONFINE_EXEC = 4,  /* run programs (and read them) */
+  /* make Unix socket files, and remove files (any: the OS says no more
+   * precisely), in a folder: luamcp's own local sockets (--http unix:PATH) */
+  OS_CONFINE_SOCKET = 8,
 };
 
 /* Owner: the caller of os_confine_begin, until os_confine_apply frees it. */

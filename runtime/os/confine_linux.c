@@ -253,6 +253,7 @@ void os_confine_allow_path(os_confinement *c, const char *path, unsigned rights)
   if (rights & OS_CONFINE_READ) ll |= FS_READ;
   if (rights & OS_CONFINE_WRITE) ll |= FS_READ | c->write;
   if (rights & OS_CONFINE_EXEC) ll |= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE;
+  if (rights & OS_CONFINE_SOCKET) ll |= LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_REMOVE_FILE;
   if (!allow(c, path, ll) && (rights & OS_CONFINE_WRITE)) allow_missing(c, path);
 }
 

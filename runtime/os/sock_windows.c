@@ -1,5 +1,8 @@
-/* sock_windows.c - os/sock.h on Windows (Winsock). */
+/* sock_windows.c - os/sock.h on Windows (Winsock; named pipes for the local sockets). */
 #include "os/sock.h"
+
+#include <stdio.h>
+#include <string.h>
 
 bool os_sock_bytes_waiting(uv_os_sock_t s) {
   u_long n = 0;
@@ -52,3 +55,30 @@ int os_sock_accept(uv_os_sock_t listener, uv_os_sock_t *out) {
 }
 
 void os_sock_close(uv_os_sock_t s) { closesocket(s); }
+
+/* ---- Local sockets: named pipes ------------------------------------------ */
+
+int os_local_listen(uv_pipe_t *pipe, const char *path, int mode, int backlog, uv_connection_cb cb, char *err,
+                    size_t err_len) {
+  (void)mode; /* a pipe's access is its security descriptor's: the default (its creator and administrators) */
+  if (strncmp(path, "\\\\.\\pipe\\", 9) != 0 || !path[9]) {
+    snprintf(err, err_len, "cannot listen on unix:%s: on Windows this is a named pipe, \\\\.\\pipe\\NAME", path);
+    return UV_EINVAL;
+  }
+  int rc = uv_pipe_bind(pipe, path);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)pipe, backlog, cb);
+  if (rc == UV_EADDRINUSE || rc == UV_EACCES)
+    snprintf(err, err_len, "cannot listen on unix:%s: another server is listening on it", path);
+  else if (rc != 0)
+    snprintf(err, err_len, "cannot listen on unix:%s: %s", path, uv_strerror(rc));
+  return rc;
+}
+
+int os_local_listen_shared(const char *path, int mode, int backlog, char *err, size_t err_len) {
+  (void)mode;
+  (void)backlog;
+  snprintf(err, err_len, "cannot listen on unix:%s with --workers on Windows: a named pipe cannot be shared", path);
+  return UV_ENOTSUP;
+}
+
+void os_local_remove(const char *path) { (void)path; }

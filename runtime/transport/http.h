@@ -130,10 +130,16 @@ typedef enum conn_state {
   CONN_RESPONDING, /* a response is being produced */
 } conn_state;
 
-/* One TCP connection. Owner: the http_server (conns list); freed in the
+/* One connection. Owner: the http_server (conns list); freed in the
  * close callback of its handle. */
 struct http_conn {
-  uv_tcp_t tcp;
+  /* Its socket: a uv_tcp_t, or on a local socket (http_options.local) a
+   * uv_pipe_t. Only accepting tells them apart (conn_accept): the rest
+   * reads and writes &tcp as the uv_stream_t both are. */
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  };
   http_server *server;
   unsigned id;
   http_parser parser;
@@ -214,7 +220,11 @@ struct http_server {
   uv_loop_t *loop;
   server *srv;
   http_options opts;
-  uv_tcp_t listener;
+  /* A uv_tcp_t, or a uv_pipe_t on a local socket (see http_conn.tcp). */
+  union {
+    uv_tcp_t listener;
+    uv_pipe_t local_listener;
+  };
   uv_timer_t sweep;
   int port;
   unsigned next_conn_id;

@@ -52,7 +52,8 @@ static void resource_uri(const http_conn *c, buf *out) {
   if (!c->host || !http_host_name(c->host, name, sizeof name)) snprintf(name, sizeof name, "localhost");
   bool ipv6 = strchr(name, ':') != NULL;
   buf_printf(out, "http://%s%s%s", ipv6 ? "[" : "", name, ipv6 ? "]" : "");
-  if (c->server->port != 80) buf_printf(out, ":%d", c->server->port);
+  /* A local socket has no port: its clients write http://localhost/PATH. */
+  if (c->server->port != 80 && !c->server->opts.local[0]) buf_printf(out, ":%d", c->server->port);
   buf_append_str(out, c->server->opts.path);
 }
 

@@ -540,6 +540,11 @@ static bool origin_allowed(http_server *h, const char *origin, const char *name)
 static void check_headers(http_conn *c) {
   http_server *h = c->server;
   char name[256];
+  /* A local socket keeps the loopback host (http_parse_listen), so the
+   * loopback rule holds there too: its clients name a local host (curl and
+   * nginx's proxy_pass to unix: send "localhost"), and a proxy that passes
+   * on the Host a browser sent (a rebound name, say) must list the public
+   * names with --allow-host, as in front of a loopback port. */
   bool loopback_bind = http_is_loopback_address(h->opts.host);
   if (!c->host || !http_host_name(c->host, name, sizeof name)) {
     reject(c, 400, -32600, "Bad Request: a valid Host header is required");
@@ -1074,14 +1079,17 @@ static http_conn *conn_accept(http_server *h, uv_stream_t *from, int fd) {
   http_conn *c = calloc(1, sizeof *c);
   c->server = h;
   c->id = ++h->next_conn_id;
-  uv_tcp_init(h->loop, &c->tcp);
+  bool local = h->opts.local[0] != '\0';
+  if (local) uv_pipe_init(h->loop, &c->pipe, 0);
+  else uv_tcp_init(h->loop, &c->tcp);
   c->tcp.data = c;
-  if ((from ? uv_accept(from, (uv_stream_t *)&c->tcp) : uv_tcp_open(&c->tcp, fd)) != 0) {
+  int rc = from ? uv_accept(from, (uv_stream_t *)&c->tcp) : local ? uv_pipe_open(&c->pipe, fd) : uv_tcp_open(&c->tcp, fd);
+  if (rc != 0) {
     if (!from) os_sock_close((uv_os_sock_t)fd);
     uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
     return NULL;
   }
-  uv_tcp_nodelay(&c->tcp, 1);
+  if (!local) uv_tcp_nodelay(&c->tcp, 1);
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
   c->keep_alive = true;
@@ -1166,6 +1174,7 @@ void http_options_defaults(http_options *o) {
   snprintf(o->host, sizeof o->host, "127.0.0.1");
   snprintf(o->path, sizeof o->path, "/mcp");
   snprintf(o->sse_path, sizeof o->sse_path, "/sse");
+  o->socket_mode = 0600;
   o->max_connections = DEFAULT_HTTP_MAX_CONNECTIONS;
   o->max_sessions = DEFAULT_HTTP_MAX_SESSIONS;
   o->session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_S * 1000;
@@ -1205,6 +1214,11 @@ static int port_of(const struct sockaddr_storage *a) {
 }
 
 int http_listen_shared(const http_options *opts, int *port, char *err, size_t err_len) {
+  if (opts->local[0]) {
+    *port = 0;
+    int fd = os_local_listen_shared(opts->local, opts->socket_mode, HTTP_LISTEN_BACKLOG, err, err_len);
+    return fd < 0 ? -1 : fd;
+  }
   struct sockaddr_storage addr;
   if (!listen_address(opts, opts->port, &addr, err, err_len)) return -1;
   int fd = os_sock_listen_shared((const struct sockaddr *)&addr, HTTP_LISTEN_BACKLOG);
@@ -1219,26 +1233,60 @@ int http_listen_shared(const http_options *opts, int *port, char *err, size_t er
   return fd;
 }
 
+void http_unlisten_shared(const http_options *opts) {
+  if (opts->local[0]) os_local_remove(opts->local);
+}
+
+void http_listen_url(const http_options *opts, int port, char *out, size_t out_len) {
+  const char *host = opts->host;
+  if (opts->local[0]) snprintf(out, out_len, "unix:%s:%s", opts->local, opts->path);
+  else snprintf(out, out_len, "http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                port, opts->path);
+}
+
+/* Bind and listen on the local socket (a worker never does: it accepts
+ * from the supervisor's). */
+static int listen_local(http_server *h, char *err, size_t err_len) {
+  int rc = uv_pipe_init(h->loop, &h->local_listener, 0);
+  if (rc == 0 && !h->opts.worker_index)
+    rc = os_local_listen(&h->local_listener, h->opts.local, h->opts.socket_mode, HTTP_LISTEN_BACKLOG, on_connection,
+                         err, err_len);
+  return rc;
+}
+
+/* Stop listening (a drain, or the stop): the socket file goes with it, so
+ * that the next server (a restart, the new version) may take the path at
+ * once; a worker's is the supervisor's to remove. */
+static void listener_close(http_server *h) {
+  if (h->opts.local[0] && !h->opts.worker_index) os_local_remove(h->opts.local);
+  uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+}
+
 http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, char *err, size_t err_len) {
   struct sockaddr_storage addr;
   if (!opts->families) {
     snprintf(err, err_len, "no endpoint families to serve (http_options.families)");
     return NULL;
   }
-  if (!listen_address(opts, opts->port, &addr, err, err_len)) return NULL;
+  if (!opts->local[0] && !listen_address(opts, opts->port, &addr, err, err_len)) return NULL;
   http_server *h = calloc(1, sizeof *h);
   h->loop = loop;
   h->srv = srv;
   h->opts = *opts;
   strmap_init(&h->sessions_by_id);
   EACH_FAMILY(h, f) if ((*f)->server_start) (*f)->server_start(h);
-  int rc = uv_tcp_init(loop, &h->listener);
-  /* A worker accepts from the supervisor's socket (http_worker_attach):
-   * its own listener is never opened. */
-  if (rc == 0 && !opts->worker_index) rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
-  if (rc == 0 && !opts->worker_index) rc = uv_listen((uv_stream_t *)&h->listener, HTTP_LISTEN_BACKLOG, on_connection);
+  int rc;
+  if (opts->local[0]) {
+    rc = listen_local(h, err, err_len); /* err says why */
+  } else {
+    rc = uv_tcp_init(loop, &h->listener);
+    /* A worker accepts from the supervisor's socket (http_worker_attach):
+     * its own listener is never opened. */
+    if (rc == 0 && !opts->worker_index) rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
+    if (rc == 0 && !opts->worker_index) rc = uv_listen((uv_stream_t *)&h->listener, HTTP_LISTEN_BACKLOG, on_connection);
+    if (rc != 0) snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(rc));
+  }
   if (rc != 0) {
-    snprintf(err, err_len, "cannot listen on %s:%d: %s", opts->host, opts->port, uv_strerror(rc));
     if (uv_is_active((uv_handle_t *)&h->listener) || h->listener.loop) uv_close((uv_handle_t *)&h->listener, NULL);
     strmap_free(&h->sessions_by_id);
     return NULL; /* h is freed with the process: the listener closes on the next turn */
@@ -1246,7 +1294,7 @@ http_server *http_start(uv_loop_t *loop, server *srv, const http_options *opts, 
   h->listener.data = h;
   struct sockaddr_storage bound;
   int len = sizeof bound;
-  if (opts->worker_index) h->port = opts->port;
+  if (opts->worker_index || opts->local[0]) h->port = opts->port;
   else if (uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound, &len) == 0) h->port = port_of(&bound);
   uv_timer_init(loop, &h->sweep);
   h->sweep.data = h;
@@ -1278,7 +1326,7 @@ void http_stop(http_server *h) {
   uv_close((uv_handle_t *)&h->probe, on_server_handle_closed);
   if (!uv_is_closing((uv_handle_t *)&h->listener)) {
     h->handles_closing++;
-    uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+    listener_close(h);
   }
   uv_close((uv_handle_t *)&h->sweep, on_server_handle_closed);
   uv_close((uv_handle_t *)&h->later, on_server_handle_closed);
@@ -1299,7 +1347,7 @@ int http_drain(http_server *h) {
    * the shared one: the other workers take what comes while they serve,
    * and once every copy is closed it is refused too. */
   h->handles_closing++;
-  uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+  listener_close(h);
   if (h->worker_ops) h->worker_ops->stop_accepting(h);
   /* Every response from now on says Connection: close, and its connection
    * ends once it is written: first, so that the streams ended below close

@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "core/strmap.h"
+#include "os/sock.h"
 #include "transport/http.h"
 #include "transport/http_route.h"
 #include "transport/http_util.h"
@@ -212,7 +213,12 @@ void http_metrics_format(const http_server *h, buf *out, int worker) {
  * listener's handle has closed. */
 typedef struct observe_conn observe_conn;
 struct observe_listener {
-  uv_tcp_t tcp;
+  /* A uv_tcp_t, or a uv_pipe_t on a local socket (local). */
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  };
+  char local[108]; /* the local socket's path (its file goes at observe_close), or "" */
   const http_observe_hooks *hooks;
   bool closing;
   int port;
@@ -224,7 +230,10 @@ struct observe_listener {
  * answer, then closed, within OBSERVE_CONN_TIMEOUT_MS. Owner: itself;
  * freed once both its handles (the socket, the timer) have closed. */
 struct observe_conn {
-  uv_tcp_t tcp;
+  union { /* the listener's kind */
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  };
   uv_timer_t deadline;
   int handles_open;
   observe_listener *l; /* NULL once the listener has let go of it */
@@ -342,7 +351,8 @@ static void on_connection(uv_stream_t *server, int status) {
   if (status < 0 || l->closing) return;
   observe_conn *oc = calloc(1, sizeof *oc);
   if (!oc) return;
-  uv_tcp_init(server->loop, &oc->tcp);
+  if (l->local[0]) uv_pipe_init(server->loop, &oc->pipe, 0);
+  else uv_tcp_init(server->loop, &oc->tcp);
   uv_timer_init(server->loop, &oc->deadline);
   oc->tcp.data = oc->deadline.data = oc;
   oc->handles_open = 2;
@@ -366,8 +376,31 @@ static void on_connection(uv_stream_t *server, int status) {
 /* What anyone who reaches the --metrics listener can do. */
 #define OBSERVE_EXPOSES "read your metrics (the tools' names and counts)"
 
-observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, bool allow_remote,
-                                 const http_observe_hooks *hooks, char *err, size_t err_len) {
+/* --metrics unix:SOCKET */
+static observe_listener *listen_local(uv_loop_t *loop, const char *local, int socket_mode,
+                                      const http_observe_hooks *hooks, char *err, size_t err_len) {
+  observe_listener *l = calloc(1, sizeof *l);
+  if (!l) {
+    snprintf(err, err_len, "--metrics: out of memory");
+    return NULL;
+  }
+  l->hooks = hooks;
+  snprintf(l->local, sizeof l->local, "%s", local);
+  uv_pipe_init(loop, &l->pipe, 0);
+  l->pipe.data = l;
+  char why[400];
+  if (os_local_listen(&l->pipe, local, socket_mode, 64, on_connection, why, sizeof why) != 0) {
+    snprintf(err, err_len, "--metrics: %s", why);
+    l->closing = true;
+    uv_close((uv_handle_t *)&l->pipe, (uv_close_cb)free);
+    return NULL;
+  }
+  return l;
+}
+
+observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, const char *local, int socket_mode,
+                                 bool allow_remote, const http_observe_hooks *hooks, char *err, size_t err_len) {
+  if (local && local[0]) return listen_local(loop, local, socket_mode, hooks, err, err_len);
   char refused[400];
   if (!http_remote_allowed(host, allow_remote, OBSERVE_EXPOSES, refused, sizeof refused)) {
     snprintf(err, err_len, "--metrics: %s", refused);
@@ -415,5 +448,6 @@ void observe_close(observe_listener *l) {
     conn_unlink(oc);
     conn_end(oc);
   }
+  if (l->local[0]) os_local_remove(l->local);
   uv_close((uv_handle_t *)&l->tcp, (uv_close_cb)free);
 }

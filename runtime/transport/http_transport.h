@@ -35,6 +35,13 @@ typedef struct http_observe_hooks {
 typedef struct http_options {
   char host[256];
   int port; /* 0: any free port (see http_bound_port) */
+  /* --http unix:SOCKET[:/PATH] (core/unix_url.h): listen on this local
+   * socket (a Unix socket file; Windows: a named pipe, \\.\pipe\NAME)
+   * instead of host:port, which keep their loopback defaults (reached from
+   * this machine only: see check_headers); "" for TCP. The process that
+   * made the file removes it when it stops listening (os/sock.h). */
+  char local[108];
+  int socket_mode; /* its permission bits (--socket-mode): 0600 by default */
   char path[256];
   /* The 2024-11-05 HTTP+SSE transport (http_legacy_sse.c): GET here opens
    * a session's stream, whose endpoint event names the path its POSTs go
@@ -97,9 +104,17 @@ int http_calls_in_flight(const http_server *h);
 /* ---- --workers --------------------------------------------------------- */
 
 /* Listen on the address once, for all workers: returns the listening
- * socket (port 0 resolved to a free port, in *port), which every worker
- * inherits and accepts from; or -1 with a message in err. */
+ * socket (port 0 resolved to a free port, in *port; 0 for a local socket),
+ * which every worker inherits and accepts from; or -1 with a message in
+ * err. */
 int http_listen_shared(const http_options *opts, int *port, char *err, size_t err_len);
+/* Its socket file goes (a local socket's: see http_options.local), just
+ * before the socket is closed. */
+void http_unlisten_shared(const http_options *opts);
+
+/* Where a server listens, as a client writes it: "http://HOST:PORT/PATH"
+ * (port: the bound one), or "unix:SOCKET:/PATH". */
+void http_listen_url(const http_options *opts, int port, char *out, size_t out_len);
 
 /* What a worker's IPC pipe to its supervisor tells the command that runs
  * the worker. */
@@ -139,10 +154,12 @@ void http_remote_warn(const char *host, const char *exposed);
 
 /* A listener of its own for /metrics, /healthz and /readyz only (no MCP,
  * no auth: meant for an internal address); an address that is not
- * loopback needs allow_remote (http_remote_allowed). Returns NULL with err. */
+ * loopback needs allow_remote (http_remote_allowed). local: a local socket
+ * (unix:SOCKET, made with socket_mode) instead of host:port, or "".
+ * Returns NULL with err. */
 typedef struct observe_listener observe_listener;
-observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, bool allow_remote,
-                                 const http_observe_hooks *hooks, char *err, size_t err_len);
+observe_listener *observe_listen(uv_loop_t *loop, const char *host, int port, const char *local, int socket_mode,
+                                 bool allow_remote, const http_observe_hooks *hooks, char *err, size_t err_len);
 int observe_bound_port(const observe_listener *l);
 /* Stop listening; freed once its handles closed. */
 void observe_close(observe_listener *l);

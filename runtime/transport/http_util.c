@@ -2,6 +2,7 @@
 #include "transport/http_util.h"
 
 #include "core/luamcp_limits.h"
+#include "core/unix_url.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -119,10 +120,18 @@ bool http_is_loopback_address(const char *address) {
   return strcmp(address, "localhost") == 0 || strncmp(address, "127.", 4) == 0 || strcmp(address, "::1") == 0;
 }
 
-bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port, char *path, size_t path_len,
-                       char *err, size_t err_len) {
+bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port, char *local, size_t local_len,
+                       char *path, size_t path_len, char *err, size_t err_len) {
   snprintf(host, host_len, "127.0.0.1");
   snprintf(path, path_len, "/mcp");
+  local[0] = '\0';
+  *port = 0;
+  if (unix_url_is(spec)) {
+    char why[300];
+    if (unix_url_parse(spec, "/mcp", local, local_len, path, path_len, why, sizeof why)) return true;
+    snprintf(err, err_len, "--http unix:SOCKET[:/PATH]: %s", why);
+    return false;
+  }
   const char *p = spec;
   const char *slash = strchr(spec, '/');
   const char *port_start = spec;
@@ -157,7 +166,8 @@ bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port,
   }
   return true;
 bad:
-  snprintf(err, err_len, "--http needs [HOST:]PORT[/PATH], e.g. 8080, 127.0.0.1:8080/mcp or [::1]:8080; got '%s'", spec);
+  snprintf(err, err_len, "--http needs [HOST:]PORT[/PATH] or unix:SOCKET[:/PATH], e.g. 8080, 127.0.0.1:8080/mcp, [::1]:8080 or "
+           "unix:/run/luamcp.sock; got '%s'", spec);
   return false;
 }
 

@@ -30,10 +30,12 @@ bool http_is_loopback_name(const char *name);
 /* Is the listen address a loopback one ("127.0.0.1", "::1", "localhost")? */
 bool http_is_loopback_address(const char *address);
 
-/* Parse --http [HOST:]PORT[/PATH]. host defaults to 127.0.0.1 and path to
+/* Parse --http [HOST:]PORT[/PATH] or unix:SOCKET[:/PATH] (core/unix_url.h:
+ * the socket into local, "" for TCP). host defaults to 127.0.0.1 (and stays
+ * that with a socket: it is reached from this machine only) and path to
  * /mcp. Returns false with a message in err. */
-bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port, char *path, size_t path_len,
-                       char *err, size_t err_len);
+bool http_parse_listen(const char *spec, char *host, size_t host_len, int *port, char *local, size_t local_len,
+                       char *path, size_t path_len, char *err, size_t err_len);
 
 /* A request target as the log shows it: the path, and the query's keys
  * with every value replaced by "[redacted]" ("/mcp?access_token=[redacted]"):

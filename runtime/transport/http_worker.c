@@ -331,7 +331,9 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
     if (head.type == WORKER_ANNOUNCE) {
       if (wk->hooks.announce) wk->hooks.announce(wk->hooks.arg);
     } else if (head.type == WORKER_HANDOVER) {
-      if (uv_pipe_pending_count(&wk->pipe) < 1 || uv_pipe_pending_type(&wk->pipe) != UV_TCP) {
+      /* A local socket's connection comes as one (a Unix socket). */
+      uv_handle_type kind = wk->server->opts.local[0] ? UV_NAMED_PIPE : UV_TCP;
+      if (uv_pipe_pending_count(&wk->pipe) < 1 || uv_pipe_pending_type(&wk->pipe) != kind) {
         log_write(LOG_ERROR, "a connection handed over arrived without its socket");
         continue;
       }

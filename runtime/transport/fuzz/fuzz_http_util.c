@@ -27,10 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (k < 0 || k > MAX_WORKERS || kn < 0 || kn > MAX_WORKERS) __builtin_trap();
   if (k && text[0] != 'w') __builtin_trap();
   if (kn && strncmp(text, "east.w", 6) != 0) __builtin_trap();
-  char host[256], path[256], err[300];
+  char host[256], local[108], path[256], err[300];
   int port;
-  if (http_parse_listen(text, host, sizeof host, &port, path, sizeof path, err, sizeof err) &&
-      (port < 0 || port > 65535 || path[0] != '/'))
+  /* A socket is named or a port is: never an empty socket path. */
+  if (http_parse_listen(text, host, sizeof host, &port, local, sizeof local, path, sizeof path, err, sizeof err) &&
+      (port < 0 || port > 65535 || path[0] != '/' || (strncmp(text, "unix:", 5) == 0) != (local[0] != '\0')))
     __builtin_trap();
   http_secret_equal(text, size, "secret", 6);
   /* The logged target shows no query value: each '=' after the '?' is
