@@ -150,7 +150,15 @@ async function listAll(method, key) {
 
 function caps() { return (state.server && (state.server.capabilities || state.server.serverCapabilities)) || {}; }
 
-async function refreshLists() {
+// One refresh at a time: a reload brings its event and list_changed
+// together, and both want the same lists (and the reload, what changed).
+let refreshing = null;
+function refreshLists() {
+  if (!refreshing) refreshing = fetchLists().finally(() => { refreshing = null; });
+  return refreshing;
+}
+
+async function fetchLists() {
   const c = caps();
   const before = JSON.parse(JSON.stringify(state.lists));
   const get = async (has, method, key) => { if (!has) return []; try { return await listAll(method, key); } catch (e) { return []; } };

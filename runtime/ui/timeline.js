@@ -64,8 +64,8 @@ export class Timeline {
     const { conn, dir } = ev;
     const hasId = m && m.id !== undefined && m.id !== null;
     if (m && typeof m.method === "string" && hasId) {                        // a request
-      const era = this.eraFor(conn, m);
       if (m.method === "initialize" && m.params && m.params.protocolVersion) this.eraOf.set(conn, m.params.protocolVersion);
+      const era = this.eraFor(conn, m);
       const e = this.push({ kind: "call", t: ev.t, conn, dir, era, method: m.method, id: m.id, req: { ev, m }, res: null, kids: [], batch,
         tool: m.method === "tools/call" && m.params ? m.params.name : (m.method === "prompts/get" && m.params ? m.params.name : undefined) });
       this.methods.add(m.method);
