@@ -38,12 +38,14 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # skopeo, umoci and podman: spec/release_oci_spec.lua reads luamcp
 # release's OCI image with skopeo, unpacks it with umoci and runs it in a
 # chroot (util-linux's unshare), and in podman where containers can run;
+# chromium: spec/ui_spec.lua drives the inspector page (luamcp dev --ui) in
+# it, headless, through puppeteer-core (spec/package.json);
 # lua5.2: spec/busted_lua_spec.lua runs busted with a `lua` that is 5.2
 # first on PATH (what /usr/bin/lua is on a machine where lua-busted
 # brought lua5.2 in: every busted run must be Lua 5.4 all the same).
 test_pkgs="lua5.4 lua5.2 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
            valgrind curl jq python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus
-           skopeo umoci podman"
+           skopeo umoci podman chromium"
 bench_pkgs="wrk"
 
 case "${1:-build}" in
