@@ -234,15 +234,27 @@ function showTool(tool) {
     const p = { name: tool.name, arguments: args, _meta: { progressToken: token } };
     if (asTask.checked && state.era !== V2026) p.task = {};
     const id = idPrefix + nextId;
-    cancel.onclick = () => { notify("notifications/cancelled", { requestId: id, reason: "cancelled in the inspector" }); result.dataset.state = "error"; msg.textContent = " cancel sent"; };
+    // A cancelled request gets no response (the protocol says so): the
+    // call ends here, in the page, and a late answer is ignored.
+    cancel.onclick = () => {
+      if (result.dataset.taskId) { request("tasks/cancel", { taskId: result.dataset.taskId }).catch(showError); return; }
+      notify("notifications/cancelled", { requestId: id, reason: "cancelled in the inspector" });
+      const pend = state.pending.get(id);
+      if (pend) { state.pending.delete(id); pend.reject(Object.assign(new Error("cancelled"), { cancelled: true })); }
+    };
     try {
       const pr = request("tools/call", p, {});
-      const pend = state.pending.get(id); if (pend) { pend.token = token; pend.onProgress = (x) => { bar.max = x.total || 1; bar.value = x.progress; msg.textContent = ` ${x.progress}${x.total ? "/" + x.total : ""} ${x.message || ""}`; }; }
+      const pend = state.pending.get(id); if (pend) { pend.token = token; pend.onProgress = (x) => {
+        bar.max = x.total || 1; bar.value = x.progress; bar.setAttribute("aria-valuenow", String(x.progress)); bar.setAttribute("aria-valuemax", String(bar.max));
+        msg.textContent = ` ${x.progress}${x.total ? "/" + x.total : ""} ${x.message || ""}`; }; }
       let r = await pr;
       r = await followUp(r, "tools/call", p, result);
       showResult(result, r);
-    } catch (err) { showRpcError(result, err); }
-    finally { call.disabled = false; cancel.disabled = true; }
+    } catch (err) {
+      if (err.cancelled) { result.dataset.state = "cancelled"; result.replaceChildren(el("span", { class: "state" }, "cancelled"), el("span", { class: "muted" }, " (notifications/cancelled sent; the server sends no response)")); }
+      else showRpcError(result, err);
+    }
+    finally { call.disabled = false; cancel.disabled = true; delete result.dataset.taskId; }
   });
   // The first field is where a keyboard user goes next (Tab from there).
   const first = f.querySelector("input,select,textarea,button");
@@ -262,13 +274,16 @@ async function followUp(r, method, p, box) {
 
 async function followTask(task, box) {
   const id = task.taskId;
-  const st = el("span", { class: "task-state", "data-task-state": task.status }, `task ${id.slice(0, 8)}…: ${task.status}`);
+  // data-task-history: every state seen, in order (repeats folded)
+  const st = el("span", { class: "task-state", "data-task-state": task.status, "data-task-history": task.status }, `task ${id.slice(0, 8)}…: ${task.status}`);
   const cancel = el("button", { type: "button", id: "task-cancel" }, "Cancel task");
   cancel.addEventListener("click", () => request("tasks/cancel", { taskId: id }).catch(showError));
+  box.dataset.taskId = id; box.taskLine = st;
   box.replaceChildren(st, " ", cancel);
   for (;;) {
     await new Promise((res) => setTimeout(res, Math.min(task.pollIntervalMs || 500, 2000)));
     task = await request("tasks/get", { taskId: id });
+    if (st.dataset.taskHistory.split(" ").pop() !== task.status) st.dataset.taskHistory += " " + task.status;
     st.dataset.taskState = task.status; st.textContent = `task ${id.slice(0, 8)}…: ${task.status}${task.statusMessage ? " — " + task.statusMessage : ""}`;
     if (task.status === "input_required" && task.inputRequests) {
       const answers = {};
@@ -297,6 +312,8 @@ function showResult(box, r) {
   for (const c of (r && r.contents) || []) kids.push(contentBlock(c.blob !== undefined ? { type: "resource", resource: c } : { type: "resource", resource: c }));
   if (r && r.structuredContent !== undefined) kids.push(el("h4", {}, "structuredContent"), prettyJSON(r.structuredContent));
   if (r && !r.content && !r.messages && !r.contents) kids.push(prettyJSON(r));
+  // a task's result keeps the line saying which task and its last state
+  if (box.taskLine) { kids.unshift(box.taskLine, el("br")); box.taskLine = null; }
   box.replaceChildren(...kids);
 }
 
@@ -395,7 +412,11 @@ function askInPage(x) {
   return new Promise((resolve, reject) => {
     const p = x.params || {};
     const box = el("section", { class: "question", role: "dialog", "aria-modal": "false", "aria-labelledby": "q-title-" + x.id, "data-kind": x.method === "elicitation/create" ? "elicitation" : x.method === "sampling/createMessage" ? "sampling" : "other", "data-request-id": String(x.id) });
-    const done = (v) => { box.remove(); resolve(v); };
+    // The focus goes back where it was when the question came (a keyboard
+    // user answering must not be left on the page's body).
+    const before = document.activeElement;
+    const leave = () => { box.remove(); if (before && before.isConnected && before !== document.body) before.focus(); else { const r = $("tool-call"); if (r) r.focus(); } };
+    const done = (v) => { leave(); resolve(v); };
     if (x.method === "elicitation/create") {
       box.append(el("h2", { id: "q-title-" + x.id }, "The server asks"), el("p", { class: "q-message" }, p.message || ""));
       if (p.mode === "url" || p.url) {
@@ -420,7 +441,7 @@ function askInPage(x) {
       const refuse = el("button", { type: "button", id: "q-decline" }, "Refuse");
       const f = el("form", { id: "q-form" }, ta, el("div", { class: "actions" }, send, refuse));
       f.addEventListener("submit", (e) => { e.preventDefault(); done({ role: "assistant", content: { type: "text", text: ta.value }, model: "luamcp-inspector (a person)", stopReason: "endTurn" }); });
-      refuse.addEventListener("click", () => { box.remove(); reject(new Error("the user refused the sampling request")); });
+      refuse.addEventListener("click", () => { leave(); reject(new Error("the user refused the sampling request")); });
       box.append(f);
     } else {
       box.append(el("h2", { id: "q-title-" + x.id }, x.method), prettyJSON(p));
