@@ -262,7 +262,7 @@ describe("the web inspector", function()
     for start = 0, CALLS - 1, CHUNK do
       local lines = {}
       for k = start, start + CHUNK - 1 do
-        last_id = proc.next_id
+        last_id = math.tointeger(proc.next_id)
         proc.next_id = last_id + 1
         lines[#lines + 1] = cjson.encode { jsonrpc = "2.0", id = last_id, method = "tools/call", params = { name = "add", arguments = { a = k, b = 1 } } }
       end
@@ -289,7 +289,7 @@ describe("the web inspector", function()
     assert.are.equal("stdio", out.first.conn)
     assert.is_true(tonumber(out.first.id) <= 10, cjson.encode(out.first))
     -- End: the newest row, the page's own
-    assert.are.equal(tostring(out.shown - 1), out.last.pos)
+    assert.are.equal(("%d"):format(out.shown - 1), out.last.pos)
     assert.are.equal("ui", out.last.conn)
     -- the id filter finds the last stdio call, paired
     assert.truthy(out.filteredCount:find("^1 of "), out.filteredCount)
