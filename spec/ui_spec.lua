@@ -356,6 +356,10 @@ describe("the web inspector", function()
     assert.are.equal("done", out.add2026.state)
     assert.truthy(out.add2026.text:find("5", 1, true), out.add2026.text)
     assert.is_true(#out.add2026Rows >= 1)
+    -- not ticked "run as a task": an ordinary call, even when it takes long
+    assert.are.equal("done", out.reportPlain.state)
+    assert.truthy(out.reportPlain.text:find("2. Section 2 of 2", 1, true), out.reportPlain.text)
+    assert.is_false(out.reportPlainWasTask)
     -- the task: working, then completed, with its result
     assert.truthy(out.taskWorking:find("working", 1, true), out.taskWorking)
     assert.are.equal("done", out.task.state)

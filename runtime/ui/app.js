@@ -43,20 +43,23 @@ async function post(message) {
   if (!r.ok) { let why = r.statusText; try { why = (await r.json()).error || why; } catch { /* not JSON */ } throw new Error(`send refused (${r.status}): ${why}`); }
 }
 
-function withMeta(p) {
+// tasks: declare the tasks extension (a tool call declares it only when
+// "run as a task" is ticked: the server makes a task only for a client that
+// declared it, so the box decides).
+function withMeta(p, tasks = true) {
   if (state.era !== V2026) return p;
   const meta = Object.assign({}, p && p._meta, {
     "io.modelcontextprotocol/protocolVersion": V2026,
-    "io.modelcontextprotocol/clientCapabilities": Object.assign({ extensions: { "io.modelcontextprotocol/tasks": {} } }, CLIENT_CAPS),
+    "io.modelcontextprotocol/clientCapabilities": Object.assign(tasks ? { extensions: { "io.modelcontextprotocol/tasks": {} } } : {}, CLIENT_CAPS),
     "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
   });
   return Object.assign({}, p, { _meta: meta });
 }
 
-function request(method, p, { onProgress, raw } = {}) {
+function request(method, p, { onProgress, raw, tasks } = {}) {
   const id = idPrefix + nextId++;
   const message = { jsonrpc: "2.0", id, method };
-  const withEra = raw ? p : withMeta(p);
+  const withEra = raw ? p : withMeta(p, tasks !== false);
   if (withEra !== undefined) message.params = withEra;
   return new Promise((resolve, reject) => {
     state.pending.set(id, { resolve, reject, onProgress, method });
@@ -243,12 +246,12 @@ function showTool(tool) {
       if (pend) { state.pending.delete(id); pend.reject(Object.assign(new Error("cancelled"), { cancelled: true })); }
     };
     try {
-      const pr = request("tools/call", p, {});
+      const pr = request("tools/call", p, { tasks: asTask.checked });
       const pend = state.pending.get(id); if (pend) { pend.token = token; pend.onProgress = (x) => {
         bar.max = x.total || 1; bar.value = x.progress; bar.setAttribute("aria-valuenow", String(x.progress)); bar.setAttribute("aria-valuemax", String(bar.max));
         msg.textContent = ` ${x.progress}${x.total ? "/" + x.total : ""} ${x.message || ""}`; }; }
       let r = await pr;
-      r = await followUp(r, "tools/call", p, result);
+      r = await followUp(r, "tools/call", p, result, { tasks: asTask.checked });
       showResult(result, r);
     } catch (err) {
       if (err.cancelled) { result.dataset.state = "cancelled"; result.replaceChildren(el("span", { class: "state" }, "cancelled"), el("span", { class: "muted" }, " (notifications/cancelled sent; the server sends no response)")); }
@@ -262,11 +265,11 @@ function showTool(tool) {
 }
 
 // A 2026-07-28 result may ask questions (input_required) or be a task.
-async function followUp(r, method, p, box) {
+async function followUp(r, method, p, box, opts = {}) {
   for (let round = 0; r && r.resultType === "input_required" && round < 10; round++) {
     const answers = {};
     for (const [key, q] of Object.entries(r.inputRequests || {})) answers[key] = await askInPage({ method: q.method, params: q.params, id: key });
-    r = await request(method, Object.assign({}, p, { inputResponses: answers, requestState: r.requestState }));
+    r = await request(method, Object.assign({}, p, { inputResponses: answers, requestState: r.requestState }), opts);
   }
   if (r && (r.resultType === "task" || (r.task && r.task.taskId))) return await followTask(r.task || r, box);
   return r;
@@ -323,7 +326,7 @@ function contentBlock(c, isError) {
   else if (c.type === "image") b.append(el("img", { src: `data:${c.mimeType};base64,${c.data}`, alt: "image result" }));
   else if (c.type === "audio") b.append(el("audio", { controls: true, src: `data:${c.mimeType};base64,${c.data}` }));
   else if (c.type === "resource_link") {
-    const a = el("button", { type: "button", class: "link" }, `🔗 ${c.name || c.uri} (${c.uri})`);
+    const a = el("button", { type: "button", class: "link", title: "Read " + c.uri }, `↗ ${c.name || c.uri} (${c.uri})`);
     a.addEventListener("click", () => { selectTab("resources"); readResource(c.uri); });
     b.append(a);
   } else if (c.type === "resource") {
