@@ -4,7 +4,9 @@
 -- binary; and its listener refusing what is not the page. Screenshots of
 -- each view are kept in build/artifacts/ui/ (timeline.png, tool-form.png,
 -- elicitation.png, reload.png, reload-failed.png, filter.png, keyboard.png,
--- inspect-*.png). Without Chromium or puppeteer-core (a fresh machine before
+-- timeline-100k.png, progress.png, cancel.png, media.png, resources.png,
+-- prompt.png, roots.png, keyboard-elicitation.png, era-2026.png,
+-- task-working.png, task.png, inspect-*.png). Without Chromium or puppeteer-core (a fresh machine before
 -- runtime/tools/deps.sh test and npm ci) the browser tests are skipped,
 -- saying which is missing.
 

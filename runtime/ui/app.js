@@ -1,7 +1,7 @@
 // luamcp inspector: the page is the MCP client of luamcp's "ui" connection.
 // It reads every event of /events into the timeline, sends its own requests
 // with POST /send, and answers the server's questions (elicitation,
-// sampling, roots, ping). The contract: runtime/ui/README.md.
+// sampling, roots, ping). The contract: docs/inspector.md.
 import { el, prettyJSON } from "./util.js";
 import { Timeline } from "./timeline.js";
 import { buildForm } from "./schema_form.js";
