@@ -4,7 +4,9 @@
 -- binary; and its listener refusing what is not the page. Screenshots of
 -- each view are kept in build/artifacts/ui/ (timeline.png, tool-form.png,
 -- elicitation.png, reload.png, reload-failed.png, filter.png, keyboard.png,
--- inspect-*.png). Without Chromium or puppeteer-core (a fresh machine before
+-- timeline-100k.png, progress.png, cancel.png, media.png, resources.png,
+-- prompt.png, roots.png, keyboard-elicitation.png, era-2026.png,
+-- task-working.png, task.png, inspect-*.png). Without Chromium or puppeteer-core (a fresh machine before
 -- runtime/tools/deps.sh test and npm ci) the browser tests are skipped,
 -- saying which is missing.
 
@@ -51,6 +53,24 @@ local function copy_demo()
   local dir = client.temp_dir()
   assert(os.execute("cp -R scripts/demo/. " .. dir .. "/"))
   return dir
+end
+
+-- The demo with the fixtures beside it (spec/fixtures/ui: every kind of
+-- result, a tool asking for roots).
+local function copy_demo_and_fixtures()
+  local dir = copy_demo()
+  assert(os.execute("cp -R spec/fixtures/ui/. " .. dir .. "/"))
+  return dir
+end
+
+-- Numbers in the page's words ("50,012 of 50,012 rows").
+local function numbers(text)
+  local out = {}
+  for n in text:gmatch("[%d,.\226\128\175\194\160]+") do
+    local digits = n:gsub("%D", "")
+    if digits ~= "" then out[#out + 1] = tonumber(digits) end
+  end
+  return out
 end
 
 local function drive(url, scenario, args)
@@ -229,5 +249,134 @@ describe("the web inspector", function()
     server.terminate()
     server.close()
     assert(ok, err)
+  end)
+  it("dev --ui in Chromium with 100,000 messages in the timeline: only a window drawn, Home/End, a filter, still answering", function()
+    local why = missing()
+    if why then return pending(why) end
+    dir = copy_demo()
+    local url
+    proc, url = start_ui { "dev", dir, "--ui" }
+    proc:initialize()
+    -- 50,000 calls (100,000 messages) from the stdio client, pipelined: a
+    -- chunk of requests written at once, then their answers read.
+    local CALLS, CHUNK = 50000, 2500
+    local last_id
+    for start = 0, CALLS - 1, CHUNK do
+      local lines = {}
+      for k = start, start + CHUNK - 1 do
+        last_id = math.tointeger(proc.next_id)
+        proc.next_id = last_id + 1
+        lines[#lines + 1] = cjson.encode { jsonrpc = "2.0", id = last_id, method = "tools/call", params = { name = "add", arguments = { a = k, b = 1 } } }
+      end
+      proc:write(table.concat(lines, "\n") .. "\n")
+      assert(client.wait_until(function() return #proc.lines >= CHUNK end, WAIT), "answers missing: " .. #proc.lines .. "\n" .. proc.stderr)
+      local final = cjson.decode(proc.lines[CHUNK])
+      assert(final.result and final.result.content, proc.lines[CHUNK])
+      proc.lines = {}
+    end
+
+    local out = drive(url, "big", { calls = CALLS, lastId = last_id })
+    assert.is_nil(out.error, out.error)
+    assert.are.same({}, out.problems)
+    -- every call a row, the count says so
+    local shown, total = table.unpack(numbers(out.count))
+    assert.is_true(shown >= CALLS and shown == total, out.count)
+    -- only a window of rows in the DOM, wherever the list is scrolled
+    for _, n in ipairs { out.domRows, out.domRowsAtHome, out.domRowsAtEnd } do
+      assert.is_true(n > 5 and n < 300, "rows drawn: " .. n)
+    end
+    -- Home: the oldest row luamcp kept (its history keeps the newest
+    -- 100,000 events: the first few calls at most are gone)
+    assert.are.equal("0", out.first.pos)
+    assert.are.equal("stdio", out.first.conn)
+    assert.is_true(tonumber(out.first.id) <= 10, cjson.encode(out.first))
+    -- End: the newest row, the page's own
+    assert.are.equal(("%d"):format(out.shown - 1), out.last.pos)
+    assert.are.equal("ui", out.last.conn)
+    -- the id filter finds the last stdio call, paired
+    assert.truthy(out.filteredCount:find("^1 of "), out.filteredCount)
+    assert.are.equal(tostring(last_id), out.filtered[1].id)
+    assert.are.equal("true", out.filtered[1].paired)
+    assert.are.equal("stdio", out.filtered[1].conn)
+    assert.truthy(out.filtered[1].text:find(tostring(CALLS), 1, true), out.filtered[1].text)
+    -- and the page still answers a call
+    assert.are.equal("done", out.add.state)
+    assert.truthy(out.add.text:find("15", 1, true), out.add.text)
+    assert_png(ARTIFACTS .. "/timeline-100k.png")
+  end)
+
+  it("dev --ui in Chromium: progress and cancel, every kind of result, resources, prompts, completions, roots, keys only, the 2026-07-28 era and tasks", function()
+    local why = missing()
+    if why then return pending(why) end
+    dir = copy_demo_and_fixtures()
+    local url
+    proc, url = start_ui { "dev", dir, "--ui" }
+    local out = drive(url, "features", { dir = dir })
+    assert.is_nil(out.error, out.error)
+    assert.are.same({}, out.problems)
+    -- progress: a bar whose value grows, then cancel
+    assert.is_true(out.progress[2].value > out.progress[1].value, cjson.encode(out.progress))
+    assert.are.equal(50, out.progress[2].max)
+    assert.are.equal("cancelled", out.cancelled.state)
+    assert.truthy(out.cancelled.text:find("cancelled", 1, true), out.cancelled.text)
+    assert.is_true(out.callEnabledAfterCancel, "the form can call again after a cancel")
+    assert.truthy(out.cancelDetail:find("notifications/cancelled", 1, true), out.cancelDetail)
+    -- every kind of result
+    assert.are.equal("done", out.media.state)
+    assert.truthy(out.mediaShown.img:find("^data:image/png;base64,"), out.mediaShown.img)
+    assert.is_true(out.mediaShown.imgLoaded, "the image decodes")
+    assert.truthy(out.mediaShown.audio:find("^data:audio/wav;base64,"), out.mediaShown.audio)
+    assert.truthy(out.mediaShown.link:find("notes://welcome", 1, true), out.mediaShown.link)
+    assert.truthy(out.mediaShown.structured:find('"label": "orange square"', 1, true), out.mediaShown.structured)
+    assert.truthy(out.linkOpened:find("Welcome to luamcp", 1, true), out.linkOpened)
+    -- resources, templates, prompts, completions
+    assert.truthy(out.index:find("welcome", 1, true), out.index)
+    assert.are.same({ "welcome" }, out.templateSuggestions)
+    assert.truthy(out.note:find("Welcome to luamcp", 1, true), out.note)
+    assert.are.same({ "welcome" }, out.promptSuggestions)
+    assert.truthy(out.prompt:find("Summarize the note above", 1, true), out.prompt)
+    assert.truthy(out.prompt:find("Welcome to luamcp", 1, true), out.prompt)
+    -- roots
+    assert.are.same({ "file:///tmp/project" }, out.rootsShown)
+    assert.is_true(#out.rootsChanged >= 1)
+    assert.are.equal("done", out.roots.state)
+    assert.truthy(out.roots.text:find("roots: file:///tmp/project", 1, true), out.roots.text)
+    assert.are.equal("s2c", out.rootsListRows[1].dir)
+    -- keys only: arrows move between the tabs (and wrap), Tab/Space/Enter answer
+    local want = { "tab-resources", "tab-prompts", "tab-roots", "tab-tools", "tab-roots" }
+    for i, t in ipairs(out.keyTabs) do
+      assert.are.equal(want[i], t.focused)
+      assert.are.equal(want[i], t.selected)
+      assert.are.equal(want[i]:gsub("^tab", "pane"), t.visible)
+    end
+    assert.is_true(out.keyReachedDelete)
+    assert.are.equal("/confirm", out.keyQuestionFocus)
+    assert.are.equal("q-accept", out.keyAcceptFocus)
+    assert.truthy(out.keyDeleted:find("deleted welcome", 1, true), out.keyDeleted)
+    assert.are_not.equal("body", out.focusAfterQuestion)
+    -- the 2026-07-28 era
+    assert.are.equal("done", out.add2026.state)
+    assert.truthy(out.add2026.text:find("5", 1, true), out.add2026.text)
+    assert.is_true(#out.add2026Rows >= 1)
+    -- not ticked "run as a task": an ordinary call, even when it takes long
+    assert.are.equal("done", out.reportPlain.state)
+    assert.truthy(out.reportPlain.text:find("2. Section 2 of 2", 1, true), out.reportPlain.text)
+    assert.is_false(out.reportPlainWasTask)
+    -- the task: working, then completed, with its result
+    assert.truthy(out.taskWorking:find("working", 1, true), out.taskWorking)
+    assert.are.equal("done", out.task.state)
+    assert.truthy(out.task.text:find("3. Section 3 of 3 about luamcp.", 1, true), out.task.text)
+    assert.truthy(out.task.history:find("^working .*completed$"), out.task.history)
+    assert.is_true(out.taskRows >= 1)
+    -- a new connection in this era: server/discover, no initialize after the switch
+    local first_2026 = math.huge
+    for _, d in ipairs(out.discovers) do first_2026 = math.min(first_2026, d.seq) end
+    assert.is_true(#out.discovers >= 2, cjson.encode(out.discovers))
+    local initialize_after = {}
+    for _, r in ipairs(out.initializes) do if r.method == "initialize" and r.seq > first_2026 then initialize_after[#initialize_after + 1] = r end end
+    assert.are.same({}, initialize_after)
+    for _, name in ipairs { "progress", "cancel", "media", "resources", "prompt", "roots", "keyboard-elicitation", "era-2026", "task-working", "task" } do
+      assert_png(ARTIFACTS .. "/" .. name .. ".png")
+    end
   end)
 end)

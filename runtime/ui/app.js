@@ -1,7 +1,7 @@
 // luamcp inspector: the page is the MCP client of luamcp's "ui" connection.
 // It reads every event of /events into the timeline, sends its own requests
 // with POST /send, and answers the server's questions (elicitation,
-// sampling, roots, ping). The contract: runtime/ui/README.md.
+// sampling, roots, ping). The contract: docs/inspector.md.
 import { el, prettyJSON } from "./util.js";
 import { Timeline } from "./timeline.js";
 import { buildForm } from "./schema_form.js";
@@ -43,20 +43,23 @@ async function post(message) {
   if (!r.ok) { let why = r.statusText; try { why = (await r.json()).error || why; } catch { /* not JSON */ } throw new Error(`send refused (${r.status}): ${why}`); }
 }
 
-function withMeta(p) {
+// tasks: declare the tasks extension (a tool call declares it only when
+// "run as a task" is ticked: the server makes a task only for a client that
+// declared it, so the box decides).
+function withMeta(p, tasks = true) {
   if (state.era !== V2026) return p;
   const meta = Object.assign({}, p && p._meta, {
     "io.modelcontextprotocol/protocolVersion": V2026,
-    "io.modelcontextprotocol/clientCapabilities": Object.assign({ extensions: { "io.modelcontextprotocol/tasks": {} } }, CLIENT_CAPS),
+    "io.modelcontextprotocol/clientCapabilities": Object.assign(tasks ? { extensions: { "io.modelcontextprotocol/tasks": {} } } : {}, CLIENT_CAPS),
     "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
   });
   return Object.assign({}, p, { _meta: meta });
 }
 
-function request(method, p, { onProgress, raw } = {}) {
+function request(method, p, { onProgress, raw, tasks } = {}) {
   const id = idPrefix + nextId++;
   const message = { jsonrpc: "2.0", id, method };
-  const withEra = raw ? p : withMeta(p);
+  const withEra = raw ? p : withMeta(p, tasks !== false);
   if (withEra !== undefined) message.params = withEra;
   return new Promise((resolve, reject) => {
     state.pending.set(id, { resolve, reject, onProgress, method });
@@ -234,15 +237,27 @@ function showTool(tool) {
     const p = { name: tool.name, arguments: args, _meta: { progressToken: token } };
     if (asTask.checked && state.era !== V2026) p.task = {};
     const id = idPrefix + nextId;
-    cancel.onclick = () => { notify("notifications/cancelled", { requestId: id, reason: "cancelled in the inspector" }); result.dataset.state = "error"; msg.textContent = " cancel sent"; };
+    // A cancelled request gets no response (the protocol says so): the
+    // call ends here, in the page, and a late answer is ignored.
+    cancel.onclick = () => {
+      if (result.dataset.taskId) { request("tasks/cancel", { taskId: result.dataset.taskId }).catch(showError); return; }
+      notify("notifications/cancelled", { requestId: id, reason: "cancelled in the inspector" });
+      const pend = state.pending.get(id);
+      if (pend) { state.pending.delete(id); pend.reject(Object.assign(new Error("cancelled"), { cancelled: true })); }
+    };
     try {
-      const pr = request("tools/call", p, {});
-      const pend = state.pending.get(id); if (pend) { pend.token = token; pend.onProgress = (x) => { bar.max = x.total || 1; bar.value = x.progress; msg.textContent = ` ${x.progress}${x.total ? "/" + x.total : ""} ${x.message || ""}`; }; }
+      const pr = request("tools/call", p, { tasks: asTask.checked });
+      const pend = state.pending.get(id); if (pend) { pend.token = token; pend.onProgress = (x) => {
+        bar.max = x.total || 1; bar.value = x.progress; bar.setAttribute("aria-valuenow", String(x.progress)); bar.setAttribute("aria-valuemax", String(bar.max));
+        msg.textContent = ` ${x.progress}${x.total ? "/" + x.total : ""} ${x.message || ""}`; }; }
       let r = await pr;
-      r = await followUp(r, "tools/call", p, result);
+      r = await followUp(r, "tools/call", p, result, { tasks: asTask.checked });
       showResult(result, r);
-    } catch (err) { showRpcError(result, err); }
-    finally { call.disabled = false; cancel.disabled = true; }
+    } catch (err) {
+      if (err.cancelled) { result.dataset.state = "cancelled"; result.replaceChildren(el("span", { class: "state" }, "cancelled"), el("span", { class: "muted" }, " (notifications/cancelled sent; the server sends no response)")); }
+      else showRpcError(result, err);
+    }
+    finally { call.disabled = false; cancel.disabled = true; delete result.dataset.taskId; }
   });
   // The first field is where a keyboard user goes next (Tab from there).
   const first = f.querySelector("input,select,textarea,button");
@@ -250,11 +265,11 @@ function showTool(tool) {
 }
 
 // A 2026-07-28 result may ask questions (input_required) or be a task.
-async function followUp(r, method, p, box) {
+async function followUp(r, method, p, box, opts = {}) {
   for (let round = 0; r && r.resultType === "input_required" && round < 10; round++) {
     const answers = {};
     for (const [key, q] of Object.entries(r.inputRequests || {})) answers[key] = await askInPage({ method: q.method, params: q.params, id: key });
-    r = await request(method, Object.assign({}, p, { inputResponses: answers, requestState: r.requestState }));
+    r = await request(method, Object.assign({}, p, { inputResponses: answers, requestState: r.requestState }), opts);
   }
   if (r && (r.resultType === "task" || (r.task && r.task.taskId))) return await followTask(r.task || r, box);
   return r;
@@ -262,13 +277,16 @@ async function followUp(r, method, p, box) {
 
 async function followTask(task, box) {
   const id = task.taskId;
-  const st = el("span", { class: "task-state", "data-task-state": task.status }, `task ${id.slice(0, 8)}…: ${task.status}`);
+  // data-task-history: every state seen, in order (repeats folded)
+  const st = el("span", { class: "task-state", "data-task-state": task.status, "data-task-history": task.status }, `task ${id.slice(0, 8)}…: ${task.status}`);
   const cancel = el("button", { type: "button", id: "task-cancel" }, "Cancel task");
   cancel.addEventListener("click", () => request("tasks/cancel", { taskId: id }).catch(showError));
+  box.dataset.taskId = id; box.taskLine = st;
   box.replaceChildren(st, " ", cancel);
   for (;;) {
     await new Promise((res) => setTimeout(res, Math.min(task.pollIntervalMs || 500, 2000)));
     task = await request("tasks/get", { taskId: id });
+    if (st.dataset.taskHistory.split(" ").pop() !== task.status) st.dataset.taskHistory += " " + task.status;
     st.dataset.taskState = task.status; st.textContent = `task ${id.slice(0, 8)}…: ${task.status}${task.statusMessage ? " — " + task.statusMessage : ""}`;
     if (task.status === "input_required" && task.inputRequests) {
       const answers = {};
@@ -297,6 +315,8 @@ function showResult(box, r) {
   for (const c of (r && r.contents) || []) kids.push(contentBlock(c.blob !== undefined ? { type: "resource", resource: c } : { type: "resource", resource: c }));
   if (r && r.structuredContent !== undefined) kids.push(el("h4", {}, "structuredContent"), prettyJSON(r.structuredContent));
   if (r && !r.content && !r.messages && !r.contents) kids.push(prettyJSON(r));
+  // a task's result keeps the line saying which task and its last state
+  if (box.taskLine) { kids.unshift(box.taskLine, el("br")); box.taskLine = null; }
   box.replaceChildren(...kids);
 }
 
@@ -306,7 +326,7 @@ function contentBlock(c, isError) {
   else if (c.type === "image") b.append(el("img", { src: `data:${c.mimeType};base64,${c.data}`, alt: "image result" }));
   else if (c.type === "audio") b.append(el("audio", { controls: true, src: `data:${c.mimeType};base64,${c.data}` }));
   else if (c.type === "resource_link") {
-    const a = el("button", { type: "button", class: "link" }, `🔗 ${c.name || c.uri} (${c.uri})`);
+    const a = el("button", { type: "button", class: "link", title: "Read " + c.uri }, `↗ ${c.name || c.uri} (${c.uri})`);
     a.addEventListener("click", () => { selectTab("resources"); readResource(c.uri); });
     b.append(a);
   } else if (c.type === "resource") {
@@ -395,7 +415,11 @@ function askInPage(x) {
   return new Promise((resolve, reject) => {
     const p = x.params || {};
     const box = el("section", { class: "question", role: "dialog", "aria-modal": "false", "aria-labelledby": "q-title-" + x.id, "data-kind": x.method === "elicitation/create" ? "elicitation" : x.method === "sampling/createMessage" ? "sampling" : "other", "data-request-id": String(x.id) });
-    const done = (v) => { box.remove(); resolve(v); };
+    // The focus goes back where it was when the question came (a keyboard
+    // user answering must not be left on the page's body).
+    const before = document.activeElement;
+    const leave = () => { box.remove(); if (before && before.isConnected && before !== document.body) before.focus(); else { const r = $("tool-call"); if (r) r.focus(); } };
+    const done = (v) => { leave(); resolve(v); };
     if (x.method === "elicitation/create") {
       box.append(el("h2", { id: "q-title-" + x.id }, "The server asks"), el("p", { class: "q-message" }, p.message || ""));
       if (p.mode === "url" || p.url) {
@@ -420,7 +444,7 @@ function askInPage(x) {
       const refuse = el("button", { type: "button", id: "q-decline" }, "Refuse");
       const f = el("form", { id: "q-form" }, ta, el("div", { class: "actions" }, send, refuse));
       f.addEventListener("submit", (e) => { e.preventDefault(); done({ role: "assistant", content: { type: "text", text: ta.value }, model: "luamcp-inspector (a person)", stopReason: "endTurn" }); });
-      refuse.addEventListener("click", () => { box.remove(); reject(new Error("the user refused the sampling request")); });
+      refuse.addEventListener("click", () => { leave(); reject(new Error("the user refused the sampling request")); });
       box.append(f);
     } else {
       box.append(el("h2", { id: "q-title-" + x.id }, x.method), prettyJSON(p));

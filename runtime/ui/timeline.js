@@ -173,6 +173,9 @@ export class Timeline {
     }
     for (let k = used; k < this.pool.length; k++) if (this.pool[k].parentNode) this.pool[k].remove();
     this.count.textContent = `${n.toLocaleString()} of ${this.entries.length.toLocaleString()} rows`;
+    // what the drawn rows are filtered by (a test, or a tool, waits for it)
+    const f = this.filter;
+    this.list.dataset.filter = [f.text, f.method, f.tool, f.id, f.dir, f.conn].join("|");
     const sel = this.shown[this.selected];
     this.list.setAttribute("aria-activedescendant", sel !== undefined && this.selected >= first && this.selected < last ? `tl-opt-${sel}` : "");
     if (this.detailEntry && this.dirty) this.showDetail(this.detailEntry);

@@ -11,6 +11,15 @@
 //                     refresh keeping the history, keyboard-only use
 //   SCENARIO inspect: the lists, one tool called through its form
 //                     (ARGS.tool with ARGS.args), ARGS.sampling answered
+//   SCENARIO big:     a timeline of ARGS.calls stdio calls made before the
+//                     page loaded: the count, the window of rows drawn,
+//                     Home/End, a filter, then a call through the form
+//   SCENARIO features: progress and cancel (countdown), every kind of
+//                     result (spec/fixtures/ui/media.lua), resources,
+//                     templates and prompts with completions, roots,
+//                     an elicitation answered and tabs switched with keys
+//                     only, then the 2026-07-28 era: add, a task (report),
+//                     a new connection without initialize
 import puppeteer from "puppeteer-core";
 import fs from "node:fs";
 import path from "node:path";
@@ -194,6 +203,209 @@ async function inspect(page) {
   await shot(page, `inspect-${args.name}-result`);
 }
 
+
+const countOf = (page) => page.$eval("#count", (e) => e.textContent);
+const numbers = (s) => (s.match(/[\d,.\u202f\u00a0]+/g) || []).map((x) => Number(x.replace(/[^\d]/g, ""))).filter((n) => !Number.isNaN(n));
+
+async function big(page) {
+  // Every call made before the page loaded is a row (a request and its
+  // response paired); wait until the replay is all in.
+  await page.waitForFunction((n) => {
+    const m = (document.getElementById("count").textContent.match(/[\d,.\u202f\u00a0]+/g) || []).map((x) => Number(x.replace(/[^\d]/g, "")));
+    return m.length >= 2 && m[1] >= n;
+  }, { timeout: WAIT * 4, polling: 500 }, args.calls);
+  out.count = await countOf(page);
+  out.domRows = await page.$$eval("#tl-list .tl-row", (xs) => xs.length);
+  // Home and End in the list: the first and the last row are drawn.
+  await page.focus("#tl-list");
+  await page.keyboard.press("Home");
+  await page.waitForSelector('#tl-list .tl-row[data-pos="0"]', { timeout: WAIT });
+  out.first = await page.$eval('#tl-list .tl-row[data-pos="0"]', (x) => ({ ...x.dataset, text: x.textContent }));
+  out.domRowsAtHome = await page.$$eval("#tl-list .tl-row", (xs) => xs.length);
+  await page.keyboard.press("End");
+  const n = numbers(await countOf(page))[0];
+  await page.waitForSelector(`#tl-list .tl-row[data-pos="${n - 1}"]`, { timeout: WAIT });
+  out.last = await page.$eval(`#tl-list .tl-row[data-pos="${n - 1}"]`, (x) => ({ ...x.dataset, text: x.textContent }));
+  out.shown = n;
+  // The newest stdio call, found by its id: the count narrows to it.
+  await page.type("#filter-id", String(args.lastId));
+  await page.waitForFunction(() => /^1 of /.test(document.getElementById("count").textContent), { timeout: WAIT });
+  out.filteredCount = await countOf(page);
+  out.filtered = await rows(page);
+  await page.$eval("#filter-id", (e) => { e.value = ""; e.dispatchEvent(new Event("input")); });
+  await page.waitForFunction((n) => !/^1 of /.test(document.getElementById("count").textContent), { timeout: WAIT });
+  // Still answers: a call through the form completes.
+  out.add = await callToolInForm(page, "add", { a: 7, b: 8 });
+  await waitRow(page, '.tl-row[data-method="tools/call"][data-tool="add"][data-conn="ui"][data-paired="true"]');
+  out.domRowsAtEnd = await page.$$eval("#tl-list .tl-row", (xs) => xs.length);
+  await shot(page, "timeline-100k");
+}
+
+// The rows of the timeline that match pred, brought into view by the
+// filters (the list draws only what is visible), cleared after.
+const FILTERS = ["search", "filter-method", "filter-tool", "filter-id", "filter-dir", "filter-conn"];
+async function setFilters(page, filters) {
+  for (const id of FILTERS) await page.$eval("#" + id, (e, v) => { e.value = v; e.dispatchEvent(new Event(e.tagName === "SELECT" ? "change" : "input")); }, filters[id] || "");
+  const want = FILTERS.map((id) => filters[id] || "").join("|");
+  await page.waitForFunction((want) => document.getElementById("tl-list").dataset.filter === want, { timeout: WAIT }, want);
+}
+async function findRows(page, filters, pred) {
+  await setFilters(page, filters);
+  // pred: {dataset key: value, ...} every one must hold, text: a regexp
+  await page.waitForFunction((pred) => [...document.querySelectorAll("#tl-list .tl-row")].some((x) =>
+    Object.entries(pred).every(([k, v]) => (k === "text" ? new RegExp(v).test(x.textContent) : x.dataset[k] === v))), { timeout: WAIT, polling: 200 }, pred);
+  const found = (await rows(page)).filter((r) => Object.entries(pred).every(([k, v]) => (k === "text" ? new RegExp(v).test(r.text) : r[k] === v)));
+  await setFilters(page, {});
+  return found;
+}
+
+async function features(page) {
+  // ---- progress and cancel: countdown 50 takes 5 s
+  await page.click('.item[data-tool="countdown"]');
+  await page.waitForSelector('#tool-form[data-tool="countdown"]');
+  await page.$eval('#tool-form [data-path="/n"]', (e) => { e.value = ""; });
+  await page.type('#tool-form [data-path="/n"]', "50");
+  await page.click("#tool-call");
+  await page.waitForFunction(() => { const b = document.getElementById("tool-progress"); return b && b.value > 0; }, { timeout: WAIT });
+  const v1 = await page.$eval("#tool-progress", (b) => ({ value: b.value, max: b.max, now: b.getAttribute("aria-valuenow") }));
+  await page.waitForFunction((v) => document.getElementById("tool-progress").value > v, { timeout: WAIT }, v1.value);
+  const v2 = await page.$eval("#tool-progress", (b) => ({ value: b.value, max: b.max, now: b.getAttribute("aria-valuenow") }));
+  out.progress = [v1, v2];
+  await shot(page, "progress");
+  await page.click("#tool-cancel");
+  await page.waitForFunction(() => { const r = document.getElementById("tool-result"); return r.dataset.state !== "running"; }, { timeout: WAIT });
+  out.cancelled = await page.$eval("#tool-result", (e) => ({ state: e.dataset.state, text: e.textContent }));
+  out.callEnabledAfterCancel = await page.$eval("#tool-call", (b) => !b.disabled);
+  out.cancelRows = await findRows(page, { "filter-tool": "countdown" }, { tool: "countdown", text: "cancelled" });
+  await page.click('#tl-list .tl-row[data-tool="countdown"]');
+  out.cancelDetail = await page.$eval("#detail-body", (e) => e.textContent);
+  await shot(page, "cancel");
+
+  // ---- every kind of result
+  out.media = await callToolInForm(page, "media", {});
+  out.mediaShown = await page.$eval("#tool-result", (r) => ({
+    img: (r.querySelector("img") || {}).src || "", imgLoaded: !!(r.querySelector("img") && r.querySelector("img").naturalWidth > 0),
+    audio: (r.querySelector("audio") || {}).src || "",
+    link: (r.querySelector('[data-type="resource_link"] a, [data-type="resource_link"] button') || {}).textContent || "",
+    structured: (r.querySelector("pre.json") || {}).textContent || "" }));
+  await shot(page, "media");
+  // the link opens the resource it names
+  await page.click('#tool-result [data-type="resource_link"] a, #tool-result [data-type="resource_link"] button');
+  await page.waitForSelector("#resource-result[data-state=done]", { timeout: WAIT });
+  out.linkOpened = await page.$eval("#resource-result", (e) => e.textContent);
+
+  // ---- resources, templates (with a completion), prompts
+  await page.click("#tab-resources");
+  await page.click('.item[data-resource="notes://index"]');
+  await page.waitForFunction(() => { const r = document.querySelector("#resource-view h3"); return r && r.textContent === "notes://index" && document.querySelector("#resource-result[data-state=done]"); }, { timeout: WAIT });
+  out.index = await page.$eval("#resource-result", (e) => e.textContent);
+  await page.click('.item[data-template="notes://{name}"]');
+  await page.waitForSelector("#tpl-name");
+  await page.type("#tpl-name", "wel");
+  await page.waitForFunction(() => [...document.querySelectorAll("#tpl-name-options option")].some((o) => o.value === "welcome"), { timeout: WAIT });
+  out.templateSuggestions = await page.$$eval("#tpl-name-options option", (xs) => xs.map((x) => x.value));
+  await page.type("#tpl-name", "come");
+  await page.click('#template-form button[type=submit]');
+  await page.waitForFunction(() => { const r = document.querySelector("#resource-view h3"); return r && r.textContent === "notes://welcome" && document.querySelector("#resource-result[data-state=done]"); }, { timeout: WAIT });
+  out.note = await page.$eval("#resource-result", (e) => e.textContent);
+  await shot(page, "resources");
+  await page.click("#tab-prompts");
+  await page.click('.item[data-prompt="summarize_note"]');
+  await page.waitForSelector("#prompt-name");
+  await page.type("#prompt-name", "w");
+  await page.waitForFunction(() => [...document.querySelectorAll("#prompt-name-options option")].some((o) => o.value === "welcome"), { timeout: WAIT });
+  out.promptSuggestions = await page.$$eval("#prompt-name-options option", (xs) => xs.map((x) => x.value));
+  await page.$eval("#prompt-name", (e) => { e.value = "welcome"; });
+  await page.click("#prompt-get");
+  await page.waitForSelector("#prompt-result[data-state=done]", { timeout: WAIT });
+  out.prompt = await page.$eval("#prompt-result", (e) => e.textContent);
+  await shot(page, "prompt");
+
+  // ---- roots: added in the Roots tab, asked for by a tool
+  await page.click("#tab-roots");
+  await page.type("#root-uri", "file:///tmp/project");
+  await page.type("#root-name", "project");
+  await page.click("#root-add");
+  out.rootsShown = await page.$$eval("#root-list [data-root]", (xs) => xs.map((x) => x.dataset.root));
+  out.rootsChanged = await findRows(page, { "filter-method": "notifications/roots/list_changed" }, { method: "notifications/roots/list_changed", dir: "c2s" });
+  await shot(page, "roots");
+  await page.click("#tab-tools");
+  out.roots = await callToolInForm(page, "list_roots", {});
+  out.rootsListRows = await findRows(page, { "filter-method": "roots/list" }, { method: "roots/list", paired: "true" });
+
+  // ---- keys only: tabs with the arrows, an elicitation with Tab/Space/Enter
+  await page.focus("#tab-tools");
+  const tabs = [];
+  for (const key of ["ArrowRight", "ArrowRight", "ArrowRight", "ArrowRight", "ArrowLeft"]) {
+    await page.keyboard.press(key);
+    tabs.push(await page.evaluate(() => ({ focused: document.activeElement.id, selected: document.querySelector("[role=tab][aria-selected=true]").id,
+      visible: [...document.querySelectorAll("[role=tabpanel]")].filter((p) => !p.hidden).map((p) => p.id).join(" ") })));
+  }
+  out.keyTabs = tabs;
+  // back to Tools (Right from Roots wraps), then Tab to delete_note
+  await page.keyboard.press("ArrowRight");
+  let reached = false;
+  for (let i = 0; i < 30 && !reached; i++) {
+    await page.keyboard.press("Tab");
+    reached = await page.evaluate(() => document.activeElement && document.activeElement.dataset.tool === "delete_note");
+  }
+  out.keyReachedDelete = reached;
+  if (reached) {
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('#tool-form[data-tool="delete_note"]');
+    await page.keyboard.type("welcome");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".question[data-kind=elicitation]", { timeout: WAIT });
+    out.keyQuestionFocus = await page.evaluate(() => document.activeElement.dataset.path || document.activeElement.id);
+    await page.keyboard.press("Space");
+    await page.keyboard.press("Tab");
+    out.keyAcceptFocus = await page.evaluate(() => document.activeElement.id);
+    await shot(page, "keyboard-elicitation");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#tool-result[data-state=done]", { timeout: WAIT });
+    out.keyDeleted = await page.$eval("#tool-result", (e) => e.textContent);
+    out.focusAfterQuestion = await page.evaluate(() => document.activeElement === document.body ? "body" : (document.activeElement.id || document.activeElement.dataset.path || document.activeElement.tagName));
+  }
+
+  // ---- the 2026-07-28 era: no initialize, every request self-describing
+  await page.select("#era", "2026-07-28");
+  await findRows(page, { "filter-method": "server/discover" }, { method: "server/discover", paired: "true" });
+  await page.click('.item[data-tool="add"]');
+  await page.waitForFunction(() => document.querySelector(".item[data-tool=add]") && document.querySelector('#tool-form[data-tool="add"]'), { timeout: WAIT });
+  out.add2026 = await callToolInForm(page, "add", { a: 2, b: 3 });
+  out.add2026Rows = (await findRows(page, { "filter-tool": "add", "filter-conn": "ui" }, { tool: "add", paired: "true", text: "2026-07-28" }))
+    .map((r) => ({ text: r.text, paired: r.paired }));
+  await shot(page, "era-2026");
+
+  // report with 2 sections takes 2 s: unticked "run as a task", the page
+  // does not declare the tasks extension, so the call waits as a call
+  out.reportPlain = await callToolInForm(page, "report", { sections: 2 });
+  out.reportPlainWasTask = await page.$$eval("#tool-result .task-state", (xs) => xs.length > 0);
+  // ticked, it becomes a task after 1 s (3 sections take 3 s)
+  await page.$eval('#tool-form [data-path="/sections"]', (e) => { e.value = "3"; });
+  await page.click("#as-task");
+  await page.click("#tool-call");
+  await page.waitForSelector('#tool-result .task-state[data-task-state="working"]', { timeout: WAIT });
+  out.taskWorking = await page.$eval("#tool-result", (e) => e.textContent);
+  await shot(page, "task-working");
+  await page.waitForSelector("#tool-result[data-state=done], #tool-result[data-state=error]", { timeout: WAIT * 2 });
+  out.task = await page.$eval("#tool-result", (e) => ({ state: e.dataset.state, text: e.textContent,
+    history: (e.querySelector(".task-state") || { dataset: {} }).dataset.taskHistory || "" }));
+  out.taskRows = (await findRows(page, { "filter-method": "tasks/get" }, { method: "tasks/get", paired: "true" })).length;
+  await shot(page, "task");
+
+  // a new connection in this era: server/discover again, never initialize
+  const discovers = (await findRows(page, { "filter-method": "server/discover" }, { method: "server/discover", paired: "true" })).length;
+  await page.click("#reset");
+  await setFilters(page, { "filter-method": "server/discover" });
+  await page.waitForFunction((n) => [...document.querySelectorAll('#tl-list .tl-row[data-method="server/discover"][data-paired="true"]')].length > n,
+    { timeout: WAIT, polling: 200 }, discovers);
+  await setFilters(page, {});
+  out.initializes = (await findRows(page, { "filter-method": "initialize", "filter-conn": "ui" }, { method: "initialize" })).map((r) => ({ seq: Number(r.seq), method: r.method }));
+  out.discovers = (await findRows(page, { "filter-method": "server/discover", "filter-conn": "ui" }, { method: "server/discover", paired: "true" })).map((r) => ({ seq: Number(r.seq), era: r.era }));
+  out.connEvents = (await findRows(page, { "filter-method": "conn", "filter-conn": "ui" }, { kind: "conn" })).map((r) => ({ seq: Number(r.seq), text: r.text }));
+}
+
 try {
   fs.mkdirSync(artifacts, { recursive: true });
   browser = await puppeteer.launch({
@@ -212,6 +424,8 @@ try {
   out.addressAfterLoad = await page.evaluate(() => location.href);
   if (scenario === "dev") await dev(page);
   else if (scenario === "inspect") await inspect(page);
+  else if (scenario === "big") await big(page);
+  else if (scenario === "features") await features(page);
   else throw new Error("unknown scenario " + scenario);
   await finish();
 } catch (e) {
