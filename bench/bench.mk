@@ -36,8 +36,9 @@
 #                       --rate 5000 with no page and with a headless
 #                       Chromium attached, alternating, the ratio of calls/s
 #                       (>= 0.95 wanted), server CPU per call, latency; and
-#                       the same unpaced (pipe, window 64). Skipped, and said
-#                       so, without chromium. QUICK=1: about a minute.
+#                       the same unpaced (pipe, window 64); instructions per
+#                       call under callgrind, page and no page. Skipped, and
+#                       said so, without chromium. QUICK=1: about two minutes.
 #   make bench-sqlite   only mcp.sqlite against node:sqlite on the TypeScript
 #                       SDK v2 (bench/sqlite.lua): a tool inserting a row and
 #                       reading it back by id, calls/s and server CPU per

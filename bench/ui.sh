@@ -29,14 +29,20 @@
 # stub, and the report says which). Chromium missing: installed with
 # apt-get when root, else skipped (said so; exit 0).
 #
+# Then instructions per call in the server under callgrind, with the page
+# and without (IR_N1, IR_N2 calls; IR=0 skips it).
+#
 # Settings: ROUNDS (5), RATE (5000), UI_SECONDS (10), UNPACED_SECONDS (3),
-# WARMUP (5000 calls); QUICK=1: 2 rounds, 3 s, 1 s.
+# WARMUP (5000 calls), IR_N1 (2000), IR_N2 (12000); QUICK=1: 2 rounds, 3 s,
+# 1 s, 500 and 3000 calls.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 LUAMCP=${1:-build/luamcp}
 BB=${2:-build/bench}
 OUT=${3:-bench/results/$(date +%Y-%m-%d)-ui.md}
-if [[ -n "${QUICK:-}" ]]; then : "${ROUNDS:=2}" "${UI_SECONDS:=3}" "${UNPACED_SECONDS:=1}" "${WARMUP:=2000}"; fi
+if [[ -n "${QUICK:-}" ]]; then
+  : "${ROUNDS:=2}" "${UI_SECONDS:=3}" "${UNPACED_SECONDS:=1}" "${WARMUP:=2000}" "${IR_N1:=500}" "${IR_N2:=3000}"
+fi
 ROUNDS=${ROUNDS:-5}
 RATE=${RATE:-5000}
 UI_SECONDS=${UI_SECONDS:-10}
@@ -169,21 +175,25 @@ chrome_on_cpu0() {
   echo $n
 }
 
-# One arm: LOAD (paced|unpaced) PAGE (0|1) (not in a subshell: it sets
+# One arm: LOAD (paced|unpaced|ir:CALLS) PAGE (0|1) (not in a subshell: it sets
 # CHROME_PID for cleanup). Prints the load client's JSON
 # line, then "sendq=BYTES chrome_pct=PERCENT".
 run_arm() {
   local load=$1 page=$2 gate=$TMP/gate err=$TMP/server.err out=$TMP/lc.json i
-  local -a args
+  local -a args wrap=()
   rm -f "$gate"
   : >"$err"
   if [[ $load == paced ]]; then
     args=(--mode pipe --rate "$RATE" -d "$UI_SECONDS")
+  elif [[ $load == ir:* ]]; then # the server under callgrind, CALLS calls
+    args=(--mode pipe --window 64 -n "${load#ir:}" --warmup 0 --timeout 900)
+    wrap=(valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.out")
+    rm -f "$TMP/callgrind.out"
   else
     args=(--mode pipe --window 64 -d "$UNPACED_SECONDS")
   fi
-  "$LC" -q --label "$load/$page" "${args[@]}" --warmup "$WARMUP" --cpu 1 --server-cpu 0 --server-stderr "$err" \
-    --wait-file "$gate" --timeout 600 -- "$SERVER" dev bench/servers/add --ui --trace /dev/null >"$out" &
+  "$LC" -q --label "$load/$page" --warmup "$WARMUP" --timeout 600 "${args[@]}" --cpu 1 --server-cpu 0 --server-stderr "$err" \
+    --wait-file "$gate" -- "${wrap[@]}" "$SERVER" dev bench/servers/add --ui --trace /dev/null >"$out" &
   local lc=$!
   if ! wait_address "$err" "$lc"; then
     echo "bench/ui.sh: the server printed no inspector address:" >&2
@@ -237,7 +247,7 @@ run_arm() {
   cat "$out"
   # Chromium's share of a CPU from the gate to the end (warm-up included)
   [[ -n ${t1:-} ]] || t1=$t0
-  echo "sendq=$sendq chrome_pct=$(awk -v ms=$((c1 - c0)) -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", ns > 0 ? ms * 1e8 / ns : 0 }')"
+  echo "sendq=$sendq chrome_pct=$(awk -v ms=$((c1 - c0)) -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", (ns > 0 ? ms * 1e8 / ns : 0) }')"
   return $rc
 }
 
@@ -265,6 +275,26 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
   echo "round $r/$ROUNDS done" >&2
 done
+
+# Instructions per call under callgrind (deterministic, unlike the clocks on
+# a shared machine), with and without the page: the whole server run for
+# IR_N2 calls minus that for IR_N1, over IR_N2 - IR_N1, so start-up and
+# attaching cancel out. The server is ~50x slower there, so the page gets
+# its events in smaller batches than at full speed: if anything, this
+# overstates the page's share. Skipped without valgrind, or IR=0.
+IR_N1=${IR_N1:-2000} IR_N2=${IR_N2:-12000}
+ir_total() { # page calls -> instructions of the whole server run
+  run_arm "ir:$2" "$1" >"$TMP/arm" || return 1
+  grep -E '^(summary|totals):' "$TMP/callgrind.out" | head -1 | awk '{print $2}'
+}
+declare -A IR
+if command -v valgrind >/dev/null && [[ ${IR:-1} != 0 ]]; then
+  for page in 0 1; do
+    a=$(ir_total $page "$IR_N1") && b=$(ir_total $page "$IR_N2") && [[ -n $a && -n $b ]] &&
+      IR[$page]=$(((b - a) / (IR_N2 - IR_N1)))
+  done
+  echo "callgrind done" >&2
+fi
 
 maxof() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
 {
@@ -295,9 +325,15 @@ maxof() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
   done
   pr=$(ratio "$(med "${RATE_[paced_1]:-}")" "$(med "${RATE_[paced_0]:-}")")
   echo
+  if [[ -n ${IR[0]:-} && -n ${IR[1]:-} ]]; then
+    echo "Instructions per call in the server (callgrind, unpaced, calls $IR_N1 to $IR_N2): detached ${IR[0]}," \
+      "attached ${IR[1]}, attached/detached $(ratio "${IR[1]}" "${IR[0]}")."
+    echo
+  fi
   echo "#45 (paced, attached/detached calls/s >= 0.95): $pr — $(awk -v r="$pr" 'BEGIN { print (r + 0 >= 0.95) ? "met" : "NOT met" }')."
   echo
   echo "Every round, calls/s: paced detached ${ALL[paced_0]:-}/ attached ${ALL[paced_1]:-}; unpaced detached ${ALL[unpaced_0]:-}/ attached ${ALL[unpaced_1]:-}"
+  echo "Every round, attached, the most bytes the page left unread (Send-Q): paced ${SENDQ[paced_1]:-}; unpaced ${SENDQ[unpaced_1]:-}"
   ((FAIL)) && echo && echo "Some runs FAILED: see $LOG."
 } | tee -a "$OUT"
 exit $FAIL
