@@ -31,6 +31,14 @@
 #                       (bench/metrics.sh): on (the default) vs --metrics off,
 #                       alternating in the same run, stdio and HTTP, the
 #                       ratio (QUICK=1: under a minute).
+#   make bench-ui       only what the web inspector's page costs a server
+#                       (bench/ui.sh, #45): luamcp dev --ui over stdio at
+#                       --rate 5000 with no page and with a headless
+#                       Chromium attached, alternating, the ratio of calls/s
+#                       (>= 0.95 wanted), server CPU per call, latency; and
+#                       the same unpaced (pipe, window 64); instructions per
+#                       call under callgrind, page and no page. Skipped, and
+#                       said so, without chromium. QUICK=1: about two minutes.
 #   make bench-sqlite   only mcp.sqlite against node:sqlite on the TypeScript
 #                       SDK v2 (bench/sqlite.lua): a tool inserting a row and
 #                       reading it back by id, calls/s and server CPU per
@@ -92,7 +100,7 @@ $(BENCH_DIR)/luafloor: bench/floor/luafloor.c | bench-deps
 
 BENCH_OUT ?= bench/results/$(shell date +%Y-%m-%d).md
 
-bench: test-deps $(BENCH_DIR)/luamcp-nohook
+bench: test-deps $(BENCH_DIR)/luamcp-nohook $(BENCH_DIR)/luamcp-uistub
 	LUAMCP='$(LUAMCP)' BENCH_OUT='$(BENCH_OUT)' bash bench/run.sh
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
@@ -100,6 +108,7 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/sqlite.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	{ echo; echo '## Start-up beside the previous release'; echo; \
 	  LUAMCP='$(LUAMCP)' LUAMCP_BASELINE="$$(bash bench/baseline.sh)" bash bench/startup.sh; } | tee -a '$(BENCH_OUT)'
 
@@ -132,6 +141,22 @@ $(BENCH_DIR)/nohook/embedded_ui.o: build/embedded_ui.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
+
+# The runtime with bench/ui-stub/ as its inspector page instead of
+# runtime/ui/: for bench/ui.sh while the built page does not open /events.
+# Only the embedded page differs (the same objects otherwise).
+BENCH_UISTUB_FILES := $(sort $(wildcard bench/ui-stub/*.html bench/ui-stub/*.js bench/ui-stub/*.css))
+$(BENCH_DIR)/luamcp-uistub: $(filter-out build/obj/embedded_ui.o,$(OBJ)) $(BENCH_DIR)/uistub/embedded_ui.o
+	$(CC) $(CFLAGS) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
+$(BENCH_DIR)/uistub/embedded_ui.o: $(BENCH_DIR)/uistub/embedded_ui.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(BENCH_DIR)/uistub/embedded_ui.c: build/embed $(BENCH_UISTUB_FILES)
+	@mkdir -p $(@D)
+	build/embed --files $@ bench/ui-stub $(BENCH_UISTUB_FILES)
+
+.PHONY: bench-ui
+bench-ui: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luamcp-uistub $(LUAMCP)
+	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_UI_OUT)
 
 .PHONY: bench-extra bench-payload bench-redis bench-scale bench-sqlite
 bench-sqlite: test-deps $(BENCH_DIR)/loadclient $(LUAMCP)

@@ -411,6 +411,8 @@ static struct {
   double connect_timeout_s;
   double duration_s;
   bool calls_given;
+  double rate;           /* --rate: calls per second, open loop; 0: closed loop */
+  const char *wait_file; /* --wait-file: after the handshake, wait for this file */
 } opt = {
     .mode = MODE_SEQ,
     .calls = 1000,
@@ -592,6 +594,10 @@ static struct {
   bool sessions_mode;
   uint64_t notifs_ignored, server_requests;
   uint64_t t_init; /* when the last initialize answer arrived */
+  /* --rate: call pace_k0 + i is due at pace_t0 + i / rate (each phase,
+   * warm-up and measured, starts its own schedule) */
+  uint64_t pace_t0, pace_k0;
+  uint64_t behind_max_ns; /* how late the most late measured call went out */
 } R;
 
 static void report_error(const char *what, const char *detail, size_t dlen) {
@@ -668,6 +674,14 @@ static void payload_request(uint64_t id, const char *meta) {
  * the client's capabilities in its own _meta (and, over HTTP, in headers). */
 static bool modern_era(void) { return strcmp(opt.proto, "2026-07-28") >= 0; }
 
+/* --rate: when call k may go out (open loop: the schedule does not wait for
+ * answers; only the window can hold a call back). */
+static uint64_t due_ns(uint64_t k) { return R.pace_t0 + (uint64_t)((double)(k - R.pace_k0) * 1e9 / opt.rate); }
+static void pace_start(void) {
+  R.pace_t0 = now_ns();
+  R.pace_k0 = R.call_k;
+}
+
 static void chan_send(chan *c, int kind, uint64_t k) {
   if (c->http && c->dead && !http_conn_open(c)) return;
   req *r = &c->pend[c->np];
@@ -740,6 +754,13 @@ static void chan_send(chan *c, int kind, uint64_t k) {
     buf_add(&c->out, "\n", 1);
   }
   r->t_send = now_ns();
+  if (kind == K_CALL && opt.rate > 0) {
+    /* open loop: latency counts from when the call was due, so a client
+     * (or window) that falls behind shows up in it, not hides it */
+    uint64_t due = due_ns(k);
+    if (r->measured && r->t_send > due && r->t_send - due > R.behind_max_ns) R.behind_max_ns = r->t_send - due;
+    if (due < r->t_send) r->t_send = due;
+  }
   /* stdio notifications get no answer: nothing to wait for */
   if (!(kind == K_NOTIF && !c->http)) c->np++;
 }
@@ -1398,7 +1419,9 @@ static void produce(chan *c) {
     if (!R.measuring && R.phase_limit == 0) return; /* handshake only */
     {
       int win = opt.window;
-      while (c->np < win && R.call_k < R.phase_limit && c->hs == HS_READY) chan_send(c, K_CALL, R.call_k++);
+      uint64_t now = opt.rate > 0 ? now_ns() : 0;
+      while (c->np < win && R.call_k < R.phase_limit && c->hs == HS_READY && (opt.rate <= 0 || due_ns(R.call_k) <= now))
+        chan_send(c, K_CALL, R.call_k++);
     }
     return;
   case HS_WAIT_SHARED:
@@ -1487,7 +1510,13 @@ static bool run_loop(until_fn until) {
       ok = false;
       break;
     }
-    int n = poll(pf, (nfds_t)np, 100);
+    struct timespec wait = {0, 100000000};
+    if (opt.rate > 0 && R.call_k < R.phase_limit) { /* wake when the next call is due */
+      uint64_t due = due_ns(R.call_k), now = now_ns();
+      uint64_t ns = due > now ? due - now : 0;
+      if (ns < 100000000) wait.tv_nsec = (long)ns;
+    }
+    int n = ppoll(pf, (nfds_t)np, &wait, NULL);
     if (n < 0 && errno != EINTR) die("poll: %s", strerror(errno));
     for (int k = 0; k < np && n > 0; k++) {
       if (!pf[k].revents) continue;
@@ -1586,6 +1615,14 @@ static void usage(FILE *f) {
       "                         none); in-flight calls are still waited for\n"
       "  --window W             calls in flight in pipe mode (default 64; HTTP: per\n"
       "                         connection, i.e. HTTP/1.1 pipelining, default 1)\n"
+      "  --rate R               open loop: call i goes out no earlier than t0 + i/R s\n"
+      "                         (t0: the start of the warm-up, again of the measured\n"
+      "                         phase), whether or not earlier calls were answered;\n"
+      "                         pipe mode's window defaults to the most (1024), so the\n"
+      "                         pace limits, not the window; latency counts from when\n"
+      "                         a call was due; calls_per_s is what was achieved\n"
+      "  --wait-file PATH       after the handshake, wait until PATH exists (a script\n"
+      "                         attaching something to the server first)\n"
       "  -c, --connections C    HTTP connections (default 1); each one a closed loop\n"
       "  --shared-session       HTTP: one session for all connections (default: one\n"
       "                         session per connection)\n"
@@ -1760,6 +1797,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "-n") || !strcmp(a, "--calls")) opt.calls = num_arg(NEXT(), a), opt.calls_given = true;
     else if (!strcmp(a, "--warmup")) opt.warmup = num_arg(NEXT(), a);
     else if (!strcmp(a, "-d") || !strcmp(a, "--duration")) opt.duration_s = strtod(NEXT(), NULL);
+    else if (!strcmp(a, "--rate")) {
+      opt.rate = strtod(NEXT(), NULL);
+      if (!(opt.rate > 0)) die("--rate wants calls per second > 0");
+    } else if (!strcmp(a, "--wait-file")) opt.wait_file = NEXT();
     else if (!strcmp(a, "--window")) opt.window = (int)num_arg(NEXT(), a);
     else if (!strcmp(a, "-c") || !strcmp(a, "--connections")) opt.conns = (int)num_arg(NEXT(), a);
     else if (!strcmp(a, "--shared-session")) opt.shared_session = true;
@@ -1807,7 +1848,7 @@ int main(int argc, char **argv) {
     die("--protocol-version %s has no handshake and no sessions: use seq or pipe mode", opt.proto);
   if (opt.payload && opt.url && modern_era()) die("--payload over HTTP speaks the 2025-11-25 era only");
   if (opt.payload) payload_prepare();
-  if (opt.window < 0) opt.window = (opt.mode == MODE_PIPE && !opt.url) ? 64 : 1;
+  if (opt.window < 0) opt.window = opt.mode == MODE_PIPE ? (opt.rate > 0 ? MAXWIN : !opt.url ? 64 : 1) : 1;
   if (opt.mode == MODE_SEQ) opt.window = 1;
   if (opt.window < 1 || opt.window > MAXWIN) die("--window must be 1..%d", MAXWIN);
   if (opt.conns < 1 || opt.conns > MAXCONN) die("--connections must be 1..%d", MAXCONN);
@@ -1915,8 +1956,17 @@ int main(int argc, char **argv) {
   double hs_ms = (double)(now_ns() - t_hs0) / 1e6;
   long rss_idle = spid ? proc_rss_kb(spid) : -1;
 
+  if (ok && opt.wait_file) {
+    struct timespec tick = {0, 10000000};
+    while (access(opt.wait_file, F_OK) != 0) {
+      if (now_ns() > R.deadline) die("--wait-file %s: not there after %.0f s (--timeout)", opt.wait_file, opt.timeout_s);
+      if (R.child && waitpid(R.child, NULL, WNOHANG) == R.child) die("the server exited while waiting for %s", opt.wait_file);
+      nanosleep(&tick, NULL);
+    }
+  }
   /* warm-up */
   if (ok && opt.warmup) {
+    pace_start();
     R.phase_limit = opt.warmup;
     ok = run_loop(until_calls);
   }
@@ -1929,6 +1979,7 @@ int main(int argc, char **argv) {
   if (opt.rss_every) buf_printf(&R.rss_samples, "0:%ld", rss0);
   uint64_t t0 = now_ns();
   uint64_t k0 = R.call_k;
+  pace_start();
   if (opt.duration_s > 0) {
     R.t_stop = t0 + (uint64_t)(opt.duration_s * 1e9);
     if (!opt.calls_given) opt.calls = UINT64_MAX / 4;
@@ -1978,6 +2029,10 @@ int main(int argc, char **argv) {
   json_num(stdout, "server_cpu", opt.server_cpu);
   json_num(stdout, "elapsed_s", el);
   json_num(stdout, "calls_per_s", cps);
+  if (opt.rate > 0) {
+    json_num(stdout, "rate", opt.rate);
+    json_num(stdout, "behind_max_us", (double)R.behind_max_ns / 1e3);
+  }
   json_num_or_null(stdout, "lat_mean_us", mean, R.nlat > 0);
   json_num_or_null(stdout, "lat_p50_us", p50, R.nlat > 0);
   json_num_or_null(stdout, "lat_p99_us", p99, R.nlat > 0);
