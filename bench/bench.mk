@@ -100,7 +100,7 @@ $(BENCH_DIR)/luafloor: bench/floor/luafloor.c | bench-deps
 
 BENCH_OUT ?= bench/results/$(shell date +%Y-%m-%d).md
 
-bench: test-deps $(BENCH_DIR)/luamcp-nohook $(BENCH_DIR)/luamcp-uistub
+bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	LUAMCP='$(LUAMCP)' BENCH_OUT='$(BENCH_OUT)' bash bench/run.sh
 	lua5.4 bench/extra.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	lua5.4 bench/payload.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
@@ -142,20 +142,8 @@ $(BENCH_DIR)/nohook/embedded_ui.o: build/embedded_ui.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
 
-# The runtime with bench/ui-stub/ as its inspector page instead of
-# runtime/ui/: for bench/ui.sh while the built page does not open /events.
-# Only the embedded page differs (the same objects otherwise).
-BENCH_UISTUB_FILES := $(sort $(wildcard bench/ui-stub/*.html bench/ui-stub/*.js bench/ui-stub/*.css))
-$(BENCH_DIR)/luamcp-uistub: $(filter-out build/obj/embedded_ui.o,$(OBJ)) $(BENCH_DIR)/uistub/embedded_ui.o
-	$(CC) $(CFLAGS) -o $@ $^ $(STATIC_LIBS) $(LDLIBS)
-$(BENCH_DIR)/uistub/embedded_ui.o: $(BENCH_DIR)/uistub/embedded_ui.c
-	$(CC) $(CFLAGS) -c -o $@ $<
-$(BENCH_DIR)/uistub/embedded_ui.c: build/embed $(BENCH_UISTUB_FILES)
-	@mkdir -p $(@D)
-	build/embed --files $@ bench/ui-stub $(BENCH_UISTUB_FILES)
-
 .PHONY: bench-ui
-bench-ui: $(BENCH_DIR)/loadclient $(BENCH_DIR)/luamcp-uistub $(LUAMCP)
+bench-ui: $(BENCH_DIR)/loadclient $(LUAMCP)
 	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_UI_OUT)
 
 .PHONY: bench-extra bench-payload bench-redis bench-scale bench-sqlite

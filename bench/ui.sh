@@ -23,11 +23,8 @@
 # socket (Send-Q, sampled: a page falling behind shows there); Chromium's
 # CPU. Server on CPU 0; client and Chromium on CPU 1.
 #
-# The page: UI_PAGE=built (the page in LUAMCP, runtime/ui/), stub (the
-# stand-in bench/ui-stub/, in BENCH_DIR/luamcp-uistub: the same runtime,
-# another page) or auto (default: built when its page opens /events, else
-# stub, and the report says which). Chromium missing: installed with
-# apt-get when root, else skipped (said so; exit 0).
+# The page is the one built into LUAMCP (runtime/ui/). Chromium missing:
+# installed with apt-get when root, else skipped (said so; exit 0).
 #
 # Then instructions per call in the server under callgrind, with the page
 # and without (IR_N1, IR_N2 calls; IR=0 skips it).
@@ -48,7 +45,6 @@ RATE=${RATE:-5000}
 UI_SECONDS=${UI_SECONDS:-10}
 UNPACED_SECONDS=${UNPACED_SECONDS:-3}
 WARMUP=${WARMUP:-5000}
-UI_PAGE=${UI_PAGE:-auto}
 LC=$BB/loadclient
 LOG=$BB/ui-$(date +%Y%m%d-%H%M%S).log
 [[ -x $LC ]] || make -s -f bench/bench.mk "$LC" LUAMCP="$LUAMCP" >/dev/null || exit 2
@@ -109,44 +105,8 @@ wait_address() {
   PORT=${BASE##*:}
 }
 
-# UI_PAGE=auto: does LUAMCP's own page open /events? (its index.html and the
-# scripts it loads, fetched from a server started for the purpose)
-page_opens_events() {
-  local fifo=$TMP/probe.in err=$TMP/probe.err pid f found=1
-  mkfifo "$fifo"
-  "$LUAMCP" dev bench/servers/add --ui --trace /dev/null <"$fifo" >/dev/null 2>"$err" &
-  pid=$!
-  exec 3>"$fifo"
-  if wait_address "$err" "$pid"; then
-    local html
-    html=$(curl -s "$BASE/?token=$TOKEN")
-    { printf '%s\n' "$html"
-      for f in $(grep -o 'src="[^"]*"' <<<"$html" | sed 's/^src="//; s/"$//; s/?.*//'); do curl -s "$BASE/${f#/}"; done
-    } | grep -q 'EventSource' && found=0
-  fi
-  exec 3>&-
-  wait "$pid" 2>/dev/null
-  rm -f "$fifo"
-  return $found
-}
-
 SERVER=$LUAMCP
-case $UI_PAGE in
-  built) PAGE_NOTE="the page built into \`$LUAMCP\` (runtime/ui/)" ;;
-  stub) SERVER=$BB/luamcp-uistub ;;
-  auto)
-    if page_opens_events; then
-      PAGE_NOTE="the page built into \`$LUAMCP\` (runtime/ui/)"
-    else
-      echo "bench/ui.sh: $LUAMCP's page does not open /events (not written yet?): measuring the stand-in bench/ui-stub/" >&2
-      SERVER=$BB/luamcp-uistub
-    fi ;;
-  *) echo "bench/ui.sh: UI_PAGE is built, stub or auto" >&2; exit 2 ;;
-esac
-if [[ $SERVER == "$BB/luamcp-uistub" ]]; then
-  [[ -x $SERVER ]] || make -s "$SERVER" >/dev/null || { echo "bench/ui.sh: cannot build $SERVER" >&2; exit 2; }
-  PAGE_NOTE="the stand-in page bench/ui-stub/ (\`$SERVER\`: the same runtime, that page embedded), because \`$LUAMCP\`'s own page does not open /events yet"
-fi
+PAGE_NOTE="the page built into \`$LUAMCP\` (runtime/ui/)"
 
 # Chromium's CPU (every live thread of every process in the session
 # CHROME_PID leads: schedstat, in ns), in ms.
