@@ -220,10 +220,15 @@ static size_t ws_input(http_conn *c, const char *data, size_t len) {
   ws->feed_len = len;
   ws->fed = 0;
   if (!ws->goodbye && ws->w->wslay_event_want_read(ws->ctx)) {
-    if (ws->w->wslay_event_recv(ws->ctx) != 0) {
+    int rc = ws->w->wslay_event_recv(ws->ctx);
+    if (rc == WSLAY_ERR_NOMEM) {
       conn_close(c);
       return len;
     }
+    /* A frame wslay's frame layer refuses (a fragmented control frame):
+     * wslay 1.1.1 has queued a close frame already, without a status
+     * code (the peer reads 1005); else ours says 1002. */
+    if (rc != 0) goodbye(ws, WSLAY_CODE_PROTOCOL_ERROR, "a malformed frame");
   }
   size_t used = ws->goodbye ? len : ws->fed;
   ws->feed = NULL;
