@@ -318,4 +318,29 @@ describe("MCP over WebSockets", function()
     assert.is_true(out.listChanged >= 1)
     assert.truthy(table.concat(out.toolsAfter, " "):find("added_by_ws_spec", 1, true))
   end)
+
+  it("luamcp call --ws reaches the server: a tool's answer, the list, a refusal said plainly", function()
+    server = http.start({ DEMO, "--bearer-token-env", "WS_TOKEN" }, { env = { "WS_TOKEN=sesame-sesame-sesame" } })
+    local url = "ws://127.0.0.1:" .. server.port .. "/mcp"
+    local function call(args, env)
+      local proc = client.spawn(args, { env = env })
+      assert(proc:wait_exit(60000), "luamcp call did not end")
+      local out = table.concat(proc.lines, "\n") .. proc.buffer
+      proc:close()
+      return proc.exit_code, out, proc.stderr
+    end
+    local env = { "T=sesame-sesame-sesame" }
+    local code, out, err = call({ "call", "--ws", url, "--bearer-env", "T", "add", "a=40", "b=2" }, env)
+    assert.are.equal(0, code, err)
+    assert.are.equal("42", out)
+    code, out = call({ "call", "--ws", url, "--bearer-env", "T" }, env)
+    assert.are.equal(0, code)
+    assert.truthy(out:find("roll_dice", 1, true), out)
+    code, _, err = call { "call", "--ws", url, "add", "a=1", "b=1" }
+    assert.are.equal(1, code)
+    assert.truthy(err:find("refused the WebSocket: HTTP 401", 1, true), err)
+    code, _, err = call { "call", "--ws", "http://127.0.0.1:1/mcp", "add" }
+    assert.are.equal(2, code)
+    assert.truthy(err:find("ws:// URL", 1, true), err)
+  end)
 end)

@@ -435,6 +435,24 @@ static int open_http(lua_State *L) {
   return push_conn(L, client_http_open(luaL_checkstring(L, 1), &err), &err);
 }
 
+/* open_ws(url [, {Name = value}]): the headers go with the upgrade. */
+static int open_ws(lua_State *L) {
+  const char *url = luaL_checkstring(L, 1);
+  buf headers = BUF_INIT, err = BUF_INIT;
+  if (lua_istable(L, 2)) {
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+      const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
+      if (name && value && !strpbrk(name, "\r\n:") && !strpbrk(value, "\r\n"))
+        buf_printf(&headers, "%s: %s\r\n", name, value);
+      lua_pop(L, 1);
+    }
+  }
+  client_conn *c = client_ws_open(uv_default_loop(), url, headers.len ? headers.data : NULL, &err);
+  buf_free(&headers);
+  return push_conn(L, c, &err);
+}
+
 /* ---- Small system calls ---------------------------------------------------- */
 
 static int l_is_terminal(lua_State *L) {
@@ -522,6 +540,7 @@ static int luaopen_client(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"open_inprocess", open_inprocess},
       {"open_child", open_child},
+      {"open_ws", open_ws},
       {"open_http", open_http},
       {"json_encode", ljson_lua_encode},
       {"json_decode", ljson_lua_decode},

@@ -6,6 +6,7 @@
  *                       spoken to through a loopback session (no pipes)
  *   client_child.c      a server started as a child, over its stdin/stdout
  *   client_http.c       a Streamable HTTP endpoint, through libcurl
+ *   client_ws.c         a WebSocket (ws://), one message per text frame
  *
  * Each one delivers whole JSON-RPC messages (text) into the connection's
  * inbox; client.c gives them to Lua one at a time. Nothing here parses
@@ -123,5 +124,7 @@ typedef struct inprocess_options {
 client_conn *client_inprocess_open(uv_loop_t *loop, const char *path, const inprocess_options *o, buf *err);
 client_conn *client_child_open(uv_loop_t *loop, char *const argv[], buf *err);
 client_conn *client_http_open(const char *url, buf *err);
+/* headers: "Name: value\r\n" lines sent with the upgrade, or NULL. */
+client_conn *client_ws_open(uv_loop_t *loop, const char *url, const char *headers, buf *err);
 
 #endif
