@@ -170,7 +170,7 @@ static void on_message(wslay_event_context_ptr ctx, const struct wslay_event_on_
   if (arg->opcode == WSLAY_TEXT_FRAME) {
     size_t n = arg->msg_length;
     buf_append(&ws->inbox, (const char *)&n, sizeof n);
-    buf_append(&ws->inbox, (const char *)arg->msg, n);
+    if (n) buf_append(&ws->inbox, (const char *)arg->msg, n); /* an empty message has no buffer */
     http_route_hold(ws->conn, (long)(sizeof n + n));
   } else if (arg->opcode == WSLAY_BINARY_FRAME) {
     goodbye(ws, WSLAY_CODE_UNSUPPORTED_DATA, "MCP messages are text frames");
