@@ -43,6 +43,9 @@ typedef struct ws_conn {
   /* Messages read and not yet given to the session (a handler computes,
    * or they came in one read): size_t length, then the text, each. */
   buf inbox;
+  /* What wslay_event_send produced in one flush (a frame's head and its
+   * payload come in separate calls): written with one conn_write. */
+  buf out;
   size_t inbox_start;   /* where the next one to deliver begins */
   size_t inbox_scanned; /* looked at for cancellations while a handler computed */
   uint64_t last_heard_ms, ping_sent_ms;
@@ -82,6 +85,11 @@ static int ws_match(const http_conn *c, unsigned *rules) {
 static void flush(ws_conn *ws) {
   if (ws->conn->closing || ws->conn->close_pending) return;
   if (ws->w->wslay_event_send(ws->ctx) != 0) ws->goodbye = true;
+  if (ws->out.len) {
+    conn_write(ws->conn, ws->out.data, ws->out.len); /* buffered, or the connection is dropped at its share */
+    buf_clear(&ws->out);
+    if (ws->out.cap > 64 * 1024) buf_free(&ws->out);
+  }
   if (ws->w->wslay_event_get_close_sent(ws->ctx)) {
     /* Our close frame is out (an answer to theirs, or our own): shut down
      * once it is written; what the client still sends is read and dropped. */
@@ -101,8 +109,7 @@ static void goodbye(ws_conn *ws, uint16_t code, const char *reason) {
 
 static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *arg) {
   (void)ctx, (void)flags;
-  ws_conn *ws = arg;
-  conn_write(ws->conn, (const char *)data, len); /* buffered, or the connection is dropped at its share */
+  buf_append(&((ws_conn *)arg)->out, (const char *)data, len);
   return (ssize_t)len;
 }
 
@@ -319,6 +326,7 @@ static void ws_conn_gone(http_conn *c) {
   c->upgraded_state = NULL;
   http_route_hold(c, -(long)ws->inbox.len);
   buf_free(&ws->inbox);
+  buf_free(&ws->out);
   session_free(ws->session);
   auth_identity_unref(ws->identity);
   ws->w->wslay_event_context_free(ws->ctx);
