@@ -343,4 +343,26 @@ describe("MCP over WebSockets", function()
     assert.are.equal(2, code)
     assert.truthy(err:find("ws:// URL", 1, true), err)
   end)
+
+  it("mcp.client{url = 'ws://...'} reaches it from a server's tool, judged by the net permission on the host", function()
+    server = http.start { DEMO }
+    local hostport = "127.0.0.1:" .. server.port
+    local function call(allowed, path)
+      local a = { "call", "client_calls", "url=ws://" .. hostport .. path, "--", client.LUAMCP, "run" }
+      if allowed then a[#a + 1] = "--allow-net" a[#a + 1] = hostport end
+      a[#a + 1] = "spec/fixtures/websocket/caller.lua"
+      local proc = client.spawn(a)
+      assert(proc:wait_exit(60000), "luamcp call did not end")
+      local out = table.concat(proc.lines, "\n") .. proc.buffer .. proc.stderr
+      proc:close()
+      return out
+    end
+    local out = call(true, "/mcp")
+    assert.truthy(out:find("sum: 42, countdown: Liftoff!", 1, true), out)
+    assert.truthy(out:find("progress 2/2", 1, true), out) -- the inner call's progress, passed on
+    out = call(false, "/mcp")
+    assert.truthy(out:find("permission denied: net " .. hostport, 1, true), out)
+    out = call(true, "/elsewhere")
+    assert.truthy(out:find("refused the WebSocket: HTTP 404", 1, true), out)
+  end)
 end)
