@@ -365,4 +365,21 @@ describe("MCP over WebSockets", function()
     out = call(true, "/elsewhere")
     assert.truthy(out:find("refused the WebSocket: HTTP 404", 1, true), out)
   end)
+
+  it("a page in Debian's Chromium does the same through the browser's own WebSocket", function()
+    server = http.start { DEMO }
+    local out = node.run { "spec/clients/chromium_ws.mjs", "ws://127.0.0.1:" .. server.port .. "/mcp" }
+    assert.is_nil(out.error, out.error)
+    assert.are.equal("mcp", out.subprotocol)
+    assert.are.equal("demo", out.server)
+    assert.truthy(table.concat(out.tools, " "):find("delete_note", 1, true))
+    assert.are.equal("5", out.add)
+    assert.are.equal("welcome", out.index)
+    assert.are.same({ "notes://{name}" }, out.templates)
+    assert.are.equal(2, out.prompt)
+    assert.are.equal("Delete the note page?", out.elicited)
+    assert.are.equal("deleted page", out.del)
+    assert.are.equal("no answer", out.cancel) -- a cancelled call is not answered
+    assert.are.equal("2", out.after)
+  end)
 end)

@@ -42,10 +42,12 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # chroot (util-linux's unshare), and in podman where containers can run;
 # lua5.2: spec/busted_lua_spec.lua runs busted with a `lua` that is 5.2
 # first on PATH (what /usr/bin/lua is on a machine where lua-busted
-# brought lua5.2 in: every busted run must be Lua 5.4 all the same).
+# brought lua5.2 in: every busted run must be Lua 5.4 all the same);
+# chromium: spec/websocket_spec.lua's page speaks MCP through the browser's
+# own WebSocket (headless, driven over the DevTools protocol).
 test_pkgs="lua5.4 lua5.2 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
            valgrind curl jq python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus
-           skopeo umoci podman"
+           skopeo umoci podman chromium"
 bench_pkgs="wrk"
 
 case "${1:-build}" in
