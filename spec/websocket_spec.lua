@@ -382,4 +382,51 @@ describe("MCP over WebSockets", function()
     assert.are.equal("no answer", out.cancel) -- a cancelled call is not answered
     assert.are.equal("2", out.after)
   end)
+
+  it("counts under --max-connections and is never closed to make room", function()
+    server = http.start { DEMO, "--max-connections", "2" }
+    local a, b = upgrade(server), upgrade(server)
+    assert.are.equal(101, a.status, a.head)
+    assert.are.equal(101, b.status, b.head)
+    initialize(a)
+    initialize(b)
+    local c = upgrade(server)
+    assert.are.equal(503, c.status, c.head)
+    -- The two sessions are still there.
+    a:send_json { jsonrpc = "2.0", id = 9, method = "tools/list" }
+    assert.is_table(a:answer(9).result)
+    b:send_json { jsonrpc = "2.0", id = 9, method = "tools/list" }
+    assert.is_table(b:answer(9).result)
+  end)
+
+  it("checks the OAuth token at the upgrade and closes with 1008 when it expires", function()
+    local dir = client.temp_dir()
+    local issuer, audience = "https://ws-issuer.example", "https://ws.example/mcp"
+    assert.are.equal(0, (client.sh(node.NODE .. " spec/helpers/jwt_mint.mjs keys " .. dir)))
+    local function token(exp_in)
+      local now = os.time()
+      local claims = cjson.encode { alg = "RS256", claims = { iss = issuer, aud = audience, sub = "ws", scope = "mcp",
+        iat = now, exp = now + exp_in } }
+      local code, out = client.sh(node.NODE .. " spec/helpers/jwt_mint.mjs token " .. dir .. " '" .. claims .. "'")
+      assert.are.equal(0, code)
+      return (out:gsub("%s+$", ""))
+    end
+    -- spec/fixtures/auth_http: the demo is confined (read none), and luamcp reads
+    -- the JWKS file after confining itself (a limit of --auth-jwks-file today).
+    server = http.start { "spec/fixtures/auth_http", "--auth-issuer", issuer, "--auth-audience", audience, "--auth-jwks-file",
+      dir .. "/jwks.json" }
+    assert.are.equal(401, upgrade(server).status)
+    assert.are.equal(401, upgrade(server, { "Authorization: Bearer " .. token(-3600) }).status)
+    local long = upgrade(server, { "Authorization: Bearer " .. token(3600) })
+    assert.are.equal(101, long.status, long.head)
+    initialize(long)
+    local short = upgrade(server, { "Authorization: Bearer " .. token(3) })
+    assert.are.equal(101, short.status, short.head)
+    initialize(short)
+    assert.are.equal(1008, short:close_code(60000))
+    -- The other one goes on.
+    long:send_json { jsonrpc = "2.0", id = 7, method = "tools/list" }
+    assert.is_table(long:answer(7).result)
+    client.remove_tree(dir)
+  end)
 end)
