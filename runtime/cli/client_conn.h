@@ -88,9 +88,14 @@ void client_conn_deliver(client_conn *c, const char *json, size_t len);
 void client_conn_end(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record a transport failure that the next receive reports (then clears). */
 void client_conn_fail(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From now on Ctrl-C does not kill the program: it is noted, for
+ * client_conn_interrupted. */
+void client_conn_catch_interrupt(void);
 /* Whether Ctrl-C was pressed and not yet reported (once the program asked
  * to catch it): a long pause ends early. */
 bool client_conn_interrupted(void);
+/* The same, reported: true once per Ctrl-C (conn:receive says "interrupted"). */
+bool client_conn_take_interrupt(void);
 /* Free what the base holds (the inbox, the reasons), not the struct. */
 void client_conn_release(client_conn *c);
 
