@@ -436,4 +436,42 @@ describe("MCP over WebSockets", function()
     assert.is_table(long:answer(7).result)
     client.remove_tree(dir)
   end)
+
+  it("luamcp call --ws wss://... reaches it through a TLS proxy (Debian's nginx), the CA from SSL_CERT_FILE", function()
+    local services = require "services"
+    local dir = client.temp_dir()
+    local code = client.sh(("openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/key.pem -out %s/cert.pem -days 2 " ..
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1"):format(dir, dir))
+    assert.are.equal(0, code)
+    server = http.start { DEMO }
+    local port = services.free_port()
+    local proxy = assert(services.nginx(([[
+  server {
+    listen 127.0.0.1:%d ssl;
+    ssl_certificate %s/cert.pem;
+    ssl_certificate_key %s/key.pem;
+    location /mcp {
+      proxy_pass http://127.0.0.1:%d;
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection "upgrade";
+      proxy_set_header Host localhost;
+    }
+  }]]):format(port, dir, dir, server.port), port, dir))
+    local function call(env)
+      local proc = client.spawn({ "call", "--ws", "wss://127.0.0.1:" .. port .. "/mcp", "add", "a=40", "b=2" }, { env = env })
+      assert(proc:wait_exit(60000), "luamcp call did not end")
+      local out = table.concat(proc.lines, "\n") .. proc.buffer
+      proc:close()
+      return proc.exit_code, out, proc.stderr
+    end
+    local rc, out, err = call { "SSL_CERT_FILE=" .. dir .. "/cert.pem" }
+    local rc2, _, err2 = call {} -- the system's CAs do not know this certificate
+    proxy:stop()
+    assert.are.equal(0, rc, err)
+    assert.are.equal("42", out)
+    assert.are_not.equal(0, rc2)
+    assert.truthy(err2:lower():find("certificate", 1, true), err2)
+    client.remove_tree(dir)
+  end)
 end)

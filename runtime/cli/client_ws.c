@@ -3,9 +3,10 @@
  * as the TypeScript SDK's WebSocketClientTransport reaches one: the
  * subprotocol "mcp", one JSON-RPC message per text frame both ways. The
  * upgrade's response is read with http_parser and the frames with libwslay
- * (os/wslay.h); the socket is libuv's, on the client's loop. wss:// is
- * not spoken yet (libcurl, which does TLS here, has no WebSocket support
- * in Debian 12).
+ * (os/wslay.h); the socket is libuv's, on the client's loop. For wss://
+ * libcurl connects and speaks TLS (CURLOPT_CONNECT_ONLY: Debian 12's
+ * libcurl has no WebSocket support of its own), its socket watched on the
+ * loop (os/sock_watch.h), and the same upgrade and frames go through it.
  */
 #include <http_parser.h>
 #include <stdio.h>
@@ -13,10 +14,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "app/curl_lib.h"
 #include "cli/client_conn.h"
 #include "core/base64.h"
 #include "core/luamcp_limits.h"
 #include "os/crypto.h"
+#include "os/sock_watch.h"
 #include "os/wslay.h"
 
 /* Owner: the client; freed in the close callback of the last of its
@@ -35,6 +38,12 @@ typedef struct ws_client {
   bool in_value;
   buf input;          /* bytes read and not yet given to wslay */
   size_t input_at;
+  /* wss://: libcurl's TLS connection, its socket's watch, and what waits
+   * to be sent on it. */
+  const curl_api *curl;
+  CURL *tls;
+  os_sock_watch *watch;
+  buf tls_out;
 } ws_client;
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -44,6 +53,8 @@ static void on_handle_closed(uv_handle_t *h) {
   buf_free(&c->field);
   buf_free(&c->accept);
   buf_free(&c->input);
+  buf_free(&c->tls_out);
+  if (c->tls) c->curl->easy_cleanup(c->tls);
   client_conn_release(&c->base);
   free(c);
 }
@@ -53,8 +64,15 @@ static void on_written(uv_write_t *req, int status) {
   free(req);
 }
 
+static void tls_flush(ws_client *c);
+
 static void write_bytes(ws_client *c, const void *data, size_t len) {
   if (c->closed) return;
+  if (c->tls) {
+    buf_append(&c->tls_out, data, len);
+    tls_flush(c);
+    return;
+  }
   uv_write_t *req = malloc(sizeof *req + len);
   memcpy(req + 1, data, len);
   uv_buf_t b = uv_buf_init((char *)(req + 1), (unsigned)len);
@@ -160,17 +178,20 @@ static void pump(ws_client *c) {
   }
 }
 
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
-  ws_client *c = s->data;
+static void stop_reading(ws_client *c) {
+  if (c->tls) os_sock_watch_set(c->watch, 0);
+  else uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+/* Bytes from the server (n < 0: its end). */
+static void got_bytes(ws_client *c, const char *data, ssize_t n) {
   if (n < 0) {
-    free(b->base);
     client_conn_end(&c->base, "the server closed the connection");
-    uv_read_stop(s);
+    stop_reading(c);
     c->closed = true;
     return;
   }
-  buf_append(&c->input, b->base, (size_t)n);
-  free(b->base);
+  buf_append(&c->input, data, (size_t)n);
   if (!c->upgraded && !c->refused) {
     c->input_at += http_parser_execute(&c->parser, &RESPONSE, c->input.data + c->input_at, c->input.len - c->input_at);
     if (!c->upgraded && !c->refused && HTTP_PARSER_ERRNO(&c->parser) != HPE_OK &&
@@ -179,12 +200,91 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
       c->refused = true;
     }
     if (!c->upgraded) {
-      if (c->refused) uv_read_stop(s);
+      if (c->refused) stop_reading(c);
       return;
     }
     /* http_parser stopped where the headers end: the rest is frames. */
   }
   pump(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
+  got_bytes(s->data, b->base, n);
+  free(b->base);
+}
+
+/* ---- wss://: TLS by libcurl ------------------------------------------------------- */
+
+static void tls_flush(ws_client *c) {
+  while (c->tls_out.len) {
+    size_t sent = 0;
+    CURLcode rc = c->curl->easy_send(c->tls, c->tls_out.data, c->tls_out.len, &sent);
+    if (rc == CURLE_AGAIN) break;
+    if (rc != CURLE_OK) {
+      client_conn_end(&c->base, "writing to the server: %s", c->curl->easy_strerror(rc));
+      buf_clear(&c->tls_out);
+      break;
+    }
+    buf_consume(&c->tls_out, sent);
+  }
+  if (c->watch && !c->closed) os_sock_watch_set(c->watch, UV_READABLE | (c->tls_out.len ? UV_WRITABLE : 0));
+}
+
+static void on_tls_ready(void *data, int status, int events) {
+  ws_client *c = data;
+  if (status < 0) {
+    got_bytes(c, NULL, -1);
+    return;
+  }
+  if (events & UV_WRITABLE) tls_flush(c);
+  if (!(events & UV_READABLE)) return;
+  /* Everything libcurl has, its TLS layer's buffered records included. */
+  char in[16384];
+  while (!c->closed) {
+    size_t n = 0;
+    CURLcode rc = c->curl->easy_recv(c->tls, in, sizeof in, &n);
+    if (rc == CURLE_AGAIN) break;
+    if (rc != CURLE_OK || n == 0) {
+      got_bytes(c, NULL, -1);
+      break;
+    }
+    got_bytes(c, in, (ssize_t)n);
+  }
+}
+
+/* Connect and shake hands over TLS (blocking, as luamcp call may), then
+ * watch the socket. false with the reason in err. */
+static bool tls_connect(ws_client *c, const char *url, buf *err) {
+  char why[300];
+  c->curl = curl_lib_load("luamcp call --ws wss://", why, sizeof why);
+  if (!c->curl) {
+    buf_printf(err, "%s: %s", url, why);
+    return false;
+  }
+  c->tls = c->curl->easy_init();
+  if (!c->tls) {
+    buf_printf(err, "%s: out of memory", url);
+    return false;
+  }
+  char https[2100];
+  snprintf(https, sizeof https, "https://%s", url + 6);
+  c->curl->easy_setopt(c->tls, CURLOPT_URL, https);
+  c->curl->easy_setopt(c->tls, CURLOPT_CONNECT_ONLY, 1L);
+  c->curl->easy_setopt(c->tls, CURLOPT_CONNECTTIMEOUT_MS, (long)HTTP_CLIENT_CONNECT_TIMEOUT_MS);
+  CURLcode rc = c->curl->easy_perform(c->tls);
+  if (rc != CURLE_OK) {
+    buf_printf(err, "%s: cannot connect: %s", url, c->curl->easy_strerror(rc));
+    return false;
+  }
+  curl_socket_t sock = CURL_SOCKET_BAD;
+  if (c->curl->easy_getinfo(c->tls, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK || sock == CURL_SOCKET_BAD ||
+      !(c->watch = os_sock_watch_new(c->base.loop, (uv_os_sock_t)sock, on_tls_ready, c))) {
+    buf_printf(err, "%s: cannot watch the connection's socket", url);
+    return false;
+  }
+  c->connected = true;
+  os_sock_watch_set(c->watch, UV_READABLE);
+  return true;
 }
 
 static void on_connect(uv_connect_t *req, int status) {
@@ -228,6 +328,8 @@ static void ws_close(client_conn *base) {
     c->w->wslay_event_send(c->ctx);
   }
   c->closed = true;
+  if (c->watch) os_sock_watch_close(c->watch); /* before libcurl closes the socket (on_handle_closed) */
+  c->watch = NULL;
   uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
   loop_waiter_close(&c->waiter, on_handle_closed);
   uv_run(base->loop, UV_RUN_NOWAIT);
@@ -241,8 +343,9 @@ static const client_conn_ops WS_OPS = {
 
 /* ws://HOST[:PORT][/PATH]: its parts, or false. */
 static bool parse_url(const char *url, char *host, size_t host_len, int *port, const char **path) {
-  if (strncasecmp(url, "ws://", 5) != 0) return false;
-  const char *h = url + 5, *end = h + strcspn(h, "/?#");
+  bool secure = strncasecmp(url, "wss://", 6) == 0;
+  if (!secure && strncasecmp(url, "ws://", 5) != 0) return false;
+  const char *h = url + (secure ? 6 : 5), *end = h + strcspn(h, "/?#");
   const char *colon = NULL;
   if (*h == '[') {
     const char *close = memchr(h, ']', (size_t)(end - h));
@@ -258,7 +361,7 @@ static bool parse_url(const char *url, char *host, size_t host_len, int *port, c
     memcpy(host, h, n);
     host[n] = '\0';
   }
-  *port = 80;
+  *port = secure ? 443 : 80;
   if (colon) {
     char *stop;
     long p = strtol(colon + 1, &stop, 10);
@@ -275,34 +378,22 @@ client_conn *client_ws_open(uv_loop_t *loop, const char *url, const char *header
   char host[256];
   int port;
   const char *path;
-  if (strncasecmp(url, "wss://", 6) == 0) {
-    buf_printf(err, "%s: wss:// is not supported yet (ws:// is; put a TLS proxy in front for wss)", url);
-    return NULL;
-  }
   if (!parse_url(url, host, sizeof host, &port, &path)) {
-    buf_printf(err, "%s: not a WebSocket URL (ws://HOST[:PORT]/PATH)", url);
+    buf_printf(err, "%s: not a WebSocket URL (ws:// or wss://HOST[:PORT]/PATH)", url);
     return NULL;
   }
+  bool secure = strncasecmp(url, "wss://", 6) == 0;
   char why[240];
   const os_wslay_api *w = os_wslay(why, sizeof why);
   if (!w) {
     buf_append_str(err, why);
     return NULL;
   }
-  char service[8];
-  snprintf(service, sizeof service, "%d", port);
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-  uv_getaddrinfo_t gai;
-  int rc = uv_getaddrinfo(loop, &gai, NULL, host, service, &hints);
-  if (rc != 0) {
-    buf_printf(err, "%s: cannot resolve %s: %s", url, host, uv_strerror(rc));
-    return NULL;
-  }
   ws_client *c = calloc(1, sizeof *c);
   c->base.ops = &WS_OPS;
   c->base.loop = loop;
   c->w = w;
-  uv_tcp_init(loop, &c->tcp);
+  uv_tcp_init(loop, &c->tcp); /* wss: never connected, closed with the rest */
   c->tcp.data = c;
   loop_waiter_init(&c->waiter, loop, c);
   c->open_handles = 3;
@@ -312,27 +403,40 @@ client_conn *client_ws_open(uv_loop_t *loop, const char *url, const char *header
       .recv_callback = on_recv, .send_callback = on_send, .genmask_callback = on_genmask, .on_msg_recv_callback = on_message};
   uint8_t nonce[16];
   bool ok = os_random_bytes(nonce, sizeof nonce) && w->wslay_event_context_client_init(&c->ctx, &callbacks, c) == 0;
+  if (!ok) buf_printf(err, "%s: out of memory or randomness", url);
   if (ok) {
     base64_encode(nonce, sizeof nonce, c->key);
     c->key[base64_encoded_len(sizeof nonce)] = '\0';
     w->wslay_event_config_set_max_recv_msg_length(c->ctx, HTTP_CLIENT_MAX_BYTES);
-    uv_connect_t *req = malloc(sizeof *req);
-    req->data = c;
-    rc = uv_tcp_connect(req, &c->tcp, gai.addrinfo->ai_addr, on_connect);
+  }
+  uint64_t give_up = uv_hrtime() + (uint64_t)HTTP_CLIENT_CONNECT_TIMEOUT_MS * 1000000u;
+  if (ok && secure) {
+    ok = tls_connect(c, url, err);
+  } else if (ok) {
+    char service[8];
+    snprintf(service, sizeof service, "%d", port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    uv_getaddrinfo_t gai;
+    int rc = uv_getaddrinfo(loop, &gai, NULL, host, service, &hints);
     if (rc != 0) {
-      free(req);
-      buf_printf(err, "%s: cannot connect: %s", url, uv_strerror(rc));
+      buf_printf(err, "%s: cannot resolve %s: %s", url, host, uv_strerror(rc));
+      ok = false;
+    } else {
+      uv_connect_t *req = malloc(sizeof *req);
+      req->data = c;
+      rc = uv_tcp_connect(req, &c->tcp, gai.addrinfo->ai_addr, on_connect);
+      uv_freeaddrinfo(gai.addrinfo);
+      if (rc != 0) {
+        free(req);
+        buf_printf(err, "%s: cannot connect: %s", url, uv_strerror(rc));
+        ok = false;
+      }
+    }
+    while (ok && !c->connected && !c->connect_failed && uv_hrtime() < give_up) ws_wait(&c->base, 50);
+    if (ok && !c->connected) {
+      buf_printf(err, "%s: %s", url, c->base.ended ? c->base.ended : "cannot connect: timed out");
       ok = false;
     }
-  } else {
-    buf_printf(err, "%s: out of memory or randomness", url);
-  }
-  uv_freeaddrinfo(gai.addrinfo);
-  uint64_t give_up = uv_hrtime() + (uint64_t)HTTP_CLIENT_CONNECT_TIMEOUT_MS * 1000000u;
-  if (ok) {
-    while (!c->connected && !c->connect_failed && uv_hrtime() < give_up) ws_wait(&c->base, 50);
-    ok = c->connected;
-    if (!ok) buf_printf(err, "%s: %s", url, c->base.ended ? c->base.ended : "cannot connect: timed out");
   }
   if (ok) {
     buf req = BUF_INIT;
@@ -349,6 +453,8 @@ client_conn *client_ws_open(uv_loop_t *loop, const char *url, const char *header
   }
   if (!ok) {
     c->closed = true;
+    if (c->watch) os_sock_watch_close(c->watch);
+    c->watch = NULL;
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     loop_waiter_close(&c->waiter, on_handle_closed);
     uv_run(loop, UV_RUN_NOWAIT);
