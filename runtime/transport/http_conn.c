@@ -478,7 +478,7 @@ static void store_header(http_conn *c) {
       reject(c, 400, -32600, wanted[i].repeated);
       break;
     }
-    if (*slot && !wanted[i].repeated) {
+    if (*slot && (strcmp(wanted[i].name, "accept") == 0 || strcmp(wanted[i].name, "sec-websocket-protocol") == 0)) {
       /* Repeated Accept (or Sec-WebSocket-Protocol) headers are one list. */
       size_t n = strlen(*slot);
       char *joined = malloc(n + 1 + c->value.len + 1);
