@@ -437,7 +437,7 @@ describe("MCP over WebSockets", function()
     client.remove_tree(dir)
   end)
 
-  it("luamcp call --ws wss://... reaches it through a TLS proxy (Debian's nginx), the CA from SSL_CERT_FILE", function()
+  it("luamcp call --ws wss://... and mcp.client{url = 'wss://...'} reach it through a TLS proxy (Debian's nginx)", function()
     local services = require "services"
     local dir = client.temp_dir()
     local code = client.sh(("openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/key.pem -out %s/cert.pem -days 2 " ..
@@ -467,7 +467,16 @@ describe("MCP over WebSockets", function()
     end
     local rc, out, err = call { "SSL_CERT_FILE=" .. dir .. "/cert.pem" }
     local rc2, _, err2 = call {} -- the system's CAs do not know this certificate
+    -- mcp.client{url = "wss://..."} from a confined server's tool: the net
+    -- permission names the proxy; the CA file must be readable to it.
+    local caller = client.spawn({ "call", "client_calls", "url=wss://127.0.0.1:" .. port .. "/mcp", "--", client.LUAMCP,
+      "run", "--allow-net", "127.0.0.1:" .. port, "--allow-read", dir, "spec/fixtures/websocket/caller.lua" },
+      { env = { "SSL_CERT_FILE=" .. dir .. "/cert.pem" } })
+    assert(caller:wait_exit(60000), "luamcp call did not end")
+    local from_tool = table.concat(caller.lines, "\n") .. caller.buffer .. caller.stderr
+    caller:close()
     proxy:stop()
+    assert.truthy(from_tool:find("sum: 42, countdown: Liftoff!", 1, true), from_tool)
     assert.are.equal(0, rc, err)
     assert.are.equal("42", out)
     assert.are_not.equal(0, rc2)

@@ -82,8 +82,8 @@ local function check_options(opts)
     if opts.headers ~= nil then misuse("headers go with url, not command") end
   else
     if type(opts.url) ~= "string" or not (opts.url:match("^[Hh][Tt][Tt][Pp][Ss]?://") or opts.url:match("^unix:")
-        or opts.url:match("^ws://")) then
-      misuse("url must be an http:// or https:// URL, a ws:// URL (a WebSocket), or unix:SOCKET[:/PATH] (a Unix socket)")
+        or opts.url:match("^wss?://")) then
+      misuse("url must be an http:// or https:// URL, a ws:// or wss:// URL (a WebSocket), or unix:SOCKET[:/PATH] (a Unix socket)")
     end
     if opts.env ~= nil or opts.cwd ~= nil then misuse("env and cwd go with command, not url") end
   end
@@ -171,7 +171,7 @@ function M.connect(opts)
   local self = setmetatable({
     -- One session on one connection (a child's stdio, a WebSocket), not
     -- HTTP's requests that each carry their answer.
-    stream = opts.command ~= nil or opts.url:match("^ws://") ~= nil,
+    stream = opts.command ~= nil or opts.url:match("^wss?://") ~= nil,
     key = connection_key(target, name), target = target, opts = opts, name = name,
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for

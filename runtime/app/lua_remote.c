@@ -201,9 +201,10 @@ static int remote_endpoint(lua_State *L) {
     lua_pushstring(L, url);
     return 4;
   }
-  /* ws://: libcurl (Debian 12's has no WebSocket support) reads the same
-   * authority as http://'s; the URL it writes back is ws:// again. */
-  bool ws = strncasecmp(url, "ws://", 5) == 0;
+  /* ws:// and wss://: libcurl (Debian 12's has no WebSocket support)
+   * reads the same authority as http://'s and https://'s; the URL it
+   * writes back is ws:// or wss:// again. */
+  bool wss = strncasecmp(url, "wss://", 6) == 0, ws = wss || strncasecmp(url, "ws://", 5) == 0;
   char as_http[2048];
   if (ws) {
     if (len + 3 >= sizeof as_http) {
@@ -211,7 +212,7 @@ static int remote_endpoint(lua_State *L) {
       lua_pushliteral(L, "the URL is too long");
       return 2;
     }
-    snprintf(as_http, sizeof as_http, "http://%s", url + 5);
+    snprintf(as_http, sizeof as_http, "%s://%s", wss ? "https" : "http", url + (wss ? 6 : 5));
     url = as_http;
   }
   char why[300] = "";
@@ -243,10 +244,10 @@ static int remote_endpoint(lua_State *L) {
     if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') h++, hl -= 2;
     for (size_t i = 0; i < hl; i++)
       if (h[i] >= 'A' && h[i] <= 'Z') h[i] = (char)(h[i] + 32);
-    lua_pushstring(L, ws ? "ws" : scheme);
+    lua_pushstring(L, ws ? (wss ? "wss" : "ws") : scheme);
     lua_pushlstring(L, h, hl);
     lua_pushinteger(L, strtol(port, NULL, 10));
-    if (ws) lua_pushfstring(L, "ws://%s", full + 7); /* curl wrote http://... back */
+    if (ws) lua_pushfstring(L, "%s://%s", wss ? "wss" : "ws", full + (wss ? 8 : 7)); /* curl wrote http(s)://... */
     else lua_pushstring(L, full);
     n = 4;
   }
@@ -305,9 +306,9 @@ static int remote_open(lua_State *L) {
       return 2;
     }
     if (!unix_socket[0] && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0 &&
-        strncmp(url, "ws://", 5) != 0) {
+        strncmp(url, "ws://", 5) != 0 && strncmp(url, "wss://", 6) != 0) {
       lua_pushnil(L);
-      lua_pushfstring(L, "%s: not an http://, https:// or ws:// URL, nor unix:SOCKET[:/PATH]", url);
+      lua_pushfstring(L, "%s: not an http://, https://, ws:// or wss:// URL, nor unix:SOCKET[:/PATH]", url);
       return 2;
     }
     size_t url_len = 0;
@@ -342,7 +343,7 @@ static int remote_open(lua_State *L) {
   }
   remote_conn *c = conn_new(hub, key, name);
   if (!c) return luaL_error(L, "luamcp.remote.open: out of memory");
-  bool ws = url && strncmp(url, "ws://", 5) == 0;
+  bool ws = url && (strncmp(url, "ws://", 5) == 0 || strncmp(url, "wss://", 6) == 0);
   if (url) {
     c->http = !ws;
     c->url = strdup(unix_socket[0] ? unix_http_url : url);

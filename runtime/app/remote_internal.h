@@ -14,6 +14,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/sse_reader.h"
+#include "os/sock_watch.h"
 #include "os/wslay.h"
 #include "app/app.h"
 #include "app/curl_loop.h"
@@ -149,6 +150,16 @@ struct remote_conn {
   buf ws_in;               /* read, not yet taken by wslay */
   size_t ws_in_at;
   buf ws_out;              /* a flush's frames, written at once */
+  /* wss://: libcurl connects and speaks TLS (a CONNECT_ONLY transfer,
+   * performed on libuv's thread pool: the easy handle keeps the connection,
+   * which a multi handle would keep in its own cache); then its socket is
+   * watched and bytes go through curl's send and recv. */
+  bool ws_tls;
+  CURL *ws_easy;
+  uv_work_t ws_work;
+  CURLcode ws_connect_result;
+  os_sock_watch *ws_watch;
+  buf ws_tls_out;          /* waiting for the socket to take it */
   /* HTTP. */
   char *url;
   char *unix_socket; /* a unix:SOCKET[:/PATH] URL's socket (url is then http://localhost/PATH), or NULL */
@@ -220,7 +231,7 @@ bool remote_id_of(const json_value *v, int64_t *out);
 bool remote_child_send(remote_conn *c, const char *text, size_t len, char *why, size_t why_len);
 /* Start the child: its pipes read. 0, or a libuv error. */
 int remote_spawn_child(remote_conn *c, char **argv, char **env, const char *cwd);
-/* A WebSocket: resolve, connect and upgrade (url: ws://HOST[:PORT]/PATH),
+/* A WebSocket: resolve, connect and upgrade (url: ws:// or wss://HOST[:PORT]/PATH),
  * messages sent meanwhile wait in wslay's queue. 0, or false with why. */
 bool remote_ws_start(remote_conn *c, const char *url, char *why, size_t why_len);
 /* A WebSocket: send one message (a text frame). false, why: not sent. */
