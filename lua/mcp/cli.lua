@@ -102,7 +102,7 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
 ]==] .. [==[
   --http URL  the Streamable HTTP server at URL; an error status is
               reported with what the server said and its WWW-Authenticate
-  --ws URL    the server's WebSocket at URL (ws://, subprotocol mcp)
+  --ws URL    the server's WebSocket at URL (ws:// or wss://, subprotocol mcp)
   --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
   OAuth client credentials (a client registered with the authorization
   server beforehand): on the server's 401, luamcp finds the authorization
