@@ -405,6 +405,7 @@ static struct {
   const char *proto;
   bool quiet;
   const char *url;
+  bool ws; /* --ws: url is a WebSocket (the channels speak as stdio, one message per frame) */
   char **argv; /* server command */
   const char *server_stderr;
   int verify_sessions;
@@ -749,6 +750,26 @@ static void chan_send(chan *c, int kind, uint64_t k) {
     int cll = snprintf(cl, sizeof cl, "Content-Length: %d\r\n\r\n", bl);
     buf_add(&c->out, cl, (size_t)cll);
     buf_add(&c->out, body, (size_t)bl);
+  } else if (opt.ws) {
+    /* A client frame: FIN and text, masked with a zero key (RFC 6455 5.3:
+     * any key will do; this one leaves the payload as it is). */
+    unsigned char head[14];
+    size_t hl = 0, n = (size_t)bl;
+    head[hl++] = 0x81;
+    if (n < 126) {
+      head[hl++] = (unsigned char)(0x80 | n);
+    } else if (n < 65536) {
+      head[hl++] = 0x80 | 126;
+      head[hl++] = (unsigned char)(n >> 8);
+      head[hl++] = (unsigned char)n;
+    } else {
+      head[hl++] = 0x80 | 127;
+      for (int i = 7; i >= 0; i--) head[hl++] = (unsigned char)((uint64_t)n >> (8 * i));
+    }
+    memset(head + hl, 0, 4);
+    hl += 4;
+    buf_add(&c->out, head, hl);
+    buf_add(&c->out, body, (size_t)bl);
   } else {
     buf_add(&c->out, body, (size_t)bl);
     buf_add(&c->out, "\n", 1);
@@ -973,6 +994,31 @@ static void stdio_read(chan *c) {
     }
     c->in.len += (size_t)n;
     if ((size_t)n < 65536) break;
+  }
+  if (opt.ws) { /* split frames: the server's are unmasked */
+    for (;;) {
+      unsigned char *s = (unsigned char *)buf_data(&c->in);
+      size_t av = buf_avail(&c->in), hl = 2;
+      if (av < 2) break;
+      uint64_t n = s[1] & 0x7f;
+      if (n == 126) {
+        hl = 4;
+        if (av < hl) break;
+        n = (uint64_t)s[2] << 8 | s[3];
+      } else if (n == 127) {
+        hl = 10;
+        if (av < hl) break;
+        n = 0;
+        for (int i = 0; i < 8; i++) n = n << 8 | s[2 + i];
+      }
+      if (av < hl + n) break;
+      int op = s[0] & 0x0f;
+      if (op == 1) on_message(c, (char *)s + hl, (size_t)n);
+      else if (op == 8) c->dead = true;
+      c->in.off += hl + (size_t)n;
+    }
+    if (!buf_avail(&c->in)) buf_clear(&c->in);
+    return;
   }
   /* split lines */
   for (;;) {
@@ -1602,6 +1648,7 @@ static void usage(FILE *f) {
   fputs(
       "usage: loadclient [options] -- SERVER-COMMAND [ARGS...]   (stdio: spawns the server)\n"
       "       loadclient [options] --http http://127.0.0.1:PORT/PATH\n"
+      "       loadclient [options] --ws ws://127.0.0.1:PORT/PATH   (subprotocol mcp, a session per connection)\n"
       "       loadclient --mode startup [--http URL] -- SERVER-COMMAND [ARGS...]\n"
       "       loadclient --free-port\n"
       "options:\n"
@@ -1666,6 +1713,43 @@ static uint64_t num_arg(const char *s, const char *name) {
   double v = strtod(s, &e);
   if (e == s || *e || errno || v < 0) die("bad value for %s: %s", name, s);
   return (uint64_t)v;
+}
+
+/* --ws: connect and upgrade (blocking, before the run), the 101's
+ * leftover bytes kept as the first input. */
+static void ws_open(chan *c) {
+  int fd = tcp_connect(false);
+  char req[1600];
+  int n = snprintf(req, sizeof req,
+                   "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                   "Sec-WebSocket-Protocol: mcp\r\n%s%s\r\n",
+                   http_path, http_hostport, opt.header ? opt.header : "", opt.header ? "\r\n" : "");
+  for (int off = 0; off < n;) {
+    ssize_t w = write(fd, req + off, (size_t)(n - off));
+    if (w > 0) off += (int)w;
+    else if (w < 0 && errno != EAGAIN && errno != EINTR) die("ws: write: %s", strerror(errno));
+    else poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, 1000);
+  }
+  char *end = NULL;
+  while (!end) {
+    if (now_ns() > R.deadline) die("ws: no answer to the upgrade");
+    buf_reserve(&c->in, 4096);
+    ssize_t r = read(fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1);
+    if (r > 0) {
+      c->in.len += (size_t)r;
+      c->in.p[c->in.len] = '\0';
+      end = strstr(c->in.p, "\r\n\r\n");
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      die("ws: the server closed the upgrade");
+    } else {
+      poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 1000);
+    }
+  }
+  if (strncmp(c->in.p, "HTTP/1.1 101", 12)) die("ws: the upgrade was refused: %.80s", c->in.p);
+  c->in.off = (size_t)(end + 4 - c->in.p);
+  c->rfd = c->wfd = fd;
+  c->dead = false;
 }
 
 static void init_chans(int n, bool http) {
@@ -1824,6 +1908,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--header")) opt.header = NEXT();
     else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) opt.quiet = true;
     else if (!strcmp(a, "--http")) opt.url = NEXT();
+    else if (!strcmp(a, "--ws")) {
+      const char *u = NEXT();
+      if (strncmp(u, "ws://", 5)) die("bad URL (want ws://127.0.0.1:PORT/PATH): %s", u);
+      static char as_http[1100];
+      snprintf(as_http, sizeof as_http, "http://%s", u + 5);
+      opt.url = as_http;
+      opt.ws = true;
+    }
     else if (!strcmp(a, "--free-port")) {
       int fd = socket(AF_INET, SOCK_STREAM, 0);
       struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1844,6 +1936,8 @@ int main(int argc, char **argv) {
   if (!opt.url && !opt.argv) { usage(stderr); die("give a server command after -- or --http URL"); }
   if (opt.mode == MODE_STARTUP && !opt.argv) die("startup mode needs a server command after --");
   if (opt.mode == MODE_SESSIONS && !opt.url) die("sessions mode needs --http URL");
+  if (opt.ws && (opt.mode == MODE_STARTUP || opt.mode == MODE_SESSIONS || opt.shared_session))
+    die("--ws: seq or pipe mode, a session per connection");
   if (modern_era() && (opt.mode == MODE_STARTUP || opt.mode == MODE_SESSIONS || opt.shared_session))
     die("--protocol-version %s has no handshake and no sessions: use seq or pipe mode", opt.proto);
   if (opt.payload && opt.url && modern_era()) die("--payload over HTTP speaks the 2025-11-25 era only");
@@ -1867,7 +1961,7 @@ int main(int argc, char **argv) {
 
   R.deadline = now_ns() + (uint64_t)(opt.timeout_s * 1e9);
   R.next_id = 1;
-  init_chans(opt.conns, opt.url != NULL);
+  init_chans(opt.conns, opt.url != NULL && !opt.ws);
   pid_t spid = opt.server_pid;
   if (opt.url && opt.connect_timeout_s > 0) {
     uint64_t until = now_ns() + (uint64_t)(opt.connect_timeout_s * 1e9);
@@ -1890,7 +1984,9 @@ int main(int argc, char **argv) {
     set_nonblock(to);
     set_nonblock(from);
   }
-  const char *transport = opt.url ? "http" : "stdio";
+  if (opt.ws)
+    for (int i = 0; i < nchans; i++) ws_open(&chans[i]);
+  const char *transport = opt.ws ? "ws" : opt.url ? "http" : "stdio";
   bool ok = true;
 
   /* handshake (all connections) */
