@@ -31,6 +31,7 @@
   X(wslay_event_want_read)                                                                                       \
   X(wslay_event_want_write)                                                                                      \
   X(wslay_event_get_close_sent)                                                                                  \
+  X(wslay_event_shutdown_write)                                                                                  \
   X(wslay_event_get_close_received)                                                                              \
   X(wslay_event_get_status_code_received)
 

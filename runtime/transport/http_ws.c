@@ -113,6 +113,27 @@ static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
   return (ssize_t)len;
 }
 
+/* A frame wslay's frame layer refuses (a fragmented control frame, a
+ * control frame over 125 bytes): wslay 1.1.1 queues a close that carries
+ * no status, which the peer reads as 1005, where RFC 6455 asks for 1002.
+ * That close is never sent (writing stops: every frame leaves whole through
+ * on_send, so it was queued, not begun), and one saying 1002 goes out
+ * instead, framed by a wslay context made for it. */
+static void refuse_malformed_frame(ws_conn *ws) {
+  static const char reason[] = "a malformed frame";
+  ws->w->wslay_event_shutdown_write(ws->ctx);
+  wslay_event_context_ptr closer;
+  static const struct wslay_event_callbacks callbacks = {.send_callback = on_send};
+  if (ws->w->wslay_event_context_server_init(&closer, &callbacks, ws) == 0) {
+    ws->w->wslay_event_queue_close(closer, WSLAY_CODE_PROTOCOL_ERROR, (const uint8_t *)reason, sizeof reason - 1);
+    ws->w->wslay_event_send(closer);
+    ws->w->wslay_event_context_free(closer);
+  }
+  ws->goodbye = true;
+  flush(ws);
+  if (!ws->conn->closing) http_route_finish(ws->conn);
+}
+
 /* transport_ops.send: one message, one text frame. */
 static void ws_send(session *s, const session_message *m) {
   ws_conn *ws = s->transport_data;
@@ -232,10 +253,7 @@ static size_t ws_input(http_conn *c, const char *data, size_t len) {
       conn_close(c);
       return len;
     }
-    /* A frame wslay's frame layer refuses (a fragmented control frame):
-     * wslay 1.1.1 has queued a close frame already, without a status
-     * code (the peer reads 1005); else ours says 1002. */
-    if (rc != 0) goodbye(ws, WSLAY_CODE_PROTOCOL_ERROR, "a malformed frame");
+    if (rc != 0) refuse_malformed_frame(ws);
   }
   size_t used = ws->goodbye ? len : ws->fed;
   ws->feed = NULL;
