@@ -10,7 +10,8 @@ prefix=${1:?usage: seams_windows.sh LIBUV_PREFIX}
 out=build/os-tests
 mkdir -p "$out"
 wine=$(command -v wine || command -v wine64 || echo /usr/lib/wine/wine64)
-if ! x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -O1 -Iruntime -I"$prefix/include" -static \
+# os/wslay.h's types: libwslay's header, which make windows copies beside the deps (the Windows build has no libwslay).
+if ! x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -O1 -Iruntime -I"$prefix/include" -I"$prefix/../wslay-include" -static \
      -o "$out/test_seams_windows.exe" runtime/os/tests/test_seams_windows.c runtime/os/*_windows.c \
      "$prefix/lib/libuv_a.a" -lbcrypt -lcrypt32 -lws2_32 -liphlpapi -luserenv -ldbghelp -lole32 -luuid -lpsapi -lshell32; then
   echo "0 passed, 1 failed"; exit 1
