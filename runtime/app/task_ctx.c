@@ -267,6 +267,27 @@ static int ctx_close_sse_stream(lua_State *L) {
   return 1;
 }
 
+/* ctx:_partial(value): one more response to the request before its last
+ * (a foreign protocol's stream: A2A's SSE events). False when the request
+ * is already answered or gone. */
+static int ctx_partial(lua_State *L) {
+  call *c = ctx_root(L)->call;
+  if (!c || !c->session->foreign) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
+  buf out = BUF_INIT;
+  char err[200];
+  if (!ljson_encode(L, 2, &out, err, sizeof err)) {
+    buf_free(&out);
+    return luaL_error(L, "ctx:_partial: %s", err);
+  }
+  call_respond_partial(c, out.data, out.len);
+  buf_free(&out);
+  lua_pushboolean(L, true);
+  return 1;
+}
+
 static int push_json_text(lua_State *L, const char *json) {
   if (!json) {
     lua_pushnil(L);
@@ -627,6 +648,7 @@ void task_register_ctx(lua_State *L) {
       {"_has_scopes", ctx_has_scopes},
       {"_principal", ctx_principal},
       {"close_sse_stream", ctx_close_sse_stream},
+      {"_partial", ctx_partial},
       {NULL, NULL},
   };
   luaL_newmetatable(L, CTX_MT);

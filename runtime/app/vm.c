@@ -716,6 +716,8 @@ static bool bind_library(vm *v, buf *err) {
   if (!protected_call(L, 1, 1, err)) return false;
   lua_getfield(L, -1, "_dispatch");
   v->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "_foreign_dispatch");
+  v->foreign_dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "_describe");
   v->describe_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushliteral(L, "isError");
@@ -769,7 +771,7 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   } else {
     v->module_dir = os_path_dir(path);
   }
-  v->dispatch_ref = v->describe_ref = v->is_error_ref = LUA_NOREF;
+  v->dispatch_ref = v->foreign_dispatch_ref = v->describe_ref = v->is_error_ref = LUA_NOREF;
   strmap_init(&v->tool_inputs);
   v->mem_limit = srv->opts.memory_limit;
   v->default_timeout_ms = srv->opts.call_timeout_ms;
