@@ -273,7 +273,9 @@ static void a2a_conn_gone(http_conn *c) {
   st->conn = NULL;
   c->stream = NULL;
   if (!st->complete) {
+    st->held = true; /* the cancellation ends the call (a2a_call_ended): the stream is freed here, after */
     session_cancel_from(st->hs->session, st);
+    st->held = false;
     st->complete = true;
   }
   stream_maybe_free(st);
@@ -293,7 +295,12 @@ static void a2a_server_drain(http_server *h) {
   if (!hs) return;
   for (http_stream *st = hs->streams, *next; st; st = next) {
     next = st->next;
-    if (st->conn && st->mode == STREAM_SSE) session_cancel_from(hs->session, st);
+    if (st->conn && st->mode == STREAM_SSE) {
+      st->held = true;
+      session_cancel_from(hs->session, st);
+      st->held = false;
+      stream_maybe_free(st);
+    }
   }
 }
 

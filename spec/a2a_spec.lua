@@ -1,0 +1,138 @@
+-- Agents (A2A) served from a Lua script (mcp.agent, lua/mcp/a2a.lua) by
+-- `luamcp run --http` at /.well-known/agent-card.json and /a2a
+-- (runtime/transport/http_a2a.c), driven by the official A2A SDK's client
+-- (@a2a-js/sdk 1.3.0, spec/clients/a2a_sdk_client.mjs) in both protocol
+-- versions, and by hand for what a hostile client sends.
+
+local http = require "http_client"
+local run_node = require("node_runner").run
+local client = require "mcp_client"
+local cjson = client.json
+
+local AGENT = "spec/fixtures/a2a/agent.lua"
+
+local function rpc(server, method, params, headers)
+  local h = { ["Content-Type"] = "application/json", Accept = "application/json" }
+  for k, v in pairs(headers or {}) do h[k] = v end
+  return server:request { method = "POST", path = "/a2a", headers = h,
+    body = type(method) == "string" and cjson.encode { jsonrpc = "2.0", id = 7, method = method, params = params } or method[1] }
+end
+
+describe("an agent driven by the @a2a-js/sdk client", function()
+  local server
+  setup(function() server = http.start { AGENT } end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  for _, version in ipairs { "1.0", "0.3" } do
+    it("goes through send, stream, input, cancel, resubscribe, list and push in " .. version, function()
+      local r = run_node { "spec/clients/a2a_sdk_client.mjs", "http://127.0.0.1:" .. server.port, version }
+      assert.is_nil(r.error)
+      assert.are.same({ "echo", "ask" }, r.card.skills)
+      assert.are.same({ "JSONRPC 1.0", "JSONRPC 0.3" }, r.card.interfaces)
+      assert.are.equal("echo: hello", r.echo)
+      assert.are.same({ "task", "status:TASK_STATE_WORKING", "artifact:1", "artifact:2", "artifact:3:last",
+                        "status:TASK_STATE_COMPLETED" }, r.stream)
+      assert.are.same({ state = "TASK_STATE_INPUT_REQUIRED", question = "what is your name?" }, r.asked)
+      assert.are.same({ state = "TASK_STATE_COMPLETED", reply = "hello, Ada" }, r.answered)
+      assert.are.equal("TASK_STATE_CANCELED", r.cancelled)
+      assert.are.equal("TASK_STATE_CANCELED", r.got)
+      assert.are.equal("JsonRpcTaskNotCancelableError", r.cancel_again)
+      assert.are.equal("task", r.resubscribed[1])
+      assert.are.equal("status:TASK_STATE_COMPLETED", r.resubscribed[#r.resubscribed])
+      if version == "1.0" then
+        assert.is_true(r.listed >= 4)
+        assert.are.same({ "TASK_STATE_CANCELED", "TASK_STATE_COMPLETED" }, r.listed_states)
+      end
+      assert.is_true(r.push.completed)
+      assert.are.equal("tok-1", r.push.token)
+      assert.are.equal("Bearer cred-1", r.push.auth)
+      assert.are.equal("JsonRpcTaskNotFoundError", r.unknown)
+    end)
+  end
+
+  it("serves the MCP tools of the same script beside the agent", function()
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "ping", arguments = {} } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    assert.are.equal("pong", http.rpc(r).result.content[1].text)
+  end)
+end)
+
+describe("an agent given hostile input", function()
+  local server
+  setup(function() server = http.start({ AGENT, "--max-message-bytes", "4096" }) end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  local function message(parts, extra)
+    local m = { messageId = "m1", role = "ROLE_USER", parts = parts }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    return { message = m }
+  end
+
+  it("answers an unknown task with TaskNotFound", function()
+    for _, call in ipairs { { "GetTask", { id = "nope" } }, { "CancelTask", { id = "nope" } },
+                            { "tasks/get", { id = "nope" } }, { "SubscribeToTask", { id = "nope" } } } do
+      local r = rpc(server, call[1], call[2])
+      assert.are.equal(-32001, r.json.error.code, call[1])
+      assert.are.equal(7, r.json.id)
+    end
+    local r = rpc(server, "SendMessage", message({ { text = "echo" } }, { taskId = "nope" }))
+    assert.are.equal(-32001, r.json.error.code)
+  end)
+
+  it("refuses a message with an unknown part kind, in either version", function()
+    local r = rpc(server, "SendMessage", message({ { video = "x" } }))
+    assert.are.equal(-32602, r.json.error.code)
+    r = rpc(server, "message/send", { message = { messageId = "m", role = "user", kind = "message",
+      parts = { { kind = "hologram", text = "x" } } } })
+    assert.are.equal(-32602, r.json.error.code)
+    assert.truthy(r.json.error.message:find("hologram", 1, true))
+  end)
+
+  it("refuses an oversized message before reading it into the agent", function()
+    local r = rpc(server, "SendMessage", message({ { text = ("x"):rep(10000) } }))
+    assert.are.equal(413, r.status)
+    -- and the agent still answers
+    r = rpc(server, "SendMessage", message({ { text = "echo still here" } }))
+    assert.are.equal("echo: still here", r.json.result.message.parts[1].text)
+  end)
+
+  it("answers JSON-RPC's and A2A's protocol errors", function()
+    assert.are.equal(-32700, rpc(server, { "{not json" }).json.error.code)
+    assert.are.equal(-32601, rpc(server, "tools/list", {}).json.error.code) -- MCP's methods are not the agent's
+    local r = rpc(server, "GetTask", { id = "x" }, { ["A2A-Version"] = "9.9" })
+    assert.are.equal(-32009, r.json.error.code)
+    assert.are.equal(-32007, rpc(server, "GetExtendedAgentCard", {}).json.error.code)
+  end)
+
+  it("keeps a task whose stream is never read, and ends the stream", function()
+    local conn = server:connect()
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 5" } }) },
+        cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 5" } }) })))
+    local id
+    client.wait_until(function()
+      id = conn.raw:match('"taskId":"(%x+)"') or conn.raw:match('"id":"(%x+)"')
+      return id
+    end, 20000)
+    conn:close()
+    assert.is_string(id)
+    local state
+    client.wait_until(function()
+      local r = rpc(server, "GetTask", { id = id })
+      state = r.json.result and r.json.result.status.state
+      return state == "TASK_STATE_COMPLETED"
+    end, 30000)
+    assert.are.equal("TASK_STATE_COMPLETED", state)
+  end)
+end)
+
+describe("a server without an agent", function()
+  it("has no card and answers the A2A endpoint with method not found", function()
+    local server = http.start { "spec/fixtures/a2a/no_agent.lua" }
+    local r = server:request { method = "GET", path = "/.well-known/agent-card.json" }
+    assert.are.equal(404, r.status)
+    assert.are.equal(-32601, rpc(server, "GetTask", { id = "x" }).json.error.code)
+    server:stop_cleanly()
+  end)
+end)
