@@ -50,6 +50,19 @@ describe("an agent driven by the @a2a-js/sdk client", function()
     end)
   end
 
+  it("lets a tool call an agent with mcp.a2a (send, input, stream, cancel)", function()
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 3, method = "tools/call",
+      params = { name = "delegate", arguments = { url = "http://127.0.0.1:" .. server.port } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    local result = http.rpc(r).result
+    assert.is_not_true(result.isError, result.content[1].text)
+    local out = cjson.decode(result.content[1].text)
+    assert.are.same({ name = "Echo agent", echo = "echo: from lua", asked = "TASK_STATE_INPUT_REQUIRED",
+      answered = "hello, Lua", events = "task,TASK_STATE_WORKING,artifact,artifact,TASK_STATE_COMPLETED",
+      cancelled = "TASK_STATE_CANCELED" }, out)
+  end)
+
   it("serves the MCP tools of the same script beside the agent", function()
     local session = server:initialize()
     local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "ping", arguments = {} } },
