@@ -149,3 +149,101 @@ describe("a server without an agent", function()
     server:stop_cleanly()
   end)
 end)
+
+---------------------------------------------------------------------------
+-- Behind OAuth, with tokens from a real authorization server
+-- (oidc-provider, spec/helpers/oidc_provider.mjs; as spec/auth_spec.lua)
+---------------------------------------------------------------------------
+
+local NODE = require("node_runner").NODE
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function start_provider()
+  local keys = client.temp_dir()
+  local code, _, err = client.sh(NODE .. " spec/helpers/jwt_mint.mjs keys " .. quote(keys))
+  assert(code == 0, err)
+  local clients = {}
+  for _, who in ipairs { "alice", "bob" } do
+    clients[#clients + 1] = { client_id = who, client_secret = who .. "-secret", grant_types = { "client_credentials" },
+      response_types = {}, redirect_uris = {}, token_endpoint_auth_method = "client_secret_basic" }
+  end
+  local proc = client.spawn({ "spec/helpers/oidc_provider.mjs",
+    cjson.encode { keys = keys, any_resource = { scope = "notes:read" }, clients = clients } }, { bin = NODE })
+  local line = proc:read_line(60000)
+  assert(line, "oidc-provider did not start:\n" .. proc.stderr)
+  local p = cjson.decode(line)
+  p.proc, p.keys = proc, keys
+  return p
+end
+
+local function token_for(p, who, resource)
+  local body = ("grant_type=client_credentials&scope=notes%%3Aread&resource=%s")
+    :format(resource:gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end))
+  local conn = assert(http.connect(p.port))
+  local _, b64 = client.sh(("printf %%s %s | base64 -w0"):format(quote(who .. ":" .. who .. "-secret")))
+  local r = conn:request { method = "POST", path = "/token", body = body, headers = {
+    Authorization = "Basic " .. b64, ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" } }
+  conn:close()
+  assert(r and r.status == 200 and r.json, "no token: " .. cjson.encode(r or {}))
+  return r.json.access_token
+end
+
+describe("an agent behind OAuth", function()
+  local p, server, alice, bob
+  setup(function()
+    p = start_provider()
+    server = http.start { "--auth-issuer", p.issuer, "--auth-scopes", "notes:read", AGENT }
+    alice = token_for(p, "alice", server.url)
+    bob = token_for(p, "bob", server.url)
+  end)
+  teardown(function()
+    if server then server:stop_cleanly() end
+    if p then p.proc:terminate(5000); client.remove_tree(p.keys) end
+  end)
+
+  it("publishes the card to anyone, with the server's OAuth as its security scheme", function()
+    local r = server:request { method = "GET", path = "/.well-known/agent-card.json" }
+    assert.are.equal(200, r.status)
+    local card = cjson.decode(r.body)
+    assert.are.equal(p.issuer:gsub("/$", "") .. "/.well-known/openid-configuration",
+      card.securitySchemes.oauth2.openIdConnectSecurityScheme.openIdConnectUrl)
+    assert.are.same({ "notes:read" }, card.securityRequirements[1].schemes.oauth2.list)
+  end)
+
+  it("refuses a request without a token with 401", function()
+    local r = rpc(server, "GetTask", { id = "x" })
+    assert.are.equal(401, r.status)
+    assert.truthy(r.headers["www-authenticate"])
+  end)
+
+  it("keeps a task to its caller: another caller finds no such task", function()
+    local r = rpc(server, "SendMessage", { message = { messageId = "m", role = "ROLE_USER", parts = { { text = "ask" } } } },
+      { Authorization = "Bearer " .. alice })
+    local task = r.json.result.task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    local as_bob = { Authorization = "Bearer " .. bob }
+    assert.are.equal(-32001, rpc(server, "GetTask", { id = task.id }, as_bob).json.error.code)
+    assert.are.equal(-32001, rpc(server, "CancelTask", { id = task.id }, as_bob).json.error.code)
+    assert.are.equal(-32001, rpc(server, "SubscribeToTask", { id = task.id }, as_bob).json.error.code)
+    assert.are.equal(-32001, rpc(server, "SendMessage", { message = { messageId = "m2", role = "ROLE_USER",
+      taskId = task.id, parts = { { text = "Mallory" } } } }, as_bob).json.error.code)
+    assert.are.equal(0, #rpc(server, "ListTasks", {}, as_bob).json.result.tasks)
+    -- still alice's, still waiting for her
+    r = rpc(server, "SendMessage", { message = { messageId = "m3", role = "ROLE_USER", taskId = task.id,
+      parts = { { text = "Alice" } } } }, { Authorization = "Bearer " .. alice })
+    assert.are.equal("hello, Alice", r.json.result.task.status.message.parts[1].text)
+  end)
+
+  for _, version in ipairs { "1.0", "0.3" } do
+    it("is driven by the @a2a-js/sdk client with a token in " .. version, function()
+      local r = run_node { "spec/clients/a2a_sdk_client.mjs", "http://127.0.0.1:" .. server.port, version, alice }
+      assert.is_nil(r.error)
+      assert.are.same({ "oauth2" }, r.security)
+      assert.are.same({ state = "TASK_STATE_COMPLETED", reply = "hello, Ada" }, r.answered)
+      assert.are.equal("TASK_STATE_CANCELED", r.cancelled)
+      assert.are.equal("task", r.resubscribed[1])
+      assert.is_true(r.push.completed)
+    end)
+  end
+end)

@@ -1,15 +1,19 @@
 // The official A2A SDK's client (@a2a-js/sdk 1.3.0) driving a luamcp agent
 // (spec/fixtures/a2a/agent.lua) in one protocol version:
-//   node a2a_sdk_client.mjs BASE_URL 1.0|0.3
+//   node a2a_sdk_client.mjs BASE_URL 1.0|0.3 [TOKEN]
+// (TOKEN: an OAuth access token sent with every JSON-RPC request)
 // 1.0 reads the card (ClientFactory.createFromUrl) and speaks JSON-RPC 1.0;
 // 0.3 uses the SDK's 0.3 transport (LegacyJsonRpcTransport) on the card's
 // url. Prints one JSON object: what each step saw.
 import http from "node:http";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
 import { SendMessageRequest, TaskState } from "@a2a-js/sdk";
 
-const [base, version] = process.argv.slice(2);
+const [base, version, token] = process.argv.slice(2);
+const fetchImpl = token
+  ? (url, init) => fetch(url, { ...init, headers: { ...init?.headers, Authorization: `Bearer ${token}` } })
+  : undefined;
 const out = { version };
 const state = (t) => TaskState[t.status.state];
 const text = (m) => (m?.parts ?? []).map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
@@ -39,8 +43,10 @@ try {
                interfaces: card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`) };
   const url = card.supportedInterfaces[0].url;
   const client = version === "1.0"
-    ? await new ClientFactory().createFromUrl(base)
-    : new LegacyJsonRpcTransport({ endpoint: url });
+    ? await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default,
+        { transports: [new JsonRpcTransportFactory({ fetchImpl })] })).createFromUrl(base)
+    : new LegacyJsonRpcTransport({ endpoint: url, fetchImpl });
+  out.security = Object.keys(card.securitySchemes ?? {});
 
   // send: a message answered with a message
   const echo = await client.sendMessage(request("echo hello"));
