@@ -681,6 +681,8 @@ local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
 -- A foreign session's requests: A2A's (runtime/transport/http_a2a.c).
 function M._foreign_dispatch(method, params, ctx) return require("mcp.a2a").dispatch(method, params, ctx) end
+-- Another process asks about one of this process's agent tasks (runtime/app/bus.c).
+function M._foreign_elsewhere(method, params, principal) return require("mcp.a2a").elsewhere(method, params, principal) end
 
 --- An agent (A2A) served by `luamcp run --http` beside the tools:
 --- mcp.agent{name, description, version, provider, skills, handler =

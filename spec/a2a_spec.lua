@@ -150,6 +150,52 @@ describe("a server without an agent", function()
   end)
 end)
 
+describe("an agent under --workers 2", function()
+  local server
+  setup(function() server = http.start { AGENT, "--workers", "2" } end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  local function send_on(conn, method, params)
+    local body = cjson.encode { jsonrpc = "2.0", id = 1, method = method, params = params }
+    return conn:request { method = "POST", path = "/a2a", body = body,
+      headers = { ["Content-Type"] = "application/json", Accept = "application/json" } }
+  end
+  local function say(conn, words, extra)
+    local m = { messageId = "m" .. math.random(1e9), role = "ROLE_USER", parts = { { text = words } } }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    return send_on(conn, "SendMessage", { message = m }).json.result
+  end
+
+  -- A keep-alive connection to each worker (which worker accepts is the
+  -- kernel's choice: connect until both are seen).
+  local function conns_to_both()
+    local by_worker = {}
+    for _ = 1, 200 do
+      local conn = server:connect()
+      local w = say(conn, "whoami").message.parts[1].text
+      if by_worker[w] then conn:close() else by_worker[w] = conn end
+      if by_worker["1"] and by_worker["2"] then return by_worker["1"], by_worker["2"] end
+    end
+    error("no connection reached both workers")
+  end
+
+  it("reads, answers and cancels a task created on one worker from the other", function()
+    local one, two = conns_to_both()
+    local task = say(one, "ask").task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    local r = send_on(two, "GetTask", { id = task.id })
+    assert.are.equal(task.id, r.json.result.id, r.body)
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", r.json.result.status.state)
+    r = send_on(two, "tasks/get", { id = task.id })
+    assert.are.equal("input-required", r.json.result.status.state, r.body)
+    r = send_on(two, "CancelTask", { id = task.id })
+    assert.are.equal("TASK_STATE_CANCELED", r.json.result.status.state, r.body)
+    assert.are.equal("TASK_STATE_CANCELED", send_on(one, "GetTask", { id = task.id }).json.result.status.state)
+    assert.are.equal(-32002, send_on(two, "CancelTask", { id = task.id }).json.error.code)
+    assert.are.equal(-32001, send_on(two, "GetTask", { id = "not-a-task" }).json.error.code)
+  end)
+end)
+
 ---------------------------------------------------------------------------
 -- Behind OAuth, with tokens from a real authorization server
 -- (oidc-provider, spec/helpers/oidc_provider.mjs; as spec/auth_spec.lua)

@@ -810,6 +810,36 @@ local function version_of(method, ctx)
   return v
 end
 
+-- What another process of the server (--workers, --redis) can answer
+-- for a task it holds: requests that do not wait (a stream or a blocking
+-- send would need the task's own events, which stay in its process).
+local ELSEWHERE = { GetTask = true, CancelTask = true, ["tasks/get"] = true, ["tasks/cancel"] = true,
+  CreateTaskPushNotificationConfig = true, GetTaskPushNotificationConfig = true,
+  ListTaskPushNotificationConfigs = true, DeleteTaskPushNotificationConfig = true,
+  ["tasks/pushNotificationConfig/set"] = true, ["tasks/pushNotificationConfig/get"] = true,
+  ["tasks/pushNotificationConfig/list"] = true, ["tasks/pushNotificationConfig/delete"] = true }
+
+local function error_code(e)
+  return core.is_rpc_error(e) and e.code or nil
+end
+
+--- Another process asks about a task (runtime/app/bus.c): the JSON text of
+--- {"result": ...} or {"error": ...} when it is ours, nil when not.
+function M.elsewhere(method, params_json, principal)
+  if not agent or not ELSEWHERE[method] then return nil end
+  local v = methods["1.0"][method] and "1.0" or "0.3"
+  local params = core.json_decode(params_json)
+  local ctx = { _elsewhere = true }
+  function ctx._principal() return principal end
+  function ctx._header() return nil end
+  function ctx._partial() return false end
+  local ok, result = pcall(methods[v][method], type(params) == "table" and params or {}, ctx, v)
+  if ok then return core.json_encode { result = result == nil and core.null or result } end
+  local code = error_code(result)
+  if code == TASK_NOT_FOUND then return nil end
+  return core.json_encode { error = { code = code or -32603, message = code and result.message or tostring(result) } }
+end
+
 --- The foreign session's requests (runtime/transport/http_a2a.c).
 function M.dispatch(method, params, ctx)
   if method == "GET /.well-known/agent-card.json" then
@@ -819,7 +849,12 @@ function M.dispatch(method, params, ctx)
   if not agent then rpc_error(METHOD_NOT_FOUND, "Method not found: this server declares no agent (mcp.agent)") end
   local v = version_of(method, ctx)
   if not v then rpc_error(METHOD_NOT_FOUND, "Method not found: " .. tostring(method)) end
-  return methods[v][method](params or {}, ctx, v)
+  if not ELSEWHERE[method] or not core.shared() then return methods[v][method](params or {}, ctx, v) end
+  local ok, result = pcall(methods[v][method], params or {}, ctx, v)
+  if ok then return result end
+  -- Not here: perhaps in another process, which then answers.
+  if error_code(result) == TASK_NOT_FOUND and ctx:_forward(params or object()) then return nil end
+  error(result, 0)
 end
 
 return M

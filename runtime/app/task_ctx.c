@@ -19,6 +19,7 @@
 #include "core/protocol.h"
 #include "core/trace.h"
 #include "app/otel.h"
+#include "app/bus.h"
 #include "app/lua_json.h"
 #include "app/lua_task.h"
 #include "app/task_internal.h"
@@ -284,6 +285,32 @@ static int ctx_partial(lua_State *L) {
   }
   call_respond_partial(c, out.data, out.len);
   buf_free(&out);
+  lua_pushboolean(L, true);
+  return 1;
+}
+
+/* ctx:_forward(params): a foreign request about a task this process does
+ * not hold goes to the other processes of the server (the bus: --workers,
+ * --redis); the one that holds it answers the request. The handler's own
+ * return is dropped. False when there are no others. */
+static int ctx_forward(lua_State *L) {
+  task *root = ctx_root(L);
+  call *c = root->call;
+  vm *v = root->vm;
+  if (!c || !c->session->foreign || !v->app || !bus_is_shared(v->app->bus)) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
+  buf params = BUF_INIT;
+  char err[200];
+  if (!ljson_encode(L, 2, &params, err, sizeof err)) {
+    buf_free(&params);
+    return luaL_error(L, "ctx:_forward: %s", err);
+  }
+  root->call = NULL;
+  c->app_data = NULL;
+  bus_forward_foreign(v->app->bus, c, params.data, params.len, -32001, "Task not found");
+  buf_free(&params);
   lua_pushboolean(L, true);
   return 1;
 }
@@ -649,6 +676,7 @@ void task_register_ctx(lua_State *L) {
       {"_principal", ctx_principal},
       {"close_sse_stream", ctx_close_sse_stream},
       {"_partial", ctx_partial},
+      {"_forward", ctx_forward},
       {NULL, NULL},
   };
   luaL_newmetatable(L, CTX_MT);

@@ -317,8 +317,8 @@ int task_request_client(lua_State *L, task *t, call *c, const char *method, int 
  * and its handle only cancels it (handle:wait sees it end "cancelled"). */
 int task_lua_background(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  task *parent = task_check(L, "core.background");
-  vm *v = parent->vm;
+  task *parent = task_of(L); /* none when the bus runs the scripts for another process */
+  vm *v = parent ? parent->vm : vm_of(L);
   int nargs = lua_gettop(L) - 1;
   task_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
   memset(h, 0, sizeof *h);
@@ -327,8 +327,10 @@ int task_lua_background(lua_State *L) {
   luaL_setmetatable(L, TASK_HANDLE_MT);
   task *t = task_new(v, NULL);
   if (!t) return luaL_error(L, "not enough memory");
-  t->identity = auth_identity_ref(parent->root->identity);
-  t->trace = parent->root->trace;
+  if (parent) {
+    t->identity = auth_identity_ref(parent->root->identity);
+    t->trace = parent->root->trace;
+  }
   h->task = t;
   t->handle = h;
   lua_pushvalue(L, -1);
