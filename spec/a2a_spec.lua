@@ -63,6 +63,23 @@ describe("an agent driven by the @a2a-js/sdk client", function()
       cancelled = "TASK_STATE_CANCELED" }, out)
   end)
 
+  it("lets a tool call an agent written with @a2a-js/sdk (spec/clients/a2a_sdk_server.mjs)", function()
+    local sdk = client.spawn({ "spec/clients/a2a_sdk_server.mjs" }, { bin = require("node_runner").NODE })
+    local line = sdk:read_line(60000)
+    assert(line, "the SDK server did not start:\n" .. sdk.stderr)
+    local port = math.tointeger(cjson.decode(line).port)
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 4, method = "tools/call",
+      params = { name = "delegate", arguments = { url = "http://127.0.0.1:" .. port } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    sdk:terminate(5000)
+    local result = http.rpc(r).result
+    assert.is_not_true(result.isError, result.content[1].text)
+    assert.are.same({ name = "SDK agent", echo = "echo: from lua", asked = "TASK_STATE_INPUT_REQUIRED",
+      answered = "hello, Lua", events = "task,TASK_STATE_WORKING,artifact,artifact,TASK_STATE_COMPLETED",
+      cancelled = "TASK_STATE_CANCELED" }, cjson.decode(result.content[1].text))
+  end)
+
   it("serves the MCP tools of the same script beside the agent", function()
     local session = server:initialize()
     local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "ping", arguments = {} } },
