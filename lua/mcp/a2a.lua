@@ -219,17 +219,19 @@ local function forget_some()
     end
   end
   order = kept
-  if #order >= MAX_TASKS then rpc_error(-32603, "Internal error: the agent runs too many tasks; try again later") end
 end
 
+-- An exchange: a task once the handler reports (become_task, which
+-- registers it), a plain message answer until then (nothing kept).
 local function new_task(owner, context_id, version)
-  if #order >= MAX_TASKS then forget_some() end
-  local t = { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-              state = "TASK_STATE_SUBMITTED", timestamp = now_iso(), artifacts = {}, artifact_by_id = {},
-              history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version }
+  return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
+           state = "TASK_STATE_SUBMITTED", timestamp = now_iso(), artifacts = {}, artifact_by_id = {},
+           history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version }
+end
+
+local function register(t)
   tasks[t.id] = t
   order[#order + 1] = t.id
-  return t
 end
 
 local push_event
@@ -308,6 +310,7 @@ local ENDED = {} -- raised by ctx:fail and ctx:reject: {ENDED, state, message}
 local function become_task(ctx)
   local t = ctx._task
   if t.is_task then return t end
+  register(t)
   t.is_task = true
   t.state = "TASK_STATE_WORKING"
   t.timestamp = now_iso()
@@ -375,6 +378,7 @@ function Ctx:reject(message) error({ ENDED, "TASK_STATE_REJECTED", message }, 2)
 local function finish(t, state, message)
   if TERMINAL[t.state] then return end
   if not t.is_task then
+    register(t)
     t.is_task = true
     emit(t, { task = true })
   end
@@ -398,9 +402,7 @@ local function run(t, msg)
   else
     local reply = agent_message(result == nil and "" or result)
     reply.contextId = t.context_id
-    t.reply = reply
-    -- Not a task: nobody can name it afterwards.
-    tasks[t.id] = nil
+    t.reply = reply -- not a task: nothing names it afterwards
     emit(t, { message = reply })
   end
 end
@@ -517,6 +519,10 @@ local function begin(params, ctx, v, follow)
     set_state(t, "TASK_STATE_WORKING", nil) -- the handler may run on to its next question right here
     return t, conf, true, seq
   end
+  -- Room for one more task (checked here, where a refusal can be
+  -- answered; a message-only exchange then takes none).
+  if #order >= MAX_TASKS then forget_some() end
+  if #order >= MAX_TASKS then rpc_error(-32603, "Internal error: the agent holds too many running tasks; try again later") end
   local t = new_task(caller(ctx), msg.contextId, v)
   msg.contextId, msg.taskId = t.context_id, t.id
   t.history[1] = msg
@@ -556,6 +562,7 @@ local function send(params, ctx, v)
   local blocking
   if v == "0.3" then blocking = conf.blocking ~= false else blocking = not conf.returnImmediately end
   if not blocking and not t.is_task and not t.reply then
+    register(t)
     t.is_task = true -- the caller wants a task now: submitted, until the handler reports
     emit(t, { task = true })
   end
