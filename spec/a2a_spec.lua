@@ -310,3 +310,53 @@ describe("an agent behind OAuth", function()
     end)
   end
 end)
+
+---------------------------------------------------------------------------
+-- The example (scripts/a2a): an orchestrator and two agents
+---------------------------------------------------------------------------
+
+describe("scripts/a2a", function()
+  local counter, shouter, orchestrator, dir
+  setup(function()
+    counter = http.start { "scripts/a2a/counter.lua" }
+    -- shouter.mjs resolves @a2a-js/sdk from where it lies: a copy beside
+    -- spec/node_modules stands in for `npm install` in scripts/a2a.
+    dir = "spec/.a2a-example-" .. math.random(1e9)
+    assert(client.sh("mkdir -p " .. dir .. " && cp scripts/a2a/shouter.mjs " .. dir .. "/") == 0)
+    local port = require("services").free_port()
+    shouter = client.spawn({ dir .. "/shouter.mjs", tostring(port) }, { bin = NODE })
+    assert(shouter:read_line(60000), "shouter did not start:\n" .. shouter.stderr)
+    orchestrator = http.start({ "scripts/a2a/orchestrator.lua" }, { env = {
+      "COUNTER_URL=http://127.0.0.1:" .. counter.port, "SHOUTER_URL=http://127.0.0.1:" .. port } })
+  end)
+  teardown(function()
+    for _, s in ipairs { orchestrator, counter } do s:stop_cleanly() end
+    if shouter then shouter:terminate(5000) end
+    if dir then client.remove_tree(dir) end
+  end)
+
+  it("reviews a text with both agents and passes the counter's progress on", function()
+    local session = orchestrator:initialize()
+    local r = orchestrator:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "review",
+      arguments = { text = "to be\nor not to be" }, _meta = { progressToken = "p" } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    local result = http.rpc(r).result
+    assert.are.equal("TO BE\nOR NOT TO BE\n(6 words in 2 lines)", result.content[1].text)
+    local progress = {}
+    for _, e in ipairs(r.events or {}) do
+      if e.json and e.json.method == "notifications/progress" then progress[#progress + 1] = e.json.params.message end
+    end
+    assert.are.same({ "line 1: 2 words", "line 2: 4 words" }, progress)
+  end)
+
+  it("asks for the text when the message has none, and goes on with the answer", function()
+    local r = rpc(counter, "SendMessage", { message = { messageId = "m1", role = "ROLE_USER", parts = { { text = "" } } } })
+    local task = r.json.result.task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    assert.are.equal("Which text shall I count?", task.status.message.parts[1].text)
+    r = rpc(counter, "SendMessage", { message = { messageId = "m2", role = "ROLE_USER", taskId = task.id,
+      contextId = task.contextId, parts = { { text = "one two\nthree" } } } })
+    assert.are.equal("3 words in 2 lines", r.json.result.task.status.message.parts[1].text)
+    assert.are.same({ total = 3 }, r.json.result.task.artifacts[1].parts[3].data)
+  end)
+end)
