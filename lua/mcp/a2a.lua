@@ -142,10 +142,12 @@ local function message_in(m, v)
            extensions = m.extensions }
 end
 
+-- 1.0's shape is the model's: the message itself goes out (the encoder
+-- only reads it).
 local function message_out(m, v)
-  if not m then return nil end
+  if not m or v ~= "0.3" then return m end
   local out = copy(m)
-  if v == "0.3" then
+  do
     out.kind = "message"
     out.role = m.role == "ROLE_USER" and "user" or "agent"
     for i, p in ipairs(m.parts) do out.parts[i] = part_out(p, v) end
@@ -225,11 +227,12 @@ end
 -- registers it), a plain message answer until then (nothing kept).
 local function new_task(owner, context_id, version)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-           state = "TASK_STATE_SUBMITTED", timestamp = now_iso(), artifacts = {}, artifact_by_id = {},
+           state = "TASK_STATE_SUBMITTED", artifacts = {}, artifact_by_id = {},
            history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version }
 end
 
 local function register(t)
+  t.timestamp = t.timestamp or now_iso()
   tasks[t.id] = t
   order[#order + 1] = t.id
 end
