@@ -135,6 +135,45 @@ describe("an agent given hostile input", function()
     assert.are.equal(-32007, rpc(server, "GetExtendedAgentCard", {}).json.error.code)
   end)
 
+  it("applies /mcp's Origin and CORS rules, and names A2A's headers in a preflight", function()
+    local r = rpc(server, "GetTask", { id = "x" }, { Origin = "http://evil.example" })
+    assert.are.equal(403, r.status)
+    r = server:request { method = "OPTIONS", path = "/a2a", headers = { Origin = "http://localhost:3000",
+      ["Access-Control-Request-Method"] = "POST", ["Access-Control-Request-Headers"] = "a2a-version" } }
+    assert.are.equal(204, r.status)
+    assert.are.equal("http://localhost:3000", r.headers["access-control-allow-origin"])
+    assert.truthy(r.headers["access-control-allow-headers"]:find("A2A-Version", 1, true))
+  end)
+
+  it("counts A2A calls in /metrics by method", function()
+    rpc(server, "SendMessage", message({ { text = "echo counted" } }))
+    local r = server:request { method = "GET", path = "/metrics" }
+    assert.truthy(r.body:find('luamcp_calls_total{method="SendMessage",outcome="ok"}', 1, true), r.body)
+  end)
+
+  it("finishes a task whose stream is open but never read", function()
+    local conn = server:connect()
+    local body = cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 40" } }) }
+    conn.tcp:read_stop() -- the client reads nothing
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#body, body)))
+    -- the task shows in the caller's list (the caller is nobody here), and ends
+    local id
+    client.wait_until(function()
+      local list = rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks
+      for _, t in ipairs(list) do if t.history[1] and t.history[1].parts[1].text == "count 40" then id = t.id end end
+      return id
+    end, 20000)
+    assert.is_string(id)
+    local state
+    client.wait_until(function()
+      state = rpc(server, "GetTask", { id = id }).json.result.status.state
+      return state == "TASK_STATE_COMPLETED"
+    end, 30000)
+    assert.are.equal("TASK_STATE_COMPLETED", state)
+    conn:close()
+  end)
+
   it("keeps a task whose stream is never read, and ends the stream", function()
     local conn = server:connect()
     assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")

@@ -127,8 +127,20 @@ static void handle_rpc(http_conn *c) {
   json_doc_free(doc);
 }
 
+/* A CORS preflight (its Origin was allowed, or it would be a 403): the
+ * headers an A2A client sends, A2A-Version and extensions among them. */
+static void answer_preflight(http_conn *c) {
+  static const char headers[] = "Allow: GET, POST, OPTIONS\r\nAccess-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+                                "Access-Control-Allow-Headers: Content-Type, Accept, Authorization, A2A-Version, "
+                                "A2A-Extensions, X-A2A-Extensions, traceparent, tracestate\r\n"
+                                "Access-Control-Max-Age: 600\r\n";
+  conn_send_response(c, 204, headers, NULL, NULL, 0);
+  conn_response_done(c);
+}
+
 static void a2a_handle(http_conn *c, int route) {
-  if (route == ROUTE_CARD) handle_card(c);
+  if (c->parser.method == HTTP_OPTIONS) answer_preflight(c);
+  else if (route == ROUTE_CARD) handle_card(c);
   else handle_rpc(c);
 }
 
@@ -313,8 +325,7 @@ static bool a2a_probe(http_conn *c) {
 const http_route_family a2a_family = {
     .name = "a2a",
     .match = a2a_match,
-    .methods = "GET, POST",
-    .handle = a2a_handle,
+    .handle = a2a_handle, /* every method: its preflight names A2A's headers */
     .server_start = a2a_server_start,
     .server_stop = a2a_server_stop,
     .server_drain = a2a_server_drain,
