@@ -159,14 +159,14 @@ describe("an agent given hostile input", function()
       :format(#body, body)))
     -- the task shows in the caller's list (the caller is nobody here), and ends
     local id
-    client.wait_until(function()
+    client.poll_until(function()
       local list = rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks
       for _, t in ipairs(list) do if t.history[1] and t.history[1].parts[1].text == "count 40" then id = t.id end end
       return id
     end, 20000)
     assert.is_string(id)
     local state
-    client.wait_until(function()
+    client.poll_until(function()
       state = rpc(server, "GetTask", { id = id }).json.result.status.state
       return state == "TASK_STATE_COMPLETED"
     end, 30000)
@@ -187,7 +187,7 @@ describe("an agent given hostile input", function()
     conn:close()
     assert.is_string(id)
     local state
-    client.wait_until(function()
+    client.poll_until(function()
       local r = rpc(server, "GetTask", { id = id })
       state = r.json.result and r.json.result.status.state
       return state == "TASK_STATE_COMPLETED"
