@@ -33,6 +33,7 @@ M.errors = {
 
 -- Bounds: what one caller's requests can make the server keep.
 local MAX_TASKS = 1000          -- kept; the oldest finished go first, a new one is refused when all run
+local MAX_KEPT_BYTES = 64 << 20 -- what all kept tasks hold (messages, artifacts, as JSON): the same rule
 local MAX_PARTS = 64            -- parts in one message or artifact
 local MAX_HISTORY = 100         -- messages kept per task
 local MAX_STREAM_QUEUE = 256    -- events waiting for one stream's reader: past it the stream ends
@@ -43,6 +44,7 @@ local PUSH_TRIES, PUSH_TIMEOUT_MS = 3, 5000
 local agent         -- mcp.agent{...}, checked
 local tasks = {}    -- id -> task record
 local order = {}    -- ids, oldest first (ListTasks, and which to forget)
+local kept_bytes = 0 -- what the kept tasks hold (task.bytes summed)
 
 -- ---- States and shapes ----------------------------------------------------
 
@@ -208,14 +210,16 @@ end
 
 -- ---- Tasks --------------------------------------------------------------
 
+local function full() return #order >= MAX_TASKS or kept_bytes > MAX_KEPT_BYTES end
+
+-- Forget the oldest finished tasks nobody follows, until there is room.
 local function forget_some()
   local kept = {}
-  local excess = #order - MAX_TASKS + 1
   for _, id in ipairs(order) do
     local t = tasks[id]
-    if excess > 0 and t and TERMINAL[t.state] and not next(t.streams) then
+    if t and full() and TERMINAL[t.state] and not next(t.streams) then
       tasks[id] = nil
-      excess = excess - 1
+      kept_bytes = kept_bytes - t.bytes
     elseif t then
       kept[#kept + 1] = id
     end
@@ -223,16 +227,33 @@ local function forget_some()
   order = kept
 end
 
+local function json_size(value)
+  local ok, text = pcall(core.json_encode, value)
+  return ok and #text or 0
+end
+
+-- What t keeps grew by value.
+local function charge(t, value)
+  local n = json_size(value)
+  t.bytes = t.bytes + n
+  if tasks[t.id] == t then
+    kept_bytes = kept_bytes + n
+    if kept_bytes > MAX_KEPT_BYTES then forget_some() end
+  end
+end
+
 -- An exchange: a task once the handler reports (become_task, which
 -- registers it), a plain message answer until then (nothing kept).
 local function new_task(owner, context_id, version)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
            state = "TASK_STATE_SUBMITTED", artifacts = {}, artifact_by_id = {},
-           history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version }
+           history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version, bytes = 0 }
 end
 
 local function register(t)
   t.timestamp = t.timestamp or now_iso()
+  t.bytes = json_size(t.history) -- what it held before: its first message
+  kept_bytes = kept_bytes + t.bytes
   tasks[t.id] = t
   order[#order + 1] = t.id
 end
@@ -260,6 +281,7 @@ local function set_state(t, state, message)
   if message then
     message.taskId, message.contextId = t.id, t.context_id
     t.history[#t.history + 1] = message
+    charge(t, message)
     if #t.history > MAX_HISTORY then table.remove(t.history, 1) end
   end
   t.status_message = message
@@ -355,6 +377,7 @@ function Ctx:artifact(a)
     end
     t.artifact_by_id[id] = art
   end
+  charge(t, msg.parts)
   local chunk = { artifactId = id, name = a.name, description = a.description, metadata = a.metadata, parts = msg.parts }
   emit(t, { artifactUpdate = { artifact = chunk, append = a.append or false,
                                lastChunk = a.last_chunk or a.lastChunk or false } })
@@ -518,14 +541,15 @@ local function begin(params, ctx, v, follow)
     local seq = t.seq
     msg.contextId = t.context_id
     t.history[#t.history + 1] = msg
+    charge(t, msg)
     t.input, t.waiting_input = msg, false
     set_state(t, "TASK_STATE_WORKING", nil) -- the handler may run on to its next question right here
     return t, conf, true, seq
   end
   -- Room for one more task (checked here, where a refusal can be
   -- answered; a message-only exchange then takes none).
-  if #order >= MAX_TASKS then forget_some() end
-  if #order >= MAX_TASKS then rpc_error(-32603, "Internal error: the agent holds too many running tasks; try again later") end
+  if full() then forget_some() end
+  if full() then rpc_error(-32603, "Internal error: the agent's running tasks hold all the room it keeps; try again later") end
   local t = new_task(caller(ctx), msg.contextId, v)
   msg.contextId, msg.taskId = t.context_id, t.id
   t.history[1] = msg
