@@ -196,6 +196,53 @@ describe("an agent given hostile input", function()
   end)
 end)
 
+describe("push notifications", function()
+  local server, receiver
+  setup(function() server = http.start { AGENT } end)
+  teardown(function()
+    if server then server:stop_cleanly() end
+    if receiver then receiver:terminate(5000) end
+  end)
+
+  it("are retried when the receiver fails, with the config's token and authentication", function()
+    receiver = client.spawn({ "spec/clients/a2a_push_receiver.mjs", "1" }, { bin = require("node_runner").NODE })
+    local port = math.tointeger(cjson.decode((assert(receiver:read_line(60000), receiver.stderr))).port)
+    local r = rpc(server, "SendMessage", { message = { messageId = "m", role = "ROLE_USER", parts = { { text = "ask" } } },
+      configuration = { taskPushNotificationConfig = { url = ("http://127.0.0.1:%d/hook"):format(port),
+        token = "t-1", authentication = { scheme = "Bearer", credentials = "c-1" } } } })
+    local task = r.json.result.task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    -- the config is the task's, listed
+    local configs = rpc(server, "ListTaskPushNotificationConfigs", { taskId = task.id }).json.result.configs
+    assert.are.equal(1, #configs)
+    assert.are.equal("t-1", configs[1].token)
+    -- every change of the task arrives, in order, the first after a refusal
+    local seen = {}
+    while true do
+      local line = receiver:read_line(30000)
+      assert(line, "no more notifications; saw " .. cjson.encode(seen))
+      local n = cjson.decode(line)
+      assert.are.equal("t-1", n.token)
+      assert.are.equal("Bearer c-1", n.auth)
+      local state = n.body.task and n.body.task.status.state or n.body.statusUpdate and n.body.statusUpdate.status.state
+      seen[#seen + 1] = math.tointeger(n.status) .. " " .. tostring(state)
+      if state == "TASK_STATE_INPUT_REQUIRED" and math.tointeger(n.status) == 204 then break end
+    end
+    assert.are.equal("503 TASK_STATE_WORKING", seen[1])
+    assert.are.equal("204 TASK_STATE_WORKING", seen[2])
+    assert.are.equal("204 TASK_STATE_INPUT_REQUIRED", seen[#seen])
+    -- the answer carries it to the end
+    rpc(server, "SendMessage", { message = { messageId = "m2", role = "ROLE_USER", taskId = task.id, parts = { { text = "Bo" } } } })
+    local last
+    repeat
+      local line = receiver:read_line(30000)
+      assert(line, "no completion notified")
+      local n = cjson.decode(line)
+      last = n.body.statusUpdate and n.body.statusUpdate.status.state
+    until last == "TASK_STATE_COMPLETED"
+  end)
+end)
+
 describe("a server without an agent", function()
   it("has no card and answers the A2A endpoint with method not found", function()
     local server = http.start { "spec/fixtures/a2a/no_agent.lua" }
