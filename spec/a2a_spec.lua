@@ -243,6 +243,22 @@ describe("push notifications", function()
   end)
 end)
 
+describe("calling an agent from a confined script", function()
+  it("is judged by the net permission", function()
+    local agent = http.start { AGENT }
+    local server = http.start { "spec/fixtures/a2a/confined.lua" }
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call",
+      params = { name = "reach", arguments = { url = "http://127.0.0.1:" .. agent.port } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    local text = http.rpc(r).result.content[1].text
+    assert.truthy(text:find("127.0.0.1", 1, true) and text:find("net", 1, true), text)
+    assert.is_nil(text:find("reached", 1, true))
+    server:stop_cleanly()
+    agent:stop_cleanly()
+  end)
+end)
+
 describe("a server without an agent", function()
   it("has no card and answers the A2A endpoint with method not found", function()
     local server = http.start { "spec/fixtures/a2a/no_agent.lua" }
