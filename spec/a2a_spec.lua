@@ -151,6 +151,50 @@ describe("an agent given hostile input", function()
     assert.truthy(r.body:find('luamcp_calls_total{method="SendMessage",outcome="ok"}', 1, true), r.body)
   end)
 
+  it("answers a blocking SendMessage whose task is cancelled meanwhile", function()
+    local conn = server:connect()
+    local body = cjson.encode { jsonrpc = "2.0", id = 5, method = "SendMessage", params = message({ { text = "wait 60000" } }) }
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#body, body)))
+    local id
+    client.poll_until(function()
+      for _, t in ipairs(rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks) do
+        if t.history[1] and t.history[1].parts[1].text == "wait 60000" then id = t.id end
+      end
+      return id
+    end, 20000)
+    assert.is_string(id)
+    assert.are.equal("TASK_STATE_CANCELED", rpc(server, "CancelTask", { id = id }).json.result.status.state)
+    client.wait_until(function() return conn.raw:find("TASK_STATE_CANCELED", 1, true) end, 20000)
+    local answer = cjson.decode(conn.raw:match("\r\n\r\n(.*)$"))
+    assert.are.equal(5, answer.id)
+    assert.are.equal("TASK_STATE_CANCELED", answer.result.task.status.state)
+    assert.are.equal("TASK_STATE_CANCELED", rpc(server, "GetTask", { id = id }).json.result.status.state)
+    conn:close()
+  end)
+
+  it("finishes a task whose blocking SendMessage's client went away", function()
+    local conn = server:connect()
+    local body = cjson.encode { jsonrpc = "2.0", id = 6, method = "SendMessage", params = message({ { text = "count 30" } }) }
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#body, body)))
+    local id
+    client.poll_until(function()
+      for _, t in ipairs(rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks) do
+        if t.history[1] and t.history[1].parts[1].text == "count 30" then id = t.id end
+      end
+      return id
+    end, 20000)
+    conn:close()
+    assert.is_string(id)
+    local state
+    client.poll_until(function()
+      state = rpc(server, "GetTask", { id = id }).json.result.status.state
+      return state == "TASK_STATE_COMPLETED"
+    end, 30000)
+    assert.are.equal("TASK_STATE_COMPLETED", state)
+  end)
+
   it("finishes a task whose stream is open but never read", function()
     local conn = server:connect()
     local body = cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 40" } }) }

@@ -275,6 +275,17 @@ local function emit(t, e)
   t.signal:notify()
 end
 
+-- A blocking SendMessage runs its handler in its own coroutine (no second
+-- one for a plain answer, the common case); once it must answer while
+-- the handler goes on (a question, auth-required, a cancel), it answers
+-- with the task and lets the handler run on without it.
+local function detach(t)
+  if not t.inline or t.detached then return end
+  t.detached = true
+  local out = task_out(t, t.inline_v, t.inline_conf.historyLength)
+  t.inline:_detach(t.inline_v == "0.3" and out or { task = out })
+end
+
 local function set_state(t, state, message)
   t.state = state
   t.timestamp = now_iso()
@@ -286,6 +297,7 @@ local function set_state(t, state, message)
   end
   t.status_message = message
   emit(t, { statusUpdate = { state = state, message = message, timestamp = t.timestamp } })
+  if INTERRUPTED[state] then detach(t) end
 end
 
 -- What a handler gives as a message: a string, {text=}, {data=}, {parts=}.
@@ -525,7 +537,7 @@ end
 -- Start (or continue) the exchange a message begins.
 -- follow(t), when given, is called before anything happens to the task
 -- (a stream starts following it there, so it misses no event).
-local function begin(params, ctx, v, follow)
+local function begin(params, ctx, v, follow, inline)
   if type(params) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params") end
   local msg = message_in(params.message, v)
   local conf = type(params.configuration) == "table" and params.configuration or {}
@@ -555,7 +567,13 @@ local function begin(params, ctx, v, follow)
   t.history[1] = msg
   if push then add_push(t, push_config_in(push, v, t.id), v) end
   if follow then follow(t) end
-  t.handle = core.background(run, t, msg)
+  if inline then
+    t.inline, t.inline_v, t.inline_conf = ctx, v, conf
+    t.handle = ctx:_handle()
+    run(t, msg)
+  else
+    t.handle = core.background(run, t, msg)
+  end
   return t, conf, false, 0
 end
 
@@ -585,9 +603,12 @@ end
 local methods = {}
 
 local function send(params, ctx, v)
-  local t, conf, resumed, seq = begin(params, ctx, v)
+  local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or {}
   local blocking
   if v == "0.3" then blocking = conf.blocking ~= false else blocking = not conf.returnImmediately end
+  local inline = blocking and type(params.message) == "table" and params.message.taskId == nil
+  local t, _, resumed, seq = begin(params, ctx, v, nil, inline)
+  if inline and t.detached then return nil end -- answered already; the handler ran on and is done
   if not blocking and not t.is_task and not t.reply then
     register(t)
     t.is_task = true -- the caller wants a task now: submitted, until the handler reports
@@ -635,7 +656,14 @@ local function cancel_task(params, ctx, v)
   if TERMINAL[t.state] then
     rpc_error(TASK_NOT_CANCELABLE, ("Task cannot be canceled: it is %s"):format(state_v03(t.state)), { taskId = t.id })
   end
-  if t.handle then t.handle:cancel() end
+  local handle = t.handle
+  t.handle = nil
+  if t.inline and not t.detached then
+    -- its blocking SendMessage still waits: it hears of the cancel first
+    t.state = "TASK_STATE_CANCELED"
+    detach(t)
+  end
+  if handle then handle:cancel() end
   t.waiting_input = false
   set_state(t, "TASK_STATE_CANCELED", nil)
   return task_out(t, v)

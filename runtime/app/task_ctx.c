@@ -315,6 +315,38 @@ static int ctx_forward(lua_State *L) {
   return 1;
 }
 
+/* ctx:_detach(value): answer a foreign request with value now, and let its
+ * handler run on with no request (an agent's task that outlives the
+ * SendMessage that started it: lua/mcp/a2a.lua). False when the request
+ * is already answered or gone. */
+static int ctx_detach(lua_State *L) {
+  task *root = ctx_root(L);
+  call *c = root->call;
+  if (!c || !c->session->foreign) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
+  buf out = BUF_INIT;
+  char err[200];
+  if (!ljson_encode(L, 2, &out, err, sizeof err)) {
+    buf_free(&out);
+    return luaL_error(L, "ctx:_detach: %s", err);
+  }
+  root->call = NULL;
+  c->app_data = NULL;
+  root->deadline_ns = 0; /* a request's deadline; the task has none */
+  if (root->deadline_armed) uv_timer_stop(&root->deadline_timer);
+  root->deadline_armed = false;
+  call_respond(c, out.data, out.len);
+  buf_free(&out);
+  lua_pushboolean(L, true);
+  return 1;
+}
+
+/* ctx:_handle(): a handle (mcp.spawn's kind) that cancels the request's
+ * whole work, its handler included, from another request. */
+static int ctx_handle_of(lua_State *L) { return task_push_root_handle(L, ctx_root(L)); }
+
 static int push_json_text(lua_State *L, const char *json) {
   if (!json) {
     lua_pushnil(L);
@@ -677,6 +709,8 @@ void task_register_ctx(lua_State *L) {
       {"close_sse_stream", ctx_close_sse_stream},
       {"_partial", ctx_partial},
       {"_forward", ctx_forward},
+      {"_detach", ctx_detach},
+      {"_handle", ctx_handle_of},
       {NULL, NULL},
   };
   luaL_newmetatable(L, CTX_MT);

@@ -348,6 +348,23 @@ int task_lua_background(lua_State *L) {
   return 1;
 }
 
+int task_push_root_handle(lua_State *L, task *root) {
+  if (root->handle) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, root->handle_ref);
+    return 1;
+  }
+  task_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  memset(h, 0, sizeof *h);
+  h->results_ref = LUA_NOREF;
+  h->vm = root->vm;
+  luaL_setmetatable(L, TASK_HANDLE_MT);
+  h->task = root;
+  root->handle = h;
+  lua_pushvalue(L, -1);
+  root->handle_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 1;
+}
+
 #define SIGNAL_MT "luamcp.signal"
 
 /* One task waiting on a signal. Owner: the signal's list while it waits;

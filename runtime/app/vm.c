@@ -899,6 +899,14 @@ static void app_call_start(void *app, call *c, const json_value *params, const c
 static void app_call_cancel(void *app, call *c) {
   if (bus_forward_cancel(((lua_app *)app)->bus, c)) return;
   task *t = c->app_data;
+  if (t && c->session->foreign && t->handle) {
+    /* An agent's handler running in its request (ctx:_handle, lua/mcp/
+     * a2a.lua): the task outlives the request, whose client went; only
+     * CancelTask (the handle) stops it. */
+    t->call = NULL;
+    c->app_data = NULL;
+    return;
+  }
   if (t) task_cancel(t);
 }
 
