@@ -287,6 +287,37 @@ describe("push notifications", function()
   end)
 end)
 
+describe("an agent's traces", function()
+  it("has one server span per A2A call, and the handler's own spans beneath it", function()
+    local receiver = client.spawn({ "spec/fixtures/tracing/otlp_receiver.mjs" }, { bin = require("node_runner").NODE })
+    local hello = cjson.decode((assert(receiver:read_line(60000), receiver.stderr)))
+    local server = http.start({ AGENT }, { env = { "PATH=" .. os.getenv("PATH"),
+      "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:" .. math.tointeger(hello.port), "OTEL_BSP_SCHEDULE_DELAY=50" } })
+    -- a task whose handler makes an HTTP request: its client span is the call's child
+    local r = rpc(server, "SendMessage", { message = { messageId = "m1", role = "ROLE_USER",
+      parts = { { text = "fetch http://127.0.0.1:" .. server.port .. "/healthz" } } } })
+    assert.are.equal("TASK_STATE_COMPLETED", r.json.result.task.status.state, r.body)
+    local spans
+    client.poll_until(function()
+      receiver:send { cmd = "spans" }
+      spans = cjson.decode((assert(receiver:read_line(10000), receiver.stderr))).spans
+      local names = {}
+      for _, sp in ipairs(spans) do names[sp.name] = sp end
+      return names.SendMessage and names.GET
+    end, 30000)
+    local call, fetch
+    for _, sp in ipairs(spans) do
+      if sp.name == "SendMessage" then call = sp elseif sp.name == "GET" then fetch = sp end
+    end
+    assert.is_table(call, cjson.encode(spans))
+    assert.is_table(fetch, cjson.encode(spans))
+    assert.are.equal(call.traceId, fetch.traceId)
+    assert.are.equal(call.spanId, fetch.parentSpanId)
+    server:stop_cleanly()
+    receiver:close()
+  end)
+end)
+
 describe("calling an agent from a confined script", function()
   it("is judged by the net permission", function()
     local agent = http.start { AGENT }
