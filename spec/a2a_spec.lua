@@ -382,6 +382,12 @@ describe("an agent under --workers 2", function()
     assert.are.equal("TASK_STATE_INPUT_REQUIRED", r.json.result.status.state)
     r = send_on(two, "tasks/get", { id = task.id })
     assert.are.equal("input-required", r.json.result.status.state, r.body)
+    -- another task asks on worker one and gets its answer on worker two
+    local asked = say(one, "ask").task
+    local answered = say(two, "Wu", { taskId = asked.id, contextId = asked.contextId }).task
+    assert.are.equal("TASK_STATE_COMPLETED", answered.status.state)
+    assert.are.equal("hello, Wu", answered.status.message.parts[1].text)
+    assert.are.equal("TASK_STATE_COMPLETED", send_on(one, "GetTask", { id = asked.id }).json.result.status.state)
     r = send_on(two, "CancelTask", { id = task.id })
     assert.are.equal("TASK_STATE_CANCELED", r.json.result.status.state, r.body)
     assert.are.equal("TASK_STATE_CANCELED", send_on(one, "GetTask", { id = task.id }).json.result.status.state)

@@ -881,6 +881,14 @@ local ELSEWHERE = { GetTask = true, CancelTask = true, ["tasks/get"] = true, ["t
   ["tasks/pushNotificationConfig/set"] = true, ["tasks/pushNotificationConfig/get"] = true,
   ["tasks/pushNotificationConfig/list"] = true, ["tasks/pushNotificationConfig/delete"] = true }
 
+-- A message to an existing task (the answer to its question) may reach a
+-- process that does not hold it: the one that does delivers it.
+local function forwardable(method, params)
+  if ELSEWHERE[method] then return true end
+  return (method == "SendMessage" or method == "message/send") and type(params) == "table"
+    and type(params.message) == "table" and params.message.taskId ~= nil
+end
+
 local function error_code(e)
   return core.is_rpc_error(e) and e.code or nil
 end
@@ -888,14 +896,24 @@ end
 --- Another process asks about a task (runtime/app/bus.c): the JSON text of
 --- {"result": ...} or {"error": ...} when it is ours, nil when not.
 function M.elsewhere(method, params_json, principal)
-  if not agent or not ELSEWHERE[method] then return nil end
-  local v = methods["1.0"][method] and "1.0" or "0.3"
   local params = core.json_decode(params_json)
+  if not agent or not forwardable(method, params) then return nil end
+  local v = methods["1.0"][method] and "1.0" or "0.3"
+  local run_method = methods[v][method]
+  if not ELSEWHERE[method] then
+    -- The answer to a question: delivered, and the task as it is once its
+    -- handler has run up to its next wait (nothing here may wait for more).
+    run_method = function(p, ctx)
+      local t = begin(p, ctx, v)
+      local out = task_out(t, v)
+      return v == "0.3" and out or { task = out }
+    end
+  end
   local ctx = { _elsewhere = true }
   function ctx._principal() return principal end
   function ctx._header() return nil end
   function ctx._partial() return false end
-  local ok, result = pcall(methods[v][method], type(params) == "table" and params or {}, ctx, v)
+  local ok, result = pcall(run_method, type(params) == "table" and params or {}, ctx, v)
   if ok then return core.json_encode { result = result == nil and core.null or result } end
   local code = error_code(result)
   if code == TASK_NOT_FOUND then return nil end
@@ -911,7 +929,7 @@ function M.dispatch(method, params, ctx)
   if not agent then rpc_error(METHOD_NOT_FOUND, "Method not found: this server declares no agent (mcp.agent)") end
   local v = version_of(method, ctx)
   if not v then rpc_error(METHOD_NOT_FOUND, "Method not found: " .. tostring(method)) end
-  if not ELSEWHERE[method] or not core.shared() then return methods[v][method](params or {}, ctx, v) end
+  if not forwardable(method, params) or not core.shared() then return methods[v][method](params or {}, ctx, v) end
   local ok, result = pcall(methods[v][method], params or {}, ctx, v)
   if ok then return result end
   -- Not here: perhaps in another process, which then answers.
