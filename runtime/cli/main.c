@@ -714,6 +714,23 @@ static bool run_everywhere(void *arg, const char *name, size_t name_len, const c
   return true;
 }
 
+/* bus_foreign_fn: another process's A2A request about a task, answered
+ * by the current generation if it holds the task (mcp._foreign_elsewhere,
+ * lua/mcp/a2a.lua); not while its Lua runs (the asker then hears nothing). */
+static char *run_foreign(void *arg, const char *method, const char *params, size_t params_len, const char *principal) {
+  vm *v = ((runtime *)arg)->app.current;
+  if (!v || v->running) return NULL;
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushstring(L, method);
+  lua_pushlstring(L, params, params_len);
+  lua_pushstring(L, principal);
+  char *answer = NULL;
+  if (vm_call_library(v, "_foreign_elsewhere", 3) && lua_type(L, -1) == LUA_TSTRING) answer = strdup(lua_tostring(L, -1));
+  lua_settop(L, top);
+  return answer;
+}
+
 /* A worker's hooks (http_worker_hooks). */
 static void on_worker_announce(void *arg) {
   runtime *rt = arg;
@@ -884,6 +901,7 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
   bus_on_everywhere(rt->bus, run_everywhere, rt);
+  bus_on_foreign(rt->bus, run_foreign, rt);
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   /* Counting is on unless --metrics off: it costs a small call about 1 %
