@@ -81,7 +81,8 @@ M.Client = Client
 ---   on_notification(message)  called for each notification as it arrives
 ---   authorize(info)   HTTP: called when a request is refused with 401 (or 403
 ---                     insufficient_scope): info = {status, challenge, url};
----                     returns a token (sent as Authorization: Bearer) or nil, why;
+---                     returns a token and its scheme (sent as Authorization:
+---                     Bearer, or DPoP) or nil, why;
 ---                     the request is then sent once more
 ---   identity          in process: who every message comes from, as if it
 ---                     carried a verified token (JSON text; mcp.testing's auth)
@@ -295,11 +296,12 @@ function Client:_exchange(message, headers, identity)
       if kind == "failed" and self.authorize and authorized < 2 and (status == 401 or insufficient) then
         authorized = authorized + 1
         local token, auth_err = self.authorize { status = status, challenge = challenge, url = self.url }
+        local scheme = token and auth_err or "Bearer"
         if not token then
           return nil, request_error(method, { code = -32000, status = status,
             message = why .. (auth_err and ("; authorization failed: " .. tostring(auth_err)) or "") })
         end
-        self.conn:set_header("Authorization", "Bearer " .. token)
+        self.conn:set_header("Authorization", scheme .. " " .. token)
         ok, err = self:_send(message, identity, headers)
         if not ok then return nil, request_error(method, { code = -32000, message = err }) end
         goto continue

@@ -10,6 +10,11 @@
  *     a JWT client assertion (RFC 7523) signed ES256 or RS256 by os/crypto
  *   base64_encode(text) -> standard base64 (client_secret_basic)
  *   random_id() -> 32 hex digits from the OS's secure generator (jti)
+ *   sha256_base64url(text), random_base64url(n): PKCE, state, DPoP
+ *   write_private(path, text), read_private(path): luamcp login's tokens,
+ *     0600 and sealed by os_secret_seal (DPAPI on Windows)
+ *   redirect_listen(): the loopback listener a login waits on
+ *     (client_redirect.c)
  *   credentials_allowed(url) -> true | false, why
  *     may a secret or token go to url (curl_lib_credentials_allowed: https,
  *     or http to a loopback host, as libcurl reads the URL)
@@ -20,16 +25,20 @@
 #include "cli/client_oauth.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "app/curl_lib.h"
+#include "cli/client_redirect.h"
 #include "core/base64.h"
 #include "core/buf.h"
 #include "core/luamcp_limits.h"
 #include "os/crypto.h"
+#include "os/fs.h"
 
 /* One exchange's answer as it arrives. Owner: oauth_fetch's frame. */
 typedef struct fetch_answer {
@@ -254,6 +263,85 @@ static int credentials_allowed(lua_State *L) {
   return 2;
 }
 
+/* sha256_base64url(text): a PKCE S256 code challenge (RFC 7636 4.2), a
+ * DPoP proof's ath (RFC 9449 4.2). */
+static int sha256_base64url(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  uint8_t digest[OS_SHA256_BYTES];
+  os_sha256(s, n, digest);
+  buf out = BUF_INIT;
+  put_base64url(&out, (const char *)digest, sizeof digest);
+  lua_pushlstring(L, out.data, out.len);
+  buf_free(&out);
+  return 1;
+}
+
+/* random_base64url(n): n bytes from the OS's secure generator, base64url
+ * (a PKCE code verifier, a state, a jti). */
+static int random_base64url(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n > 0 && n <= 256, 1, "between 1 and 256 bytes");
+  uint8_t bytes[256];
+  if (!os_random_bytes(bytes, (size_t)n)) return luaL_error(L, "the OS has no secure random numbers to give");
+  buf out = BUF_INIT;
+  put_base64url(&out, (const char *)bytes, (size_t)n);
+  lua_pushlstring(L, out.data, out.len);
+  buf_free(&out);
+  return 1;
+}
+
+/* write_private(path, text) -> true | nil, why: a file only its user reads
+ * (mode 0600, sealed by os_secret_seal), replaced whole. */
+static int write_private(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  const char *text = luaL_checklstring(L, 2, &n);
+  uint8_t *sealed = NULL;
+  size_t sealed_len = 0;
+  if (!os_secret_seal(text, n, &sealed, &sealed_len)) return fail(L, "the OS would not protect the tokens");
+  bool ok = os_fs_replace(path, sealed, sealed_len, 0600);
+  int err = errno;
+  free(sealed);
+  if (!ok) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot write %s: %s", path, strerror(err));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* read_private(path) -> text | nil (no such file) | nil, why */
+static int read_private(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  FILE *f = os_fs_open(path, "rb");
+  if (!f) {
+    if (errno == ENOENT) return 0;
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot read %s: %s", path, strerror(errno));
+    return 2;
+  }
+  buf data = BUF_INIT;
+  char chunk[4096];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && data.len <= CLIENT_OAUTH_MAX_BODY_BYTES * 4)
+    buf_append(&data, chunk, got);
+  fclose(f);
+  uint8_t *opened = NULL;
+  size_t opened_len = 0;
+  bool ok = os_secret_open(data.data ? data.data : "", data.len, &opened, &opened_len);
+  buf_free(&data);
+  if (!ok) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot open %s: it was protected for another user or machine", path);
+    return 2;
+  }
+  lua_pushlstring(L, (const char *)opened, opened_len);
+  free(opened);
+  return 1;
+}
+
 static int random_id(lua_State *L) {
   uint8_t bytes[16];
   if (!os_random_bytes(bytes, sizeof bytes)) return luaL_error(L, "the OS has no secure random numbers to give");
@@ -269,8 +357,13 @@ void client_oauth_register(lua_State *L) {
       {"jws_sign", jws_sign},
       {"base64_encode", l_base64_encode},
       {"random_id", random_id},
+      {"sha256_base64url", sha256_base64url},
+      {"random_base64url", random_base64url},
+      {"write_private", write_private},
+      {"read_private", read_private},
       {"credentials_allowed", credentials_allowed},
       {NULL, NULL},
   };
   luaL_setfuncs(L, fns, 0);
+  client_redirect_register(L);
 }

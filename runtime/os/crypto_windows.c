@@ -443,3 +443,28 @@ bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *k
   say(why, why_len, "signing needs OpenSSL: sign on Linux, or with `mcpb sign`");
   return false;
 }
+
+/* DPAPI in the user's scope: only this user on this machine opens it. */
+static bool dpapi(bool seal, const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  if (n > 0xFFFFFFFFu) return false;
+  DATA_BLOB in = {(DWORD)n, (BYTE *)data}, result = {0, NULL};
+  BOOL ok = seal ? CryptProtectData(&in, L"luamcp", NULL, NULL, NULL, CRYPTPROTECT_UI_FORBIDDEN, &result)
+                 : CryptUnprotectData(&in, NULL, NULL, NULL, NULL, CRYPTPROTECT_UI_FORBIDDEN, &result);
+  if (!ok) return false;
+  *out = malloc(result.cbData ? result.cbData : 1);
+  if (*out) {
+    memcpy(*out, result.pbData, result.cbData);
+    *out_len = result.cbData;
+  }
+  SecureZeroMemory(result.pbData, result.cbData);
+  LocalFree(result.pbData);
+  return *out != NULL;
+}
+
+bool os_secret_seal(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  return dpapi(true, data, n, out, out_len);
+}
+
+bool os_secret_open(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  return dpapi(false, data, n, out, out_len);
+}

@@ -1,0 +1,13 @@
+/*
+ * client_redirect.h - the loopback listener an OAuth login's browser comes
+ * back to (client_redirect.c), added to the client state's luamcp.client.
+ */
+#ifndef LUAMCP_CLIENT_REDIRECT_H
+#define LUAMCP_CLIENT_REDIRECT_H
+
+#include <lua.h>
+
+/* Add redirect_listen to the table on the top of L's stack. */
+void client_redirect_register(lua_State *L);
+
+#endif
