@@ -202,6 +202,43 @@ Usage: luamcp inspect PATH [--json]
   --accept-defaults, --protocol-version, --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
+  login = [==[
+Usage: luamcp login URL [--client-id ID [--client-secret-env VAR]]
+       luamcp login --status       luamcp logout URL
+  Log in to the MCP server at URL as a person: luamcp finds its
+  authorization server (the 401's WWW-Authenticate, Protected Resource
+  Metadata, the server's metadata with its issuer checked), opens the
+  authorization page in the browser ($BROWSER, else xdg-open, open or
+  start; the address is printed too) and waits for the browser to come
+  back to a listener on 127.0.0.1 that it opens for the login and closes
+  after. The authorization-code grant with PKCE (S256), state, the
+  resource indicator and the response's iss checked (RFC 9207); a
+  DPoP-bound token (RFC 9449) where the authorization server takes it;
+  offline_access asked for where offered, so the token is refreshed when
+  it runs out.
+  The token is kept for URL (and luamcp's registration for the
+  authorization server) in $XDG_CONFIG_HOME/luamcp/tokens.json
+  (~/.config/luamcp; %APPDATA%\luamcp on Windows, sealed there by the
+  OS's data protection), readable by you alone, never printed. luamcp
+  call, read, prompt and inspect --http URL then use it, and so does a
+  tool's mcp.client.connect{url = URL}.
+  The client: --client-id ID (registered beforehand; --client-secret-env
+  VAR for a confidential one), else --client-metadata-url URL (an https
+  client ID metadata document) where the authorization server takes
+  those, else dynamic registration (RFC 7591) as a public client.
+  --headless  follow the authorization address without a browser and read
+              its redirect (an authorization server that lets a machine
+              through; an error where it wants a person)
+  --status    list the logins kept: server, authorization server, scope,
+              expiry; no token or secret
+  --scope, --issuer, --header, --timeout: as for luamcp call
+  luamcp logout URL forgets the token kept for URL.
+]==],
+  logout = [==[
+Usage: luamcp logout URL
+  Forget the login kept for URL by luamcp login (and luamcp's registration
+  at its authorization server, when no other login uses it).
+]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
   Run busted specs (spec/ by default) inside the runtime, where
@@ -959,6 +996,63 @@ function commands.init(args)
   local dir = o.words[1]
   if not dir or o.words[2] then fail(usage("init"), 2) end
   return require("mcp.project").project(dir, o.name, fail)
+end
+
+function commands.login(args)
+  local o = client_options("login", args, { ["--status"] = false })
+  if not o then return 0 end
+  local store = require "mcp.token_store"
+  if o.status then
+    local doc, why = store.load()
+    if not doc then fail("luamcp login: " .. why) end
+    local lines = store.status(doc, os.time())
+    if #lines == 0 then show("no logins kept (" .. tostring(store.path()) .. ")") end
+    for _, line in ipairs(lines) do show(line) end
+    return 0
+  end
+  o.http = o.http or table.remove(o.words, 1)
+  if not o.http or #o.words > 0 then fail(usage("login"), 2) end
+  local c = connect("login", o, true)
+  -- A server that lets the connection start without a token asks for one
+  -- on its first request.
+  local _, err = c:list("tools")
+  c:close()
+  if err then fail("luamcp login: " .. tostring(err.message)) end
+  if not o.authorize.current() then
+    say(("luamcp login: %s did not ask for a login (no HTTP 401): nothing to keep"):format(o.http))
+    return 0
+  end
+  say(("luamcp login: logged in to %s; the token is kept in %s"):format(o.http, tostring(store.path())))
+  return 0
+end
+
+function commands.logout(args)
+  local o = client_options("logout", args, {})
+  if not o then return 0 end
+  local url = o.http or o.words[1]
+  if not url or o.words[o.http and 1 or 2] then fail(usage("logout"), 2) end
+  local store = require "mcp.token_store"
+  local doc, why = store.load()
+  if not doc then fail("luamcp logout: " .. why) end
+  local key = store.key(url)
+  local kept = doc.servers[key]
+  if not kept then
+    say("luamcp logout: no login kept for " .. key)
+    return 0
+  end
+  doc.servers[key] = nil
+  -- The registration at its authorization server goes too, unless another
+  -- server's login still uses it.
+  local used = false
+  for _, other in pairs(doc.servers) do
+    if other.issuer == kept.issuer then used = true end
+  end
+  if not used and kept.issuer then doc.clients[kept.issuer] = nil end
+  local ok
+  ok, why = store.save(doc)
+  if not ok then fail("luamcp logout: " .. tostring(why)) end
+  say("luamcp logout: forgot the login for " .. key)
+  return 0
 end
 
 --- Run a command: its exit status.

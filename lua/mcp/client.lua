@@ -212,6 +212,13 @@ local TRACE = os.getenv("LUAMCP_CLIENT_TRACE") == "1"
 function Client:_send(message, identity, headers)
   local text = core.json_encode(message)
   if TRACE then io.stderr:write("--> ", text, "\n") end
+  -- A DPoP-bound token goes with a fresh proof on every request.
+  local proof = self.authorize and self.authorize.proof and self.authorize.proof("POST", self.url)
+  if proof then
+    local with = { DPoP = proof }
+    for k, v in pairs(headers or {}) do with[k] = v end
+    headers = with
+  end
   local ok, err = self.conn:send(text, identity or self.identity, headers)
   return ok, err
 end
@@ -283,7 +290,7 @@ function Client:_exchange(message, headers, identity)
   local _, _, ended_before = self.conn:stream_state()
   while not self.answers[id] do
     local left = math.max(0, deadline - core.now_ms())
-    local text, why, kind, status, challenge, body = self.conn:receive(left)
+    local text, why, kind, status, challenge, body, dpop_nonce = self.conn:receive(left)
     if not text then
       if kind == "interrupted" then
         self.interrupted = true
@@ -295,7 +302,8 @@ function Client:_exchange(message, headers, identity)
       -- more scope; authorize itself refuses when a fresh token was refused.
       if kind == "failed" and self.authorize and authorized < 2 and (status == 401 or insufficient) then
         authorized = authorized + 1
-        local token, auth_err = self.authorize { status = status, challenge = challenge, url = self.url }
+        local token, auth_err = self.authorize { status = status, challenge = challenge, url = self.url,
+          dpop_nonce = dpop_nonce }
         local scheme = token and auth_err or "Bearer"
         if not token then
           return nil, request_error(method, { code = -32000, status = status,

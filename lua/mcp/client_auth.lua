@@ -43,13 +43,15 @@ local ASSERTION_LIFETIME_S = 300
 -- Small pieces (pure, tested through the spec)
 ---------------------------------------------------------------------------
 
---- The auth-params of a WWW-Authenticate header's Bearer challenge:
+--- The auth-params of a WWW-Authenticate header's Bearer (or DPoP) challenge:
 --- { resource_metadata =, scope =, error =, error_description = } (names
 --- lower case). Quoted values may hold commas and escaped quotes.
 function M.parse_challenge(text)
   local params = {}
   if type(text) ~= "string" then return params end
-  local s = text:match("^%s*[Bb][Ee][Aa][Rr][Ee][Rr]%s+(.*)$") or text:match("[Bb]earer%s+(.*)$")
+  -- Bearer, or DPoP (RFC 9449 7.1: the same auth-params)
+  local s = text:match("^%s*[Bb][Ee][Aa][Rr][Ee][Rr]%s+(.*)$") or text:match("^%s*[Dd][Pp][Oo][Pp]%s+(.*)$")
+    or text:match("[Bb]earer%s+(.*)$") or text:match("[Dd][Pp][Oo][Pp]%s+(.*)$")
   if not s then return params end
   local i = 1
   while i <= #s do
@@ -413,11 +415,16 @@ function M.new(opts)
     state.token, state.scheme, state.refresh_token, state.expires_at = k.access_token, k.token_type, k.refresh_token,
       k.expires_at
     state.scope, state.issuer, state.resource, state.client = k.scope, k.issuer, k.resource, k.client
+    if k.dpop_key then
+      state.dpop = require("mcp.dpop").new(k.dpop_key)
+      flow.dpop = state.dpop
+    end
   end
 
   local function took(answer, scope, resource, client)
     state.token, state.scope, state.tokens, state.resource = answer.access_token, scope, state.tokens + 1, resource
     state.scheme = answer.token_type or "Bearer"
+    state.dpop = state.scheme == "DPoP" and flow and flow.dpop or nil
     state.refresh_token = type(answer.refresh_token) == "string" and answer.refresh_token or state.refresh_token
     state.client = client or state.client
     local lifetime = math.tointeger(answer.expires_in)
@@ -425,6 +432,7 @@ function M.new(opts)
     if login and login.on_token and client then
       login.on_token { access_token = state.token, token_type = state.scheme, refresh_token = state.refresh_token,
         expires_at = state.expires_at, scope = scope, issuer = state.issuer, resource = resource,
+        dpop_key = state.dpop and state.dpop:saved() or nil,
         client = client.metadata_document and { client_id = client.client_id } or
           not client.preregistered and client or nil }
     end
@@ -463,6 +471,13 @@ function M.new(opts)
   local function authorize(info)
     local challenge = M.parse_challenge(info.challenge)
     local step_up = info.status == 403 and challenge.error == "insufficient_scope"
+    -- RFC 9449 9: the server wants its nonce in the proof; the same token
+    -- goes again with a proof that has it (once: a nonce already taken is
+    -- not new).
+    if state.token and state.dpop and challenge.error == "use_dpop_nonce"
+      and state.dpop:take_nonce(info.url, info.dpop_nonce) then
+      return state.token, state.scheme
+    end
     if state.token and not step_up then
       -- The token was refused: one that ran out (or was kept from an
       -- earlier run) is refreshed, else a new one is got as if from the start.
@@ -589,7 +604,13 @@ function M.new(opts)
     return took(answer, scope, resource, nil)
   end
 
-  return setmetatable({ current = current }, { __call = function(_, info) return authorize(info) end })
+  -- A fresh DPoP proof for a request to url with the token (nil for a
+  -- Bearer token).
+  local function proof(method, url)
+    if state.token and state.scheme == "DPoP" and state.dpop then return state.dpop:proof(method, url, state.token) end
+  end
+
+  return setmetatable({ current = current, proof = proof }, { __call = function(_, info) return authorize(info) end })
 end
 
 return M

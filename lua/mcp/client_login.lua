@@ -173,6 +173,11 @@ function M.authorize(auth, flow, server, resource, scope)
   if type(server.authorization_endpoint) ~= "string" or not server.authorization_endpoint:match("^https?://") then
     return nil, ("the authorization server %s names no authorization_endpoint"):format(server.issuer)
   end
+  -- Proof of possession where the authorization server takes it (RFC
+  -- 9449 5.1): a key for this login, kept with its token.
+  if not flow.dpop and list_has(server.dpop_signing_alg_values_supported, "ES256") then
+    flow.dpop = require("mcp.dpop").new()
+  end
   local listener, why = core.redirect_listen()
   if not listener then return nil, why end
   local redirect_uri = ("http://127.0.0.1:%d/callback"):format(listener:port())
@@ -185,6 +190,9 @@ function M.authorize(auth, flow, server, resource, scope)
       { "response_type", "code" }, { "client_id", client.client_id }, { "redirect_uri", redirect_uri },
       { "scope", scope }, { "state", state }, { "code_challenge", core.sha256_base64url(verifier) },
       { "code_challenge_method", "S256" }, { "resource", resource },
+      -- OpenID Connect Core 11: offline_access is granted only with consent
+      -- asked for (oidc-provider drops it otherwise).
+      { "prompt", scope and (" " .. scope .. " "):find(" offline_access ", 1, true) and "consent" or nil },
     }
     local address = server.authorization_endpoint .. (server.authorization_endpoint:find("?", 1, true) and "&" or "?")
       .. query

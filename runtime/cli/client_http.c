@@ -114,6 +114,10 @@ static size_t on_header(char *data, size_t size, size_t count, void *arg) {
     free(x->challenge);
     x->challenge = strndup(v, vlen);
   }
+  if ((v = header_value(data, n, "dpop-nonce", &vlen)) && vlen > 0) {
+    free(x->conn->base.dpop_nonce);
+    x->conn->base.dpop_nonce = strndup(v, vlen);
+  }
   if ((v = header_value(data, n, "content-type", &vlen))) {
     free(x->content_type);
     x->content_type = strndup(v, vlen);

@@ -11,6 +11,7 @@
  *   base64_encode(text) -> standard base64 (client_secret_basic)
  *   random_id() -> 32 hex digits from the OS's secure generator (jti)
  *   sha256_base64url(text), random_base64url(n): PKCE, state, DPoP
+ *   dpop_key() -> {pem, x, y}: a new P-256 key for DPoP (os/crypto)
  *   write_private(path, text), read_private(path): luamcp login's tokens,
  *     0600 and sealed by os_secret_seal (DPAPI on Windows)
  *   redirect_listen(): the loopback listener a login waits on
@@ -342,6 +343,28 @@ static int read_private(lua_State *L) {
   return 1;
 }
 
+/* dpop_key() -> {pem=, x=, y=} (x, y base64url) | nil, why */
+static int dpop_key(lua_State *L) {
+  char *pem = NULL, why[200];
+  size_t pem_len = 0;
+  uint8_t x[32], y[32];
+  if (!os_ec_p256_generate(&pem, &pem_len, x, y, why, sizeof why)) return fail(L, why);
+  lua_createtable(L, 0, 3);
+  lua_pushlstring(L, pem, pem_len);
+  lua_setfield(L, -2, "pem");
+  free(pem);
+  buf b = BUF_INIT;
+  put_base64url(&b, (const char *)x, sizeof x);
+  lua_pushlstring(L, b.data, b.len);
+  lua_setfield(L, -2, "x");
+  b.len = 0;
+  put_base64url(&b, (const char *)y, sizeof y);
+  lua_pushlstring(L, b.data, b.len);
+  lua_setfield(L, -2, "y");
+  buf_free(&b);
+  return 1;
+}
+
 static int random_id(lua_State *L) {
   uint8_t bytes[16];
   if (!os_random_bytes(bytes, sizeof bytes)) return luaL_error(L, "the OS has no secure random numbers to give");
@@ -360,6 +383,7 @@ void client_oauth_register(lua_State *L) {
       {"sha256_base64url", sha256_base64url},
       {"random_base64url", random_base64url},
       {"write_private", write_private},
+      {"dpop_key", dpop_key},
       {"read_private", read_private},
       {"credentials_allowed", credentials_allowed},
       {NULL, NULL},

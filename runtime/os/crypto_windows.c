@@ -468,3 +468,11 @@ bool os_secret_seal(const void *data, size_t n, uint8_t **out, size_t *out_len) 
 bool os_secret_open(const void *data, size_t n, uint8_t **out, size_t *out_len) {
   return dpapi(false, data, n, out, out_len);
 }
+
+/* DPoP keys are made with libcrypto; the Windows build signs with CNG
+ * from a PEM and has no PEM writer yet. */
+bool os_ec_p256_generate(char **pem, size_t *pem_len, uint8_t x[32], uint8_t y[32], char *why, size_t why_len) {
+  (void)pem, (void)pem_len, (void)x, (void)y;
+  snprintf(why, why_len, "DPoP keys are not made on Windows yet");
+  return false;
+}
