@@ -142,6 +142,25 @@ describe("luamcp login (oidc-provider's pages in Chromium)", function()
     assert_no_secrets(out .. err)
   end)
 
+  it("a tool's mcp.client reaches the protected server with the kept token", function()
+    local script = dir .. "/via.lua"
+    client.write_file(script, ([[
+local mcp = require "mcp"
+mcp.server { name = "via", version = "1.0.0" }
+local notes = mcp.client.connect { url = %q, name = "notes" }
+mcp.tool { name = "whoami_there", handler = function()
+  local r, err = notes:call("whoami", {})
+  if not r then error(err, 0) end
+  return r.structuredContent
+end }
+]]):format(s.url))
+    local code, out, err = luamcp { "call", script, "whoami_there", "--raw" }
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    assert.are.equal("alice", r.structuredContent.subject, out)
+    assert_no_secrets(out .. err)
+  end)
+
   it("logout forgets it: call then reports the 401 and names luamcp login", function()
     local code, out, err = luamcp { "logout", s.url }
     assert.are.equal(0, code, err)

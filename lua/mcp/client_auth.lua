@@ -82,25 +82,12 @@ function M.parse_challenge(text)
   return params
 end
 
--- scheme, authority (host[:port]) and path of an http(s) URL; no query or
--- fragment in the path.
-local function split_url(url)
-  local scheme, authority, rest = tostring(url):match("^(%a[%w+.-]*)://([^/?#]+)(.*)$")
-  if not scheme then return nil end
-  local path = rest:match("^[^?#]*") or ""
-  return scheme:lower(), authority:lower(), path
-end
+-- The URL pieces and the canonical server URI (one place: mcp.token_store,
+-- which keeps logins under it).
+local token_store = require "mcp.token_store"
+local split_url = token_store.split_url
 M.split_url = split_url
-
---- The canonical URI of an MCP server (RFC 8707, MCP 2025-11-25
---- "Canonical Server URI"): scheme and host lower case, no fragment, no
---- query, no trailing slash (unless the path is just "/").
-function M.canonical_url(url)
-  local scheme, authority, path = split_url(url)
-  if not scheme then return url end
-  if path ~= "/" then path = path:gsub("/+$", "") end
-  return scheme .. "://" .. authority .. path
-end
+M.canonical_url = token_store.canonical_url
 
 --- The Protected Resource Metadata URLs to try for the server at url
 --- (RFC 9728 3.1, MCP 2025-11-25): the path-aware one, then the root.
@@ -433,6 +420,7 @@ function M.new(opts)
       login.on_token { access_token = state.token, token_type = state.scheme, refresh_token = state.refresh_token,
         expires_at = state.expires_at, scope = scope, issuer = state.issuer, resource = resource,
         dpop_key = state.dpop and state.dpop:saved() or nil,
+        token_endpoint = state.server and state.server.token_endpoint or nil,
         client = client.metadata_document and { client_id = client.client_id } or
           not client.preregistered and client or nil }
     end

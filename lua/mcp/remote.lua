@@ -156,6 +156,32 @@ local function connection_key(target, name)
   return key
 end
 
+-- A login kept by `luamcp login` for this URL (mcp.token_store), read at
+-- connect, while the scripts load (before the server is confined): its
+-- token goes as the Authorization header unless the script gave one.
+local function kept_login(opts)
+  if not opts.url or opts.url:match("^unix:") then return nil end
+  for k in pairs(opts.headers or {}) do
+    if k:lower() == "authorization" then return nil end
+  end
+  local ok, store = pcall(require, "mcp.token_store")
+  local doc = ok and store.load() or nil
+  return doc and doc.servers[store.key(opts.url)] or nil
+end
+
+-- application/x-www-form-urlencoded
+local function form(fields)
+  local parts = {}
+  for _, kv in ipairs(fields) do
+    if kv[2] ~= nil then
+      parts[#parts + 1] = kv[1] .. "=" .. tostring(kv[2]):gsub("[^%w%-%._~]", function(c)
+        return ("%%%02X"):format(c:byte())
+      end)
+    end
+  end
+  return table.concat(parts, "&")
+end
+
 --- Connect to another MCP server (no I/O waits here: the handshake comes
 --- at the first request, inside a task). Misuse raises; a program or host
 --- the permissions do not list raises "permission denied: ...".
@@ -172,6 +198,7 @@ function M.connect(opts)
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for
     abandoned = {}, -- ids of requests that timed out: their late answers are collected (_reap)
+    login = kept_login(opts), -- luamcp login's token for opts.url, or nil
   }, Client)
   clients[target] = self
   return self
@@ -189,7 +216,7 @@ function Client:_open(argv)
   end
   local h, how = connections().open(spec)
   if not h then return nil, tostring(how) end
-  self.h, self.reused = h, how == "reused"
+  self.h, self.reused, self.sent_token = h, how == "reused", nil
   local sessions = session_store()
   if how ~= "reused" or type(sessions[self.key]) ~= "table" then sessions[self.key] = {} end
   self.session = sessions[self.key]
@@ -505,6 +532,55 @@ function Client:_send_and_wait(id, msg, headers)
   end
 end
 
+-- The kept login's token on the connection (refreshed first, inside this
+-- task, once it ran out, and kept again): true, or nil and why. Never a
+-- browser: a server has no person at it; a login that cannot be renewed
+-- says to log in again.
+function Client:_authorize()
+  local login, url = self.login, self.opts.url
+  if not login or not self.h then return true end
+  local again = ("run luamcp login %s"):format(url)
+  if login.token_type == "DPoP" then
+    return nil, ("the login kept for %s is DPoP-bound, and mcp.client sends Bearer tokens only"):format(url)
+  end
+  if type(login.expires_at) == "number" and os.time() >= login.expires_at then
+    local client = type(login.client) == "table" and login.client or nil
+    if not (login.refresh_token and login.token_endpoint and client and client.client_id) then
+      return nil, ("the login kept for %s ran out: %s"):format(url, again)
+    end
+    local headers = { ["content-type"] = "application/x-www-form-urlencoded", accept = "application/json" }
+    local fields = { { "grant_type", "refresh_token" }, { "refresh_token", login.refresh_token },
+      { "resource", login.resource } }
+    fields[#fields + 1] = { "client_id", client.client_id }
+    fields[#fields + 1] = { "client_secret", client.client_secret } -- client_secret_post; none for a public client
+    local r, err = require("mcp.http").request { method = "POST", url = login.token_endpoint, headers = headers,
+      body = form(fields), timeout_ms = 30000 }
+    if not r then return nil, ("refreshing the login kept for %s failed: %s"):format(url, tostring(err)) end
+    local ok, doc = pcall(core.json_decode, r.body or "")
+    if r.status ~= 200 or not ok or type(doc) ~= "table" or type(doc.access_token) ~= "string" then
+      return nil, ("the authorization server did not refresh the login kept for %s (HTTP %s): %s"):format(url,
+        tostring(r.status), again)
+    end
+    login.access_token = doc.access_token
+    if type(doc.refresh_token) == "string" then login.refresh_token = doc.refresh_token end
+    local lifetime = math.tointeger(doc.expires_in)
+    login.expires_at = lifetime and lifetime > 0 and os.time() + lifetime or nil
+    -- Kept again for the command line and the next run (a rotated refresh
+    -- token is the only one left); a confined server may not write there.
+    local store = require "mcp.token_store"
+    local kept = store.load()
+    if kept then
+      kept.servers[store.key(url)] = login
+      pcall(store.save, kept)
+    end
+  end
+  if self.sent_token ~= login.access_token then
+    self.h:set_header("Authorization", "Bearer " .. login.access_token)
+    self.sent_token = login.access_token
+  end
+  return true
+end
+
 -- Ready to send requests: the handshake done, by this task or by another
 -- one that started it first (each waits for it; it runs once).
 function Client:_ready()
@@ -513,6 +589,8 @@ function Client:_ready()
     local ok, why = self:_open(self.argv)
     if not ok then return nil, why end
   end
+  local authorized, problem = self:_authorize()
+  if not authorized then return nil, problem end
   local s = self.session
   if s.protocol_version and s.server and not self.handshaking and not self.ended then return true end
   -- A connection that ended is opened again (a new session) at the next use.
@@ -521,6 +599,8 @@ function Client:_ready()
     if not argv then return nil, message end
     self.ended, self.abandoned = nil, {}
     local ok, why = self:_open(argv)
+    if not ok then return nil, why end
+    ok, why = self:_authorize()
     if not ok then return nil, why end
     session_store()[self.key] = {}
     self.session = session_store()[self.key]

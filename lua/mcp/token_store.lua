@@ -13,10 +13,40 @@
 -- Read whole and written whole: a login is rare. Nothing here is ever
 -- printed; status() lists what is kept without the secrets.
 
-local core = require "luamcp.client"
-local client_auth = require "mcp.client_auth"
+-- The command line's luamcp.client, or in a server (mcp.client using a
+-- kept login) luamcp.remote's files and mcp.core's JSON.
+local has_client, core = pcall(require, "luamcp.client")
+if not has_client then
+  local remote, mcore = require "luamcp.remote", require "mcp.core"
+  core = { read_private = remote.read_private, write_private = remote.write_private,
+    json_decode = function(text)
+      local ok, v = pcall(mcore.json_decode, text)
+      return ok and v or nil
+    end, json_encode = mcore.json_encode, object = mcore.object,
+    exists = function() return "directory" end, mkdir = function() return true end }
+end
 
 local M = {}
+
+-- scheme, authority (host[:port]) and path of an http(s) URL; no query or
+-- fragment in the path.
+function M.split_url(url)
+  local scheme, authority, rest = tostring(url):match("^(%a[%w+.-]*)://([^/?#]+)(.*)$")
+  if not scheme then return nil end
+  local path = rest:match("^[^?#]*") or ""
+  return scheme:lower(), authority:lower(), path
+end
+
+--- The canonical URI of an MCP server (RFC 8707, MCP 2025-11-25
+--- "Canonical Server URI"): scheme and host lower case, no fragment, no
+--- query, no trailing slash (unless the path is just "/"). What a login
+--- is kept under.
+function M.canonical_url(url)
+  local scheme, authority, path = M.split_url(url)
+  if not scheme then return url end
+  if path ~= "/" then path = path:gsub("/+$", "") end
+  return scheme .. "://" .. authority .. path
+end
 
 --- The folder, or nil and why.
 function M.dir()
@@ -72,7 +102,7 @@ function M.save(doc)
 end
 
 --- The key a server's token is kept under.
-function M.key(url) return client_auth.canonical_url(url) end
+function M.key(url) return M.canonical_url(url) end
 
 --- What is kept, for people: one line per server, no secret in it.
 function M.status(doc, now)

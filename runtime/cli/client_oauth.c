@@ -13,7 +13,7 @@
  *   sha256_base64url(text), random_base64url(n): PKCE, state, DPoP
  *   dpop_key() -> {pem, x, y}: a new P-256 key for DPoP (os/crypto)
  *   write_private(path, text), read_private(path): luamcp login's tokens,
- *     0600 and sealed by os_secret_seal (DPAPI on Windows)
+ *     0600 and sealed by os_secret_seal (DPAPI on Windows): app/secret_file.c
  *   redirect_listen(): the loopback listener a login waits on
  *     (client_redirect.c)
  *   credentials_allowed(url) -> true | false, why
@@ -34,6 +34,7 @@
 #include <strings.h>
 
 #include "app/curl_lib.h"
+#include "app/secret_file.h"
 #include "cli/client_redirect.h"
 #include "core/base64.h"
 #include "core/buf.h"
@@ -292,57 +293,6 @@ static int random_base64url(lua_State *L) {
   return 1;
 }
 
-/* write_private(path, text) -> true | nil, why: a file only its user reads
- * (mode 0600, sealed by os_secret_seal), replaced whole. */
-static int write_private(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  size_t n;
-  const char *text = luaL_checklstring(L, 2, &n);
-  uint8_t *sealed = NULL;
-  size_t sealed_len = 0;
-  if (!os_secret_seal(text, n, &sealed, &sealed_len)) return fail(L, "the OS would not protect the tokens");
-  bool ok = os_fs_replace(path, sealed, sealed_len, 0600);
-  int err = errno;
-  free(sealed);
-  if (!ok) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cannot write %s: %s", path, strerror(err));
-    return 2;
-  }
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-/* read_private(path) -> text | nil (no such file) | nil, why */
-static int read_private(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  FILE *f = os_fs_open(path, "rb");
-  if (!f) {
-    if (errno == ENOENT) return 0;
-    lua_pushnil(L);
-    lua_pushfstring(L, "cannot read %s: %s", path, strerror(errno));
-    return 2;
-  }
-  buf data = BUF_INIT;
-  char chunk[4096];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && data.len <= CLIENT_OAUTH_MAX_BODY_BYTES * 4)
-    buf_append(&data, chunk, got);
-  fclose(f);
-  uint8_t *opened = NULL;
-  size_t opened_len = 0;
-  bool ok = os_secret_open(data.data ? data.data : "", data.len, &opened, &opened_len);
-  buf_free(&data);
-  if (!ok) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cannot open %s: it was protected for another user or machine", path);
-    return 2;
-  }
-  lua_pushlstring(L, (const char *)opened, opened_len);
-  free(opened);
-  return 1;
-}
-
 /* dpop_key() -> {pem=, x=, y=} (x, y base64url) | nil, why */
 static int dpop_key(lua_State *L) {
   char *pem = NULL, why[200];
@@ -382,12 +332,11 @@ void client_oauth_register(lua_State *L) {
       {"random_id", random_id},
       {"sha256_base64url", sha256_base64url},
       {"random_base64url", random_base64url},
-      {"write_private", write_private},
       {"dpop_key", dpop_key},
-      {"read_private", read_private},
       {"credentials_allowed", credentials_allowed},
       {NULL, NULL},
   };
   luaL_setfuncs(L, fns, 0);
   client_redirect_register(L);
+  secret_file_register(L);
 }
