@@ -102,11 +102,17 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
   --http URL  the Streamable HTTP server at URL; an error status is
               reported with what the server said and its WWW-Authenticate
   --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
-  OAuth client credentials (a client registered with the authorization
-  server beforehand): on the server's 401, luamcp finds the authorization
-  server (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
-  metadata), gets a token with grant_type=client_credentials and retries.
-  Interactive (browser) flows and dynamic registration are not supported.
+  OAuth: on the server's 401, luamcp finds the authorization server
+  (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
+  metadata), gets a token and retries. A login kept by `luamcp login URL`
+  is used (and refreshed); on a terminal, a server that asks for a login
+  gets one in the browser, as luamcp login does (luamcp login --help);
+  otherwise client credentials (a client registered beforehand):
+  --headless  log in without a browser: follow the authorization address
+              and read its redirect (machines, tests, the conformance
+              suite); nothing is kept
+  --client-metadata-url URL  an https client ID metadata document to use
+              as the client_id where the authorization server takes them
   --client-id ID   the client's id
   --client-secret-env VAR  its secret, from $VAR (client_secret_basic or
               client_secret_post, as the authorization server takes)
@@ -162,8 +168,9 @@ Usage: luamcp read PATH URI
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --issuer, --header, --root, --answer,
-  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  --idp-client-id, --scope, --issuer, --headless, --client-metadata-url,
+  --header, --root, --answer, --accept-defaults, --protocol-version,
+  --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
   prompt = [==[
@@ -174,8 +181,9 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --issuer, --header, --root, --answer,
-  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  --idp-client-id, --scope, --issuer, --headless, --client-metadata-url,
+  --header, --root, --answer, --accept-defaults, --protocol-version,
+  --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
   inspect = [==[
@@ -198,8 +206,9 @@ Usage: luamcp inspect PATH [--json]
   --ui-port N  ... on this port (default: a free one)
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --issuer, --header, --root, --answer,
-  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  --idp-client-id, --scope, --issuer, --headless, --client-metadata-url,
+  --header, --root, --answer, --accept-defaults, --protocol-version,
+  --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
   login = [==[
@@ -513,7 +522,7 @@ local function oauth_client(command, o, login)
   if o["client-key-alg"] and not o["client-key"] then usage_error("--client-key-alg goes with --client-key") end
   if can_login or kept then
     local _, doc = kept_login(o.http)
-    local keep = not o.headless
+    local keep = login or not o.headless
     opts.login = {
       headless = o.headless,
       stored = kept,
