@@ -54,6 +54,23 @@ describe("luamcp login (oidc-provider's pages in Chromium)", function()
     assert(not err:find("Sanitizer", 1, true) and not err:find("runtime error:", 1, true), err)
     return code, out, err
   end
+  -- The same on a terminal (script(1) gives it one): what it printed there.
+  local function on_terminal(args)
+    local parts = {}
+    for name, value in pairs(env) do parts[#parts + 1] = name .. "=" .. quote(value) end
+    parts[#parts + 1] = LUAMCP
+    for _, a in ipairs(args) do parts[#parts + 1] = quote(a) end
+    local code, out, err = client.sh("script -qec " .. quote(table.concat(parts, " ")) .. " /dev/null </dev/null")
+    return code, out .. err
+  end
+  -- What the browser saw in its last run (luamcp runs it in the background).
+  local function browser_runs()
+    local runs = {}
+    for line in (uv.fs_stat(browser_out) and client.read_file(browser_out) or ""):gmatch("[^\n]+") do
+      runs[#runs + 1] = cjson.decode(line)
+    end
+    return runs
+  end
   local function kept()
     local text = client.read_file(dir .. "/config/luamcp/tokens.json")
     return text and cjson.decode(text)
@@ -172,5 +189,38 @@ end }
     assert.are.equal(1, code, out)
     assert.truthy(err:find("401", 1, true), err)
     assert.truthy(err:find("luamcp login", 1, true), err)
+  end)
+
+  it("call on a terminal logs in through the browser when the server asks", function()
+    local before = #browser_runs()
+    local code, shown = on_terminal { "call", "--http", s.url, "whoami", "--raw" }
+    assert.are.equal(0, code, shown)
+    assert.truthy(shown:find("waiting for the browser", 1, true), shown)
+    assert.truthy(shown:find('"subject":"alice"', 1, true) or shown:find('"subject": "alice"', 1, true), shown)
+    client.poll_until(function() return #browser_runs() > before end, 60000, 100)
+    local run = browser_runs()[before + 1]
+    assert.is_nil(run.error, run.error)
+    assert.truthy(entry(), "the login was not kept")
+    assert_no_secrets(shown)
+  end)
+
+  it("a 403 insufficient_scope steps up once through the browser", function()
+    -- Without a terminal the kept token's scope is not enough, and nobody
+    -- can log in for more.
+    local code, out, err = luamcp { "call", "--http", s.url, "write_note" }
+    assert.are.equal(1, code, out)
+    assert.truthy(err:find("403", 1, true), err)
+    assert.truthy(err:find("luamcp login", 1, true), err)
+    local before = #browser_runs()
+    local shown
+    code, shown = on_terminal { "call", "--http", s.url, "write_note" }
+    assert.are.equal(0, code, shown)
+    assert.truthy(shown:find("written by alice", 1, true), shown)
+    client.poll_until(function() return #browser_runs() > before end, 60000, 100)
+    local run = browser_runs()[before + 1]
+    assert.is_nil(run.error, run.error)
+    assert.truthy(run.asked:find("notes:write", 1, true) and run.asked:find("notes:read", 1, true), run.asked)
+    assert.truthy(entry().scope:find("notes:write", 1, true), entry().scope)
+    assert_no_secrets(shown)
   end)
 end)

@@ -418,7 +418,9 @@ local function open_browser(command, address)
     end
   end
   if not line then return end
-  if package.config:sub(1, 1) ~= "\\" then line = line .. " >/dev/null 2>&1 &" end
+  -- In the background, and past the end of this terminal's session (a
+  -- browser outlives the command that opened it).
+  if package.config:sub(1, 1) ~= "\\" then line = "nohup " .. line .. " >/dev/null 2>&1 &" end
   os.execute(line)
 end
 

@@ -12,9 +12,21 @@
 //   (luamcp login runs the browser in the background, so the spec reads
 //   what happened there).
 import puppeteer from "puppeteer-core";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
+
+// As a desktop's opener does, this returns at once and the browser lives
+// on in a session of its own: luamcp call on a terminal (script(1) in the
+// spec) ends right after the login, and its terminal's end must not take
+// the browser with it.
+if (!process.env.LOGIN_BROWSER_DETACHED) {
+  spawn(process.execPath, process.argv.slice(1), {
+    detached: true, stdio: "ignore", env: { ...process.env, LOGIN_BROWSER_DETACHED: "1" },
+  }).unref();
+  process.exit(0);
+}
 
 const [chromium, outFile, url] = process.argv.slice(2);
 const WAIT = 60000;
