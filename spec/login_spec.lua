@@ -224,3 +224,69 @@ end }
     assert_no_secrets(shown)
   end)
 end)
+
+describe("luamcp login with DPoP (oidc-provider, a server that demands it)", function()
+  if missing then
+    pending(missing)
+    return
+  end
+  local dir, p, rs, env, browser_out
+
+  local function luamcp(args)
+    local parts = {}
+    for name, value in pairs(env) do parts[#parts + 1] = name .. "=" .. quote(value) end
+    parts[#parts + 1] = LUAMCP
+    for _, a in ipairs(args) do parts[#parts + 1] = quote(a) end
+    return client.sh(table.concat(parts, " ") .. " </dev/null")
+  end
+  local function stats()
+    local code, out, err = client.sh("curl -sf " .. quote((rs.url:gsub("/mcp$", "/stats"))))
+    assert(code == 0, err)
+    return cjson.decode(out)
+  end
+
+  setup(function()
+    dir = client.temp_dir()
+    local code, _, err = client.sh(NODE .. " spec/helpers/jwt_mint.mjs keys " .. quote(dir))
+    assert(code == 0, err)
+    local config = { keys = dir, any_resource = { scope = "notes:read" }, pages = true, dpop = true }
+    local proc = client.spawn({ "spec/helpers/oidc_provider.mjs", cjson.encode(config) }, { bin = NODE })
+    local line = proc:read_line(60000)
+    assert(line, "oidc-provider did not start:\n" .. proc.stderr)
+    p = cjson.decode(line)
+    p.proc = proc
+    local rproc = client.spawn({ "spec/clients/dpop_resource.mjs", p.issuer }, { bin = NODE })
+    line = rproc:read_line(60000)
+    assert(line, "the DPoP resource server did not start:\n" .. rproc.stderr)
+    rs = cjson.decode(line)
+    rs.proc = rproc
+    browser_out = dir .. "/browser.jsonl"
+    env = { XDG_CONFIG_HOME = dir .. "/config",
+      BROWSER = table.concat({ NODE, "spec/clients/login_browser.mjs", chromium(), browser_out, "%s" }, " ") }
+  end)
+  teardown(function()
+    if rs then rs.proc:terminate() end
+    if p then p.proc:terminate() end
+    if dir then client.remove_tree(dir) end
+  end)
+
+  it("gets a DPoP-bound token, keeps its key, and calls with fresh proofs and the server's nonce", function()
+    local code, out, err = luamcp { "login", rs.url, "--protocol-version", "2025-11-25" }
+    assert.are.equal(0, code, err .. "\n" .. (uv.fs_stat(browser_out) and client.read_file(browser_out) or ""))
+    local doc = cjson.decode(client.read_file(dir .. "/config/luamcp/tokens.json"))
+    local e = doc.servers[rs.url]
+    assert.are.equal("DPoP", e.token_type)
+    assert.truthy(e.dpop_key and e.dpop_key.pem, "no key kept with the token")
+    code, out, err = luamcp { "call", "--http", rs.url, "whoami", "--raw", "--protocol-version", "2025-11-25" }
+    assert.are.equal(0, code, err)
+    assert.are.equal("alice", cjson.decode(out).structuredContent.subject)
+    local seen = stats()
+    assert.are.same({}, seen.bad_proofs)
+    assert.are.equal(0, seen.bearer)
+    assert.are.equal(0, seen.replays)
+    -- Each run meets the nonce challenge once and answers it.
+    assert.are.equal(2, seen.nonce_challenges)
+    assert.truthy(seen.authenticated >= 4, cjson.encode(seen))
+    assert.is_nil((out .. err):find("eyJ[%w_-]+%.eyJ"), out .. err)
+  end)
+end)
