@@ -27,7 +27,10 @@
 -- passed (then a new one is fetched). Neither the secret nor the token is
 -- ever part of a message.
 
-local core = require "luamcp.client"
+-- The command line's C half (luamcp.client), or in a server the same over
+-- mcp.http (mcp.oauth_server_core: client credentials for mcp.client).
+local has_client, core = pcall(require, "luamcp.client")
+if not has_client then core = require "mcp.oauth_server_core" end
 
 local M = {}
 
@@ -598,7 +601,11 @@ function M.new(opts)
     if state.token and state.scheme == "DPoP" and state.dpop then return state.dpop:proof(method, url, state.token) end
   end
 
-  return setmetatable({ current = current, proof = proof }, { __call = function(_, info) return authorize(info) end })
+  -- Has the token run out (its expires_in passed)?
+  local function expired() return state.expires_at ~= nil and os.time() >= state.expires_at end
+
+  return setmetatable({ current = current, proof = proof, expired = expired },
+    { __call = function(_, info) return authorize(info) end })
 end
 
 return M

@@ -36,7 +36,7 @@ local function connections()
 end
 
 local OPTIONS = { command = true, url = true, headers = true, name = true, timeout_ms = true,
-                  protocol_version = true, env = true, cwd = true }
+                  protocol_version = true, env = true, cwd = true, oauth = true }
 
 local LIST_FIELDS = { tools = "tools", resources = "resources", ["resources/templates"] = "resourceTemplates",
                       prompts = "prompts" }
@@ -88,6 +88,20 @@ local function check_options(opts)
   end
   string_map(opts.headers, "headers")
   string_map(opts.env, "env")
+  if opts.oauth ~= nil then
+    local o = opts.oauth
+    if opts.url == nil then misuse("oauth goes with url, not command") end
+    if type(o) ~= "table" or type(o.client_id) ~= "string" or type(o.client_secret_env) ~= "string" then
+      misuse("oauth must be { client_id = \"ID\", client_secret_env = \"VAR\" [, scope =, issuer =] }")
+    end
+    for _, k in ipairs { "scope", "issuer" } do
+      if o[k] ~= nil and type(o[k]) ~= "string" then misuse("oauth." .. k .. " must be a string") end
+    end
+    local secret = core.getenv(o.client_secret_env)
+    if secret == nil or secret == "" then
+      misuse(("oauth.client_secret_env: the variable %s is not set"):format(o.client_secret_env))
+    end
+  end
   if opts.cwd ~= nil and type(opts.cwd) ~= "string" then misuse("cwd must be a string") end
   if opts.name ~= nil and type(opts.name) ~= "string" then misuse("name must be a string") end
   if opts.timeout_ms ~= nil and not (math.type(opts.timeout_ms) == "integer" and opts.timeout_ms >= 0) then
@@ -198,7 +212,11 @@ function M.connect(opts)
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for
     abandoned = {}, -- ids of requests that timed out: their late answers are collected (_reap)
-    login = kept_login(opts), -- luamcp login's token for opts.url, or nil
+    login = not opts.oauth and kept_login(opts) or nil, -- luamcp login's token for opts.url, or nil
+    -- client credentials (mcp.client_auth, its fetches over mcp.http)
+    oauth = opts.oauth and require("mcp.client_auth").new { client_id = opts.oauth.client_id,
+      client_secret = core.getenv(opts.oauth.client_secret_env), scope = opts.oauth.scope,
+      issuer = opts.oauth.issuer } or nil,
   }, Client)
   clients[target] = self
   return self
@@ -538,6 +556,21 @@ end
 -- says to log in again.
 function Client:_authorize()
   local login, url = self.login, self.opts.url
+  if self.oauth and self.h then
+    -- Client credentials: a token before the first request (the Protected
+    -- Resource Metadata at its well-known place), a new one once it ran out.
+    local token = self.oauth.current()
+    if not token or self.oauth.expired() then
+      local why
+      token, why = self.oauth { status = 401, url = url }
+      if not token then return nil, "authorization failed: " .. tostring(why) end
+    end
+    if self.sent_token ~= token then
+      self.h:set_header("Authorization", "Bearer " .. token)
+      self.sent_token = token
+    end
+    return true
+  end
   if not login or not self.h then return true end
   local again = ("run luamcp login %s"):format(url)
   if login.token_type == "DPoP" then
