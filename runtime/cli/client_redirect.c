@@ -204,6 +204,7 @@ static int l_wait(lua_State *L) {
   listener *l = check_listener(L);
   lua_Integer timeout_ms = luaL_checkinteger(L, 2);
   if (!l->open) return luaL_error(L, "the login's listener is closed");
+  uv_update_time(&l->loop); /* the loop's clock stood still between waits */
   uint64_t deadline = uv_now(&l->loop) + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
     if (l->target) {
