@@ -90,7 +90,14 @@ describe("luamcp login (oidc-provider's pages in Chromium)", function()
     local code, _, err = client.sh(NODE .. " spec/helpers/jwt_mint.mjs keys " .. quote(dir))
     assert(code == 0, err)
     -- Access tokens that run out in 3 s: the refresh is seen within the spec.
-    local config = { keys = dir, ttl = 3, any_resource = { scope = "notes:read notes:write", ttl = 3 }, pages = true }
+    -- "desk": a confidential client registered beforehand (a native one:
+    -- any loopback port), which may also use client credentials.
+    local desk = { client_id = "desk", client_secret = "desk-secret", application_type = "native",
+      token_endpoint_auth_method = "client_secret_basic", response_types = { "code" },
+      grant_types = { "authorization_code", "refresh_token", "client_credentials" },
+      redirect_uris = { "http://127.0.0.1/callback" } }
+    local config = { keys = dir, ttl = 3, any_resource = { scope = "notes:read notes:write", ttl = 3 }, pages = true,
+      clients = { desk } }
     local proc = client.spawn({ "spec/helpers/oidc_provider.mjs", cjson.encode(config) }, { bin = NODE })
     local line = proc:read_line(60000)
     assert(line, "oidc-provider did not start:\n" .. proc.stderr)
@@ -194,6 +201,23 @@ end }
     assert.truthy(err:find("luamcp login", 1, true), err)
   end)
 
+  it("login with a client registered beforehand (and its secret) logs the person in, not the client", function()
+    env.DESK_SECRET = "desk-secret"
+    local code, out, err = luamcp { "login", s.url, "--client-id", "desk", "--client-secret-env", "DESK_SECRET" }
+    env.DESK_SECRET = nil
+    assert.are.equal(0, code, err)
+    assert.are.equal("desk", entry().client.client_id)
+    assert.is_nil(client.read_file(dir .. "/config/luamcp/tokens.json"):find("desk-secret", 1, true))
+    code, out, err = luamcp { "call", "--http", s.url, "whoami", "--raw" }
+    assert.are.equal(0, code, err)
+    local me = cjson.decode(out).structuredContent
+    assert.are.equal("alice", me.subject)
+    assert.are.equal("desk", me.client_id)
+    assert_no_secrets(out .. err)
+    code, out, err = luamcp { "logout", s.url }
+    assert.are.equal(0, code, err)
+  end)
+
   it("call on a terminal logs in through the browser when the server asks", function()
     local before = #browser_runs()
     local code, shown = on_terminal { "call", "--http", s.url, "whoami", "--raw" }
@@ -222,7 +246,10 @@ end }
     client.poll_until(function() return #browser_runs() > before end, 60000, 100)
     local run = browser_runs()[before + 1]
     assert.is_nil(run.error, run.error)
-    assert.truthy(run.asked:find("notes:write", 1, true) and run.asked:find("notes:read", 1, true), run.asked)
+    -- The scope asked for: the token's and the one the 403 named (SEP-2350).
+    local asked = shown:match("/auth%?[^%s]*[?&]scope=([^&%s]+)")
+    asked = asked and asked:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
+    assert.truthy(asked and asked:find("notes:write", 1, true) and asked:find("notes:read", 1, true), shown)
     assert.truthy(entry().scope:find("notes:write", 1, true), entry().scope)
     assert_no_secrets(shown)
   end)

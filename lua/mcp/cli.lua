@@ -437,7 +437,9 @@ local function keep_login(command, url, kept)
   local doc, why = store.load()
   if doc then
     doc.servers[store.key(url)] = kept
-    if kept.client and kept.client.client_id and kept.issuer and not kept.client.metadata_document then
+    -- luamcp's own registration there (not a client given with --client-id
+    -- or a metadata document: those are not the authorization server's to keep).
+    if kept.client and kept.client.registered and kept.issuer then
       doc.clients[kept.issuer] = kept.client
     end
     local ok
@@ -527,6 +529,7 @@ local function oauth_client(command, o, login)
     local keep = login or not o.headless
     opts.login = {
       headless = o.headless,
+      person = login, -- luamcp login: a person's login even with a client secret
       stored = kept,
       registrations = keep and doc and doc.clients or {},
       open = function(address) open_browser(command, address) end,

@@ -388,7 +388,8 @@ end
 --- authorization server does not do client credentials; login.stored: a
 --- kept token ({access_token, refresh_token, expires_at, scope, issuer,
 --- resource, client, token_type}) the connection starts with;
---- login.on_token(kept): called with each new one, to keep it.
+--- login.on_token(kept): called with each new one, to keep it;
+--- login.person: always the authorization-code grant (luamcp login).
 --- The function returns the token and its scheme ("Bearer" or "DPoP").
 function M.new(opts)
   local login = opts.login
@@ -424,8 +425,10 @@ function M.new(opts)
         expires_at = state.expires_at, scope = scope, issuer = state.issuer, resource = resource,
         dpop_key = state.dpop and state.dpop:saved() or nil,
         token_endpoint = state.server and state.server.token_endpoint or nil,
-        client = client.metadata_document and { client_id = client.client_id } or
-          not client.preregistered and client or nil }
+        -- What a refresh needs: never a secret given on the command line
+        -- (that stays in the environment it came from).
+        client = (client.metadata_document or client.preregistered) and { client_id = client.client_id,
+          method = client.client_secret and "client_secret_given" or nil } or client }
     end
     return state.token, state.scheme
   end
@@ -537,7 +540,7 @@ function M.new(opts)
     if state.issuer and state.issuer ~= issuer then state.client = nil end
     state.issuer = issuer
     local grants = server.grant_types_supported
-    local code_flow = login and (not (opts.client_secret or opts.key_pem or opts.assertion or opts.idp)
+    local code_flow = login and (login.person or not (opts.client_secret or opts.key_pem or opts.assertion or opts.idp)
       or (type(grants) == "table" and not list_has(grants, "client_credentials")
         and list_has(grants, "authorization_code") and not opts.assertion and not opts.idp))
     local method

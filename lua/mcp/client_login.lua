@@ -90,7 +90,7 @@ local function client_identity(auth, flow, server, redirect_uri)
   if type(doc) ~= "table" or type(doc.client_id) ~= "string" or doc.client_id == "" then
     return nil, ("the client registration at %s answered without a client_id"):format(endpoint)
   end
-  local registration = { client_id = doc.client_id, issuer = server.issuer,
+  local registration = { client_id = doc.client_id, issuer = server.issuer, registered = true,
     client_secret = type(doc.client_secret) == "string" and doc.client_secret ~= "" and doc.client_secret or nil,
     method = type(doc.token_endpoint_auth_method) == "string" and doc.token_endpoint_auth_method or nil }
   if flow.registrations then flow.registrations[server.issuer] = registration end
