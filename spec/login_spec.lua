@@ -214,6 +214,16 @@ end }
     assert.are.equal("alice", me.subject)
     assert.are.equal("desk", me.client_id)
     assert_no_secrets(out .. err)
+    -- Once it ran out, the refresh authenticates with the secret given again.
+    local before = entry()
+    assert.truthy(client.poll_until(function() return os.time() > before.expires_at end, 30000, 200))
+    env.DESK_SECRET = "desk-secret"
+    code, out, err = luamcp { "call", "--http", s.url, "whoami", "--raw", "--client-id", "desk",
+      "--client-secret-env", "DESK_SECRET" }
+    env.DESK_SECRET = nil
+    assert.are.equal(0, code, err)
+    assert.are.equal("alice", cjson.decode(out).structuredContent.subject)
+    assert.are_not.equal(before.access_token, entry().access_token)
     code, out, err = luamcp { "logout", s.url }
     assert.are.equal(0, code, err)
   end)

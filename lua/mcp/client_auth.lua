@@ -427,8 +427,7 @@ function M.new(opts)
         token_endpoint = state.server and state.server.token_endpoint or nil,
         -- What a refresh needs: never a secret given on the command line
         -- (that stays in the environment it came from).
-        client = (client.metadata_document or client.preregistered) and { client_id = client.client_id,
-          method = client.client_secret and "client_secret_given" or nil } or client }
+        client = (client.metadata_document or client.preregistered) and { client_id = client.client_id } or client }
     end
     return state.token, state.scheme
   end
@@ -442,8 +441,15 @@ function M.new(opts)
     if not server or state.server_issuer ~= state.issuer then server = find_server_metadata(state.issuer) end
     if not server then return nil end
     state.server, state.server_issuer = server, state.issuer
+    -- A client registered beforehand authenticates with what this run was
+    -- given (its secret or key is never kept).
+    local client = state.client
+    if opts.client_id == client.client_id and (opts.client_secret or opts.key_pem) then
+      client = { client_id = opts.client_id, client_secret = opts.client_secret, key_pem = opts.key_pem,
+        key_alg = opts.key_alg }
+    end
     local client_login = require "mcp.client_login"
-    local answer = client_login.refresh(M, server, state.client, state.refresh_token, state.resource, flow and flow.dpop)
+    local answer = client_login.refresh(M, server, client, state.refresh_token, state.resource, flow and flow.dpop)
     if not answer then
       state.refresh_token = nil
       return nil
