@@ -543,7 +543,7 @@ static int luaopen_client(lua_State *L) {
       {NULL, NULL},
   };
   luaL_newlib(L, fns);
-  client_oauth_register(L);
+  client_oauth_register(L, client_conn_interrupted);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
   lua_pushliteral(L, LUAMCP_VERSION);

@@ -324,7 +324,7 @@ static int random_id(lua_State *L) {
   return 1;
 }
 
-void client_oauth_register(lua_State *L) {
+void client_oauth_register(lua_State *L, bool (*was_interrupted)(void)) {
   static const luaL_Reg fns[] = {
       {"oauth_fetch", oauth_fetch},
       {"jws_sign", jws_sign},
@@ -337,6 +337,6 @@ void client_oauth_register(lua_State *L) {
       {NULL, NULL},
   };
   luaL_setfuncs(L, fns, 0);
-  client_redirect_register(L);
+  client_redirect_register(L, was_interrupted);
   secret_file_register(L);
 }

@@ -23,13 +23,16 @@
 #include <string.h>
 #include <uv.h>
 
-#include "cli/client_conn.h"
 #include "core/buf.h"
 
 #define REDIRECT_LISTENER "luamcp.redirect_listener"
 /* A request line and headers bigger than this is not a browser coming back. */
 #define REDIRECT_MAX_REQUEST_BYTES (64 * 1024)
 #define REDIRECT_TICK_MS 200
+
+/* Whether the user pressed Ctrl-C (the client's own flag, handed in at
+ * registration). */
+static bool (*interrupted)(void);
 
 static const char PAGE[] = "<!doctype html><meta charset=utf-8><title>luamcp</title>"
                            "<p>luamcp has the answer. You can close this window.</p>";
@@ -215,9 +218,9 @@ static int l_wait(lua_State *L) {
       l->target = NULL;
       return 1;
     }
-    if (client_conn_interrupted() || uv_now(&l->loop) >= deadline) {
+    if (interrupted() || uv_now(&l->loop) >= deadline) {
       lua_pushnil(L);
-      lua_pushstring(L, client_conn_interrupted() ? "interrupted" : "timeout");
+      lua_pushstring(L, interrupted() ? "interrupted" : "timeout");
       return 2;
     }
     l->tick.data = l;
@@ -233,7 +236,8 @@ static int l_close(lua_State *L) {
   return 0;
 }
 
-void client_redirect_register(lua_State *L) {
+void client_redirect_register(lua_State *L, bool (*was_interrupted)(void)) {
+  interrupted = was_interrupted;
   static const luaL_Reg methods[] = {{"port", l_port}, {"wait", l_wait}, {"close", l_close}, {NULL, NULL}};
   if (luaL_newmetatable(L, REDIRECT_LISTENER)) {
     lua_newtable(L);

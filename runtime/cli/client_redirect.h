@@ -6,8 +6,10 @@
 #define LUAMCP_CLIENT_REDIRECT_H
 
 #include <lua.h>
+#include <stdbool.h>
 
-/* Add redirect_listen to the table on the top of L's stack. */
-void client_redirect_register(lua_State *L);
+/* Add redirect_listen to the table on the top of L's stack; a wait ends
+ * when was_interrupted() says Ctrl-C was pressed. */
+void client_redirect_register(lua_State *L, bool (*was_interrupted)(void));
 
 #endif
