@@ -31,6 +31,14 @@
 #                       (bench/metrics.sh): on (the default) vs --metrics off,
 #                       alternating in the same run, stdio and HTTP, the
 #                       ratio (QUICK=1: under a minute).
+#   make bench-ui       only what the web inspector's page costs a server
+#                       (bench/ui.sh, #45): luamcp dev --ui over stdio at
+#                       --rate 5000 with no page and with a headless
+#                       Chromium attached, alternating, the ratio of calls/s
+#                       (>= 0.95 wanted), server CPU per call, latency; and
+#                       the same unpaced (pipe, window 64); instructions per
+#                       call under callgrind, page and no page. Skipped, and
+#                       said so, without chromium. QUICK=1: about two minutes.
 #   make bench-sqlite   only mcp.sqlite against node:sqlite on the TypeScript
 #                       SDK v2 (bench/sqlite.lua): a tool inserting a row and
 #                       reading it back by id, calls/s and server CPU per
@@ -100,6 +108,7 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/sqlite.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
+	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	{ echo; echo '## Start-up beside the previous release'; echo; \
 	  LUAMCP='$(LUAMCP)' LUAMCP_BASELINE="$$(bash bench/baseline.sh)" bash bench/startup.sh; } | tee -a '$(BENCH_OUT)'
 
@@ -132,6 +141,10 @@ $(BENCH_DIR)/nohook/embedded_ui.o: build/embedded_ui.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
+
+.PHONY: bench-ui
+bench-ui: $(BENCH_DIR)/loadclient $(LUAMCP)
+	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_UI_OUT)
 
 .PHONY: bench-extra bench-payload bench-redis bench-scale bench-sqlite
 bench-sqlite: test-deps $(BENCH_DIR)/loadclient $(LUAMCP)

@@ -405,12 +405,15 @@ static struct {
   const char *proto;
   bool quiet;
   const char *url;
+  bool ws; /* --ws: url is a WebSocket (the channels speak as stdio, one message per frame) */
   char **argv; /* server command */
   const char *server_stderr;
   int verify_sessions;
   double connect_timeout_s;
   double duration_s;
   bool calls_given;
+  double rate;           /* --rate: calls per second, open loop; 0: closed loop */
+  const char *wait_file; /* --wait-file: after the handshake, wait for this file */
 } opt = {
     .mode = MODE_SEQ,
     .calls = 1000,
@@ -592,6 +595,10 @@ static struct {
   bool sessions_mode;
   uint64_t notifs_ignored, server_requests;
   uint64_t t_init; /* when the last initialize answer arrived */
+  /* --rate: call pace_k0 + i is due at pace_t0 + i / rate (each phase,
+   * warm-up and measured, starts its own schedule) */
+  uint64_t pace_t0, pace_k0;
+  uint64_t behind_max_ns; /* how late the most late measured call went out */
 } R;
 
 static void report_error(const char *what, const char *detail, size_t dlen) {
@@ -668,6 +675,14 @@ static void payload_request(uint64_t id, const char *meta) {
  * the client's capabilities in its own _meta (and, over HTTP, in headers). */
 static bool modern_era(void) { return strcmp(opt.proto, "2026-07-28") >= 0; }
 
+/* --rate: when call k may go out (open loop: the schedule does not wait for
+ * answers; only the window can hold a call back). */
+static uint64_t due_ns(uint64_t k) { return R.pace_t0 + (uint64_t)((double)(k - R.pace_k0) * 1e9 / opt.rate); }
+static void pace_start(void) {
+  R.pace_t0 = now_ns();
+  R.pace_k0 = R.call_k;
+}
+
 static void chan_send(chan *c, int kind, uint64_t k) {
   if (c->http && c->dead && !http_conn_open(c)) return;
   req *r = &c->pend[c->np];
@@ -735,11 +750,38 @@ static void chan_send(chan *c, int kind, uint64_t k) {
     int cll = snprintf(cl, sizeof cl, "Content-Length: %d\r\n\r\n", bl);
     buf_add(&c->out, cl, (size_t)cll);
     buf_add(&c->out, body, (size_t)bl);
+  } else if (opt.ws) {
+    /* A client frame: FIN and text, masked with a zero key (RFC 6455 5.3:
+     * any key will do; this one leaves the payload as it is). */
+    unsigned char head[14];
+    size_t hl = 0, n = (size_t)bl;
+    head[hl++] = 0x81;
+    if (n < 126) {
+      head[hl++] = (unsigned char)(0x80 | n);
+    } else if (n < 65536) {
+      head[hl++] = 0x80 | 126;
+      head[hl++] = (unsigned char)(n >> 8);
+      head[hl++] = (unsigned char)n;
+    } else {
+      head[hl++] = 0x80 | 127;
+      for (int i = 7; i >= 0; i--) head[hl++] = (unsigned char)((uint64_t)n >> (8 * i));
+    }
+    memset(head + hl, 0, 4);
+    hl += 4;
+    buf_add(&c->out, head, hl);
+    buf_add(&c->out, body, (size_t)bl);
   } else {
     buf_add(&c->out, body, (size_t)bl);
     buf_add(&c->out, "\n", 1);
   }
   r->t_send = now_ns();
+  if (kind == K_CALL && opt.rate > 0) {
+    /* open loop: latency counts from when the call was due, so a client
+     * (or window) that falls behind shows up in it, not hides it */
+    uint64_t due = due_ns(k);
+    if (r->measured && r->t_send > due && r->t_send - due > R.behind_max_ns) R.behind_max_ns = r->t_send - due;
+    if (due < r->t_send) r->t_send = due;
+  }
   /* stdio notifications get no answer: nothing to wait for */
   if (!(kind == K_NOTIF && !c->http)) c->np++;
 }
@@ -952,6 +994,31 @@ static void stdio_read(chan *c) {
     }
     c->in.len += (size_t)n;
     if ((size_t)n < 65536) break;
+  }
+  if (opt.ws) { /* split frames: the server's are unmasked */
+    for (;;) {
+      unsigned char *s = (unsigned char *)buf_data(&c->in);
+      size_t av = buf_avail(&c->in), hl = 2;
+      if (av < 2) break;
+      uint64_t n = s[1] & 0x7f;
+      if (n == 126) {
+        hl = 4;
+        if (av < hl) break;
+        n = (uint64_t)s[2] << 8 | s[3];
+      } else if (n == 127) {
+        hl = 10;
+        if (av < hl) break;
+        n = 0;
+        for (int i = 0; i < 8; i++) n = n << 8 | s[2 + i];
+      }
+      if (av < hl + n) break;
+      int op = s[0] & 0x0f;
+      if (op == 1) on_message(c, (char *)s + hl, (size_t)n);
+      else if (op == 8) c->dead = true;
+      c->in.off += hl + (size_t)n;
+    }
+    if (!buf_avail(&c->in)) buf_clear(&c->in);
+    return;
   }
   /* split lines */
   for (;;) {
@@ -1398,7 +1465,9 @@ static void produce(chan *c) {
     if (!R.measuring && R.phase_limit == 0) return; /* handshake only */
     {
       int win = opt.window;
-      while (c->np < win && R.call_k < R.phase_limit && c->hs == HS_READY) chan_send(c, K_CALL, R.call_k++);
+      uint64_t now = opt.rate > 0 ? now_ns() : 0;
+      while (c->np < win && R.call_k < R.phase_limit && c->hs == HS_READY && (opt.rate <= 0 || due_ns(R.call_k) <= now))
+        chan_send(c, K_CALL, R.call_k++);
     }
     return;
   case HS_WAIT_SHARED:
@@ -1487,7 +1556,13 @@ static bool run_loop(until_fn until) {
       ok = false;
       break;
     }
-    int n = poll(pf, (nfds_t)np, 100);
+    struct timespec wait = {0, 100000000};
+    if (opt.rate > 0 && R.call_k < R.phase_limit) { /* wake when the next call is due */
+      uint64_t due = due_ns(R.call_k), now = now_ns();
+      uint64_t ns = due > now ? due - now : 0;
+      if (ns < 100000000) wait.tv_nsec = (long)ns;
+    }
+    int n = ppoll(pf, (nfds_t)np, &wait, NULL);
     if (n < 0 && errno != EINTR) die("poll: %s", strerror(errno));
     for (int k = 0; k < np && n > 0; k++) {
       if (!pf[k].revents) continue;
@@ -1573,6 +1648,7 @@ static void usage(FILE *f) {
   fputs(
       "usage: loadclient [options] -- SERVER-COMMAND [ARGS...]   (stdio: spawns the server)\n"
       "       loadclient [options] --http http://127.0.0.1:PORT/PATH\n"
+      "       loadclient [options] --ws ws://127.0.0.1:PORT/PATH   (subprotocol mcp, a session per connection)\n"
       "       loadclient --mode startup [--http URL] -- SERVER-COMMAND [ARGS...]\n"
       "       loadclient --free-port\n"
       "options:\n"
@@ -1586,6 +1662,14 @@ static void usage(FILE *f) {
       "                         none); in-flight calls are still waited for\n"
       "  --window W             calls in flight in pipe mode (default 64; HTTP: per\n"
       "                         connection, i.e. HTTP/1.1 pipelining, default 1)\n"
+      "  --rate R               open loop: call i goes out no earlier than t0 + i/R s\n"
+      "                         (t0: the start of the warm-up, again of the measured\n"
+      "                         phase), whether or not earlier calls were answered;\n"
+      "                         pipe mode's window defaults to the most (1024), so the\n"
+      "                         pace limits, not the window; latency counts from when\n"
+      "                         a call was due; calls_per_s is what was achieved\n"
+      "  --wait-file PATH       after the handshake, wait until PATH exists (a script\n"
+      "                         attaching something to the server first)\n"
       "  -c, --connections C    HTTP connections (default 1); each one a closed loop\n"
       "  --shared-session       HTTP: one session for all connections (default: one\n"
       "                         session per connection)\n"
@@ -1629,6 +1713,43 @@ static uint64_t num_arg(const char *s, const char *name) {
   double v = strtod(s, &e);
   if (e == s || *e || errno || v < 0) die("bad value for %s: %s", name, s);
   return (uint64_t)v;
+}
+
+/* --ws: connect and upgrade (blocking, before the run), the 101's
+ * leftover bytes kept as the first input. */
+static void ws_open(chan *c) {
+  int fd = tcp_connect(false);
+  char req[1600];
+  int n = snprintf(req, sizeof req,
+                   "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                   "Sec-WebSocket-Protocol: mcp\r\n%s%s\r\n",
+                   http_path, http_hostport, opt.header ? opt.header : "", opt.header ? "\r\n" : "");
+  for (int off = 0; off < n;) {
+    ssize_t w = write(fd, req + off, (size_t)(n - off));
+    if (w > 0) off += (int)w;
+    else if (w < 0 && errno != EAGAIN && errno != EINTR) die("ws: write: %s", strerror(errno));
+    else poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, 1000);
+  }
+  char *end = NULL;
+  while (!end) {
+    if (now_ns() > R.deadline) die("ws: no answer to the upgrade");
+    buf_reserve(&c->in, 4096);
+    ssize_t r = read(fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1);
+    if (r > 0) {
+      c->in.len += (size_t)r;
+      c->in.p[c->in.len] = '\0';
+      end = strstr(c->in.p, "\r\n\r\n");
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      die("ws: the server closed the upgrade");
+    } else {
+      poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 1000);
+    }
+  }
+  if (strncmp(c->in.p, "HTTP/1.1 101", 12)) die("ws: the upgrade was refused: %.80s", c->in.p);
+  c->in.off = (size_t)(end + 4 - c->in.p);
+  c->rfd = c->wfd = fd;
+  c->dead = false;
 }
 
 static void init_chans(int n, bool http) {
@@ -1760,6 +1881,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "-n") || !strcmp(a, "--calls")) opt.calls = num_arg(NEXT(), a), opt.calls_given = true;
     else if (!strcmp(a, "--warmup")) opt.warmup = num_arg(NEXT(), a);
     else if (!strcmp(a, "-d") || !strcmp(a, "--duration")) opt.duration_s = strtod(NEXT(), NULL);
+    else if (!strcmp(a, "--rate")) {
+      opt.rate = strtod(NEXT(), NULL);
+      if (!(opt.rate > 0)) die("--rate wants calls per second > 0");
+    } else if (!strcmp(a, "--wait-file")) opt.wait_file = NEXT();
     else if (!strcmp(a, "--window")) opt.window = (int)num_arg(NEXT(), a);
     else if (!strcmp(a, "-c") || !strcmp(a, "--connections")) opt.conns = (int)num_arg(NEXT(), a);
     else if (!strcmp(a, "--shared-session")) opt.shared_session = true;
@@ -1783,6 +1908,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--header")) opt.header = NEXT();
     else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) opt.quiet = true;
     else if (!strcmp(a, "--http")) opt.url = NEXT();
+    else if (!strcmp(a, "--ws")) {
+      const char *u = NEXT();
+      if (strncmp(u, "ws://", 5)) die("bad URL (want ws://127.0.0.1:PORT/PATH): %s", u);
+      static char as_http[1100];
+      snprintf(as_http, sizeof as_http, "http://%s", u + 5);
+      opt.url = as_http;
+      opt.ws = true;
+    }
     else if (!strcmp(a, "--free-port")) {
       int fd = socket(AF_INET, SOCK_STREAM, 0);
       struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1803,11 +1936,13 @@ int main(int argc, char **argv) {
   if (!opt.url && !opt.argv) { usage(stderr); die("give a server command after -- or --http URL"); }
   if (opt.mode == MODE_STARTUP && !opt.argv) die("startup mode needs a server command after --");
   if (opt.mode == MODE_SESSIONS && !opt.url) die("sessions mode needs --http URL");
+  if (opt.ws && (opt.mode == MODE_STARTUP || opt.mode == MODE_SESSIONS || opt.shared_session))
+    die("--ws: seq or pipe mode, a session per connection");
   if (modern_era() && (opt.mode == MODE_STARTUP || opt.mode == MODE_SESSIONS || opt.shared_session))
     die("--protocol-version %s has no handshake and no sessions: use seq or pipe mode", opt.proto);
   if (opt.payload && opt.url && modern_era()) die("--payload over HTTP speaks the 2025-11-25 era only");
   if (opt.payload) payload_prepare();
-  if (opt.window < 0) opt.window = (opt.mode == MODE_PIPE && !opt.url) ? 64 : 1;
+  if (opt.window < 0) opt.window = opt.mode == MODE_PIPE ? (opt.rate > 0 ? MAXWIN : !opt.url ? 64 : 1) : 1;
   if (opt.mode == MODE_SEQ) opt.window = 1;
   if (opt.window < 1 || opt.window > MAXWIN) die("--window must be 1..%d", MAXWIN);
   if (opt.conns < 1 || opt.conns > MAXCONN) die("--connections must be 1..%d", MAXCONN);
@@ -1826,7 +1961,7 @@ int main(int argc, char **argv) {
 
   R.deadline = now_ns() + (uint64_t)(opt.timeout_s * 1e9);
   R.next_id = 1;
-  init_chans(opt.conns, opt.url != NULL);
+  init_chans(opt.conns, opt.url != NULL && !opt.ws);
   pid_t spid = opt.server_pid;
   if (opt.url && opt.connect_timeout_s > 0) {
     uint64_t until = now_ns() + (uint64_t)(opt.connect_timeout_s * 1e9);
@@ -1849,7 +1984,9 @@ int main(int argc, char **argv) {
     set_nonblock(to);
     set_nonblock(from);
   }
-  const char *transport = opt.url ? "http" : "stdio";
+  if (opt.ws)
+    for (int i = 0; i < nchans; i++) ws_open(&chans[i]);
+  const char *transport = opt.ws ? "ws" : opt.url ? "http" : "stdio";
   bool ok = true;
 
   /* handshake (all connections) */
@@ -1915,8 +2052,17 @@ int main(int argc, char **argv) {
   double hs_ms = (double)(now_ns() - t_hs0) / 1e6;
   long rss_idle = spid ? proc_rss_kb(spid) : -1;
 
+  if (ok && opt.wait_file) {
+    struct timespec tick = {0, 10000000};
+    while (access(opt.wait_file, F_OK) != 0) {
+      if (now_ns() > R.deadline) die("--wait-file %s: not there after %.0f s (--timeout)", opt.wait_file, opt.timeout_s);
+      if (R.child && waitpid(R.child, NULL, WNOHANG) == R.child) die("the server exited while waiting for %s", opt.wait_file);
+      nanosleep(&tick, NULL);
+    }
+  }
   /* warm-up */
   if (ok && opt.warmup) {
+    pace_start();
     R.phase_limit = opt.warmup;
     ok = run_loop(until_calls);
   }
@@ -1929,6 +2075,7 @@ int main(int argc, char **argv) {
   if (opt.rss_every) buf_printf(&R.rss_samples, "0:%ld", rss0);
   uint64_t t0 = now_ns();
   uint64_t k0 = R.call_k;
+  pace_start();
   if (opt.duration_s > 0) {
     R.t_stop = t0 + (uint64_t)(opt.duration_s * 1e9);
     if (!opt.calls_given) opt.calls = UINT64_MAX / 4;
@@ -1978,6 +2125,10 @@ int main(int argc, char **argv) {
   json_num(stdout, "server_cpu", opt.server_cpu);
   json_num(stdout, "elapsed_s", el);
   json_num(stdout, "calls_per_s", cps);
+  if (opt.rate > 0) {
+    json_num(stdout, "rate", opt.rate);
+    json_num(stdout, "behind_max_us", (double)R.behind_max_ns / 1e3);
+  }
   json_num_or_null(stdout, "lat_mean_us", mean, R.nlat > 0);
   json_num_or_null(stdout, "lat_p50_us", p50, R.nlat > 0);
   json_num_or_null(stdout, "lat_p99_us", p99, R.nlat > 0);

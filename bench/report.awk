@@ -150,6 +150,17 @@ END {
     row("idle RSS (1 session), MiB", p, "http_rss_idle_kb", "kb", "luamcp luamcp-jwt ts ts2 echo")
     row("RSS after all HTTP runs, MiB", p, "http_rss_after_kb", "kb", "luamcp luamcp-jwt ts ts2 echo")
     print ""
+    if (("luamcp", p, "ws_seq_cps") in cnt) {
+      print "## WebSocket (GET /mcp, subprotocol mcp: a session on one connection) — " desc
+      print ""
+      header("WebSocket, " p)
+      row("calls/s, sequential (1 in flight)", p, "ws_seq_cps", "cps", "luamcp")
+      row("latency p50, sequential, µs", p, "ws_seq_p50_us", "us", "luamcp")
+      row("server CPU µs/call, sequential", p, "ws_seq_cpu_us", "us", "luamcp")
+      row("calls/s, pipelined (window 64)", p, "ws_pipe_cps", "cps", "luamcp")
+      row("server CPU µs/call, pipelined", p, "ws_pipe_cpu_us", "us", "luamcp")
+      print ""
+    }
     if (!has_modern[p]) continue
     print "## Streamable HTTP, 2026-07-28 (stateless: no initialize, no session; each request carries its version, capabilities and client info) — " desc
     print ""

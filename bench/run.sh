@@ -311,6 +311,28 @@ run_http() { # server placement [era]
   stop_http
 }
 
+# Small tool calls over a WebSocket (luamcp only: the SDKs serve none):
+# one connection, a session on it (initialize first), sequential and
+# pipelined, beside the same calls over stdio and HTTP (metrics ws_*).
+run_ws() { # server placement
+  local s=$1 p=$2 c mode
+  c=$(client_cpu "$p")
+  http_flags "$s"
+  start_http "$s"
+  http_started "$s" || return 0
+  for mode in seq pipe; do
+    # shellcheck disable=SC2046
+    if lc "$s" "$p" "ws_$mode" -- --ws "ws://${HTTP_URL#http://}" --connect-timeout 30 --mode "$mode" \
+        $([[ $mode == pipe ]] && echo --window 64) -d "$HTTP_SECONDS" ${HTTP_CALLS:+-n "$HTTP_CALLS"} \
+        --warmup "$((WARMUP / 2))" --cpu "$c" --server-pid "$HTTP_PID" --timeout 600 "${HTTP_FLAGS[@]}"; then
+      rec "$s" "$p" "ws_${mode}_cps" "$(jget "$OUT" calls_per_s)"
+      rec "$s" "$p" "ws_${mode}_p50_us" "$(jget "$OUT" lat_p50_us)"
+      rec "$s" "$p" "ws_${mode}_cpu_us" "$(cpu_of "$OUT")"
+    fi
+  done
+  stop_http
+}
+
 AVAIL=()
 for s in $SERVERS; do
   if [[ $s == luamcp-jwt ]] && have_server "$s" && ! jwt_setup; then
@@ -334,6 +356,7 @@ for r in $(seq "$ROUNDS"); do
       has_stdio "$s" && run_stdio "$s" "$p"
       has_http "$s" && run_http "$s" "$p"
       has_modern "$s" && run_http "$s" "$p" modern
+      [[ $s == luamcp ]] && run_ws "$s" "$p"
     done
   done
 done

@@ -351,10 +351,11 @@ describe("CORS preflights and status lines (issue 27.14)", function()
 
   it("gives every status the server sends its reason phrase (RFC 9110, 15)", function()
     local REASONS = {
-      [102] = "Processing", [200] = "OK", [202] = "Accepted", [204] = "No Content", [400] = "Bad Request",
+      [101] = "Switching Protocols", [102] = "Processing", [200] = "OK", [202] = "Accepted", [204] = "No Content", [400] = "Bad Request",
       [401] = "Unauthorized", [403] = "Forbidden", [404] = "Not Found", [405] = "Method Not Allowed",
       [406] = "Not Acceptable", [408] = "Request Timeout", [409] = "Conflict", [413] = "Content Too Large",
-      [415] = "Unsupported Media Type", [431] = "Request Header Fields Too Large", [503] = "Service Unavailable",
+      [415] = "Unsupported Media Type", [426] = "Upgrade Required", [431] = "Request Header Fields Too Large",
+      [501] = "Not Implemented", [503] = "Service Unavailable",
     }
     local function read(path)
       local f = assert(io.open(path))
@@ -371,7 +372,7 @@ describe("CORS preflights and status lines (issue 27.14)", function()
     -- Every status the transport and the core send.
     local used = {}
     local function use(code, where) used[tonumber(code)] = used[tonumber(code)] or where end
-    for _, file in ipairs { "http_conn.c", "http_streamable.c", "http_sse.c", "http_worker.c" } do
+    for _, file in ipairs { "http_conn.c", "http_streamable.c", "http_sse.c", "http_worker.c", "http_ws.c" } do
       local text = read("runtime/transport/" .. file)
       for _, pattern in ipairs { "conn_send_error%([^,]+,%s*(%d%d%d)", "conn_send_response%([^,]+,%s*(%d%d%d)",
                                  "reject%([^,]+,%s*(%d%d%d)", "conn_write_status_line%([^,]+,[^,]+,%s*(%d%d%d)" } do

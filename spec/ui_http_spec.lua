@@ -156,6 +156,7 @@ describe("luamcp dev --ui", function()
     end)
     assert.is_table(call, "the stdio call is not in the history")
     assert.are.equal("c2s", call.dir)
+    assert.are.equal("2025-11-25", call.version) -- the session's, whatever the history still holds
     local answer = events.until_(function(e)
       local m = message_of(e)
       return m and e.conn == "stdio" and m.id == message_of(call).id and m.result

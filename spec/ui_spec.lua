@@ -74,7 +74,7 @@ local function numbers(text)
 end
 
 local function drive(url, scenario, args)
-  return node_runner.run({ "spec/clients/ui_browser.mjs", chromium(), url, ARTIFACTS, scenario, cjson.encode(args or {}) }, 300000)
+  return node_runner.run({ "spec/clients/ui_browser.mjs", chromium(), url, ARTIFACTS, scenario, cjson.encode(args or {}) }, 480000)
 end
 
 local function assert_png(file)

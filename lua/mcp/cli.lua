@@ -82,6 +82,7 @@ local USAGE = {
   call = [==[
 Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
        luamcp call --http URL [--header 'Name: value'] [TOOL ...]
+       luamcp call --ws ws://HOST:PORT/mcp [TOOL ...]
        luamcp call [TOOL ...] -- COMMAND [ARG...]
   Call a tool and print what it returns: its content, its structured
   content, or its error (exit status 1). Log and progress notifications
@@ -101,6 +102,7 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
 ]==] .. [==[
   --http URL  the Streamable HTTP server at URL; an error status is
               reported with what the server said and its WWW-Authenticate
+  --ws URL    the server's WebSocket at URL (ws:// or wss://, subprotocol mcp)
   --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
   OAuth: on the server's 401, luamcp finds the authorization server
   (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
@@ -341,7 +343,7 @@ end
 -- The options of call, read and prompt: which server, and how to print
 -- (true: the option takes a value).
 local CLIENT_FLAGS = {
-  ["--http"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
+  ["--http"] = true, ["--ws"] = true, ["--header"] = true, ["--bearer-env"] = true, ["--root"] = true, ["--answer"] = true,
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
   ["--scope"] = true, ["--assertion-env"] = true, ["--id-token-env"] = true, ["--idp-issuer"] = true,
@@ -563,7 +565,7 @@ local function connect(command, o, login)
       say(("luamcp %s: warning: --bearer-env sends the token in the clear to %s (%s)"):format(command, o.http, why))
     end
   end
-  if next(target.headers) ~= nil and not o.http then
+  if next(target.headers) ~= nil and not o.http and not o.ws then
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
   end
   o.authorize = oauth_client(command, o, login)
@@ -583,7 +585,10 @@ local function connect(command, o, login)
     target.timeout_ms = math.tointeger(tonumber(o.timeout))
     if not target.timeout_ms then fail("luamcp " .. command .. ": --timeout needs a whole number of ms", 2) end
   end
-  if o.http then
+  if o.ws then
+    if not o.ws:lower():match("^wss?://") then fail("luamcp " .. command .. ": --ws needs a ws:// URL", 2) end
+    target.url = o.ws
+  elseif o.http then
     target.url = o.http
   elseif o.command then
     target.command = o.command
@@ -934,7 +939,7 @@ function commands.inspect(args)
     io.write(usage("inspect"))
     return 0
   end
-  local extra = o.words[(o.http or o.command) and 1 or 2]
+  local extra = o.words[(o.http or o.ws or o.command) and 1 or 2]
   if extra then fail("luamcp inspect: unexpected " .. extra .. "\n" .. usage("inspect"), 2) end
   local c = connect("inspect", o)
   -- Every list is asked for, also from a folder served here: that is what

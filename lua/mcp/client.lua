@@ -68,7 +68,7 @@ M.Client = Client
 
 --- Connect to a server and begin (server/discover or initialize).
 --- target: exactly one of path (a script file or folder, served in this
---- process), url (Streamable HTTP) or command (an argv table: a stdio
+--- process), url (Streamable HTTP; ws://: a WebSocket) or command (an argv table: a stdio
 --- server started as a child); and optionally:
 ---   headers           HTTP headers sent with every request
 ---   server            in process: { timeout_ms, client_timeout_ms, page_size, memory_limit_mb }
@@ -89,10 +89,16 @@ M.Client = Client
 --- Returns the client, or nil, a message and "interrupted" when Ctrl-C
 --- (once the program catches it) stopped it.
 function M.connect(target)
-  local conn, err, carrier
+  local conn, err, carrier, websocket
   if target.path then
     conn, err = core.open_inprocess(target.path, target.server)
     carrier = "in its answers"
+  elseif target.url and target.url:lower():match("^wss?://") then
+    -- A WebSocket: a session on one connection, as on stdio (no headers
+    -- after the upgrade, no GET streams, initialize first).
+    conn, err = core.open_ws(target.url, target.headers)
+    carrier = "in its WebSocket frames"
+    websocket = true
   elseif target.url then
     conn, err = core.open_http(target.url)
     carrier = "in its HTTP answer"
@@ -116,7 +122,7 @@ function M.connect(target)
     apply_defaults = target.apply_defaults }
   local self = setmetatable({
     conn = conn,
-    url = target.url,
+    url = not websocket and target.url or nil,
     next_id = 0,
     answers = {},
     notifications = {},
@@ -131,7 +137,7 @@ function M.connect(target)
       capabilities = proto.capabilities(handlers),
     },
   }, Client)
-  local modern_first = (pinned and protocol.is_modern(pinned)) or (not pinned and target.url ~= nil)
+  local modern_first = (pinned and protocol.is_modern(pinned)) or (not pinned and target.url ~= nil and not websocket)
   local why
   if modern_first then
     local ok, fallback, failure = self:_discover(pinned or protocol.MODERN_VERSION)

@@ -81,8 +81,9 @@ local function check_options(opts)
     end
     if opts.headers ~= nil then misuse("headers go with url, not command") end
   else
-    if type(opts.url) ~= "string" or not (opts.url:match("^[Hh][Tt][Tt][Pp][Ss]?://") or opts.url:match("^unix:")) then
-      misuse("url must be an http:// or https:// URL, or unix:SOCKET[:/PATH] (a Unix socket)")
+    if type(opts.url) ~= "string" or not (opts.url:match("^[Hh][Tt][Tt][Pp][Ss]?://") or opts.url:match("^unix:")
+        or opts.url:match("^wss?://")) then
+      misuse("url must be an http:// or https:// URL, a ws:// or wss:// URL (a WebSocket), or unix:SOCKET[:/PATH] (a Unix socket)")
     end
     if opts.env ~= nil or opts.cwd ~= nil then misuse("env and cwd go with command, not url") end
   end
@@ -208,6 +209,9 @@ function M.connect(opts)
   if not argv then usage.raise(message) end
   local name = opts.name or (opts.command and opts.command[1]:match("([^/\\]+)$")) or opts.url
   local self = setmetatable({
+    -- One session on one connection (a child's stdio, a WebSocket), not
+    -- HTTP's requests that each carry their answer.
+    stream = opts.command ~= nil or opts.url:match("^wss?://") ~= nil,
     key = connection_key(target, name), target = target, opts = opts, name = name,
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for
@@ -448,7 +452,7 @@ function Client:_await(id, method, ctx)
       -- Over stdio a log that came just before the answer reaches
       -- on_message after this task resumes: one turn of the loop lets it
       -- find this call still running.
-      if ctx and self.opts.command then core.sleep(0) end
+      if ctx and self.stream then core.sleep(0) end
       return answer
     elseif kind == "message" then
       local ok, inner = pcall(core.json_decode, text)
@@ -703,7 +707,7 @@ end
 -- tool's x-mcp-header declarations, from tools/list); nil, why for a tool
 -- whose declarations are invalid: it must not be called.
 function Client:_param_headers(name, args)
-  if not (self.opts.url and protocol.is_modern(self.session.protocol_version)) then return {} end
+  if not (not self.stream and protocol.is_modern(self.session.protocol_version)) then return {} end
   if not self.tool_schemas then
     local tools, message, code = self:list("tools")
     if not tools then return nil, message, code end
@@ -774,7 +778,7 @@ function Client:_listen()
   local s = self.session
   -- Over HTTP the answer would be a stream no task reads (mount.lua fetches
   -- HTTP lists again instead).
-  if not protocol.is_modern(s.protocol_version) or s.listening or self.opts.url then return true end
+  if not protocol.is_modern(s.protocol_version) or s.listening or not self.stream then return true end
   local id = self.h:next_id()
   local msg, headers = proto.request(self:_state(), id, "subscriptions/listen", {
     notifications = { toolsListChanged = true, promptsListChanged = true, resourcesListChanged = true } })

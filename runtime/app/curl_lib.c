@@ -44,6 +44,9 @@ static struct {
   X(easy_setopt, curl_easy_setopt)                                                                                 \
   X(easy_getinfo, curl_easy_getinfo)                                                                               \
   X(easy_cleanup, curl_easy_cleanup)                                                                               \
+  X(easy_perform, curl_easy_perform)                                                                               \
+  X(easy_send, curl_easy_send)                                                                                     \
+  X(easy_recv, curl_easy_recv)                                                                                     \
   X(easy_strerror, curl_easy_strerror)                                                                             \
   X(slist_append, curl_slist_append)                                                                               \
   X(slist_free_all, curl_slist_free_all)                                                                           \

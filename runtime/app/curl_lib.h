@@ -46,6 +46,12 @@ typedef struct curl_api {
   CURLcode (*easy_setopt)(CURL *e, CURLoption option, ...);
   CURLcode (*easy_getinfo)(CURL *e, CURLINFO info, ...);
   void (*easy_cleanup)(CURL *e);
+  /* A connection made with CURLOPT_CONNECT_ONLY (the client's wss://: TLS
+   * by libcurl, the WebSocket on top by libwslay): perform connects, send
+   * and recv move bytes. */
+  CURLcode (*easy_perform)(CURL *e);
+  CURLcode (*easy_send)(CURL *e, const void *buffer, size_t buflen, size_t *n);
+  CURLcode (*easy_recv)(CURL *e, void *buffer, size_t buflen, size_t *n);
   const char *(*easy_strerror)(CURLcode code);
   struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
   void (*slist_free_all)(struct curl_slist *list);

@@ -5,6 +5,7 @@
  *   local remote = require "luamcp.remote"
  *   local h, how = remote.open{ key = KEY, command = {argv...}, cwd = DIR, env = {NAME = VAL} }
  *   local h, how = remote.open{ key = KEY, url = "http://...", headers = {Name = "value"} }
+ *   local h, how = remote.open{ key = KEY, url = "ws://...", headers = {...} }  -- a WebSocket
  *       -- how: "new", or "reused" (an open connection with that key, made
  *       -- by this or an earlier generation); nil, message on failure
  *   h:next_id()                   a request id unique on this connection
@@ -201,6 +202,20 @@ static int remote_endpoint(lua_State *L) {
     lua_pushstring(L, url);
     return 4;
   }
+  /* ws:// and wss://: libcurl (Debian 12's has no WebSocket support)
+   * reads the same authority as http://'s and https://'s; the URL it
+   * writes back is ws:// or wss:// again. */
+  bool wss = strncasecmp(url, "wss://", 6) == 0, ws = wss || strncasecmp(url, "ws://", 5) == 0;
+  char as_http[2048];
+  if (ws) {
+    if (len + 3 >= sizeof as_http) {
+      lua_pushnil(L);
+      lua_pushliteral(L, "the URL is too long");
+      return 2;
+    }
+    snprintf(as_http, sizeof as_http, "%s://%s", wss ? "https" : "http", url + (wss ? 6 : 5));
+    url = as_http;
+  }
   char why[300] = "";
   const curl_api *api = curl_lib_load("mcp.client", why, sizeof why);
   if (!api) {
@@ -230,10 +245,11 @@ static int remote_endpoint(lua_State *L) {
     if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') h++, hl -= 2;
     for (size_t i = 0; i < hl; i++)
       if (h[i] >= 'A' && h[i] <= 'Z') h[i] = (char)(h[i] + 32);
-    lua_pushstring(L, scheme);
+    lua_pushstring(L, ws ? (wss ? "wss" : "ws") : scheme);
     lua_pushlstring(L, h, hl);
     lua_pushinteger(L, strtol(port, NULL, 10));
-    lua_pushstring(L, full);
+    if (ws) lua_pushfstring(L, "%s://%s", wss ? "wss" : "ws", full + (wss ? 8 : 7)); /* curl wrote http(s)://... */
+    else lua_pushstring(L, full);
     n = 4;
   }
   api->free(scheme);
@@ -290,9 +306,10 @@ static int remote_open(lua_State *L) {
       lua_pushstring(L, why);
       return 2;
     }
-    if (!unix_socket[0] && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    if (!unix_socket[0] && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0 &&
+        strncmp(url, "ws://", 5) != 0 && strncmp(url, "wss://", 6) != 0) {
       lua_pushnil(L);
-      lua_pushfstring(L, "%s: not an http:// or https:// URL, nor unix:SOCKET[:/PATH]", url);
+      lua_pushfstring(L, "%s: not an http://, https://, ws:// or wss:// URL, nor unix:SOCKET[:/PATH]", url);
       return 2;
     }
     size_t url_len = 0;
@@ -327,8 +344,9 @@ static int remote_open(lua_State *L) {
   }
   remote_conn *c = conn_new(hub, key, name);
   if (!c) return luaL_error(L, "luamcp.remote.open: out of memory");
+  bool ws = url && (strncmp(url, "ws://", 5) == 0 || strncmp(url, "wss://", 6) == 0);
   if (url) {
-    c->http = true;
+    c->http = !ws;
     c->url = strdup(unix_socket[0] ? unix_http_url : url);
     c->unix_socket = unix_socket[0] ? strdup(unix_socket) : NULL;
     if (!lua_isnil(L, headers_idx)) {
@@ -345,7 +363,17 @@ static int remote_open(lua_State *L) {
         lua_pop(L, 1);
       }
     }
-  } else {
+  }
+  if (ws) {
+    char why[300];
+    if (!remote_ws_start(c, url, why, sizeof why)) {
+      lua_pushnil(L);
+      lua_pushstring(L, why);
+      remote_conn_end(c, why);
+      remote_conn_maybe_free(c); /* no holder: closes its handles */
+      return 2;
+    }
+  } else if (!url) {
     int rc = remote_spawn_child(c, argv, env, cwd);
     if (rc != 0) {
       lua_rawgeti(L, cmd_idx, 1);
@@ -384,7 +412,7 @@ static int conn_send(lua_State *L) {
     lua_pushfstring(L, "the message is over %d bytes (the limit)", (int)DEFAULT_MAX_MESSAGE_BYTES);
     return 2;
   }
-  if (!c->http && memchr(text, '\n', len)) {
+  if (!c->http && !c->ws && memchr(text, '\n', len)) {
     lua_pushnil(L);
     lua_pushliteral(L, "a message to a server over stdio must be one line (no newline in it)");
     return 2;
@@ -432,7 +460,8 @@ static int conn_send(lua_State *L) {
   char why[300];
   bool ok = c->http ? remote_post_start(c, POST_MESSAGE, text, len, id, is_request, L, lua_isnoneornil(L, 3) ? 0 : 3, why,
                                  sizeof why)
-                    : remote_child_send(c, text, len, why, sizeof why);
+                    : c->ws ? remote_ws_send(c, text, len, why, sizeof why)
+                            : remote_child_send(c, text, len, why, sizeof why);
   if (!ok) {
     if (is_request) {
       remote_pending *p = remote_find_pending(c, id);

@@ -3,8 +3,8 @@
  * the interface): the hub that owns them for the app and resumes the
  * tasks waiting on them, a connection's life (held by generations,
  * lingering, closed, freed in its handles' close callbacks), the messages
- * that come in and the two transports they come over, a child's stdio
- * and Streamable HTTP. Apart from lua_remote.c so that the connections,
+ * that come in and the three transports they come over, a child's stdio,
+ * a WebSocket and Streamable HTTP. Apart from lua_remote.c so that the connections,
  * which outlive every Lua state, read without the Lua face; that face
  * calls in here, never the other way.
  */
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/base64.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -27,6 +28,7 @@
 #include "app/lua_exec.h"
 #include "app/lua_task.h"
 #include "app/remote_internal.h"
+#include "os/crypto.h"
 #include "os/proc.h"
 
 /* ---- The hub: resuming tasks and running on_message ------------------ */
@@ -248,6 +250,7 @@ bool remote_header_ok(const char *s) {
 /* ---- A connection's life ------------------------------------------------ */
 
 static void child_gone(remote_conn *c);
+static void ws_flush(remote_conn *c);
 
 /* One of c's handles (or a transfer's timer) is closed: the memory goes
  * with the last. */
@@ -269,6 +272,15 @@ static void conn_handle_done(remote_conn *c) {
   }
   buf_free(&c->out_line);
   buf_free(&c->err_line);
+  if (c->ws_ctx) c->ws_api->wslay_event_context_free(c->ws_ctx);
+  if (c->ws_easy) hub->api->easy_cleanup(c->ws_easy); /* its socket with it: the watch went first */
+  buf_free(&c->ws_tls_out);
+  buf_free(&c->ws_field);
+  buf_free(&c->ws_accept);
+  buf_free(&c->ws_in);
+  buf_free(&c->ws_out);
+  free(c->ws_host_header);
+  free(c->ws_path);
   free(c->key);
   free(c->name);
   free(c->ended);
@@ -298,6 +310,9 @@ void remote_conn_maybe_free(remote_conn *c) {
   uv_timer_stop(&c->timer);
   if (c->spawned) os_proc_release(&c->process);
   close_conn_handle(c, (uv_handle_t *)&c->timer);
+  if (c->ws) close_conn_handle(c, (uv_handle_t *)&c->ws_tcp);
+  if (c->ws_watch) os_sock_watch_close(c->ws_watch);
+  c->ws_watch = NULL;
   if (!c->http) {
     close_conn_handle(c, (uv_handle_t *)&c->process);
     close_conn_handle(c, (uv_handle_t *)&c->in);
@@ -348,6 +363,11 @@ void remote_conn_close(remote_conn *c, const char *why) {
       char err[200];
       if (!remote_post_start(c, POST_DELETE, NULL, 0, 0, false, NULL, 0, err, sizeof err))
         log_write(LOG_DEBUG, "mcp.client %s: DELETE: %s", c->name, err);
+    }
+  } else if (c->ws) {
+    if (was_open && c->ws_upgraded && !c->handles_closing) {
+      c->ws_api->wslay_event_queue_close(c->ws_ctx, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
+      ws_flush(c);
     }
   } else if (c->spawned && !c->exited) {
     if (c->in.loop && !uv_is_closing((uv_handle_t *)&c->in)) uv_close((uv_handle_t *)&c->in, on_conn_handle_closed);
@@ -705,6 +725,376 @@ int remote_spawn_child(remote_conn *c, char **argv, char **env, const char *cwd)
   return 0;
 }
 
+/* ---- A WebSocket -------------------------------------------------------- */
+
+/* The frames wslay made in one go (a head and its payload come in two
+ * calls), written at once. */
+static void ws_tls_flush(remote_conn *c);
+
+/* Bytes to the server: on the socket, or (wss) through libcurl. */
+static void ws_write_raw(remote_conn *c, const char *data, size_t len) {
+  if (c->handles_closing) return;
+  size_t queued = c->ws_tls ? c->ws_tls_out.len : c->ws_tcp.write_queue_size;
+  if (queued > REMOTE_MAX_WRITE_QUEUE_BYTES) {
+    remote_conn_close(c, "the server does not read its WebSocket");
+    return;
+  }
+  if (c->ws_tls) {
+    buf_append(&c->ws_tls_out, data, len);
+    ws_tls_flush(c);
+    return;
+  }
+  remote_write *w = malloc(sizeof *w + len);
+  if (!w) return;
+  memcpy(w->data, data, len);
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->ws_tcp, &b, 1, on_written) != 0) free(w);
+}
+
+static void ws_flush(remote_conn *c) {
+  if (!c->ws_upgraded || c->handles_closing) return;
+  c->ws_api->wslay_event_send(c->ws_ctx);
+  if (!c->ws_out.len) return;
+  ws_write_raw(c, c->ws_out.data, c->ws_out.len);
+  buf_clear(&c->ws_out);
+}
+
+static ssize_t ws_on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *arg) {
+  (void)ctx, (void)flags;
+  buf_append(&((remote_conn *)arg)->ws_out, (const char *)data, len);
+  return (ssize_t)len;
+}
+
+static ssize_t ws_on_recv(wslay_event_context_ptr ctx, uint8_t *out, size_t len, int flags, void *arg) {
+  (void)flags;
+  remote_conn *c = arg;
+  size_t left = c->ws_in.len - c->ws_in_at;
+  if (!left) {
+    c->ws_api->wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+    return -1;
+  }
+  size_t n = left < len ? left : len;
+  memcpy(out, c->ws_in.data + c->ws_in_at, n);
+  c->ws_in_at += n;
+  return (ssize_t)n;
+}
+
+static int ws_on_genmask(wslay_event_context_ptr ctx, uint8_t *out, size_t len, void *arg) {
+  (void)ctx, (void)arg;
+  return os_random_bytes(out, len) ? 0 : -1;
+}
+
+static void ws_on_message(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *user) {
+  (void)ctx;
+  remote_conn *c = user;
+  if (c->ended) return;
+  if (arg->opcode == WSLAY_TEXT_FRAME && arg->msg_length) {
+    route(c, NULL, (const char *)arg->msg, arg->msg_length);
+  } else if (arg->opcode == WSLAY_CONNECTION_CLOSE) {
+    char why[120];
+    snprintf(why, sizeof why, "the server closed the WebSocket (%u)", arg->status_code);
+    remote_conn_end(c, why);
+  }
+}
+
+static int ws_on_header_field(http_parser *p, const char *at, size_t n) {
+  remote_conn *c = p->data;
+  if (c->ws_in_value) buf_clear(&c->ws_field); /* a new header begins */
+  c->ws_in_value = false;
+  buf_append(&c->ws_field, at, n);
+  return 0;
+}
+
+static int ws_on_header_value(http_parser *p, const char *at, size_t n) {
+  remote_conn *c = p->data;
+  c->ws_in_value = true;
+  static const char name[] = "sec-websocket-accept";
+  if (c->ws_field.len == sizeof name - 1 && strncasecmp(c->ws_field.data, name, sizeof name - 1) == 0)
+    buf_append(&c->ws_accept, at, n);
+  return 0;
+}
+
+static int ws_on_headers_complete(http_parser *p) {
+  remote_conn *c = p->data;
+  /* RFC 6455 4.2.2: base64(SHA-1(key GUID)). */
+  char joined[sizeof c->ws_key + 40], expected[32];
+  snprintf(joined, sizeof joined, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", c->ws_key);
+  uint8_t digest[OS_SHA1_BYTES];
+  os_sha1(joined, strlen(joined), digest);
+  base64_encode(digest, sizeof digest, expected);
+  expected[base64_encoded_len(sizeof digest)] = '\0';
+  char why[120];
+  if (p->status_code != 101) {
+    snprintf(why, sizeof why, "the server refused the WebSocket: HTTP %u", p->status_code);
+    remote_conn_close(c, why);
+  } else if (c->ws_accept.len != strlen(expected) || memcmp(c->ws_accept.data, expected, c->ws_accept.len) != 0) {
+    remote_conn_close(c, "the server answered the WebSocket upgrade with a wrong Sec-WebSocket-Accept");
+  } else {
+    c->ws_upgraded = true;
+  }
+  return 1; /* no body: frames follow */
+}
+
+static const http_parser_settings WS_RESPONSE = {.on_header_field = ws_on_header_field,
+                                                 .on_header_value = ws_on_header_value,
+                                                 .on_headers_complete = ws_on_headers_complete};
+
+/* Bytes from the server (n < 0: its end). */
+static void ws_got(remote_conn *c, const char *data, ssize_t n) {
+  if (n > 0 && !c->ended) buf_append(&c->ws_in, data, (size_t)n);
+  if (n < 0) {
+    if (c->ws_tls) {
+      if (c->ws_watch) os_sock_watch_set(c->ws_watch, 0);
+    } else {
+      uv_read_stop((uv_stream_t *)&c->ws_tcp);
+    }
+    remote_conn_close(c, c->ws_upgraded ? "the server closed the connection" : "the server closed the connection before the upgrade");
+    return;
+  }
+  if (c->ended) return;
+  if (!c->ws_upgraded) {
+    c->ws_in_at += http_parser_execute(&c->ws_parser, &WS_RESPONSE, c->ws_in.data + c->ws_in_at, c->ws_in.len - c->ws_in_at);
+    if (c->ended) return;
+    if (!c->ws_upgraded) {
+      if (HTTP_PARSER_ERRNO(&c->ws_parser) != HPE_OK) remote_conn_close(c, "the answer to the WebSocket upgrade is not HTTP");
+      return;
+    }
+  }
+  if (c->ws_api->wslay_event_recv(c->ws_ctx) != 0 || !c->ws_api->wslay_event_want_read(c->ws_ctx)) {
+    ws_flush(c); /* the answer to their close, or ours to a protocol error */
+    if (!c->ended) remote_conn_end(c, "the WebSocket closed");
+    remote_conn_maybe_free(c);
+    return;
+  }
+  if (c->ws_in_at == c->ws_in.len) {
+    buf_clear(&c->ws_in);
+    c->ws_in_at = 0;
+  }
+  ws_flush(c); /* pongs, and what was queued before the upgrade was answered */
+}
+
+static void ws_on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
+  ws_got(stream->data, b->base, n);
+  free(b->base);
+}
+
+/* The upgrade request, once connected. */
+static void ws_send_upgrade(remote_conn *c) {
+  buf req_text = BUF_INIT;
+  buf_printf(&req_text,
+             "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n",
+             c->ws_path, c->ws_host_header, c->ws_key);
+  for (remote_header *x = c->headers; x; x = x->next) buf_printf(&req_text, "%s: %s\r\n", x->name, x->value);
+  buf_append_str(&req_text, "\r\n");
+  ws_write_raw(c, req_text.data, req_text.len);
+  buf_free(&req_text);
+}
+
+/* ---- wss:// through libcurl ---- */
+
+static void ws_tls_flush(remote_conn *c) {
+  while (c->ws_tls_out.len && !c->handles_closing) {
+    size_t sent = 0;
+    CURLcode rc = c->hub->api->easy_send(c->ws_easy, c->ws_tls_out.data, c->ws_tls_out.len, &sent);
+    if (rc == CURLE_AGAIN) break;
+    if (rc != CURLE_OK) {
+      char why[200];
+      snprintf(why, sizeof why, "writing to the WebSocket: %s", c->hub->api->easy_strerror(rc));
+      buf_clear(&c->ws_tls_out);
+      remote_conn_close(c, why);
+      return;
+    }
+    buf_consume(&c->ws_tls_out, sent);
+  }
+  if (c->ws_watch) os_sock_watch_set(c->ws_watch, UV_READABLE | (c->ws_tls_out.len ? UV_WRITABLE : 0));
+}
+
+static void ws_tls_ready(void *data, int status, int events) {
+  remote_conn *c = data;
+  if (status < 0) {
+    ws_got(c, NULL, -1);
+    return;
+  }
+  if (events & UV_WRITABLE) ws_tls_flush(c);
+  if (!(events & UV_READABLE)) return;
+  /* Everything libcurl has, what its TLS layer buffered included. */
+  char in[16384];
+  while (c->ws_watch && !c->ended) {
+    size_t n = 0;
+    CURLcode rc = c->hub->api->easy_recv(c->ws_easy, in, sizeof in, &n);
+    if (rc == CURLE_AGAIN) break;
+    if (rc != CURLE_OK || n == 0) {
+      ws_got(c, NULL, -1);
+      break;
+    }
+    ws_got(c, in, (ssize_t)n);
+  }
+}
+
+/* On the thread pool: connect and shake hands (blocking). */
+static void ws_tls_connect(uv_work_t *work) {
+  remote_conn *c = work->data;
+  c->ws_connect_result = c->hub->api->easy_perform(c->ws_easy);
+}
+
+/* Back on the loop: TCP and TLS are up (or why not). */
+static void ws_tls_connected(uv_work_t *work, int status) {
+  remote_conn *c = work->data;
+  if (!c->ended && !c->handles_closing) {
+    char why[300];
+    curl_socket_t sock = CURL_SOCKET_BAD;
+    if (status != 0 || c->ws_connect_result != CURLE_OK) {
+      snprintf(why, sizeof why, "cannot connect to the WebSocket: %s",
+               status != 0 ? uv_strerror(status) : c->hub->api->easy_strerror(c->ws_connect_result));
+      remote_conn_close(c, why);
+    } else if (c->hub->api->easy_getinfo(c->ws_easy, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK ||
+               sock == CURL_SOCKET_BAD) {
+      remote_conn_close(c, "libcurl kept no connection for the WebSocket");
+    } else if (!(c->ws_watch = os_sock_watch_new(c->hub->app->loop, (uv_os_sock_t)sock, ws_tls_ready, c))) {
+      remote_conn_close(c, "cannot watch the WebSocket's connection");
+    } else {
+      os_sock_watch_set(c->ws_watch, UV_READABLE);
+      ws_send_upgrade(c);
+    }
+  }
+  conn_handle_done(c); /* the connecting work held c */
+}
+
+static bool hub_curl(remote_hub *hub, char *why, size_t why_len);
+
+static bool ws_tls_start(remote_conn *c, const char *https_url, char *why, size_t why_len) {
+  remote_hub *hub = c->hub;
+  if (!hub_curl(hub, why, why_len)) return false;
+  const curl_api *api = hub->api;
+  CURL *e = api->easy_init();
+  if (!e) {
+    snprintf(why, why_len, "curl could not make a transfer");
+    return false;
+  }
+  c->ws_easy = e;
+  api->easy_setopt(e, CURLOPT_URL, https_url);
+  api->easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+  api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+  /* Straight to the host the net permission judged, as for HTTP. */
+  api->easy_setopt(e, CURLOPT_PROXY, "");
+  api->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)REMOTE_CONNECT_TIMEOUT_MS);
+  c->ws_work.data = c;
+  int rc = uv_queue_work(hub->app->loop, &c->ws_work, ws_tls_connect, ws_tls_connected);
+  if (rc != 0) {
+    snprintf(why, why_len, "cannot start connecting: %s", uv_strerror(rc));
+    return false;
+  }
+  c->open_handles++; /* the work holds c until ws_tls_connected */
+  return true;
+}
+
+static void ws_on_connect(uv_connect_t *req, int status) {
+  remote_conn *c = req->data;
+  if (status == UV_ECANCELED || c->ended) return;
+  if (status < 0) {
+    char why[200];
+    snprintf(why, sizeof why, "cannot connect to the WebSocket: %s", uv_strerror(status));
+    remote_conn_close(c, why);
+    return;
+  }
+  ws_send_upgrade(c);
+  uv_read_start((uv_stream_t *)&c->ws_tcp, on_alloc, ws_on_read);
+}
+
+static void ws_on_resolved(uv_getaddrinfo_t *gai, int status, struct addrinfo *res) {
+  remote_conn *c = gai->data;
+  if (status == 0 && !c->ended && !c->handles_closing) {
+    c->ws_connect.data = c;
+    int rc = uv_tcp_connect(&c->ws_connect, &c->ws_tcp, res->ai_addr, ws_on_connect);
+    if (rc != 0) status = rc;
+  }
+  if (res) uv_freeaddrinfo(res);
+  if (status != 0 && !c->ended) {
+    char why[200];
+    snprintf(why, sizeof why, "cannot reach the WebSocket's host: %s", uv_strerror(status));
+    remote_conn_close(c, why);
+  }
+  conn_handle_done(c); /* the lookup held c */
+}
+
+bool remote_ws_start(remote_conn *c, const char *url, char *why, size_t why_len) {
+  c->ws_api = os_wslay(why, why_len);
+  if (!c->ws_api) return false;
+  /* ws://HOST[:PORT][/PATH] (or wss://): the permission check judged this host. */
+  bool tls = strncmp(url, "wss://", 6) == 0;
+  const char *h = url + (tls ? 6 : 5), *end = h + strcspn(h, "/?#");
+  const char *colon = *h == '[' ? NULL : memchr(h, ':', (size_t)(end - h));
+  if (*h == '[') {
+    const char *close = memchr(h, ']', (size_t)(end - h));
+    colon = close && close + 1 < end && close[1] == ':' ? close + 1 : NULL;
+  }
+  const char *host_end = colon ? colon : end;
+  char host[256], port[8];
+  snprintf(port, sizeof port, "%s", tls ? "443" : "80");
+  size_t hl = (size_t)(host_end - h);
+  if (hl >= 2 && *h == '[') h++, hl -= 2;
+  if (!hl || hl >= sizeof host || (colon && ((size_t)(end - colon - 1) >= sizeof port || end - colon < 2))) {
+    snprintf(why, why_len, "%s: not a ws://HOST[:PORT]/PATH URL", url);
+    return false;
+  }
+  memcpy(host, h, hl);
+  host[hl] = '\0';
+  if (colon) {
+    memcpy(port, colon + 1, (size_t)(end - colon - 1));
+    port[end - colon - 1] = '\0';
+  }
+  uint8_t nonce[16];
+  static const struct wslay_event_callbacks callbacks = {.recv_callback = ws_on_recv,
+                                                         .send_callback = ws_on_send,
+                                                         .genmask_callback = ws_on_genmask,
+                                                         .on_msg_recv_callback = ws_on_message};
+  if (!os_random_bytes(nonce, sizeof nonce) || c->ws_api->wslay_event_context_client_init(&c->ws_ctx, &callbacks, c) != 0) {
+    c->ws_ctx = NULL;
+    snprintf(why, why_len, "out of memory or randomness");
+    return false;
+  }
+  c->ws_api->wslay_event_config_set_max_recv_msg_length(c->ws_ctx, DEFAULT_MAX_MESSAGE_BYTES);
+  base64_encode(nonce, sizeof nonce, c->ws_key);
+  c->ws_key[base64_encoded_len(sizeof nonce)] = '\0';
+  c->ws = true;
+  c->ws_tls = tls;
+  size_t scheme_len = tls ? 6 : 5;
+  c->ws_host_header = strndup(url + scheme_len, (size_t)(end - url - (ptrdiff_t)scheme_len));
+  c->ws_path = strdup(*end == '/' ? end : "/");
+  http_parser_init(&c->ws_parser, HTTP_RESPONSE);
+  c->ws_parser.data = c;
+  uv_loop_t *loop = c->hub->app->loop;
+  uv_tcp_init(loop, &c->ws_tcp);
+  c->ws_tcp.data = c;
+  c->open_handles++;
+  if (tls) {
+    char https[2100];
+    snprintf(https, sizeof https, "https://%s", url + 6);
+    return ws_tls_start(c, https, why, why_len);
+  }
+  c->ws_gai.data = c;
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+  int rc = uv_getaddrinfo(loop, &c->ws_gai, ws_on_resolved, host, port, &hints);
+  if (rc != 0) {
+    snprintf(why, why_len, "cannot look %s up: %s", host, uv_strerror(rc));
+    return false;
+  }
+  c->open_handles++; /* the lookup holds c until its callback */
+  return true;
+}
+
+bool remote_ws_send(remote_conn *c, const char *text, size_t len, char *why, size_t why_len) {
+  struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)text, len};
+  if (c->ws_api->wslay_event_queue_msg(c->ws_ctx, &msg) != 0) {
+    snprintf(why, why_len, "the WebSocket is closing");
+    return false;
+  }
+  ws_flush(c); /* before the upgrade is answered, it waits in wslay's queue */
+  return true;
+}
+
 /* ---- Streamable HTTP ---------------------------------------------------- */
 
 static remote_post *post_of(curl_transfer *t) { return (remote_post *)((char *)t - offsetof(remote_post, transfer)); }
@@ -930,6 +1320,18 @@ static void on_post_done(curl_transfer *t, CURLcode result) {
 
 static void hub_after_curl(void *data) { remote_hub_kick(data); }
 
+/* The hub's curl loop, made on first use (HTTP transfers, wss://). */
+static bool hub_curl(remote_hub *hub, char *why, size_t why_len) {
+  if (!hub->curl) {
+    if (!(hub->api = curl_lib_load("mcp.client", hub->curl_why, sizeof hub->curl_why)) ||
+        !(hub->curl = curl_loop_new(hub->app->loop, hub->api, hub_after_curl, hub))) {
+      snprintf(why, why_len, "%s", hub->curl_why[0] ? hub->curl_why : "libcurl could not start");
+      return false;
+    }
+  }
+  return true;
+}
+
 
 /* Start a transfer: a message (body), a resumption GET or the DELETE.
  * Extra headers from the Lua table at extra_idx (0: none). */
@@ -940,13 +1342,7 @@ bool remote_post_start(remote_conn *c, post_what what, const char *body, size_t 
     snprintf(why, why_len, "the server is stopping");
     return false;
   }
-  if (!hub->curl) {
-    if (!(hub->api = curl_lib_load("mcp.client", hub->curl_why, sizeof hub->curl_why)) ||
-        !(hub->curl = curl_loop_new(hub->app->loop, hub->api, hub_after_curl, hub))) {
-      snprintf(why, why_len, "%s", hub->curl_why[0] ? hub->curl_why : "libcurl could not start");
-      return false;
-    }
-  }
+  if (!hub_curl(hub, why, why_len)) return false;
   const curl_api *api = hub->api;
   remote_post *p = calloc(1, sizeof *p);
   if (!p) {

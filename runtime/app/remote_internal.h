@@ -1,18 +1,21 @@
 /*
  * remote_internal.h - what the two files of luamcp.remote share and
  * nobody else uses: remote_conn.c (the connections, their hub and their
- * transports, a child over stdio or Streamable HTTP) and lua_remote.c
+ * transports, a child over stdio, Streamable HTTP or a WebSocket) and lua_remote.c
  * (the Lua face, and the cancellations a task's going away sends). The
  * Lua face calls the connections, never the other way.
  */
 #ifndef LUAMCP_REMOTE_INTERNAL_H
 #define LUAMCP_REMOTE_INTERNAL_H
 
+#include <http_parser.h>
 #include <stdint.h>
 
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/sse_reader.h"
+#include "os/sock_watch.h"
+#include "os/wslay.h"
 #include "app/app.h"
 #include "app/curl_loop.h"
 
@@ -130,6 +133,33 @@ struct remote_conn {
   int term_signal;
   buf out_line, err_line;
   bool err_cut;
+  /* A WebSocket (ws://): one session on one connection, as over stdio;
+   * its messages are text frames (libwslay), routed as a child's lines. */
+  bool ws;
+  uv_tcp_t ws_tcp;
+  uv_getaddrinfo_t ws_gai;
+  uv_connect_t ws_connect;
+  const os_wslay_api *ws_api;
+  wslay_event_context_ptr ws_ctx;
+  http_parser ws_parser;   /* the upgrade's answer */
+  bool ws_upgraded, ws_in_value;
+  char ws_key[32];         /* our Sec-WebSocket-Key */
+  char *ws_host_header;    /* HOST:PORT for the upgrade's Host */
+  char *ws_path;
+  buf ws_field, ws_accept; /* a header's name as read; Sec-WebSocket-Accept */
+  buf ws_in;               /* read, not yet taken by wslay */
+  size_t ws_in_at;
+  buf ws_out;              /* a flush's frames, written at once */
+  /* wss://: libcurl connects and speaks TLS (a CONNECT_ONLY transfer,
+   * performed on libuv's thread pool: the easy handle keeps the connection,
+   * which a multi handle would keep in its own cache); then its socket is
+   * watched and bytes go through curl's send and recv. */
+  bool ws_tls;
+  CURL *ws_easy;
+  uv_work_t ws_work;
+  CURLcode ws_connect_result;
+  os_sock_watch *ws_watch;
+  buf ws_tls_out;          /* waiting for the socket to take it */
   /* HTTP. */
   char *url;
   char *unix_socket; /* a unix:SOCKET[:/PATH] URL's socket (url is then http://localhost/PATH), or NULL */
@@ -201,6 +231,11 @@ bool remote_id_of(const json_value *v, int64_t *out);
 bool remote_child_send(remote_conn *c, const char *text, size_t len, char *why, size_t why_len);
 /* Start the child: its pipes read. 0, or a libuv error. */
 int remote_spawn_child(remote_conn *c, char **argv, char **env, const char *cwd);
+/* A WebSocket: resolve, connect and upgrade (url: ws:// or wss://HOST[:PORT]/PATH),
+ * messages sent meanwhile wait in wslay's queue. 0, or false with why. */
+bool remote_ws_start(remote_conn *c, const char *url, char *why, size_t why_len);
+/* A WebSocket: send one message (a text frame). false, why: not sent. */
+bool remote_ws_send(remote_conn *c, const char *text, size_t len, char *why, size_t why_len);
 /* HTTP: start a transfer (a message, a resumption GET or the DELETE). */
 bool remote_post_start(remote_conn *c, post_what what, const char *body, size_t len, int64_t id, bool has_id,
                        lua_State *L, int extra_idx, char *why, size_t why_len);

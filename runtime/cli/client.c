@@ -15,8 +15,6 @@
 #include <errno.h>
 #include <lauxlib.h>
 #include <lualib.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,100 +32,7 @@
 #include "core/luamcp_limits.h"
 #include "os/path.h"
 #include "os/self.h"
-#include "os/signals.h"
 #include "os/terminal.h"
-
-/* ---- The connection base --------------------------------------------- */
-
-void client_conn_deliver(client_conn *c, const char *json, size_t len) {
-  client_message *m = malloc(sizeof *m + len + 1);
-  m->next = NULL;
-  m->len = len;
-  memcpy(m->json, json, len);
-  m->json[len] = '\0';
-  if (c->inbox_tail) c->inbox_tail->next = m;
-  else c->inbox = m;
-  c->inbox_tail = m;
-}
-
-static char *vformat(const char *fmt, va_list ap) {
-  char *s;
-  return vasprintf(&s, fmt, ap) < 0 ? strdup("(out of memory)") : s;
-}
-
-void client_conn_end(client_conn *c, const char *fmt, ...) {
-  if (c->ended) return;
-  va_list ap;
-  va_start(ap, fmt);
-  c->ended = vformat(fmt, ap);
-  va_end(ap);
-}
-
-void client_conn_fail(client_conn *c, const char *fmt, ...) {
-  if (c->failure) return;
-  va_list ap;
-  va_start(ap, fmt);
-  c->failure = vformat(fmt, ap);
-  va_end(ap);
-}
-
-void client_conn_release(client_conn *c) {
-  while (c->inbox) {
-    client_message *m = c->inbox;
-    c->inbox = m->next;
-    free(m);
-  }
-  c->inbox_tail = NULL;
-  free(c->ended);
-  free(c->failure);
-  free(c->failure_challenge);
-  free(c->failure_body);
-  free(c->dpop_nonce);
-}
-
-/* ---- Ctrl-C ------------------------------------------------------------- */
-
-/* Set by SIGINT once catch_interrupt() asked for it: conn:receive returns
- * "interrupted" so the program can tell the server (cancel) and exit. */
-static volatile sig_atomic_t interrupted;
-
-static void on_interrupt(void) { interrupted = 1; }
-
-/* ---- Waiting on the loop ------------------------------------------------ */
-
-static void on_waiter_wake(uv_idle_t *h) { (void)h; }
-
-static void on_waiter_timer(uv_timer_t *t) {
-  loop_waiter *w = (loop_waiter *)((char *)t - offsetof(loop_waiter, timer));
-  uv_idle_start(&w->wake, on_waiter_wake);
-}
-
-void loop_waiter_init(loop_waiter *w, uv_loop_t *loop, void *owner) {
-  uv_timer_init(loop, &w->timer);
-  uv_idle_init(loop, &w->wake);
-  w->timer.data = w->wake.data = owner;
-  /* Neither keeps the loop alive: when nothing else is, no answer can come. */
-  uv_unref((uv_handle_t *)&w->timer);
-  uv_unref((uv_handle_t *)&w->wake);
-}
-
-int loop_waiter_turn(loop_waiter *w, int timeout_ms) {
-  uv_loop_t *loop = w->timer.loop;
-  if (timeout_ms == 0) return uv_run(loop, UV_RUN_NOWAIT);
-  if (timeout_ms > 0) {
-    uv_update_time(loop);
-    uv_timer_start(&w->timer, on_waiter_timer, (uint64_t)timeout_ms, 0);
-  }
-  int alive = uv_run(loop, UV_RUN_ONCE);
-  uv_timer_stop(&w->timer);
-  uv_idle_stop(&w->wake);
-  return alive;
-}
-
-void loop_waiter_close(loop_waiter *w, uv_close_cb on_closed) {
-  uv_close((uv_handle_t *)&w->timer, on_closed);
-  uv_close((uv_handle_t *)&w->wake, on_closed);
-}
 
 /* ---- conn userdata ------------------------------------------------------ */
 
@@ -266,8 +171,7 @@ static int conn_receive(lua_State *L) {
       lua_pushliteral(L, "stream_ended");
       return 3;
     }
-    if (interrupted) {
-      interrupted = 0;
+    if (client_conn_take_interrupt()) {
       lua_pushnil(L);
       lua_pushliteral(L, "interrupted");
       lua_pushliteral(L, "interrupted");
@@ -379,11 +283,9 @@ static int conn_standalone_end(lua_State *L) {
  * waiting conn:receive returns nil, "interrupted", "interrupted". */
 static int l_catch_interrupt(lua_State *L) {
   (void)L;
-  os_catch_interrupt(on_interrupt);
+  client_conn_catch_interrupt();
   return 0;
 }
-
-bool client_conn_interrupted(void) { return interrupted != 0; }
 
 static int conn_close(lua_State *L) {
   conn_ud *u = luaL_checkudata(L, 1, CONN_MT);
@@ -437,6 +339,24 @@ static int open_child(lua_State *L) {
 static int open_http(lua_State *L) {
   buf err = BUF_INIT;
   return push_conn(L, client_http_open(luaL_checkstring(L, 1), &err), &err);
+}
+
+/* open_ws(url [, {Name = value}]): the headers go with the upgrade. */
+static int open_ws(lua_State *L) {
+  const char *url = luaL_checkstring(L, 1);
+  buf headers = BUF_INIT, err = BUF_INIT;
+  if (lua_istable(L, 2)) {
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+      const char *name = lua_tostring(L, -2), *value = lua_tostring(L, -1);
+      if (name && value && !strpbrk(name, "\r\n:") && !strpbrk(value, "\r\n"))
+        buf_printf(&headers, "%s: %s\r\n", name, value);
+      lua_pop(L, 1);
+    }
+  }
+  client_conn *c = client_ws_open(uv_default_loop(), url, headers.len ? headers.data : NULL, &err);
+  buf_free(&headers);
+  return push_conn(L, c, &err);
 }
 
 /* ---- Small system calls ---------------------------------------------------- */
@@ -526,6 +446,7 @@ static int luaopen_client(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"open_inprocess", open_inprocess},
       {"open_child", open_child},
+      {"open_ws", open_ws},
       {"open_http", open_http},
       {"json_encode", ljson_lua_encode},
       {"json_decode", ljson_lua_decode},

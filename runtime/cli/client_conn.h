@@ -6,6 +6,7 @@
  *                       spoken to through a loopback session (no pipes)
  *   client_child.c      a server started as a child, over its stdin/stdout
  *   client_http.c       a Streamable HTTP endpoint, through libcurl
+ *   client_ws.c         a WebSocket (ws://), one message per text frame
  *
  * Each one delivers whole JSON-RPC messages (text) into the connection's
  * inbox; client.c gives them to Lua one at a time. Nothing here parses
@@ -88,9 +89,14 @@ void client_conn_deliver(client_conn *c, const char *json, size_t len);
 void client_conn_end(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record a transport failure that the next receive reports (then clears). */
 void client_conn_fail(client_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From now on Ctrl-C does not kill the program: it is noted, for
+ * client_conn_interrupted. */
+void client_conn_catch_interrupt(void);
 /* Whether Ctrl-C was pressed and not yet reported (once the program asked
  * to catch it): a long pause ends early. */
 bool client_conn_interrupted(void);
+/* The same, reported: true once per Ctrl-C (conn:receive says "interrupted"). */
+bool client_conn_take_interrupt(void);
 /* Free what the base holds (the inbox, the reasons), not the struct. */
 void client_conn_release(client_conn *c);
 
@@ -124,5 +130,7 @@ typedef struct inprocess_options {
 client_conn *client_inprocess_open(uv_loop_t *loop, const char *path, const inprocess_options *o, buf *err);
 client_conn *client_child_open(uv_loop_t *loop, char *const argv[], buf *err);
 client_conn *client_http_open(const char *url, buf *err);
+/* headers: "Name: value\r\n" lines sent with the upgrade, or NULL. */
+client_conn *client_ws_open(uv_loop_t *loop, const char *url, const char *headers, buf *err);
 
 #endif

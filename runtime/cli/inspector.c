@@ -62,8 +62,9 @@ static double now_ms(void) {
 
 /* ---- What the page is shown --------------------------------------------- */
 
-static void record_message(inspector *ins, const char *conn, bool from_client, const char *json, size_t len) {
-  wire_log_message(&ins->log, now_ms(), conn, from_client, json, len);
+static void record_message(inspector *ins, const char *conn, const char *version, bool from_client, const char *json,
+                           size_t len) {
+  wire_log_message(&ins->log, now_ms(), conn, version, from_client, json, len);
   ui_notify(ins->ui);
 }
 
@@ -140,7 +141,7 @@ static void describe(void *arg, buf *out) {
 
 static void on_wire(void *data, const session *s, wire_direction dir, const char *json, size_t len) {
   inspector *ins = data;
-  record_message(ins, s->name, dir == WIRE_FROM_CLIENT, json, len);
+  record_message(ins, s->name, s->version ? s->version->name : NULL, dir == WIRE_FROM_CLIENT, json, len);
   if (s == ins->page && dir == WIRE_TO_CLIENT) note_page_answer(ins, json, len);
 }
 
@@ -358,7 +359,7 @@ static bool proxy_send(void *arg, const char *json, size_t len, buf *why) {
     return false;
   }
   note_page_request(ins, json, len);
-  record_message(ins, "ui", true, json, len);
+  record_message(ins, "ui", NULL, true, json, len);
   return ins->conn->ops->send(ins->conn, json, len, why);
 }
 
@@ -379,7 +380,7 @@ static void proxy_collect(inspector *ins) {
     client_message *m = c->inbox;
     c->inbox = m->next;
     if (!c->inbox) c->inbox_tail = NULL;
-    record_message(ins, "ui", false, m->json, m->len);
+    record_message(ins, "ui", NULL, false, m->json, m->len);
     note_page_answer(ins, m->json, m->len);
     free(m);
   }

@@ -216,6 +216,8 @@ static void usage_options(FILE *to, bool bundled) {
           "                              session's stream, its POSTs go to messages beside it\n"
           "                              (default /sse, POSTs to /messages?session_id=ID)\n"
           "  --no-sse                    serve Streamable HTTP only\n"
+          "  --ws-path PATH              where WebSockets (subprotocol mcp) are served (default: the\n"
+          "                              MCP path: GET /mcp with Upgrade: websocket)\n"
           "OAuth 2.1 resource server (README \"Authorization\"; each flag wins over mcp.server{auth}):\n"
           "  --auth-issuer URL           accept access tokens from this authorization server (turns\n"
           "                              OAuth on; not with --bearer-token-env)\n"
@@ -527,6 +529,10 @@ static void parse_run_options(int argc, char **argv, run_options *o) {
       i++;
     } else if (strcmp(a, "--no-sse") == 0) {
       o->http_opts.sse_path[0] = '\0';
+    } else if (strcmp(a, "--ws-path") == 0) {
+      if (!value || value[0] != '/') fail_usage("%s", "--ws-path needs a path beginning with /, e.g. /ws");
+      snprintf(o->http_opts.ws_path, sizeof o->http_opts.ws_path, "%s", value);
+      i++;
     } else if (strcmp(a, "--socket-mode") == 0) {
       char *end = NULL;
       long mode = value ? strtol(value, &end, 8) : -1;

@@ -250,6 +250,11 @@
 /* A comment line on an idle SSE stream this often keeps proxies from
  * closing it and finds dead clients. */
 #define HTTP_SSE_KEEPALIVE_MS 15000
+/* A WebSocket (http_ws.c) silent this long gets a ping; one that answers
+ * nothing (a pong, or anything else) within WS_PONG_TIMEOUT_MS after it is
+ * gone, and is closed: a peer whose machine vanished sends no FIN. */
+#define WS_PING_INTERVAL_MS 15000
+#define WS_PONG_TIMEOUT_MS 15000
 /* Per session, the most recent SSE events kept for Last-Event-ID replay:
  * at most this many, and at most this many bytes (and all sessions together
  * at most half of the buffer budget below). */

@@ -64,8 +64,8 @@ static void open_event(buf *b, uint64_t seq, double t_ms) {
   buf_printf(b, "{\"seq\":%llu,\"t\":%.3f,", (unsigned long long)seq, t_ms);
 }
 
-const wire_event *wire_log_message(wire_log *l, double t_ms, const char *conn, bool from_client, const char *json,
-                                   size_t len) {
+const wire_event *wire_log_message(wire_log *l, double t_ms, const char *conn, const char *version, bool from_client,
+                                   const char *json, size_t len) {
   uint64_t seq = l->next_seq++;
   buf b = BUF_INIT;
   size_t kept = observe_utf8_cut(json, len, l->max_text);
@@ -75,6 +75,10 @@ const wire_event *wire_log_message(wire_log *l, double t_ms, const char *conn, b
   buf_append_str(&b, from_client ? "\"c2s\"" : "\"s2c\"");
   buf_append_str(&b, ",\"conn\":");
   json_write_string(&b, conn, strlen(conn));
+  if (version) {
+    buf_append_str(&b, ",\"version\":");
+    json_write_string(&b, version, strlen(version));
+  }
   buf_append_str(&b, ",\"text\":");
   json_write_string(&b, json, kept);
   if (kept < len) buf_printf(&b, ",\"truncated\":%zu", len);

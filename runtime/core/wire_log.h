@@ -45,11 +45,13 @@ void wire_log_init(wire_log *l, size_t max_events, size_t max_bytes, size_t max_
 void wire_log_free(wire_log *l);
 
 /* A message of connection conn ("stdio", "http#3", "ui"), seen at t_ms
- * (ms since the epoch): kind "message", dir "c2s" or "s2c", and its text as
- * a JSON string (cut at max_text bytes without splitting a UTF-8
+ * (ms since the epoch): kind "message", dir "c2s" or "s2c", the protocol
+ * version its session negotiated when it has one (version, or NULL: a
+ * page that no longer holds the initialize still knows the era), and its
+ * text as a JSON string (cut at max_text bytes without splitting a UTF-8
  * character, with "truncated": its length). */
-const wire_event *wire_log_message(wire_log *l, double t_ms, const char *conn, bool from_client, const char *json,
-                                   size_t len);
+const wire_event *wire_log_message(wire_log *l, double t_ms, const char *conn, const char *version, bool from_client,
+                                   const char *json, size_t len);
 /* Any other event: fields is the rest of its JSON object, without braces,
  * starting with "kind" ("\"kind\":\"reload\",\"ok\":true"). */
 const wire_event *wire_log_event(wire_log *l, double t_ms, const char *fields, size_t len);

@@ -11,13 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { OS_SHA256_BYTES = 32 };
+enum { OS_SHA256_BYTES = 32, OS_SHA1_BYTES = 20 };
 
 /* n bytes from the OS's cryptographically secure generator; false (and
  * out untouched or partly written) when it has none to give. */
 bool os_random_bytes(void *out, size_t n);
 
 void os_sha256(const void *data, size_t n, uint8_t out[OS_SHA256_BYTES]);
+/* SHA-1: only where a protocol names it and nothing rests on its strength
+ * (a WebSocket handshake's Sec-WebSocket-Accept, RFC 6455 4.2.2). */
+void os_sha1(const void *data, size_t n, uint8_t out[OS_SHA1_BYTES]);
 
 void os_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n, uint8_t out[OS_SHA256_BYTES]);
 

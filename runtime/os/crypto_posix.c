@@ -45,6 +45,8 @@ bool os_random_bytes(void *out, size_t n) {
 
 void os_sha256(const void *data, size_t n, uint8_t out[OS_SHA256_BYTES]) { SHA256(data, n, out); }
 
+void os_sha1(const void *data, size_t n, uint8_t out[OS_SHA1_BYTES]) { SHA1(data, n, out); }
+
 void os_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n, uint8_t out[OS_SHA256_BYTES]) {
   unsigned int out_len = OS_SHA256_BYTES;
   HMAC(EVP_sha256(), key, (int)key_len, data, n, out, &out_len);

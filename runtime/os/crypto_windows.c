@@ -25,12 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static BCRYPT_ALG_HANDLE sha256_alg, hmac_alg, rsa_alg, p256_alg;
+static BCRYPT_ALG_HANDLE sha256_alg, sha1_alg, hmac_alg, rsa_alg, p256_alg;
 static INIT_ONCE providers_once = INIT_ONCE_STATIC_INIT;
 
 static BOOL CALLBACK open_providers(PINIT_ONCE once, PVOID param, PVOID *context) {
   (void)once, (void)param, (void)context;
   if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&sha256_alg, BCRYPT_SHA256_ALGORITHM, NULL, 0))) sha256_alg = NULL;
+  if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&sha1_alg, BCRYPT_SHA1_ALGORITHM, NULL, 0))) sha1_alg = NULL;
   if (!BCRYPT_SUCCESS(
           BCryptOpenAlgorithmProvider(&hmac_alg, BCRYPT_SHA256_ALGORITHM, NULL, BCRYPT_ALG_HANDLE_HMAC_FLAG)))
     hmac_alg = NULL;
@@ -56,7 +57,7 @@ bool os_random_bytes(void *out, size_t n) {
  * happen on a working Windows (SHA-256 is built in): the process stops
  * rather than hand out a digest of zeros as a MAC. */
 static void digest(BCRYPT_ALG_HANDLE alg, const void *key, size_t key_len, const void *data, size_t n,
-                   uint8_t out[OS_SHA256_BYTES]) {
+                   uint8_t *out, ULONG out_len) {
   BCRYPT_HASH_HANDLE hash = NULL;
   if (!alg || !BCRYPT_SUCCESS(BCryptCreateHash(alg, &hash, NULL, 0, (PUCHAR)key, (ULONG)key_len, 0))) abort();
   const unsigned char *p = data;
@@ -66,18 +67,23 @@ static void digest(BCRYPT_ALG_HANDLE alg, const void *key, size_t key_len, const
     p += chunk;
     n -= chunk;
   }
-  if (!BCRYPT_SUCCESS(BCryptFinishHash(hash, out, OS_SHA256_BYTES, 0))) abort();
+  if (!BCRYPT_SUCCESS(BCryptFinishHash(hash, out, out_len, 0))) abort();
   BCryptDestroyHash(hash);
 }
 
 void os_sha256(const void *data, size_t n, uint8_t out[OS_SHA256_BYTES]) {
   InitOnceExecuteOnce(&providers_once, open_providers, NULL, NULL);
-  digest(sha256_alg, NULL, 0, data, n, out);
+  digest(sha256_alg, NULL, 0, data, n, out, OS_SHA256_BYTES);
+}
+
+void os_sha1(const void *data, size_t n, uint8_t out[OS_SHA1_BYTES]) {
+  InitOnceExecuteOnce(&providers_once, open_providers, NULL, NULL);
+  digest(sha1_alg, NULL, 0, data, n, out, OS_SHA1_BYTES);
 }
 
 void os_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n, uint8_t out[OS_SHA256_BYTES]) {
   InitOnceExecuteOnce(&providers_once, open_providers, NULL, NULL);
-  digest(hmac_alg, key, key_len, data, n, out);
+  digest(hmac_alg, key, key_len, data, n, out, OS_SHA256_BYTES);
 }
 
 /* Not crypto, only a comparison whose time does not depend on where the

@@ -13,11 +13,13 @@ set -eu
 # libhiredis-dev: --redis (mcp.store, the bus), with its libuv adapter,
 # linked statically.
 # libsqlite3-dev: mcp.sqlite (linked statically).
+# libwslay-dev: WebSocket framing (os/wslay.h; libwslay1 is loaded at run
+# time, as libcurl is: Debian ships no static libwslay).
 # lua-busted: the test framework `luamcp test` runs, so that it works after
 # `make` alone (it is Lua: nothing links it); with lua5.4 and lua-luv,
 # plain `busted spec/FILE_spec.lua` too (README "Tests"). lua5.4 in the
 # same install also keeps lua-busted from pulling in lua5.2 for `lua`.
-build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libc-ares-dev dpkg-dev libyaml-dev zlib1g-dev libhiredis-dev libsqlite3-dev lua5.4 lua-luv lua-busted"
+build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-parser-dev libssl-dev libcurl4-openssl-dev libc-ares-dev dpkg-dev libyaml-dev zlib1g-dev libhiredis-dev libsqlite3-dev libwslay-dev lua5.4 lua-luv lua-busted"
 # openssl and tinyproxy: the HTTPS origin's test CA and the proxy of
 # spec/http_client_spec.lua; lua-sql-sqlite3: scripts/sqlite; git:
 # scripts/toolbox's spec; groff-base and man-db: the manual page's spec
@@ -42,7 +44,9 @@ build_pkgs="gcc make libc6-dev liblua5.4-dev lua-cjson-dev libuv1-dev libhttp-pa
 # it, headless, through puppeteer-core (spec/package.json);
 # lua5.2: spec/busted_lua_spec.lua runs busted with a `lua` that is 5.2
 # first on PATH (what /usr/bin/lua is on a machine where lua-busted
-# brought lua5.2 in: every busted run must be Lua 5.4 all the same).
+# brought lua5.2 in: every busted run must be Lua 5.4 all the same);
+# chromium: spec/websocket_spec.lua's page speaks MCP through the browser's
+# own WebSocket (headless, driven over the DevTools protocol).
 test_pkgs="lua5.4 lua5.2 lua-penlight lua-filesystem lua-busted lua-luv lua-cjson unzip ca-certificates clang libclang-rt-14-dev json-schema-test-suite
            valgrind curl jq python3 file openssl tinyproxy lua-sql-sqlite3 git groff-base man-db bsdutils redis-server nginx-light prometheus
            skopeo umoci podman chromium"

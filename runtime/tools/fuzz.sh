@@ -36,19 +36,20 @@ declare -A sources=(
   [fast_paths]="$c/buf.c $c/json.c $c/base64.c"
   [fast_paths_words]="-DJSON_SCAN_WORDS $c/buf.c $c/json.c $c/base64.c"
   [session]="$core"
-  [http_util]="$t/http_util.c"
+  [http_util]="$t/http_util.c $c/unix_url.c"
   [regex]="$c/regex.c"
   [schema]="$c/buf.c $c/json.c $c/schema.c $c/regex.c"
   [bundle]="$core"
   [jwt]="$core"
   [sse_reader]="$c/sse_reader.c $c/buf.c"
   [trace]="$c/trace.c $c/buf.c $o/crypto_posix.c $libdir/libcrypto.a -ldl -lpthread"
-  [http]="$core $(ls $t/http_*.c $t/worker_ipc.c | tr '\n' ' ') $o/sock_posix.c $t/fuzz/fuzz_app.c -luv -lhttp_parser"
+  [http]="$core $(ls $t/http_*.c $t/worker_ipc.c | tr '\n' ' ') $o/sock_posix.c $o/wslay_posix.c $o/dynlib_posix.c $t/fuzz/fuzz_app.c -luv -lhttp_parser -ldl"
+  [ws]="$core $(ls $t/http_*.c $t/worker_ipc.c | tr '\n' ' ') $o/sock_posix.c $o/wslay_posix.c $o/dynlib_posix.c $t/fuzz/fuzz_app.c -luv -lhttp_parser -ldl"
   [stdio]="$core $t/stdio_transport.c $o/stdfds_posix.c $t/fuzz/fuzz_app.c -luv"
   [lua_json]="-DLJSON_BORROW_BYTES=2 -DLJSON_RADIX_KEYS=2 -DLJSON_STASH_KEYS=1 $c/buf.c $c/json.c $c/chain.c runtime/app/lua_json.c -I/usr/include/lua5.4 -llua5.4"
   [lua_pattern]="runtime/app/lua_pattern.c -I/usr/include/lua5.4 -llua5.4"
 )
-all="json fast_paths fast_paths_words session http_util regex schema bundle jwt sse_reader trace http stdio lua_json lua_pattern"
+all="json fast_paths fast_paths_words session http_util regex schema bundle jwt sse_reader trace http ws stdio lua_json lua_pattern"
 targets=${*:-$all}
 passed=0
 failed=0

@@ -154,6 +154,9 @@ struct http_conn {
   int route;
   unsigned route_rules;
   char *host, *origin, *accept, *content_type, *session_id, *protocol_version, *last_event_id, *authorization;
+  /* A WebSocket upgrade's headers (http_ws.c); Sec-WebSocket-Protocol's
+   * repeats joined with commas, as one list. */
+  char *upgrade, *ws_key, *ws_version, *ws_protocol;
   /* The other Mcp-* headers (Mcp-Method, Mcp-Name, Mcp-Param-*), which a
    * 2026-07-28 request must keep in agreement with its body: "name\0value\0"
    * pairs, names in lower case, values trimmed. */
@@ -197,6 +200,13 @@ struct http_conn {
   bool drain_owed;
   bool close_announced; /* the response in progress said Connection: close */
   http_stream *stream; /* the response stream using this connection */
+  /* Taken over by its family after a 101 (http_route_upgrade): what it
+   * reads goes to family->upgraded_input, never to the parser again; and
+   * what the family holds of it (messages waiting for a handler to
+   * finish), charged to the buffer budget like held input. */
+  bool upgraded;
+  size_t upgraded_held;
+  void *upgraded_state; /* the family's own, for it to free in conn_gone */
   size_t pending_write_bytes;
   bool closing;
   /* Work for the next loop turn (see defer): never done from inside the

@@ -84,7 +84,9 @@ size_t http_conn_share(const http_server *h) {
   return share > HTTP_MIN_CONN_SHARE_BYTES ? share : HTTP_MIN_CONN_SHARE_BYTES;
 }
 
-static size_t conn_usage(const http_conn *c) { return c->pending_write_bytes + c->input.len + c->body.len; }
+static size_t conn_usage(const http_conn *c) {
+  return c->pending_write_bytes + c->input.len + c->body.len + c->upgraded_held;
+}
 
 void http_budget_changed(http_server *h) {
   if (h->budget_check || h->stopping) return;
@@ -190,6 +192,7 @@ void conn_write(http_conn *c, const char *data, size_t len) {
 
 static const char *status_text(int status) {
   switch (status) {
+    case 101: return "Switching Protocols";
     case 200: return "OK";
     case 202: return "Accepted";
     case 204: return "No Content";
@@ -203,7 +206,9 @@ static const char *status_text(int status) {
     case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
+    case 426: return "Upgrade Required";
     case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     /* The reason phrase is optional (RFC 9112, 4): none beats a wrong one.
      * spec/http_hardening_spec.lua checks that every status sent is listed. */
@@ -358,8 +363,9 @@ static void reset_request(http_conn *c) {
   buf_free(&c->body);
   c->in_value = false;
   c->header_bytes = 0;
-  char **headers[] = {&c->host,       &c->origin,           &c->accept,        &c->content_type,
-                      &c->session_id, &c->protocol_version, &c->last_event_id, &c->authorization};
+  char **headers[] = {&c->host,          &c->origin,        &c->accept,     &c->content_type, &c->session_id,
+                      &c->protocol_version, &c->last_event_id, &c->authorization, &c->upgrade,   &c->ws_key,
+                      &c->ws_version,    &c->ws_protocol};
   for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
     free(*headers[i]);
     *headers[i] = NULL;
@@ -437,6 +443,10 @@ static void store_header(http_conn *c) {
       {"mcp-protocol-version", offsetof(http_conn, protocol_version), "Bad Request: more than one MCP-Protocol-Version header"},
       {"last-event-id", offsetof(http_conn, last_event_id), "Bad Request: more than one Last-Event-ID header"},
       {"authorization", offsetof(http_conn, authorization), "Bad Request: more than one Authorization header"},
+      {"upgrade", offsetof(http_conn, upgrade), "Bad Request: more than one Upgrade header"},
+      {"sec-websocket-key", offsetof(http_conn, ws_key), "Bad Request: more than one Sec-WebSocket-Key header"},
+      {"sec-websocket-version", offsetof(http_conn, ws_version), "Bad Request: more than one Sec-WebSocket-Version header"},
+      {"sec-websocket-protocol", offsetof(http_conn, ws_protocol), NULL},
   };
   if (!c->field.len) return;
   if (c->field.len > 4 && strncasecmp(c->field.data, "mcp-", 4) == 0 && strcasecmp(c->field.data, "mcp-session-id") != 0 &&
@@ -468,8 +478,8 @@ static void store_header(http_conn *c) {
       reject(c, 400, -32600, wanted[i].repeated);
       break;
     }
-    if (*slot && strcmp(wanted[i].name, "accept") == 0) {
-      /* Repeated Accept headers are one list. */
+    if (*slot && (strcmp(wanted[i].name, "accept") == 0 || strcmp(wanted[i].name, "sec-websocket-protocol") == 0)) {
+      /* Repeated Accept (or Sec-WebSocket-Protocol) headers are one list. */
       size_t n = strlen(*slot);
       char *joined = malloc(n + 1 + c->value.len + 1);
       memcpy(joined, *slot, n);
@@ -732,6 +742,7 @@ static void conn_handle_request(http_conn *c) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b);
 static void conn_pump(http_conn *c);
+static size_t held_input_limit(http_conn *c);
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
   http_conn *c = req->data;
@@ -800,6 +811,25 @@ void conn_defer(http_conn *c) {
   schedule_later(h);
 }
 
+/* ---- Upgraded connections (http_route.h) ------------------------------ */
+
+void http_route_upgrade(http_conn *c) {
+  c->upgraded = true;
+  c->state = CONN_RESPONDING;
+  c->deadline_ms = 0;
+  c->keep_alive = false;
+  lru_remove(c); /* never closed to make room: it is a session at work */
+  conn_defer(c); /* the bytes read after the request, once the pump has let go of them */
+}
+
+void http_route_finish(http_conn *c) { conn_end(c); }
+
+void http_route_hold(http_conn *c, long delta) {
+  c->upgraded_held = (size_t)((long)c->upgraded_held + delta);
+  c->server->buffered = (size_t)((long)c->server->buffered + delta);
+  if (delta > 0) http_budget_changed(c->server);
+}
+
 static void on_later_idle(uv_idle_t *h) { (void)h; }
 
 static void on_later(uv_check_t *t) {
@@ -819,8 +849,8 @@ static void on_later(uv_check_t *t) {
       c->handling = false;
       lru_requeue(c);
       if (c->state != CONN_RESPONDING) conn_pump(c);
-    } else if (c->state == CONN_IDLE && !c->lingering) {
-      conn_pump(c); /* the bytes a pipelining client sent during the response */
+    } else if ((c->state == CONN_IDLE || c->upgraded) && !c->lingering) {
+      conn_pump(c); /* the bytes a pipelining client sent during the response, or an upgraded one's */
     }
   }
   if (h->budget_check) budget_enforce(h);
@@ -844,6 +874,19 @@ static size_t held_input_limit(http_conn *c) {
  * appended and parsed by this loop. */
 static void conn_pump(http_conn *c) {
   if (c->pumping || c->closing) return;
+  if (c->upgraded) {
+    if (c->lingering || c->close_pending) return;
+    c->pumping = true;
+    size_t used = c->family->upgraded_input(c, c->input.data ? c->input.data : "", c->input.len);
+    c->pumping = false;
+    if (c->closing) return;
+    input_consume(c, c->lingering ? c->input.len : used);
+    if (c->reading_stopped && !c->lingering && !c->close_pending && c->input.len <= held_input_limit(c)) {
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+      c->reading_stopped = false;
+    }
+    return;
+  }
   c->pumping = true;
   size_t off = c->fed;
   while (!c->closing && !c->close_pending && !c->lingering && c->state != CONN_RESPONDING && off < c->input.len) {
@@ -941,6 +984,10 @@ static void on_probe(uv_timer_t *t) {
  * harmless is sent (an interim 102, or an SSE comment), which only a
  * socket that is gone answers with a reset, and on_probe looks for it. */
 static void input_ended(http_conn *c) {
+  if (c->upgraded) { /* a WebSocket ends with a close frame: an EOF without one is the peer gone */
+    conn_close(c);
+    return;
+  }
   c->peer_eof = true;
   c->reading_stopped = true;
   uv_read_stop((uv_stream_t *)&c->tcp);
@@ -1022,7 +1069,7 @@ static void on_conn_closed(uv_handle_t *h) {
   srv->conn_count--;
   srv->conns_closing--;
   reset_request(c);
-  srv->buffered -= c->input.len;
+  srv->buffered -= c->input.len + c->upgraded_held;
   buf_free(&c->url);
   buf_free(&c->field);
   buf_free(&c->value);

@@ -90,6 +90,11 @@ typedef struct http_route_family {
    * something harmless on that response (see input_ended in http_conn.c)
    * and return true, or false when the response is not the family's. */
   bool (*probe)(http_conn *c);
+  /* A family that takes connections over (a WebSocket, after its 101:
+   * http_route_upgrade): the bytes read since. Returns how many it used;
+   * the rest stays buffered (reading stops past the held-input limit) and
+   * is offered again with the next bytes, or after conn_defer. */
+  size_t (*upgraded_input)(http_conn *c, const char *data, size_t len);
 } http_route_family;
 
 /* luamcp's families, NULL-terminated (http_routes.c): the program hands
@@ -104,5 +109,19 @@ bool http_route_path_is(const http_conn *c, const char *path);
 const char *http_route_body(const http_conn *c, size_t *len);
 /* A whole response (a body of len bytes, or none), and the request is done. */
 void http_route_answer(http_conn *c, int status, const char *content_type, const char *body, size_t len);
+
+/* The connection is the family's from now on (its 101 is written): no
+ * more HTTP requests are parsed on it, no HTTP timeout or the
+ * --max-connections cap closes it, and what it reads goes to
+ * upgraded_input (first, on the next turn, the bytes already read after
+ * the request). conn_write still writes, within the connection's share
+ * of the buffer budget; conn_close ends it (conn_gone tells the family). */
+void http_route_upgrade(http_conn *c);
+/* An upgraded connection is done: shut down once every byte is written
+ * (a WebSocket's close frame), then close. */
+void http_route_finish(http_conn *c);
+/* What an upgraded connection's family holds for it grew (or, negative,
+ * shrank) by delta bytes: charged to the buffer budget. */
+void http_route_hold(http_conn *c, long delta);
 
 #endif

@@ -16,6 +16,7 @@
   X(auth_metadata_family) /* /.well-known/oauth-protected-resource (http_auth.c) */                         \
   X(observe_family)       /* /healthz, /readyz, /metrics (http_observe.c) */                                \
   X(legacy_sse_family)    /* /sse and its /messages (http_legacy_sse.c) */                                  \
+  X(ws_family)            /* GET /mcp with Upgrade: websocket (http_ws.c), before the MCP endpoint's GET */  \
   X(streamable_family)    /* the MCP endpoint, /mcp (http_streamable.c) */                                  \
   HTTP_EXTRA_ROUTE_FAMILIES(X)
 

@@ -47,6 +47,10 @@ typedef struct http_options {
    * a session's stream, whose endpoint event names the path its POSTs go
    * to; "" turns it off (--no-sse). */
   char sse_path[256];
+  /* WebSockets (http_ws.c): a GET here with Upgrade: websocket and the
+   * mcp subprotocol becomes a session of its own on that connection, one
+   * JSON-RPC message per text frame; "" is the MCP path (--ws-path). */
+  char ws_path[256];
   bool allow_remote;          /* binding a non-loopback address was asked for explicitly */
   const char **allow_hosts;   /* extra Host names accepted */
   int allow_host_count;

@@ -65,7 +65,7 @@ export class Timeline {
     const hasId = m && m.id !== undefined && m.id !== null;
     if (m && typeof m.method === "string" && hasId) {                        // a request
       if (m.method === "initialize" && m.params && m.params.protocolVersion) this.eraOf.set(conn, m.params.protocolVersion);
-      const era = this.eraFor(conn, m);
+      const era = this.eraFor(conn, m, ev);
       const e = this.push({ kind: "call", t: ev.t, conn, dir, era, method: m.method, id: m.id, req: { ev, m }, res: null, kids: [], batch,
         tool: m.method === "tools/call" && m.params ? m.params.name : (m.method === "prompts/get" && m.params ? m.params.name : undefined) });
       this.methods.add(m.method);
@@ -81,7 +81,7 @@ export class Timeline {
       if (m.method === "notifications/progress") owner = this.progress.get(`${conn}|${JSON.stringify(p.progressToken)}`);
       else if (m.method === "notifications/cancelled") owner = this.calls.get(`${conn}|${dir}|${JSON.stringify(p.requestId)}`);
       else if (m.method === "notifications/message" && dir === "s2c") { const r = this.running.get(conn); owner = r && r.length ? r[r.length - 1] : null; }
-      const era = owner ? owner.era : this.eraFor(conn, m);
+      const era = owner ? owner.era : this.eraFor(conn, m, ev);
       const n = { t: ev.t, dir, method: m.method, m, ev };
       if (owner && !owner.res) { owner.kids.push(n); if (m.method === "notifications/cancelled") owner.cancelled = true; this.touch(owner); return; }
       this.push({ kind: "note", t: ev.t, conn, dir, era, method: m.method, note: n, batch });
@@ -97,17 +97,20 @@ export class Timeline {
         this.touch(e);
         return;
       }
-      this.push({ kind: "lone", t: ev.t, conn, dir, era: this.eraFor(conn, m), id: m.id, res: { ev, m }, error: m.error !== undefined });
+      this.push({ kind: "lone", t: ev.t, conn, dir, era: this.eraFor(conn, m, ev), id: m.id, res: { ev, m }, error: m.error !== undefined });
     } else {
       this.push({ kind: "garbage", t: ev.t, conn, dir, ev, m, error: true });
     }
   }
 
-  eraFor(conn, m) {
+  // A request's own _meta first (2026-07-28), then the version the
+  // connection's initialize negotiated, as the page saw it or, when the
+  // history no longer holds it, as luamcp says (ev.version).
+  eraFor(conn, m, ev) {
     const v = m && m.params && m.params._meta && m.params._meta[META_VERSION];
     if (v) return v;
     if (m && m.method === "server/discover") return "2026-07-28";
-    return this.eraOf.get(conn) || "";
+    return this.eraOf.get(conn) || (ev && ev.version) || "";
   }
 
   push(e) {

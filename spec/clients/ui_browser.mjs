@@ -27,14 +27,14 @@ import os from "node:os";
 
 const [chromium, url, artifacts, scenario, argsJSON] = process.argv.slice(2);
 const args = argsJSON ? JSON.parse(argsJSON) : {};
-const WAIT = 30000;
+const WAIT = 60000; // generous: the machine may be loaded (never a bound on speed)
 const out = { scenario, shots: [], steps: [] };
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), "luamcp-ui-chromium-"));
 let browser;
 
 // Whatever happens, the browser is killed and its profile removed: a hung
 // test must not leave a Chromium behind.
-const hardStop = setTimeout(() => finish(new Error("the scenario took longer than 240 s")), 240000);
+const hardStop = setTimeout(() => finish(new Error("the scenario took longer than 420 s")), 420000);
 async function finish(err) {
   clearTimeout(hardStop);
   if (err) { out.error = String(err && err.stack || err); }
@@ -420,7 +420,8 @@ try {
   page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
   out.problems = problems;
   await page.goto(url, { waitUntil: "load" });
-  await page.waitForSelector("body[data-ready=true]", { timeout: WAIT });
+  // 100,000 events are replayed before the page is ready: longer on a loaded machine.
+  await page.waitForSelector("body[data-ready=true]", { timeout: scenario === "big" ? WAIT * 4 : WAIT });
   out.addressAfterLoad = await page.evaluate(() => location.href);
   if (scenario === "dev") await dev(page);
   else if (scenario === "inspect") await inspect(page);

@@ -55,7 +55,7 @@ int main(void) {
   /* A message: its text kept exactly, control characters escaped so the
    * frame stays one data line. */
   const char *msg = "{\"id\":1,\n\"x\":\"\xc3\xa9\"}";
-  const wire_event *e = wire_log_message(&l, 1000.5, "stdio", true, msg, strlen(msg));
+  const wire_event *e = wire_log_message(&l, 1000.5, "stdio", "2025-11-25", true, msg, strlen(msg));
   CHECK(e->seq == 1, "first seq 1, got %llu", (unsigned long long)e->seq);
   CHECK(memchr(e->frame, '\n', e->len) != NULL && strstr(e->frame, "\n\n") == e->frame + e->len - 2,
         "the only blank line ends the frame");
@@ -67,6 +67,7 @@ int main(void) {
     CHECK_STR(string_of(root, "kind"), "message");
     CHECK_STR(string_of(root, "dir"), "c2s");
     CHECK_STR(string_of(root, "conn"), "stdio");
+    CHECK_STR(string_of(root, "version"), "2025-11-25");
     CHECK_STR(string_of(root, "text"), msg);
     CHECK(json_object_get(root, "truncated") == NULL, "not cut");
     json_doc_free(doc);
@@ -74,11 +75,12 @@ int main(void) {
 
   /* Cut at max_text (20) without splitting a character: "é" is bytes 19-20. */
   const char *long_msg = "{\"text\":\"abcdefghij\xc3\xa9zzzzzzzz\"}";
-  e = wire_log_message(&l, 1001, "ui", false, long_msg, strlen(long_msg));
+  e = wire_log_message(&l, 1001, "ui", NULL, false, long_msg, strlen(long_msg));
   doc = read_back(e, id, sizeof id);
   if (doc) {
     const json_value *root = json_doc_root(doc);
     CHECK_STR(string_of(root, "dir"), "s2c");
+    CHECK(json_object_get(root, "version") == NULL, "no version when the session has none");
     CHECK_STR(string_of(root, "text"), "{\"text\":\"abcdefghij");
     const json_value *t = json_object_get(root, "truncated");
     CHECK(t && t->type == JSON_INTEGER && (size_t)t->u.integer == strlen(long_msg), "truncated: the whole length");
@@ -110,7 +112,7 @@ int main(void) {
   char big[200];
   memset(big, 'a', sizeof big - 1);
   big[sizeof big - 1] = '\0';
-  for (int i = 0; i < 5; i++) wire_log_message(&l, 1, "stdio", true, big, strlen(big));
+  for (int i = 0; i < 5; i++) wire_log_message(&l, 1, "stdio", NULL, true, big, strlen(big));
   CHECK(l.count == 1 && l.bytes <= 300 && l.dropped == 4, "one fits: %zu events, %zu bytes", l.count, l.bytes);
   CHECK(wire_log_at(&l, 0)->seq == 5, "the newest kept");
   wire_log_free(&l);

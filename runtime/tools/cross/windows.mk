@@ -32,7 +32,7 @@ WIN_OBJ := $(patsubst runtime/%.c,$(WIN_DIR)/obj/%.o,$(WIN_SRC)) $(WIN_DIR)/obj/
 # otherwise declare their functions as DLL imports.
 WIN_CFLAGS := -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-format -MMD -MP \
               -include runtime/os/libc_windows.h -Iruntime -Ibuild \
-              -I$(WIN_DEPS)/include -I$(WIN_DEPS)/include/lua5.4 \
+              -I$(WIN_DEPS)/include -I$(WIN_DEPS)/include/lua5.4 -I$(WIN_DIR)/wslay-include \
               -D_WIN32_WINNT=0x0602 -DWIN32_LEAN_AND_MEAN -D__USE_MINGW_ANSI_STDIO=1 -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L \
               -DCURL_STATICLIB -DYAML_DECLARE_STATIC -DLUAMCP_CURL_STATIC
 WIN_LIBS := $(addprefix $(WIN_DEPS)/lib/,libcurl.a liblua5.4-cjson.a liblua5.4.a libuv_a.a libhttp_parser.a libyaml.a libsqlite3.a libhiredis.a) \
@@ -53,7 +53,14 @@ $(WIN_DIR)/luamcp.exe: $(WIN_OBJ)
 	$(WIN_CC) -static -o $@ $(WIN_OBJ) $(WIN_LIBS)
 	$(call split_debug,$(WIN_HOST)-objcopy)
 
-$(WIN_DIR)/obj/%.o: runtime/%.c | $(WIN_DEPS_STAMP)
+# libwslay's header only (os/wslay.h's types), from Debian's libwslay-dev:
+# the Windows build has no libwslay (os/wslay_windows.c says so), and the
+# mingw compiler must not search /usr/include for it.
+$(WIN_DIR)/wslay-include/wslay/wslay.h: /usr/include/wslay/wslay.h
+	@mkdir -p $(@D)
+	cp /usr/include/wslay/wslay.h /usr/include/wslay/wslayver.h $(@D)/
+
+$(WIN_DIR)/obj/%.o: runtime/%.c | $(WIN_DEPS_STAMP) $(WIN_DIR)/wslay-include/wslay/wslay.h
 	@mkdir -p $(@D)
 	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
 
