@@ -219,7 +219,8 @@ function Client:_send(message, identity, headers)
   local text = core.json_encode(message)
   if TRACE then io.stderr:write("--> ", text, "\n") end
   -- A DPoP-bound token goes with a fresh proof on every request.
-  local proof = self.authorize and self.authorize.proof and self.authorize.proof("POST", self.url)
+  -- (authorize may be a plain function: a hook of the caller's own.)
+  local proof = type(self.authorize) == "table" and self.authorize.proof and self.authorize.proof("POST", self.url)
   if proof then
     local with = { DPoP = proof }
     for k, v in pairs(headers or {}) do with[k] = v end
