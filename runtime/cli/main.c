@@ -113,6 +113,10 @@ static void usage_commands(FILE *to) {
           "  luamcp read PATH URI        read a resource\n"
           "  luamcp prompt PATH NAME [key=value...]\n"
           "                              get a prompt\n"
+          "  luamcp login URL            log in to a remote server in the browser (OAuth);\n"
+          "                              call, read, prompt and mcp.client then use the\n"
+          "                              kept token (--status: what is kept)\n"
+          "  luamcp logout URL           forget the login kept for URL\n"
           "  luamcp test [SPEC...]       run busted specs in the runtime (require \"mcp.testing\")\n"
           "  luamcp init DIR             start a new server: a tool, a resource, a prompt, a spec\n"
           "  luamcp install CLIENT PATH  add PATH to the MCP configuration of claude-desktop,\n"
@@ -1145,7 +1149,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "release") == 0) return release_command(argc - 2, argv + 2);
   if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);
   if (strcmp(cmd, "uninstall") == 0) return uninstall_command(argc - 2, argv + 2);
-  static const char *const client_commands[] = {"call", "read", "prompt", "inspect", "test", "init"};
+  static const char *const client_commands[] = {"call", "read", "prompt", "inspect", "login", "logout", "test", "init"};
   for (size_t i = 0; i < sizeof client_commands / sizeof *client_commands; i++)
     if (strcmp(cmd, client_commands[i]) == 0) return client_command(argc - 1, argv + 1);
   if (strcmp(cmd, "--bundle-info") == 0) {
