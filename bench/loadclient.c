@@ -402,6 +402,7 @@ static struct {
   uint64_t bytes;      /* the payload's size */
   const char *extra_args; /* more members for the arguments object, e.g. "\"c\":1,\"d\":\"x\"" */
   const char *header;     /* one more HTTP request header, "Name: value" (--header; e.g. a bearer token) */
+  bool a2a;               /* --a2a: A2A 1.0 SendMessage "add A B" (no handshake), the sum as the reply's text */
   const char *proto;
   bool quiet;
   const char *url;
@@ -674,6 +675,7 @@ static void payload_request(uint64_t id, const char *meta) {
 /* 2026-07-28 and later: no handshake; every request names its version and
  * the client's capabilities in its own _meta (and, over HTTP, in headers). */
 static bool modern_era(void) { return strcmp(opt.proto, "2026-07-28") >= 0; }
+static void buf_puts_a2a(buf *b) { buf_printf(b, "A2A-Version: 1.0\r\n"); }
 
 /* --rate: when call k may go out (open loop: the schedule does not wait for
  * answers; only the window can hold a call back). */
@@ -711,7 +713,12 @@ static void chan_send(chan *c, int kind, uint64_t k) {
                "\"io.modelcontextprotocol/clientCapabilities\":{},"
                "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"luamcp-loadclient\",\"version\":\"1.0.0\"}}",
                opt.proto);
-    if (opt.payload) {
+    if (opt.a2a) {
+      bl = snprintf(body_small, sizeof body_small,
+                    "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"SendMessage\",\"params\":{\"message\":"
+                    "{\"messageId\":\"m%" PRIu64 "\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"add %lld %lld\"}]}}}",
+                    r->id, r->id, a, b);
+    } else if (opt.payload) {
       payload_request(r->id, meta);
       body = P.body.p;
       bl = (int)P.body.len;
@@ -739,8 +746,9 @@ static void chan_send(chan *c, int kind, uint64_t k) {
                    http_path, http_hostport);
         if (opt.header) buf_printf(&c->hdr, "%s\r\n", opt.header);
         if (c->sid[0]) buf_printf(&c->hdr, "Mcp-Session-Id: %s\r\n", c->sid);
-        buf_printf(&c->hdr, "MCP-Protocol-Version: %s\r\n", R.proto_neg[0] ? R.proto_neg : opt.proto);
-        if (modern_era()) buf_printf(&c->hdr, "Mcp-Method: tools/call\r\nMcp-Name: %s\r\n", opt.tool);
+        if (opt.a2a) buf_puts_a2a(&c->hdr);
+        else buf_printf(&c->hdr, "MCP-Protocol-Version: %s\r\n", R.proto_neg[0] ? R.proto_neg : opt.proto);
+        if (modern_era() && !opt.a2a) buf_printf(&c->hdr, "Mcp-Method: tools/call\r\nMcp-Name: %s\r\n", opt.tool);
         snprintf(c->hdr_sid, sizeof c->hdr_sid, "%s", c->sid);
         c->hdr_ok = true;
       }
@@ -885,6 +893,19 @@ static void check_response(chan *c, req *r, jdoc *d, const char *raw, size_t raw
     if (si >= 0) jstr_decode(d, jget(d, si, "name"), R.server_name, sizeof R.server_name);
     c->hs = HS_INIT_DONE;
     R.t_init = t;
+    return;
+  }
+  if (opt.a2a) { /* SendMessage: {"message": {"parts": [{"text": SUM}]}} */
+    int tx = jget(d, jat(d, jget(d, jget(d, res, "message"), "parts"), 0), "text");
+    char txt[64], want[32];
+    snprintf(want, sizeof want, "%lld", r->expect);
+    if (err >= 0 || res < 0 || jstr_decode(d, tx, txt, sizeof txt) < 0 || strcmp(txt, want)) {
+      report_error("SendMessage: no message with the sum", raw, rawlen);
+      call_done(r);
+      return;
+    }
+    record_latency(r, t);
+    call_done(r);
     return;
   }
   /* tools/call */
@@ -1431,7 +1452,7 @@ static void produce(chan *c) {
   }
   switch (c->hs) {
   case HS_NONE:
-    if (modern_era()) {
+    if (modern_era() || opt.a2a) {
       snprintf(R.proto_neg, sizeof R.proto_neg, "%s", opt.proto);
       c->hs = HS_READY;
       produce(c);
@@ -1686,6 +1707,9 @@ static void usage(FILE *f) {
       "                         server that is still starting); default: no retry\n"
       "  --server-stderr FILE   where a spawned server's stderr goes (default inherit)\n"
       "  --tool NAME            tool to call (default add)\n"
+      "  --a2a                  HTTP: A2A 1.0 instead of MCP: SendMessage \"add A B\" to\n"
+      "                         the URL (no handshake), answered by a message whose\n"
+      "                         text is the sum\n"
       "  --extra-args JSON      more members for the call's arguments, e.g. '\"c\":1'\n"
       "  --payload KIND         instead of add: text (tools/call text {bytes}), echo\n"
       "                         (tools/call echo {text}), structured (tools/call\n"
@@ -1900,6 +1924,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--connect-timeout")) opt.connect_timeout_s = strtod(NEXT(), NULL);
     else if (!strcmp(a, "--server-stderr")) opt.server_stderr = NEXT();
     else if (!strcmp(a, "--tool")) opt.tool = NEXT();
+    else if (!strcmp(a, "--a2a")) opt.a2a = true;
     else if (!strcmp(a, "--extra-args")) opt.extra_args = NEXT();
     else if (!strcmp(a, "--payload")) opt.payload = NEXT();
     else if (!strcmp(a, "--bytes")) opt.bytes = num_arg(NEXT(), a);

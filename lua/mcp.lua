@@ -133,6 +133,7 @@ local LAZY = {
   metrics = function() return require "mcp.metrics" end,
   paths = function() return permissions.user_folders() end,
   sqlite = function() return require "mcp.sqlite" end,
+  a2a = function() return require "mcp.a2a_client" end,
 }
 setmetatable(M, {
   __index = function(t, k)
@@ -678,6 +679,15 @@ M.base64 = { encode = core.base64_encode, decode = core.base64_decode }
 local dispatch = require "mcp.dispatch"
 local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
+-- A foreign session's requests: A2A's (runtime/transport/http_a2a.c).
+function M._foreign_dispatch(method, params, ctx) return require("mcp.a2a").dispatch(method, params, ctx) end
+-- Another process asks about one of this process's agent tasks (runtime/app/bus.c).
+function M._foreign_elsewhere(method, params, principal) return require("mcp.a2a").elsewhere(method, params, principal) end
+
+--- An agent (A2A) served by `luamcp run --http` beside the tools:
+--- mcp.agent{name, description, version, provider, skills, handler =
+--- function(message, ctx) ... end} (lua/mcp/a2a.lua, docs/lua-api.md).
+function M.agent(def) require("mcp.a2a").declare(def) end
 M._resource_known = dispatch.resource_known
 M._resource_scopes = dispatch.resource_scopes
 

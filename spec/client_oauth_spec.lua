@@ -126,6 +126,31 @@ describe("luamcp call as an OAuth client (oidc-provider)", function()
     assert.are.same({ "notes:read" }, me.scopes)
   end)
 
+  it("a tool's mcp.client.connect{url, oauth} gets a token by client credentials (issue #47)", function()
+    local script = dir .. "/via_cc.lua"
+    client.write_file(script, ([[
+local mcp = require "mcp"
+mcp.server { name = "via", version = "1.0.0" }
+local notes = mcp.client.connect { url = %q, name = "notes",
+  oauth = { client_id = "m2m", client_secret_env = "M2M_SECRET", scope = "notes:read" } }
+mcp.tool { name = "whoami_there", handler = function()
+  local r, err = notes:call("whoami", {})
+  if not r then error(err, 0) end
+  return r.structuredContent
+end }
+]]):format(s.url))
+    local code, out, err = call({ script, "whoami_there", "--raw" }, { M2M_SECRET = "m2m-secret" })
+    assert.are.equal(0, code, err)
+    local me = cjson.decode(out).structuredContent
+    assert.are.equal("m2m", me.subject)
+    assert.are.equal(s.url, me.audience)
+    assert_no_secrets(out .. err, "m2m-secret")
+    -- Without the secret in the environment: a usage error when the script loads.
+    code, out, err = call({ script, "whoami_there" }, {})
+    assert.are_not.equal(0, code)
+    assert.truthy(err:find("oauth.client_secret_env: the variable M2M_SECRET is not set", 1, true), err)
+  end)
+
   it("a 403 insufficient_scope: a token with the scope added, the call again", function()
     local code, out, err = call({ "--http", s.url, "--client-id", "m2m", "--client-secret-env", "SECRET",
       "write_note" }, { SECRET = "m2m-secret" })
@@ -385,6 +410,6 @@ describe("mcp.client_auth's pure pieces", function()
       if line:match("^ok ") then passed = passed + 1 end
       assert.is_nil(line:match("^not ok .*"), line)
     end
-    assert.are.equal(6, passed, out)
+    assert.are.equal(8, passed, out)
   end)
 end)

@@ -60,21 +60,25 @@ case "$scenario" in
       "$LUAMCP" prompt --http "$url" "$prompt" >/dev/null || true
     done ;;
   auth/*)
-    # luamcp call as an OAuth client: the pre-registered client's
-    # credentials come in the context (client_id with client_secret, or
-    # private_key_pem and signing_algorithm for private_key_jwt, a
-    # workload's valid_jwt for the JWT bearer grant, an identity provider's
-    # ID token for enterprise-managed authorization); the
-    # secret goes through the environment, the key through a file of our
-    # own, never argv. Scenarios without credentials need the interactive
-    # flows (authorization code, dynamic registration), which luamcp call
-    # does not do: it reports the 401.
+    # luamcp call as an OAuth client, headless: it follows the
+    # authorization address itself and reads the redirect (the
+    # authorization-code grant with PKCE, registering dynamically or with
+    # the client ID metadata document below when the authorization server
+    # takes one), and keeps nothing (--headless). A pre-registered
+    # client's credentials come in the context (client_id with
+    # client_secret, or private_key_pem and signing_algorithm for
+    # private_key_jwt, a workload's valid_jwt for the JWT bearer grant, an
+    # identity provider's ID token for enterprise-managed authorization);
+    # the secret goes through the environment, the key through a file of
+    # our own, never argv. It lists the tools and calls test-tool: two
+    # requests, for the scenarios that change their answer between them
+    # (a step-up, an authorization server that moves).
     ctx() { "$NODE" -e 'const v = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}")[process.argv[1]];
       if (typeof v === "string") process.stdout.write(v)' "$1"; }
     id=$(ctx client_id) secret=$(ctx client_secret) pem=$(ctx private_key_pem) alg=$(ctx signing_algorithm)
     jwt=$(ctx valid_jwt) # workload identity federation: the JWT bearer grant
     id_token=$(ctx idp_id_token) idp=$(ctx idp_issuer) idp_client=$(ctx idp_client_id) # enterprise-managed
-    flags=()
+    flags=(--headless --client-metadata-url https://conformance-test.local/client-metadata.json)
     if [ -n "$id_token" ]; then
       export MCP_CONFORMANCE_ID_TOKEN=$id_token
       flags+=(--id-token-env MCP_CONFORMANCE_ID_TOKEN --idp-issuer "$idp" ${idp_client:+--idp-client-id "$idp_client"})
@@ -93,7 +97,7 @@ case "$scenario" in
       chmod 600 "$keyfile" && printf '%s' "$pem" >"$keyfile"
       flags+=(--client-key "$keyfile" --client-key-alg "${alg:-ES256}")
     fi
-    call "${flags[@]}" ;;
+    call "${flags[@]}" test-tool ;;
   *)
     echo "conformance_client.sh: unknown scenario '$scenario'" >&2
     call ;;

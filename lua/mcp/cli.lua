@@ -104,11 +104,17 @@ Usage: luamcp call PATH [TOOL [key=value ... | --json '{...}']]
               reported with what the server said and its WWW-Authenticate
   --ws URL    the server's WebSocket at URL (ws:// or wss://, subprotocol mcp)
   --bearer-env VAR  send the token in $VAR as 'Authorization: Bearer ...'
-  OAuth client credentials (a client registered with the authorization
-  server beforehand): on the server's 401, luamcp finds the authorization
-  server (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
-  metadata), gets a token with grant_type=client_credentials and retries.
-  Interactive (browser) flows and dynamic registration are not supported.
+  OAuth: on the server's 401, luamcp finds the authorization server
+  (WWW-Authenticate, Protected Resource Metadata, RFC 8414 / OpenID
+  metadata), gets a token and retries. A login kept by `luamcp login URL`
+  is used (and refreshed); on a terminal, a server that asks for a login
+  gets one in the browser, as luamcp login does (luamcp login --help);
+  otherwise client credentials (a client registered beforehand):
+  --headless  log in without a browser: follow the authorization address
+              and read its redirect (machines, tests, the conformance
+              suite); nothing is kept
+  --client-metadata-url URL  an https client ID metadata document to use
+              as the client_id where the authorization server takes them
   --client-id ID   the client's id
   --client-secret-env VAR  its secret, from $VAR (client_secret_basic or
               client_secret_post, as the authorization server takes)
@@ -164,8 +170,9 @@ Usage: luamcp read PATH URI
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --issuer, --header, --root, --answer,
-  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  --idp-client-id, --scope, --issuer, --headless, --client-metadata-url,
+  --header, --root, --answer, --accept-defaults, --protocol-version,
+  --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
   prompt = [==[
@@ -176,8 +183,9 @@ Usage: luamcp prompt PATH NAME [key=value ...]
   --raw   print the whole result as JSON
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --issuer, --header, --root, --answer,
-  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  --idp-client-id, --scope, --issuer, --headless, --client-metadata-url,
+  --header, --root, --answer, --accept-defaults, --protocol-version,
+  --timeout: as for luamcp call
   (luamcp call --help)
 ]==],
   inspect = [==[
@@ -200,9 +208,47 @@ Usage: luamcp inspect PATH [--json]
   --ui-port N  ... on this port (default: a free one)
   --http, --bearer-env, --client-id, --client-secret-env, --client-key,
   --client-key-alg, --assertion-env, --id-token-env, --idp-issuer,
-  --idp-client-id, --scope, --issuer, --header, --root, --answer,
-  --accept-defaults, --protocol-version, --timeout: as for luamcp call
+  --idp-client-id, --scope, --issuer, --headless, --client-metadata-url,
+  --header, --root, --answer, --accept-defaults, --protocol-version,
+  --timeout: as for luamcp call
   (luamcp call --help)
+]==],
+  login = [==[
+Usage: luamcp login URL [--client-id ID [--client-secret-env VAR]]
+       luamcp login --status       luamcp logout URL
+  Log in to the MCP server at URL as a person: luamcp finds its
+  authorization server (the 401's WWW-Authenticate, Protected Resource
+  Metadata, the server's metadata with its issuer checked), opens the
+  authorization page in the browser ($BROWSER, else xdg-open, open or
+  start; the address is printed too) and waits for the browser to come
+  back to a listener on 127.0.0.1 that it opens for the login and closes
+  after. The authorization-code grant with PKCE (S256), state, the
+  resource indicator and the response's iss checked (RFC 9207); a
+  DPoP-bound token (RFC 9449) where the authorization server takes it;
+  offline_access asked for where offered, so the token is refreshed when
+  it runs out.
+  The token is kept for URL (and luamcp's registration for the
+  authorization server) in $XDG_CONFIG_HOME/luamcp/tokens.json
+  (~/.config/luamcp; %APPDATA%\luamcp on Windows, sealed there by the
+  OS's data protection), readable by you alone, never printed. luamcp
+  call, read, prompt and inspect --http URL then use it, and so does a
+  tool's mcp.client.connect{url = URL}.
+  The client: --client-id ID (registered beforehand; --client-secret-env
+  VAR for a confidential one), else --client-metadata-url URL (an https
+  client ID metadata document) where the authorization server takes
+  those, else dynamic registration (RFC 7591) as a public client.
+  --headless  follow the authorization address without a browser and read
+              its redirect (an authorization server that lets a machine
+              through; an error where it wants a person)
+  --status    list the logins kept: server, authorization server, scope,
+              expiry; no token or secret
+  --scope, --issuer, --header, --timeout: as for luamcp call
+  luamcp logout URL forgets the token kept for URL.
+]==],
+  logout = [==[
+Usage: luamcp logout URL
+  Forget the login kept for URL by luamcp login (and luamcp's registration
+  at its authorization server, when no other login uses it).
 ]==],
   test = [==[
 Usage: luamcp test [SPEC...] [busted options]
@@ -301,7 +347,7 @@ local CLIENT_FLAGS = {
   ["--timeout"] = true, ["--raw"] = false, ["--protocol-version"] = true, ["--accept-defaults"] = false,
   ["--client-id"] = true, ["--client-secret-env"] = true, ["--client-key"] = true, ["--client-key-alg"] = true,
   ["--scope"] = true, ["--assertion-env"] = true, ["--id-token-env"] = true, ["--idp-issuer"] = true,
-  ["--idp-client-id"] = true, ["--issuer"] = true,
+  ["--idp-client-id"] = true, ["--issuer"] = true, ["--headless"] = false, ["--client-metadata-url"] = true,
 }
 
 local function print_notification(message, every)
@@ -343,35 +389,113 @@ local function from_env(command, flag, var)
   return value
 end
 
--- --client-id with --client-secret-env or --client-key, or --assertion-env:
--- an authorize function for client.connect (mcp.client_auth), or nil
--- without them.
-local function oauth_client(command, o)
+-- A URL given in a shell command, quoted for sh (or cmd's start).
+local function shell_quoted(text)
+  if package.config:sub(1, 1) == "\\" then return '"' .. text:gsub('"', "%%22") .. '"' end
+  return "'" .. text:gsub("'", "'\\''") .. "'"
+end
+
+-- Open address in the user's browser: $BROWSER (a command; %s, if it has
+-- one, is the address), else the desktop's opener (xdg-open where there
+-- is a display, open on macOS, start on Windows). The address is printed
+-- too, for a machine with no browser (ssh) or one that did not open.
+local function open_browser(command, address)
+  say(("luamcp %s: log in at this address (opening it in a browser):\n  %s"):format(command, address))
+  local browser = os.getenv("BROWSER")
+  local line
+  if browser and browser ~= "" then
+    line = browser:find("%s", 1, true) and browser:gsub("%%s", (shell_quoted(address):gsub("%%", "%%%%")))
+      or (browser .. " " .. shell_quoted(address))
+  elseif package.config:sub(1, 1) == "\\" then
+    line = 'start "" ' .. shell_quoted(address)
+  else
+    local function on_path(name) return os.execute("command -v " .. name .. " >/dev/null 2>&1") == true end
+    local uname = io.popen("uname -s 2>/dev/null")
+    local system = uname and uname:read("l") or ""
+    if uname then uname:close() end
+    if system == "Darwin" then
+      line = "open " .. shell_quoted(address)
+    elseif (os.getenv("DISPLAY") or os.getenv("WAYLAND_DISPLAY")) and on_path("xdg-open") then
+      line = "xdg-open " .. shell_quoted(address)
+    end
+  end
+  if not line then return end
+  -- In the background, and past the end of this terminal's session (a
+  -- browser outlives the command that opened it).
+  if package.config:sub(1, 1) ~= "\\" then line = "nohup " .. line .. " >/dev/null 2>&1 &" end
+  os.execute(line)
+end
+
+-- The token kept for url by an earlier login (mcp.token_store), or nil.
+local function kept_login(url)
+  local store = require "mcp.token_store"
+  local doc = store.load()
+  return doc and doc.servers[store.key(url)] or nil, doc
+end
+
+-- Keep what a login got for url (and the registration, per issuer).
+local function keep_login(command, url, kept)
+  local store = require "mcp.token_store"
+  local doc, why = store.load()
+  if doc then
+    doc.servers[store.key(url)] = kept
+    -- luamcp's own registration there (not a client given with --client-id
+    -- or a metadata document: those are not the authorization server's to keep).
+    if kept.client and kept.client.registered and kept.issuer then
+      doc.clients[kept.issuer] = kept.client
+    end
+    local ok
+    ok, why = store.save(doc)
+    if ok then return end
+  end
+  say(("luamcp %s: warning: the login is not kept: %s"):format(command, tostring(why)))
+end
+
+-- The OAuth options (--client-id with --client-secret-env or --client-key,
+-- --assertion-env, --id-token-env) and the login (the authorization-code
+-- grant: with --headless, with a terminal, or for luamcp login): an
+-- authorize function for client.connect (mcp.client_auth), or nil when
+-- there is nothing to authorize with. login: luamcp login itself (no kept
+-- token is used; the new one is kept).
+local function oauth_client(command, o, login)
   local given = o["client-id"] or o["client-secret-env"] or o["client-key"] or o["client-key-alg"] or o.scope
     or o["assertion-env"] or o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"] or o.issuer
-  if not given then return nil end
+    or o["client-metadata-url"]
   local function usage_error(text) fail("luamcp " .. command .. ": " .. text, 2) end
-  if not o.http then usage_error("--client-id and its options are for a server reached with --http URL") end
+  if (given or o.headless) and not o.http then
+    usage_error("--client-id and the other OAuth options are for a server reached with --http URL")
+  end
+  if not o.http or o["bearer-env"] and not given then return nil end
+  -- A person can log in: luamcp login, or a call on a terminal; a machine
+  -- with --headless. A kept login is used unless --headless (a machine's
+  -- run keeps nothing) or this is the login.
+  local person = login or (core.is_terminal(0) and core.is_terminal(2))
+  local can_login = (person or o.headless) and not o["assertion-env"] and not o["id-token-env"]
+  local kept = (not o.headless and not login) and kept_login(o.http) or nil
+  if not given and not can_login and not kept then return nil end
   local client_auth = require "mcp.client_auth"
   -- The token (and the metadata that leads to the credentials) would
   -- travel in the clear: OAuth 2.1 1.5.
   local allowed, why = client_auth.credentials_allowed(o.http)
   if not allowed then
+    if not given and not login then return nil end
     usage_error(("the OAuth client options need an https URL or a loopback host, not %s: %s"
       .. " (the access token would go there)"):format(o.http, why))
   end
-  if o.issuer then
-    allowed, why = client_auth.credentials_allowed(o.issuer)
-    if not allowed then
-      usage_error(("--issuer %s: an authorization server is https (or http on a loopback host): %s"):format(o.issuer,
-        why))
+  for flag, what in pairs { issuer = "an authorization server", ["client-metadata-url"] = "a client ID metadata document" } do
+    if o[flag] then
+      allowed, why = client_auth.credentials_allowed(o[flag])
+      if not allowed then
+        usage_error(("--%s %s: %s is https (or http on a loopback host): %s"):format(flag, o[flag], what, why))
+      end
     end
   end
   if o["bearer-env"] then usage_error("give either --bearer-env or OAuth client options, not both") end
-  if not o["client-id"] and not o["assertion-env"] and not o["id-token-env"] then
+  if not o["client-id"] and not o["assertion-env"] and not o["id-token-env"] and not can_login and not kept then
     usage_error("--client-secret-env, --client-key and --scope need --client-id ID (or --assertion-env VAR)")
   end
   local opts = { client_id = o["client-id"], scope = o.scope, issuer = o.issuer,
+    client_metadata_url = o["client-metadata-url"],
     notice = function(text) say("luamcp " .. command .. ": " .. text) end }
   if o["assertion-env"] then opts.assertion = from_env(command, "--assertion-env", o["assertion-env"]) end
   if o["id-token-env"] or o["idp-issuer"] or o["idp-client-id"] then
@@ -397,17 +521,35 @@ local function oauth_client(command, o)
     opts.key_pem = pem
     opts.key_alg = o["client-key-alg"] or "ES256"
     if opts.key_alg ~= "ES256" and opts.key_alg ~= "RS256" then usage_error("--client-key-alg must be ES256 or RS256") end
-  elseif not opts.assertion and not opts.idp then
+  elseif o["client-id"] and not opts.assertion and not opts.idp and not can_login then
     usage_error("--client-id needs --client-secret-env VAR or --client-key FILE.pem, or a JWT with --assertion-env"
-      .. " VAR (the interactive flows are not supported)")
+      .. " VAR; a public client logs in with luamcp login URL (or --headless)")
   end
   if o["client-key-alg"] and not o["client-key"] then usage_error("--client-key-alg goes with --client-key") end
+  if can_login or kept then
+    local _, doc = kept_login(o.http)
+    local keep = login or not o.headless
+    opts.login = {
+      headless = o.headless,
+      person = login, -- luamcp login: a person's login even with a client secret
+      stored = kept,
+      registrations = keep and doc and doc.clients or {},
+      open = function(address) open_browser(command, address) end,
+      say = function(text) say("luamcp " .. command .. ": " .. text) end,
+      on_token = keep and function(token) keep_login(command, o.http, token) end or nil,
+    }
+    if not can_login then
+      -- A kept token is used and refreshed, but a new login needs a person.
+      opts.login.unattended = ("the login kept for %s no longer works and there is no terminal to log in again:"
+        .. " run luamcp login %s"):format(o.http, o.http)
+    end
+  end
   return client_auth.new(opts)
 end
 
 -- Connect to what the options name; the first word is PATH unless --http
 -- or -- named the server.
-local function connect(command, o)
+local function connect(command, o, login)
   local target = { headers = o.headers, on_notification = function(m) print_notification(m, o.listen) end }
   if o["bearer-env"] then
     local var = o["bearer-env"]
@@ -426,7 +568,13 @@ local function connect(command, o)
   if next(target.headers) ~= nil and not o.http and not o.ws then
     fail("luamcp " .. command .. ": --header and --bearer-env are for a server reached with --http URL", 2)
   end
-  o.authorize = oauth_client(command, o)
+  o.authorize = oauth_client(command, o, login)
+  if o.authorize and o.authorize.current then
+    -- A kept login's token goes with the first request (refreshed first
+    -- when it ran out).
+    local token, scheme = o.authorize.current()
+    if token then target.headers.Authorization = (scheme or "Bearer") .. " " .. token end
+  end
   if o.root then target.roots = roots_of(command, o.root) end
   target.elicit = require("mcp.cli_ask").elicitation(command, o.answer, fail, o["accept-defaults"])
   target.apply_defaults = true
@@ -867,6 +1015,63 @@ function commands.init(args)
   local dir = o.words[1]
   if not dir or o.words[2] then fail(usage("init"), 2) end
   return require("mcp.project").project(dir, o.name, fail)
+end
+
+function commands.login(args)
+  local o = client_options("login", args, { ["--status"] = false })
+  if not o then return 0 end
+  local store = require "mcp.token_store"
+  if o.status then
+    local doc, why = store.load()
+    if not doc then fail("luamcp login: " .. why) end
+    local lines = store.status(doc, os.time())
+    if #lines == 0 then show("no logins kept (" .. tostring(store.path()) .. ")") end
+    for _, line in ipairs(lines) do show(line) end
+    return 0
+  end
+  o.http = o.http or table.remove(o.words, 1)
+  if not o.http or #o.words > 0 then fail(usage("login"), 2) end
+  local c = connect("login", o, true)
+  -- A server that lets the connection start without a token asks for one
+  -- on its first request.
+  local _, err = c:list("tools")
+  c:close()
+  if err then fail("luamcp login: " .. tostring(err.message)) end
+  if not o.authorize.current() then
+    say(("luamcp login: %s did not ask for a login (no HTTP 401): nothing to keep"):format(o.http))
+    return 0
+  end
+  say(("luamcp login: logged in to %s; the token is kept in %s"):format(o.http, tostring(store.path())))
+  return 0
+end
+
+function commands.logout(args)
+  local o = client_options("logout", args, {})
+  if not o then return 0 end
+  local url = o.http or o.words[1]
+  if not url or o.words[o.http and 1 or 2] then fail(usage("logout"), 2) end
+  local store = require "mcp.token_store"
+  local doc, why = store.load()
+  if not doc then fail("luamcp logout: " .. why) end
+  local key = store.key(url)
+  local kept = doc.servers[key]
+  if not kept then
+    say("luamcp logout: no login kept for " .. key)
+    return 0
+  end
+  doc.servers[key] = nil
+  -- The registration at its authorization server goes too, unless another
+  -- server's login still uses it.
+  local used = false
+  for _, other in pairs(doc.servers) do
+    if other.issuer == kept.issuer then used = true end
+  end
+  if not used and kept.issuer then doc.clients[kept.issuer] = nil end
+  local ok
+  ok, why = store.save(doc)
+  if not ok then fail("luamcp logout: " .. tostring(why)) end
+  say("luamcp logout: forgot the login for " .. key)
+  return 0
 end
 
 --- Run a command: its exit status.

@@ -81,7 +81,8 @@ M.Client = Client
 ---   on_notification(message)  called for each notification as it arrives
 ---   authorize(info)   HTTP: called when a request is refused with 401 (or 403
 ---                     insufficient_scope): info = {status, challenge, url};
----                     returns a token (sent as Authorization: Bearer) or nil, why;
+---                     returns a token and its scheme (sent as Authorization:
+---                     Bearer, or DPoP) or nil, why;
 ---                     the request is then sent once more
 ---   identity          in process: who every message comes from, as if it
 ---                     carried a verified token (JSON text; mcp.testing's auth)
@@ -217,6 +218,14 @@ local TRACE = os.getenv("LUAMCP_CLIENT_TRACE") == "1"
 function Client:_send(message, identity, headers)
   local text = core.json_encode(message)
   if TRACE then io.stderr:write("--> ", text, "\n") end
+  -- A DPoP-bound token goes with a fresh proof on every request.
+  -- (authorize may be a plain function: a hook of the caller's own.)
+  local proof = type(self.authorize) == "table" and self.authorize.proof and self.authorize.proof("POST", self.url)
+  if proof then
+    local with = { DPoP = proof }
+    for k, v in pairs(headers or {}) do with[k] = v end
+    headers = with
+  end
   local ok, err = self.conn:send(text, identity or self.identity, headers)
   return ok, err
 end
@@ -288,7 +297,7 @@ function Client:_exchange(message, headers, identity)
   local _, _, ended_before = self.conn:stream_state()
   while not self.answers[id] do
     local left = math.max(0, deadline - core.now_ms())
-    local text, why, kind, status, challenge, body = self.conn:receive(left)
+    local text, why, kind, status, challenge, body, dpop_nonce = self.conn:receive(left)
     if not text then
       if kind == "interrupted" then
         self.interrupted = true
@@ -300,12 +309,14 @@ function Client:_exchange(message, headers, identity)
       -- more scope; authorize itself refuses when a fresh token was refused.
       if kind == "failed" and self.authorize and authorized < 2 and (status == 401 or insufficient) then
         authorized = authorized + 1
-        local token, auth_err = self.authorize { status = status, challenge = challenge, url = self.url }
+        local token, auth_err = self.authorize { status = status, challenge = challenge, url = self.url,
+          dpop_nonce = dpop_nonce }
+        local scheme = token and auth_err or "Bearer"
         if not token then
           return nil, request_error(method, { code = -32000, status = status,
             message = why .. (auth_err and ("; authorization failed: " .. tostring(auth_err)) or "") })
         end
-        self.conn:set_header("Authorization", "Bearer " .. token)
+        self.conn:set_header("Authorization", scheme .. " " .. token)
         ok, err = self:_send(message, identity, headers)
         if not ok then return nil, request_error(method, { code = -32000, message = err }) end
         goto continue

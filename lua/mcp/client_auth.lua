@@ -27,7 +27,10 @@
 -- passed (then a new one is fetched). Neither the secret nor the token is
 -- ever part of a message.
 
-local core = require "luamcp.client"
+-- The command line's C half (luamcp.client), or in a server the same over
+-- mcp.http (mcp.oauth_server_core: client credentials for mcp.client).
+local has_client, core = pcall(require, "luamcp.client")
+if not has_client then core = require "mcp.oauth_server_core" end
 
 local M = {}
 
@@ -43,13 +46,15 @@ local ASSERTION_LIFETIME_S = 300
 -- Small pieces (pure, tested through the spec)
 ---------------------------------------------------------------------------
 
---- The auth-params of a WWW-Authenticate header's Bearer challenge:
+--- The auth-params of a WWW-Authenticate header's Bearer (or DPoP) challenge:
 --- { resource_metadata =, scope =, error =, error_description = } (names
 --- lower case). Quoted values may hold commas and escaped quotes.
 function M.parse_challenge(text)
   local params = {}
   if type(text) ~= "string" then return params end
-  local s = text:match("^%s*[Bb][Ee][Aa][Rr][Ee][Rr]%s+(.*)$") or text:match("[Bb]earer%s+(.*)$")
+  -- Bearer, or DPoP (RFC 9449 7.1: the same auth-params)
+  local s = text:match("^%s*[Bb][Ee][Aa][Rr][Ee][Rr]%s+(.*)$") or text:match("^%s*[Dd][Pp][Oo][Pp]%s+(.*)$")
+    or text:match("[Bb]earer%s+(.*)$") or text:match("[Dd][Pp][Oo][Pp]%s+(.*)$")
   if not s then return params end
   local i = 1
   while i <= #s do
@@ -80,25 +85,12 @@ function M.parse_challenge(text)
   return params
 end
 
--- scheme, authority (host[:port]) and path of an http(s) URL; no query or
--- fragment in the path.
-local function split_url(url)
-  local scheme, authority, rest = tostring(url):match("^(%a[%w+.-]*)://([^/?#]+)(.*)$")
-  if not scheme then return nil end
-  local path = rest:match("^[^?#]*") or ""
-  return scheme:lower(), authority:lower(), path
-end
+-- The URL pieces and the canonical server URI (one place: mcp.token_store,
+-- which keeps logins under it).
+local token_store = require "mcp.token_store"
+local split_url = token_store.split_url
 M.split_url = split_url
-
---- The canonical URI of an MCP server (RFC 8707, MCP 2025-11-25
---- "Canonical Server URI"): scheme and host lower case, no fragment, no
---- query, no trailing slash (unless the path is just "/").
-function M.canonical_url(url)
-  local scheme, authority, path = split_url(url)
-  if not scheme then return url end
-  if path ~= "/" then path = path:gsub("/+$", "") end
-  return scheme .. "://" .. authority .. path
-end
+M.canonical_url = token_store.canonical_url
 
 --- The Protected Resource Metadata URLs to try for the server at url
 --- (RFC 9728 3.1, MCP 2025-11-25): the path-aware one, then the root.
@@ -157,13 +149,14 @@ local function form_escape(s)
   return (tostring(s):gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end))
 end
 
-local function form(fields)
+function M.form(fields)
   local parts = {}
   for _, kv in ipairs(fields) do
     if kv[2] ~= nil then parts[#parts + 1] = form_escape(kv[1]) .. "=" .. form_escape(kv[2]) end
   end
   return table.concat(parts, "&")
 end
+local form = M.form
 
 -- The server's own words on one line (what prints them escapes the other
 -- control bytes).
@@ -171,7 +164,7 @@ local function one_line(text) return (text:gsub("[\r\n]+", " ")) end
 
 -- What an error answer says, for a person: "HTTP 401 invalid_client:
 -- description", never more than a line of the body.
-local function describe(answer)
+function M.describe(answer)
   local text = "HTTP " .. tostring(answer.status)
   local doc = core.json_decode(answer.body or "")
   if type(doc) == "table" and type(doc.error) == "string" then
@@ -182,6 +175,7 @@ local function describe(answer)
   end
   return text
 end
+local describe = M.describe
 
 -- GET a JSON document: the decoded object, or nil, why (and the status).
 local function get_json(url)
@@ -314,6 +308,31 @@ local function exchange_id_token(idp, server, resource, scope)
   return doc.access_token
 end
 
+--- The token endpoint's client authentication by method for client
+--- ({client_id, client_secret | key_pem, key_alg}): headers and the form
+--- fields to add ({name, value} pairs).
+function M.client_fields(method, client, server)
+  local headers, fields = {}, {}
+  if method == "client_secret_basic" then
+    -- RFC 6749 2.3.1: each part form-encoded before the base64.
+    headers.Authorization = "Basic " .. core.base64_encode(form_escape(client.client_id) .. ":"
+      .. form_escape(client.client_secret))
+  elseif method == "none" then
+    fields[#fields + 1] = { "client_id", client.client_id }
+  elseif method == "client_secret_post" then
+    fields[#fields + 1] = { "client_id", client.client_id }
+    fields[#fields + 1] = { "client_secret", client.client_secret }
+  else
+    -- aud: the issuer (RFC 7523 3; the token endpoint when the metadata has none)
+    local assertion, why = client_assertion(client, server.issuer or server.token_endpoint)
+    if not assertion then return nil, "cannot sign the client assertion with --client-key: " .. why end
+    fields[#fields + 1] = { "client_id", client.client_id }
+    fields[#fields + 1] = { "client_assertion_type", JWT_BEARER }
+    fields[#fields + 1] = { "client_assertion", assertion }
+  end
+  return headers, fields
+end
+
 -- POST the token request (client credentials, or the JWT bearer grant
 -- with assertion): the token answer, or nil and why.
 local function request_token(opts, server, method, resource, scope, assertion)
@@ -322,24 +341,11 @@ local function request_token(opts, server, method, resource, scope, assertion)
   if not allowed then return nil, not_sending(endpoint, why) end
   local fields = { { "grant_type", assertion and JWT_BEARER_GRANT or "client_credentials" },
     { "assertion", assertion }, { "resource", resource }, { "scope", scope } }
-  local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }
-  if method == "client_secret_basic" then
-    -- RFC 6749 2.3.1: each part form-encoded before the base64.
-    headers.Authorization = "Basic " .. core.base64_encode(form_escape(opts.client_id) .. ":"
-      .. form_escape(opts.client_secret))
-  elseif method == "none" then
-    fields[#fields + 1] = { "client_id", opts.client_id }
-  elseif method == "client_secret_post" then
-    fields[#fields + 1] = { "client_id", opts.client_id }
-    fields[#fields + 1] = { "client_secret", opts.client_secret }
-  else
-    -- aud: the issuer (RFC 7523 3; the token endpoint when the metadata has none)
-    local assertion, why = client_assertion(opts, server.issuer or endpoint)
-    if not assertion then return nil, "cannot sign the client assertion with --client-key: " .. why end
-    fields[#fields + 1] = { "client_id", opts.client_id }
-    fields[#fields + 1] = { "client_assertion_type", JWT_BEARER }
-    fields[#fields + 1] = { "client_assertion", assertion }
-  end
+  local headers, extra = M.client_fields(method, opts, server)
+  if not headers then return nil, extra end
+  for _, kv in ipairs(extra) do fields[#fields + 1] = kv end
+  headers["Content-Type"] = "application/x-www-form-urlencoded"
+  headers.Accept = "application/json"
   local answer, err = core.oauth_fetch { method = "POST", url = endpoint, headers = headers, body = form(fields) }
   if not answer then return nil, ("the token request to %s failed: %s"):format(endpoint, err) end
   if answer.status ~= 200 then
@@ -374,29 +380,115 @@ end
 --- (else the challenge's, else the PRM's scopes_supported); issuer (the
 --- only authorization server the credentials may go to: a PRM naming
 --- another is refused); notice(text) (without issuer: told, once per
---- authorization server, where a secret or key is about to go).
+--- authorization server, where a secret or key is about to go);
+--- client_metadata_url (a client ID metadata document's https URL).
+--- login: the authorization-code grant (mcp.client_login's flow table:
+--- headless, open, say, registrations, on_registered, dpop) is allowed,
+--- and used when no client secret, key or assertion is given or the
+--- authorization server does not do client credentials; login.stored: a
+--- kept token ({access_token, refresh_token, expires_at, scope, issuer,
+--- resource, client, token_type}) the connection starts with;
+--- login.on_token(kept): called with each new one, to keep it;
+--- login.person: always the authorization-code grant (luamcp login).
+--- The function returns the token and its scheme ("Bearer" or "DPoP").
 function M.new(opts)
-  assert(opts.client_id or opts.assertion or opts.idp, "client_auth.new needs client_id, assertion or idp")
+  local login = opts.login
+  assert(opts.client_id or opts.assertion or opts.idp or login,
+    "client_auth.new needs client_id, assertion, idp or login")
   opts.key_alg = opts.key_alg or "ES256"
-  local state = { tokens = 0 }
+  local flow = login and setmetatable({ opts = opts }, { __index = login })
+  if flow then flow.registrations = flow.registrations or {} end
+  -- tokens: how many this connection obtained (a fresh one refused is a
+  -- failure, never a loop); kept: what a refresh or a move needs.
+  local state = { tokens = 0, moves = 0 }
+  if login and login.stored then
+    local k = login.stored
+    state.token, state.scheme, state.refresh_token, state.expires_at = k.access_token, k.token_type, k.refresh_token,
+      k.expires_at
+    state.scope, state.issuer, state.resource, state.client = k.scope, k.issuer, k.resource, k.client
+    if k.dpop_key then
+      state.dpop = require("mcp.dpop").new(k.dpop_key)
+      flow.dpop = state.dpop
+    end
+  end
 
-  return function(info)
+  local function took(answer, scope, resource, client)
+    state.token, state.scope, state.tokens, state.resource = answer.access_token, scope, state.tokens + 1, resource
+    state.scheme = answer.token_type or "Bearer"
+    state.dpop = state.scheme == "DPoP" and flow and flow.dpop or nil
+    state.refresh_token = type(answer.refresh_token) == "string" and answer.refresh_token or state.refresh_token
+    state.client = client or state.client
+    local lifetime = math.tointeger(answer.expires_in)
+    state.expires_at = lifetime and lifetime > 0 and os.time() + lifetime or nil
+    if login and login.on_token and client then
+      login.on_token { access_token = state.token, token_type = state.scheme, refresh_token = state.refresh_token,
+        expires_at = state.expires_at, scope = scope, issuer = state.issuer, resource = resource,
+        dpop_key = state.dpop and state.dpop:saved() or nil,
+        token_endpoint = state.server and state.server.token_endpoint or nil,
+        -- What a refresh needs: never a secret given on the command line
+        -- (that stays in the environment it came from).
+        client = (client.metadata_document or client.preregistered) and { client_id = client.client_id } or client }
+    end
+    return state.token, state.scheme
+  end
+
+  -- The refresh token grant with what is kept; nil when there is nothing
+  -- to refresh with or the authorization server refused.
+  local function refresh()
+    if not (state.refresh_token and state.client and state.issuer and not state.refreshing) then return nil end
+    state.refreshing = true
+    local server = state.server
+    if not server or state.server_issuer ~= state.issuer then server = find_server_metadata(state.issuer) end
+    if not server then return nil end
+    state.server, state.server_issuer = server, state.issuer
+    -- A client registered beforehand authenticates with what this run was
+    -- given (its secret or key is never kept).
+    local client = state.client
+    if opts.client_id == client.client_id and (opts.client_secret or opts.key_pem) then
+      client = { client_id = opts.client_id, client_secret = opts.client_secret, key_pem = opts.key_pem,
+        key_alg = opts.key_alg }
+    end
+    local client_login = require "mcp.client_login"
+    local answer = client_login.refresh(M, server, client, state.refresh_token, state.resource, flow and flow.dpop)
+    if not answer then
+      state.refresh_token = nil
+      return nil
+    end
+    state.tokens = state.tokens - 1 -- a refresh is the same grant, renewed
+    return took(answer, state.scope, state.resource, state.client)
+  end
+
+  -- Called by a caller that wants the token before a request (a kept one
+  -- past its expiry is refreshed first): token, scheme or nil.
+  local function current()
+    if state.token and state.expires_at and os.time() >= state.expires_at then
+      local token, scheme = refresh()
+      if token then return token, scheme end
+    end
+    return state.token, state.scheme
+  end
+
+  local function authorize(info)
     local challenge = M.parse_challenge(info.challenge)
     local step_up = info.status == 403 and challenge.error == "insufficient_scope"
-    if state.token and not step_up and state.expires_at and os.time() >= state.expires_at then
-      -- The token ran out (a long --listen): a new one, as if from the start.
-      state.token, state.tokens, state.expires_at = nil, 0, nil
+    -- RFC 9449 9: the server wants its nonce in the proof; the same token
+    -- goes again with a proof that has it (once: a nonce already taken is
+    -- not new).
+    if state.token and state.dpop and challenge.error == "use_dpop_nonce"
+      and state.dpop:take_nonce(info.url, info.dpop_nonce) then
+      return state.token, state.scheme
     end
     if state.token and not step_up then
-      return nil, ("%s refused the access token the authorization server just issued (HTTP %s%s)"):format(
-        info.url, tostring(info.status),
-        challenge.error and (": " .. challenge.error .. (challenge.error_description and
-          (" " .. challenge.error_description) or "")) or "")
+      -- The token was refused: one that ran out (or was kept from an
+      -- earlier run) is refreshed, else a new one is got as if from the start.
+      state.refreshing = nil
+      if state.tokens == 0 or (state.expires_at and os.time() >= state.expires_at) then
+        local token, scheme = refresh()
+        if token then return token, scheme end
+        state.token, state.tokens, state.expires_at = nil, 0, nil
+      end
     end
-    if state.tokens >= 2 then
-      return nil, ("%s still answers HTTP %s (%s) with a token for scope %q"):format(info.url,
-        tostring(info.status), tostring(challenge.error), tostring(state.scope))
-    end
+    local refused = state.token and not step_up
 
     -- 1. Protected Resource Metadata
     local prm, where = find_resource_metadata(info.url, challenge)
@@ -421,20 +513,47 @@ function M.new(opts)
     end
     resource = resource or M.canonical_url(info.url)
 
+    if refused then
+      -- A token just issued and refused: a failure, unless the server's
+      -- metadata now names another authorization server (it moved:
+      -- SEP-2352), which is followed once, with a registration of its own.
+      if state.issuer and issuer ~= state.issuer and state.moves == 0 and login then
+        state.moves = state.moves + 1
+        state.token, state.tokens, state.refresh_token, state.client, state.scope = nil, 0, nil, nil, nil
+      else
+        return nil, ("%s refused the access token the authorization server just issued (HTTP %s%s)"):format(
+          info.url, tostring(info.status),
+          challenge.error and (": " .. challenge.error .. (challenge.error_description and
+            (" " .. challenge.error_description) or "")) or "")
+      end
+    end
+    if state.tokens >= 2 then
+      return nil, ("%s still answers HTTP %s (%s) with a token for scope %q"):format(info.url,
+        tostring(info.status), tostring(challenge.error), tostring(state.scope))
+    end
+
     -- 2. The authorization server's metadata
     local server, why = state.server, nil
-    if not server or state.issuer ~= issuer then
+    if not server or state.server_issuer ~= issuer then
       server, why = find_server_metadata(issuer)
       if not server then return nil, ("cannot find the authorization server %s: %s"):format(issuer, why) end
-      state.server, state.issuer = server, issuer
+      state.server, state.server_issuer = server, issuer
       if not opts.issuer and opts.notice and (opts.client_secret or opts.key_pem) then
         opts.notice(("sending the client credentials to the authorization server %s (named by %s;"
           .. " --issuer URL allows only that one)"):format(issuer, where))
       end
     end
+    if state.issuer and state.issuer ~= issuer then state.client = nil end
+    state.issuer = issuer
+    local grants = server.grant_types_supported
+    local code_flow = login and (login.person or not (opts.client_secret or opts.key_pem or opts.assertion or opts.idp)
+      or (type(grants) == "table" and not list_has(grants, "client_credentials")
+        and list_has(grants, "authorization_code") and not opts.assertion and not opts.idp))
     local method
-    method, why = M.auth_method(opts, server)
-    if not method then return nil, ("cannot authenticate to %s: %s"):format(issuer, why) end
+    if not code_flow then
+      method, why = M.auth_method(opts, server)
+      if not method then return nil, ("cannot authenticate to %s: %s"):format(issuer, why) end
+    end
 
     -- 3. The scope: what the user asked for, what the challenge asks for
     -- (on a step-up, what it asks for added to what the token had), else
@@ -454,12 +573,26 @@ function M.new(opts)
     if not scope and type(prm.scopes_supported) == "table" and #prm.scopes_supported > 0 then
       scope = table.concat(prm.scopes_supported, " ")
     end
+    -- A person's login asks for a refresh token too where the
+    -- authorization server offers one (SEP-2207).
+    if code_flow and scope and list_has(server.scopes_supported, "offline_access")
+      and not (" " .. scope .. " "):find(" offline_access ", 1, true) then
+      scope = scope .. " offline_access"
+    end
     if step_up and scope == state.scope then
       return nil, ("%s wants more scope (%s) than the token has, and the request for it was already made"):format(
         info.url, tostring(challenge.scope))
     end
 
-    -- 4. The token (for an enterprise-managed client, first the ID-JAG)
+    -- 4. The token: the authorization-code grant, or (for an
+    -- enterprise-managed client, first the ID-JAG) client credentials or
+    -- the JWT bearer grant.
+    if code_flow then
+      local client_login = require "mcp.client_login"
+      local answer, client = client_login.authorize(M, flow, server, resource, scope)
+      if not answer then return nil, client end
+      return took(answer, scope, resource, client)
+    end
     local assertion = opts.assertion
     if opts.idp then
       assertion, why = exchange_id_token(opts.idp, server, resource, scope)
@@ -468,11 +601,20 @@ function M.new(opts)
     local answer
     answer, why = request_token(opts, server, method, resource, scope, assertion)
     if not answer then return nil, why end
-    state.token, state.scope, state.tokens = answer.access_token, scope, state.tokens + 1
-    local lifetime = math.tointeger(answer.expires_in)
-    state.expires_at = lifetime and lifetime > 0 and os.time() + lifetime or nil
-    return answer.access_token
+    return took(answer, scope, resource, nil)
   end
+
+  -- A fresh DPoP proof for a request to url with the token (nil for a
+  -- Bearer token).
+  local function proof(method, url)
+    if state.token and state.scheme == "DPoP" and state.dpop then return state.dpop:proof(method, url, state.token) end
+  end
+
+  -- Has the token run out (its expires_in passed)?
+  local function expired() return state.expires_at ~= nil and os.time() >= state.expires_at end
+
+  return setmetatable({ current = current, proof = proof, expired = expired },
+    { __call = function(_, info) return authorize(info) end })
 end
 
 return M

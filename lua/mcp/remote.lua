@@ -36,7 +36,7 @@ local function connections()
 end
 
 local OPTIONS = { command = true, url = true, headers = true, name = true, timeout_ms = true,
-                  protocol_version = true, env = true, cwd = true }
+                  protocol_version = true, env = true, cwd = true, oauth = true }
 
 local LIST_FIELDS = { tools = "tools", resources = "resources", ["resources/templates"] = "resourceTemplates",
                       prompts = "prompts" }
@@ -89,6 +89,20 @@ local function check_options(opts)
   end
   string_map(opts.headers, "headers")
   string_map(opts.env, "env")
+  if opts.oauth ~= nil then
+    local o = opts.oauth
+    if opts.url == nil then misuse("oauth goes with url, not command") end
+    if type(o) ~= "table" or type(o.client_id) ~= "string" or type(o.client_secret_env) ~= "string" then
+      misuse("oauth must be { client_id = \"ID\", client_secret_env = \"VAR\" [, scope =, issuer =] }")
+    end
+    for _, k in ipairs { "scope", "issuer" } do
+      if o[k] ~= nil and type(o[k]) ~= "string" then misuse("oauth." .. k .. " must be a string") end
+    end
+    local secret = core.getenv(o.client_secret_env)
+    if secret == nil or secret == "" then
+      misuse(("oauth.client_secret_env: the variable %s is not set"):format(o.client_secret_env))
+    end
+  end
   if opts.cwd ~= nil and type(opts.cwd) ~= "string" then misuse("cwd must be a string") end
   if opts.name ~= nil and type(opts.name) ~= "string" then misuse("name must be a string") end
   if opts.timeout_ms ~= nil and not (math.type(opts.timeout_ms) == "integer" and opts.timeout_ms >= 0) then
@@ -157,6 +171,32 @@ local function connection_key(target, name)
   return key
 end
 
+-- A login kept by `luamcp login` for this URL (mcp.token_store), read at
+-- connect, while the scripts load (before the server is confined): its
+-- token goes as the Authorization header unless the script gave one.
+local function kept_login(opts)
+  if not opts.url or opts.url:match("^unix:") then return nil end
+  for k in pairs(opts.headers or {}) do
+    if k:lower() == "authorization" then return nil end
+  end
+  local ok, store = pcall(require, "mcp.token_store")
+  local doc = ok and store.load() or nil
+  return doc and doc.servers[store.key(opts.url)] or nil
+end
+
+-- application/x-www-form-urlencoded
+local function form(fields)
+  local parts = {}
+  for _, kv in ipairs(fields) do
+    if kv[2] ~= nil then
+      parts[#parts + 1] = kv[1] .. "=" .. tostring(kv[2]):gsub("[^%w%-%._~]", function(c)
+        return ("%%%02X"):format(c:byte())
+      end)
+    end
+  end
+  return table.concat(parts, "&")
+end
+
 --- Connect to another MCP server (no I/O waits here: the handshake comes
 --- at the first request, inside a task). Misuse raises; a program or host
 --- the permissions do not list raises "permission denied: ...".
@@ -176,6 +216,11 @@ function M.connect(opts)
     listeners = {}, tool_schemas = nil, argv = argv,
     running = {}, -- request id -> the ctx of the call it runs for
     abandoned = {}, -- ids of requests that timed out: their late answers are collected (_reap)
+    login = not opts.oauth and kept_login(opts) or nil, -- luamcp login's token for opts.url, or nil
+    -- client credentials (mcp.client_auth, its fetches over mcp.http)
+    oauth = opts.oauth and require("mcp.client_auth").new { client_id = opts.oauth.client_id,
+      client_secret = core.getenv(opts.oauth.client_secret_env), scope = opts.oauth.scope,
+      issuer = opts.oauth.issuer } or nil,
   }, Client)
   clients[target] = self
   return self
@@ -193,7 +238,7 @@ function Client:_open(argv)
   end
   local h, how = connections().open(spec)
   if not h then return nil, tostring(how) end
-  self.h, self.reused = h, how == "reused"
+  self.h, self.reused, self.sent_token = h, how == "reused", nil
   local sessions = session_store()
   if how ~= "reused" or type(sessions[self.key]) ~= "table" then sessions[self.key] = {} end
   self.session = sessions[self.key]
@@ -509,6 +554,70 @@ function Client:_send_and_wait(id, msg, headers)
   end
 end
 
+-- The kept login's token on the connection (refreshed first, inside this
+-- task, once it ran out, and kept again): true, or nil and why. Never a
+-- browser: a server has no person at it; a login that cannot be renewed
+-- says to log in again.
+function Client:_authorize()
+  local login, url = self.login, self.opts.url
+  if self.oauth and self.h then
+    -- Client credentials: a token before the first request (the Protected
+    -- Resource Metadata at its well-known place), a new one once it ran out.
+    local token = self.oauth.current()
+    if not token or self.oauth.expired() then
+      local why
+      token, why = self.oauth { status = 401, url = url }
+      if not token then return nil, "authorization failed: " .. tostring(why) end
+    end
+    if self.sent_token ~= token then
+      self.h:set_header("Authorization", "Bearer " .. token)
+      self.sent_token = token
+    end
+    return true
+  end
+  if not login or not self.h then return true end
+  local again = ("run luamcp login %s"):format(url)
+  if login.token_type == "DPoP" then
+    return nil, ("the login kept for %s is DPoP-bound, and mcp.client sends Bearer tokens only"):format(url)
+  end
+  if type(login.expires_at) == "number" and os.time() >= login.expires_at then
+    local client = type(login.client) == "table" and login.client or nil
+    if not (login.refresh_token and login.token_endpoint and client and client.client_id) then
+      return nil, ("the login kept for %s ran out: %s"):format(url, again)
+    end
+    local headers = { ["content-type"] = "application/x-www-form-urlencoded", accept = "application/json" }
+    local fields = { { "grant_type", "refresh_token" }, { "refresh_token", login.refresh_token },
+      { "resource", login.resource } }
+    fields[#fields + 1] = { "client_id", client.client_id }
+    fields[#fields + 1] = { "client_secret", client.client_secret } -- client_secret_post; none for a public client
+    local r, err = require("mcp.http").request { method = "POST", url = login.token_endpoint, headers = headers,
+      body = form(fields), timeout_ms = 30000 }
+    if not r then return nil, ("refreshing the login kept for %s failed: %s"):format(url, tostring(err)) end
+    local ok, doc = pcall(core.json_decode, r.body or "")
+    if r.status ~= 200 or not ok or type(doc) ~= "table" or type(doc.access_token) ~= "string" then
+      return nil, ("the authorization server did not refresh the login kept for %s (HTTP %s): %s"):format(url,
+        tostring(r.status), again)
+    end
+    login.access_token = doc.access_token
+    if type(doc.refresh_token) == "string" then login.refresh_token = doc.refresh_token end
+    local lifetime = math.tointeger(doc.expires_in)
+    login.expires_at = lifetime and lifetime > 0 and os.time() + lifetime or nil
+    -- Kept again for the command line and the next run (a rotated refresh
+    -- token is the only one left); a confined server may not write there.
+    local store = require "mcp.token_store"
+    local kept = store.load()
+    if kept then
+      kept.servers[store.key(url)] = login
+      pcall(store.save, kept)
+    end
+  end
+  if self.sent_token ~= login.access_token then
+    self.h:set_header("Authorization", "Bearer " .. login.access_token)
+    self.sent_token = login.access_token
+  end
+  return true
+end
+
 -- Ready to send requests: the handshake done, by this task or by another
 -- one that started it first (each waits for it; it runs once).
 function Client:_ready()
@@ -517,6 +626,8 @@ function Client:_ready()
     local ok, why = self:_open(self.argv)
     if not ok then return nil, why end
   end
+  local authorized, problem = self:_authorize()
+  if not authorized then return nil, problem end
   local s = self.session
   if s.protocol_version and s.server and not self.handshaking and not self.ended then return true end
   -- A connection that ended is opened again (a new session) at the next use.
@@ -525,6 +636,8 @@ function Client:_ready()
     if not argv then return nil, message end
     self.ended, self.abandoned = nil, {}
     local ok, why = self:_open(argv)
+    if not ok then return nil, why end
+    ok, why = self:_authorize()
     if not ok then return nil, why end
     session_store()[self.key] = {}
     self.session = session_store()[self.key]

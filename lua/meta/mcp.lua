@@ -886,6 +886,7 @@ function mcp.http.post(url, opts) end
 ---@field name? string how messages name this server (default: the program or the URL)
 ---@field timeout_ms? integer each request's own limit, 0 or nil for none (the outer call's deadline applies anyway)
 ---@field protocol_version? string pin "2026-07-28" (server/discover) or a session version such as "2025-11-25" (initialize); default: 2026-07-28 if the server offers it, else initialize
+---@field oauth? {client_id: string, client_secret_env: string, scope?: string, issuer?: string} url only: a token by client credentials (the secret from that environment variable; discovery as luamcp call's). Without it (and without an authorization header) the login `luamcp login URL` kept is used
 
 ---Other MCP servers, from a tool (docs/lua-api.md "Calling other servers").
 mcp.client = {}

@@ -59,6 +59,7 @@ struct vm {
   char **files;           /* the script and module files it loaded from disk */
   size_t file_count;
   int dispatch_ref;       /* mcp._dispatch(method, params, ctx, check) */
+  int foreign_dispatch_ref; /* mcp._foreign_dispatch(method, params, ctx): a foreign session's calls (A2A) */
   /* The string "isError", kept: a result is checked for it on every call
    * when calls are counted, and pushing the literal would go through
    * Lua's string cache, which it thrashes (~1000 instructions a call). */

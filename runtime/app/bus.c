@@ -39,6 +39,8 @@ struct bus {
   struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
   long long next_seq;
   everywhere_queue *everywhere; /* NULL until bus_on_everywhere */
+  bus_foreign_fn on_foreign;    /* NULL until bus_on_foreign */
+  void *on_foreign_arg;
 };
 
 /* A tasks/ request for a job another process may hold, waiting for the
@@ -49,6 +51,8 @@ typedef struct job_forward {
   bus *bus;
   call *call; /* NULL once answered or cancelled */
   long long seq;
+  int not_found_code;            /* a foreign call's answer when nobody holds it (0: a job's) */
+  const char *not_found_message;
   uv_timer_t timer;
   struct job_forward *next;
 } job_forward;
@@ -106,8 +110,11 @@ static void forward_end(job_forward *f) {
 static void on_forward_timeout(uv_timer_t *t) {
   job_forward *f = t->data;
   call *c = f->call;
+  int code = f->not_found_code;
+  const char *message = f->not_found_message;
   forward_end(f);
-  if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
+  if (c && code) call_fail(c, code, message, NULL, 0);
+  else if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
 }
 
 void bus_forward_job(bus *b, call *c, const json_value *params) {
@@ -148,6 +155,85 @@ void bus_forward_job(bus *b, call *c, const json_value *params) {
   b->forwards = f;
 }
 
+void bus_forward_foreign(bus *b, call *c, const char *params_json, size_t len, int not_found_code,
+                         const char *not_found_message) {
+  if (!b || !b->has_transport) {
+    call_fail(c, not_found_code, not_found_message, NULL, 0);
+    return;
+  }
+  long long seq = ++b->next_seq;
+  buf m = BUF_INIT;
+  start_message(b, &m, "task_request");
+  buf_printf(&m, ",\"foreign\":true,\"seq\":%lld,\"method\":", seq);
+  json_write_string(&m, c->method, strlen(c->method));
+  buf_puts(&m, ",\"params\":");
+  buf_append(&m, params_json, len);
+  buf_puts(&m, ",\"principal\":");
+  const char *principal = auth_principal(c->identity);
+  json_write_string(&m, principal, strlen(principal));
+  buf_putc(&m, '}');
+  const char *why = NULL;
+  bool sent = publish(b, &m, &why);
+  buf_free(&m);
+  if (!sent) {
+    char message[240];
+    snprintf(message, sizeof message, "%s unavailable: %s (the task may belong to another process)",
+             b->transport.name, why);
+    call_fail(c, JSONRPC_INTERNAL_ERROR, message, NULL, 0);
+    return;
+  }
+  job_forward *f = calloc(1, sizeof *f);
+  f->bus = b;
+  f->call = c;
+  f->seq = seq;
+  f->not_found_code = not_found_code;
+  f->not_found_message = not_found_message;
+  uv_timer_init(b->loop, &f->timer);
+  f->timer.data = f;
+  uv_timer_start(&f->timer, on_forward_timeout, BUS_FORWARD_TIMEOUT_MS, 0);
+  f->next = b->forwards;
+  b->forwards = f;
+}
+
+void bus_on_foreign(bus *b, bus_foreign_fn fn, void *arg) {
+  if (!b) return;
+  b->on_foreign = fn;
+  b->on_foreign_arg = arg;
+}
+
+/* Another process asks about a foreign task (A2A): the app answers if it
+ * is ours. */
+static void answer_foreign_request(bus *b, const json_value *root, const json_value *sender) {
+  const json_value *method = json_object_get(root, "method");
+  const json_value *params = json_object_get(root, "params");
+  const json_value *seq = json_object_get(root, "seq");
+  const json_value *who = json_object_get(root, "principal");
+  if (!b->on_foreign || !method || method->type != JSON_STRING || memchr(method->u.string, '\0', method->len) ||
+      !seq || seq->type != JSON_INTEGER || !who || who->type != JSON_STRING || memchr(who->u.string, '\0', who->len))
+    return;
+  buf text = BUF_INIT;
+  if (params) json_write_value(&text, params);
+  else buf_puts(&text, "{}");
+  char *name = strndup(method->u.string, method->len), *principal = strndup(who->u.string, who->len);
+  char *answer = b->on_foreign(b->on_foreign_arg, name, text.data, text.len, principal);
+  free(name);
+  free(principal);
+  buf_free(&text);
+  if (!answer || answer[0] != '{') {
+    free(answer);
+    return;
+  }
+  buf m = BUF_INIT;
+  start_message(b, &m, "task_reply");
+  buf_puts(&m, ",\"to\":");
+  json_write_string(&m, sender->u.string, sender->len);
+  buf_printf(&m, ",\"seq\":%lld,", (long long)seq->u.integer);
+  buf_append_str(&m, answer + 1); /* the answer's members, and its closing brace */
+  publish(b, &m, NULL);
+  buf_free(&m);
+  free(answer);
+}
+
 bool bus_forward_cancel(bus *b, call *c) {
   if (!b) return false;
   for (job_forward *f = b->forwards; f; f = f->next)
@@ -160,6 +246,11 @@ bool bus_forward_cancel(bus *b, call *c) {
 
 /* Another process asks about a job: answer if it is ours. */
 static void answer_task_request(bus *b, const json_value *root, const json_value *sender) {
+  const json_value *foreign = json_object_get(root, "foreign");
+  if (foreign && foreign->type == JSON_TRUE) {
+    answer_foreign_request(b, root, sender);
+    return;
+  }
   const json_value *method = json_object_get(root, "method");
   const json_value *params = json_object_get(root, "params");
   const json_value *seq = json_object_get(root, "seq");
@@ -216,7 +307,7 @@ static void take_task_reply(bus *b, const json_value *root) {
   forward_end(f);
   const json_value *result = json_object_get(root, "result");
   const json_value *error = json_object_get(root, "error");
-  if (result && result->type == JSON_OBJECT) {
+  if (result && (result->type == JSON_OBJECT || c->session->foreign)) {
     buf text = BUF_INIT;
     json_write_value(&text, result);
     call_respond(c, text.data, text.len);

@@ -77,6 +77,20 @@ void bus_on_everywhere(bus *b, bus_everywhere_fn fn, void *arg);
  * array): the others run it too. */
 void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args, size_t args_len);
 
+/* A foreign call (an A2A request, lua/mcp/a2a.lua) about a task this
+ * process does not hold: ask the others, which answer if it is theirs
+ * (bus_on_foreign); nobody within BUS_FORWARD_TIMEOUT_MS: the call fails
+ * with not_found_code and not_found_message (static). params_json: the
+ * request's params. */
+void bus_forward_foreign(bus *b, call *c, const char *params_json, size_t len, int not_found_code,
+                         const char *not_found_message);
+/* Answers another process's foreign request (method, params as JSON, the
+ * asker's principal): NULL when not ours (silence), else the text of a
+ * JSON object {"result": ...} or {"error": {...}} (malloc'd, freed by the
+ * bus). Set once by main, which runs it in the current generation. */
+typedef char *(*bus_foreign_fn)(void *arg, const char *method, const char *params_json, size_t params_len,
+                                const char *principal);
+void bus_on_foreign(bus *b, bus_foreign_fn fn, void *arg);
 /* A tasks/ call for a job this process does not hold: ask the others. */
 void bus_forward_job(bus *b, call *c, const json_value *params);
 /* The call is cancelled: if it was a forwarded one, forget it (its reply,

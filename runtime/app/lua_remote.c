@@ -60,6 +60,7 @@
 #include "app/lua_remote.h"
 #include "app/lua_task.h"
 #include "app/remote_internal.h"
+#include "app/secret_file.h"
 #include "os/proc.h"
 
 /* ---- Cancellation ------------------------------------------------------ */
@@ -673,11 +674,12 @@ int luaopen_luamcp_remote(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 4);
   lua_pushvalue(L, lua_upvalueindex(1)); /* the vm */
   lua_pushcclosure(L, remote_open, 1);
   lua_setfield(L, -2, "open");
   lua_pushcfunction(L, remote_endpoint);
   lua_setfield(L, -2, "endpoint");
+  secret_file_register(L); /* the logins luamcp login kept (mcp.token_store) */
   return 1;
 }

@@ -213,6 +213,7 @@ static void task_free(task *t) {
     t->tool = NULL;
     auth_identity_unref(t->identity);
     t->identity = NULL;
+    abandon_handle(t); /* a background task's (core.background) */
   } else {
     task *root = t->root;
     if (t->prev_child) t->prev_child->next_child = t->next_child;
@@ -1041,7 +1042,11 @@ static int task_entry(lua_State *co) {
   const json_value *params = lua_touserdata(co, 1);
   task *t = task_of(co);
   lua_settop(co, 0);
-  lua_rawgeti(co, LUA_REGISTRYINDEX, t->vm->dispatch_ref);
+  /* A foreign session's call (A2A) goes to its own entry, never to MCP's
+   * methods, and has no default deadline: its requests wait on agent
+   * tasks, which end, or are cancelled, on their own terms. */
+  bool foreign = t->call->session->foreign;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, foreign ? t->vm->foreign_dispatch_ref : t->vm->dispatch_ref);
   lua_pushstring(co, t->call->method);
   if (params) push_params(co, params);
   else lua_newtable(co);
@@ -1056,8 +1061,8 @@ static int task_entry(lua_State *co) {
    * whole collector cycle. */
   lua_getfield(co, 3, "_meta");
   lua_setiuservalue(co, -2, 1);
-  tool_plan plan = {.timeout_ms = t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
-  if (params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0) {
+  tool_plan plan = {.timeout_ms = foreign ? 0 : t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};
+  if (!foreign && params && params->type == JSON_OBJECT && strcmp(t->call->method, "tools/call") == 0) {
     const json_value *name = json_object_get(params, "name");
     if (name && name->type == JSON_STRING && !t->tool) t->tool = strdup(name->u.string);
     lua_schema_check_call(co, t->vm, params, 3, &plan);

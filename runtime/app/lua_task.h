@@ -45,6 +45,16 @@ void task_guard_coroutines(lua_State *L);
  * (stop the call past its deadline or cancelled, or poll the loop). */
 void task_interrupt_point(lua_State *L);
 int task_lua_spawn(lua_State *L);
+/* core.background(fn, ...) -> handle: fn(...) as a task of its own, which
+ * outlives the call that started it (an A2A agent's task runs on after
+ * the request that created it is answered); its handle can cancel it. */
+int task_lua_background(lua_State *L);
+/* core.signal() -> signal: sig:wait() waits without blocking until another
+ * task calls sig:notify(), which wakes every waiter. */
+int task_lua_signal(lua_State *L);
+/* Push the handle of root (a root task: made on first use), with which
+ * another task can cancel it; returns 1. */
+int task_push_root_handle(lua_State *L, task *root);
 void task_register_handle(lua_State *L);
 /* Context methods and metatable (registry[TASK_CTX_METHODS]). */
 void task_register_ctx(lua_State *L);

@@ -19,6 +19,7 @@
 #include "core/protocol.h"
 #include "core/trace.h"
 #include "app/otel.h"
+#include "app/bus.h"
 #include "app/lua_json.h"
 #include "app/lua_task.h"
 #include "app/task_internal.h"
@@ -266,6 +267,85 @@ static int ctx_close_sse_stream(lua_State *L) {
   lua_pushboolean(L, closed);
   return 1;
 }
+
+/* ctx:_partial(value): one more response to the request before its last
+ * (a foreign protocol's stream: A2A's SSE events). False when the request
+ * is already answered or gone. */
+static int ctx_partial(lua_State *L) {
+  call *c = ctx_root(L)->call;
+  if (!c || !c->session->foreign) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
+  buf out = BUF_INIT;
+  char err[200];
+  if (!ljson_encode(L, 2, &out, err, sizeof err)) {
+    buf_free(&out);
+    return luaL_error(L, "ctx:_partial: %s", err);
+  }
+  call_respond_partial(c, out.data, out.len);
+  buf_free(&out);
+  lua_pushboolean(L, true);
+  return 1;
+}
+
+/* ctx:_forward(params): a foreign request about a task this process does
+ * not hold goes to the other processes of the server (the bus: --workers,
+ * --redis); the one that holds it answers the request. The handler's own
+ * return is dropped. False when there are no others. */
+static int ctx_forward(lua_State *L) {
+  task *root = ctx_root(L);
+  call *c = root->call;
+  vm *v = root->vm;
+  if (!c || !c->session->foreign || !v->app || !bus_is_shared(v->app->bus)) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
+  buf params = BUF_INIT;
+  char err[200];
+  if (!ljson_encode(L, 2, &params, err, sizeof err)) {
+    buf_free(&params);
+    return luaL_error(L, "ctx:_forward: %s", err);
+  }
+  root->call = NULL;
+  c->app_data = NULL;
+  bus_forward_foreign(v->app->bus, c, params.data, params.len, -32001, "Task not found");
+  buf_free(&params);
+  lua_pushboolean(L, true);
+  return 1;
+}
+
+/* ctx:_detach(value): answer a foreign request with value now, and let its
+ * handler run on with no request (an agent's task that outlives the
+ * SendMessage that started it: lua/mcp/a2a.lua). False when the request
+ * is already answered or gone. */
+static int ctx_detach(lua_State *L) {
+  task *root = ctx_root(L);
+  call *c = root->call;
+  if (!c || !c->session->foreign) {
+    lua_pushboolean(L, false);
+    return 1;
+  }
+  buf out = BUF_INIT;
+  char err[200];
+  if (!ljson_encode(L, 2, &out, err, sizeof err)) {
+    buf_free(&out);
+    return luaL_error(L, "ctx:_detach: %s", err);
+  }
+  root->call = NULL;
+  c->app_data = NULL;
+  root->deadline_ns = 0; /* a request's deadline; the task has none */
+  if (root->deadline_armed) uv_timer_stop(&root->deadline_timer);
+  root->deadline_armed = false;
+  call_respond(c, out.data, out.len);
+  buf_free(&out);
+  lua_pushboolean(L, true);
+  return 1;
+}
+
+/* ctx:_handle(): a handle (mcp.spawn's kind) that cancels the request's
+ * whole work, its handler included, from another request. */
+static int ctx_handle_of(lua_State *L) { return task_push_root_handle(L, ctx_root(L)); }
 
 static int push_json_text(lua_State *L, const char *json) {
   if (!json) {
@@ -627,6 +707,10 @@ void task_register_ctx(lua_State *L) {
       {"_has_scopes", ctx_has_scopes},
       {"_principal", ctx_principal},
       {"close_sse_stream", ctx_close_sse_stream},
+      {"_partial", ctx_partial},
+      {"_forward", ctx_forward},
+      {"_detach", ctx_detach},
+      {"_handle", ctx_handle_of},
       {NULL, NULL},
   };
   luaL_newmetatable(L, CTX_MT);

@@ -308,3 +308,149 @@ int task_request_client(lua_State *L, task *t, call *c, const char *method, int 
   uv_timer_start(&t->timer, on_client_timeout, (uint64_t)t->vm->srv->opts.client_timeout_ms, 0);
   return lua_yieldk(L, 0, 0, client_request_continue);
 }
+
+/* ---- Background tasks and signals (agents' tasks, lua/mcp/a2a.lua) ----- */
+
+/* core.background(fn, ...): mcp.spawn's handle, on a root task with no
+ * call: what it returns goes nowhere (finish_root drops it), it keeps the
+ * identity of the request that started it (ctx.auth in what it calls),
+ * and its handle only cancels it (handle:wait sees it end "cancelled"). */
+int task_lua_background(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  task *parent = task_of(L); /* none when the bus runs the scripts for another process */
+  vm *v = parent ? parent->vm : vm_of(L);
+  int nargs = lua_gettop(L) - 1;
+  task_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  memset(h, 0, sizeof *h);
+  h->results_ref = LUA_NOREF;
+  h->vm = v;
+  luaL_setmetatable(L, TASK_HANDLE_MT);
+  task *t = task_new(v, NULL);
+  if (!t) return luaL_error(L, "not enough memory");
+  if (parent) {
+    t->identity = auth_identity_ref(parent->root->identity);
+    t->trace = parent->root->trace;
+  }
+  h->task = t;
+  t->handle = h;
+  lua_pushvalue(L, -1);
+  t->handle_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_checkstack(t->co, nargs + 1, "too many arguments");
+  lua_rotate(L, 1, 1); /* handle fn args... */
+  lua_pushvalue(L, 2);
+  lua_xmove(L, t->co, 1);
+  for (int i = 0; i < nargs; i++) {
+    lua_pushvalue(L, 3 + i);
+    lua_xmove(L, t->co, 1);
+  }
+  lua_settop(L, 1);
+  task_resume(t, nargs);
+  return 1;
+}
+
+int task_push_root_handle(lua_State *L, task *root) {
+  if (root->handle) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, root->handle_ref);
+    return 1;
+  }
+  task_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  memset(h, 0, sizeof *h);
+  h->results_ref = LUA_NOREF;
+  h->vm = root->vm;
+  luaL_setmetatable(L, TASK_HANDLE_MT);
+  h->task = root;
+  root->handle = h;
+  lua_pushvalue(L, -1);
+  root->handle_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 1;
+}
+
+#define SIGNAL_MT "luamcp.signal"
+
+/* One task waiting on a signal. Owner: the signal's list while it waits;
+ * freed when notified, or when its task stops waiting (cancel). */
+typedef struct sig_waiter {
+  task_op op; /* first: the task's wait_op points here */
+  task *t;
+  unsigned epoch; /* the signal's epoch when it started waiting */
+  struct sig_waiter **list; /* the signal's list head */
+  struct sig_waiter *next, *prev;
+} sig_waiter;
+
+/* The userdata: the head of its waiters. Every waiter's coroutine holds
+ * the signal on its stack, so it outlives them. */
+typedef struct lua_signal {
+  sig_waiter *waiters;
+  unsigned epoch; /* notifications so far */
+} lua_signal;
+
+static void signal_unlink(sig_waiter *w) {
+  if (w->prev) w->prev->next = w->next;
+  else *w->list = w->next;
+  if (w->next) w->next->prev = w->prev;
+}
+
+static void sig_waiter_cancel(task_op *op) {
+  sig_waiter *w = (sig_waiter *)op;
+  signal_unlink(w);
+  free(w);
+}
+
+static int signal_wait_continue(lua_State *L, int status, lua_KContext k) {
+  (void)L;
+  (void)status;
+  (void)k;
+  return 0;
+}
+
+static int signal_wait(lua_State *L) {
+  lua_signal *s = luaL_checkudata(L, 1, SIGNAL_MT);
+  task *t = task_check(L, "signal:wait");
+  sig_waiter *w = calloc(1, sizeof *w);
+  if (!w) return luaL_error(L, "not enough memory");
+  w->op.cancel = sig_waiter_cancel;
+  w->t = t;
+  w->epoch = s->epoch;
+  w->list = &s->waiters;
+  w->next = s->waiters;
+  if (w->next) w->next->prev = w;
+  s->waiters = w;
+  return task_wait_op(L, t, &w->op, signal_wait_continue);
+}
+
+/* Wake every task waiting now (one that waits again while being woken
+ * waits for the next notify). */
+static int signal_notify(lua_State *L) {
+  lua_signal *s = luaL_checkudata(L, 1, SIGNAL_MT);
+  unsigned now = ++s->epoch;
+  /* One at a time, from the list as it is after each resume: a woken task
+   * may cancel another waiter (which unlinks it) or wait again (with this
+   * epoch, so it is not woken twice). */
+  for (;;) {
+    sig_waiter *w = s->waiters;
+    while (w && w->epoch == now) w = w->next;
+    if (!w) break;
+    signal_unlink(w);
+    task *t = w->t;
+    bool waiting = t->wait == TASK_WAIT_OP && t->wait_op == &w->op;
+    free(w);
+    if (waiting) {
+      t->wait_op = NULL;
+      task_resume(t, 0);
+    }
+  }
+  return 0;
+}
+
+int task_lua_signal(lua_State *L) {
+  lua_signal *s = lua_newuserdatauv(L, sizeof *s, 0);
+  s->waiters = NULL;
+  s->epoch = 0;
+  if (luaL_newmetatable(L, SIGNAL_MT)) {
+    static const luaL_Reg methods[] = {{"wait", signal_wait}, {"notify", signal_notify}, {NULL, NULL}};
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}

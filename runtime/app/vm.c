@@ -716,6 +716,8 @@ static bool bind_library(vm *v, buf *err) {
   if (!protected_call(L, 1, 1, err)) return false;
   lua_getfield(L, -1, "_dispatch");
   v->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "_foreign_dispatch");
+  v->foreign_dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "_describe");
   v->describe_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushliteral(L, "isError");
@@ -769,7 +771,7 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   } else {
     v->module_dir = os_path_dir(path);
   }
-  v->dispatch_ref = v->describe_ref = v->is_error_ref = LUA_NOREF;
+  v->dispatch_ref = v->foreign_dispatch_ref = v->describe_ref = v->is_error_ref = LUA_NOREF;
   strmap_init(&v->tool_inputs);
   v->mem_limit = srv->opts.memory_limit;
   v->default_timeout_ms = srv->opts.call_timeout_ms;
@@ -897,6 +899,14 @@ static void app_call_start(void *app, call *c, const json_value *params, const c
 static void app_call_cancel(void *app, call *c) {
   if (bus_forward_cancel(((lua_app *)app)->bus, c)) return;
   task *t = c->app_data;
+  if (t && c->session->foreign && t->handle) {
+    /* An agent's handler running in its request (ctx:_handle, lua/mcp/
+     * a2a.lua): the task outlives the request, whose client went; only
+     * CancelTask (the handle) stops it. */
+    t->call = NULL;
+    c->app_data = NULL;
+    return;
+  }
   if (t) task_cancel(t);
 }
 

@@ -121,7 +121,8 @@ static int take_reason(lua_State *L, char **reason, const char *kind, bool clear
   return 3;
 }
 
-/* A failed request: nil, why, "failed", status, challenge, body. */
+/* A failed request: nil, why, "failed", status, challenge, body, and the
+ * server's last DPoP nonce. */
 static int take_failure(lua_State *L, client_conn *c) {
   take_reason(L, &c->failure, "failed", true);
   if (c->failure_status) lua_pushinteger(L, c->failure_status);
@@ -130,11 +131,13 @@ static int take_failure(lua_State *L, client_conn *c) {
   else lua_pushnil(L);
   if (c->failure_body) lua_pushstring(L, c->failure_body);
   else lua_pushnil(L);
+  if (c->dpop_nonce) lua_pushstring(L, c->dpop_nonce);
+  else lua_pushnil(L);
   free(c->failure_challenge);
   free(c->failure_body);
   c->failure_challenge = c->failure_body = NULL;
   c->failure_status = 0;
-  return 6;
+  return 7;
 }
 
 /* conn:receive([timeout_ms]) -> json | nil, why, kind
@@ -461,7 +464,7 @@ static int luaopen_client(lua_State *L) {
       {NULL, NULL},
   };
   luaL_newlib(L, fns);
-  client_oauth_register(L);
+  client_oauth_register(L, client_conn_interrupted);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
   lua_pushliteral(L, LUAMCP_VERSION);

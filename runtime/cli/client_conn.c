@@ -61,6 +61,7 @@ void client_conn_release(client_conn *c) {
   free(c->failure);
   free(c->failure_challenge);
   free(c->failure_body);
+  free(c->dpop_nonce);
 }
 
 /* ---- Ctrl-C ------------------------------------------------------------- */

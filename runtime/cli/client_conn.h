@@ -78,6 +78,7 @@ struct client_conn {
   long failure_status;     /* HTTP: the status of that failure, or 0 */
   char *failure_challenge; /* HTTP: its WWW-Authenticate, or NULL */
   char *failure_body;      /* HTTP: its body (a JSON-RPC error, an OAuth error), or NULL */
+  char *dpop_nonce;        /* HTTP: the last DPoP-Nonce a response carried (RFC 9449 9), or NULL */
   bool stream_ended;       /* HTTP: an answer stream ended (reported once by receive as "stream_ended") */
   const char *idle_reason; /* why nothing can answer once wait says so (static text), or NULL for the default */
 };

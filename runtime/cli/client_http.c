@@ -114,6 +114,10 @@ static size_t on_header(char *data, size_t size, size_t count, void *arg) {
     free(x->challenge);
     x->challenge = strndup(v, vlen);
   }
+  if ((v = header_value(data, n, "dpop-nonce", &vlen)) && vlen > 0) {
+    free(x->conn->base.dpop_nonce);
+    x->conn->base.dpop_nonce = strndup(v, vlen);
+  }
   if ((v = header_value(data, n, "content-type", &vlen))) {
     free(x->content_type);
     x->content_type = strndup(v, vlen);
@@ -180,8 +184,9 @@ static void fail_with_status(http_exchange *x, long status) {
   describe_body(&why, &x->pending);
   if (x->challenge) buf_printf(&why, " (WWW-Authenticate: %s)", x->challenge);
   if (status == 401)
-    buf_puts(&why, "; give a token with --bearer-env VAR (or --header 'Authorization: ...'), or OAuth client "
-                   "credentials with --client-id ID and --client-secret-env VAR or --client-key FILE.pem");
+    buf_printf(&why, "; log in with luamcp login %s, or give a token with --bearer-env VAR (or --header "
+                     "'Authorization: ...'), or OAuth client credentials with --client-id ID and --client-secret-env "
+                     "VAR or --client-key FILE.pem", c->url);
   if (!c->base.failure) {
     client_conn_fail(&c->base, "%s", why.data);
     /* The same failure, structured: for the auth hook and era fallback. */

@@ -10,6 +10,12 @@
  *     a JWT client assertion (RFC 7523) signed ES256 or RS256 by os/crypto
  *   base64_encode(text) -> standard base64 (client_secret_basic)
  *   random_id() -> 32 hex digits from the OS's secure generator (jti)
+ *   sha256_base64url(text), random_base64url(n): PKCE, state, DPoP
+ *   dpop_key() -> {pem, x, y}: a new P-256 key for DPoP (os/crypto)
+ *   write_private(path, text), read_private(path): luamcp login's tokens,
+ *     0600 and sealed by os_secret_seal (DPAPI on Windows): app/secret_file.c
+ *   redirect_listen(): the loopback listener a login waits on
+ *     (client_redirect.c)
  *   credentials_allowed(url) -> true | false, why
  *     may a secret or token go to url (curl_lib_credentials_allowed: https,
  *     or http to a loopback host, as libcurl reads the URL)
@@ -20,16 +26,21 @@
 #include "cli/client_oauth.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "app/curl_lib.h"
+#include "app/secret_file.h"
+#include "cli/client_redirect.h"
 #include "core/base64.h"
 #include "core/buf.h"
 #include "core/luamcp_limits.h"
 #include "os/crypto.h"
+#include "os/fs.h"
 
 /* One exchange's answer as it arrives. Owner: oauth_fetch's frame. */
 typedef struct fetch_answer {
@@ -254,6 +265,56 @@ static int credentials_allowed(lua_State *L) {
   return 2;
 }
 
+/* sha256_base64url(text): a PKCE S256 code challenge (RFC 7636 4.2), a
+ * DPoP proof's ath (RFC 9449 4.2). */
+static int sha256_base64url(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  uint8_t digest[OS_SHA256_BYTES];
+  os_sha256(s, n, digest);
+  buf out = BUF_INIT;
+  put_base64url(&out, (const char *)digest, sizeof digest);
+  lua_pushlstring(L, out.data, out.len);
+  buf_free(&out);
+  return 1;
+}
+
+/* random_base64url(n): n bytes from the OS's secure generator, base64url
+ * (a PKCE code verifier, a state, a jti). */
+static int random_base64url(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n > 0 && n <= 256, 1, "between 1 and 256 bytes");
+  uint8_t bytes[256];
+  if (!os_random_bytes(bytes, (size_t)n)) return luaL_error(L, "the OS has no secure random numbers to give");
+  buf out = BUF_INIT;
+  put_base64url(&out, (const char *)bytes, (size_t)n);
+  lua_pushlstring(L, out.data, out.len);
+  buf_free(&out);
+  return 1;
+}
+
+/* dpop_key() -> {pem=, x=, y=} (x, y base64url) | nil, why */
+static int dpop_key(lua_State *L) {
+  char *pem = NULL, why[200];
+  size_t pem_len = 0;
+  uint8_t x[32], y[32];
+  if (!os_ec_p256_generate(&pem, &pem_len, x, y, why, sizeof why)) return fail(L, why);
+  lua_createtable(L, 0, 3);
+  lua_pushlstring(L, pem, pem_len);
+  lua_setfield(L, -2, "pem");
+  free(pem);
+  buf b = BUF_INIT;
+  put_base64url(&b, (const char *)x, sizeof x);
+  lua_pushlstring(L, b.data, b.len);
+  lua_setfield(L, -2, "x");
+  b.len = 0;
+  put_base64url(&b, (const char *)y, sizeof y);
+  lua_pushlstring(L, b.data, b.len);
+  lua_setfield(L, -2, "y");
+  buf_free(&b);
+  return 1;
+}
+
 static int random_id(lua_State *L) {
   uint8_t bytes[16];
   if (!os_random_bytes(bytes, sizeof bytes)) return luaL_error(L, "the OS has no secure random numbers to give");
@@ -263,14 +324,19 @@ static int random_id(lua_State *L) {
   return 1;
 }
 
-void client_oauth_register(lua_State *L) {
+void client_oauth_register(lua_State *L, bool (*was_interrupted)(void)) {
   static const luaL_Reg fns[] = {
       {"oauth_fetch", oauth_fetch},
       {"jws_sign", jws_sign},
       {"base64_encode", l_base64_encode},
       {"random_id", random_id},
+      {"sha256_base64url", sha256_base64url},
+      {"random_base64url", random_base64url},
+      {"dpop_key", dpop_key},
       {"credentials_allowed", credentials_allowed},
       {NULL, NULL},
   };
   luaL_setfuncs(L, fns, 0);
+  client_redirect_register(L, was_interrupted);
+  secret_file_register(L);
 }

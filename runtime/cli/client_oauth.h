@@ -7,9 +7,11 @@
 #define LUAMCP_CLIENT_OAUTH_H
 
 #include <lua.h>
+#include <stdbool.h>
 
-/* Add oauth_fetch, jws_sign, base64_encode and random_id to the table on
- * the top of L's stack. */
-void client_oauth_register(lua_State *L);
+/* Add oauth_fetch, jws_sign, base64_encode, random_id and the rest (see
+ * client_oauth.c) to the table on the top of L's stack; was_interrupted
+ * ends a login's wait on Ctrl-C. */
+void client_oauth_register(lua_State *L, bool (*was_interrupted)(void));
 
 #endif

@@ -113,6 +113,10 @@ static void usage_commands(FILE *to) {
           "  luamcp read PATH URI        read a resource\n"
           "  luamcp prompt PATH NAME [key=value...]\n"
           "                              get a prompt\n"
+          "  luamcp login URL            log in to a remote server in the browser (OAuth);\n"
+          "                              call, read, prompt and mcp.client then use the\n"
+          "                              kept token (--status: what is kept)\n"
+          "  luamcp logout URL           forget the login kept for URL\n"
           "  luamcp test [SPEC...]       run busted specs in the runtime (require \"mcp.testing\")\n"
           "  luamcp init DIR             start a new server: a tool, a resource, a prompt, a spec\n"
           "  luamcp install CLIENT PATH  add PATH to the MCP configuration of claude-desktop,\n"
@@ -714,6 +718,23 @@ static bool run_everywhere(void *arg, const char *name, size_t name_len, const c
   return true;
 }
 
+/* bus_foreign_fn: another process's A2A request about a task, answered
+ * by the current generation if it holds the task (mcp._foreign_elsewhere,
+ * lua/mcp/a2a.lua); not while its Lua runs (the asker then hears nothing). */
+static char *run_foreign(void *arg, const char *method, const char *params, size_t params_len, const char *principal) {
+  vm *v = ((runtime *)arg)->app.current;
+  if (!v || v->running) return NULL;
+  lua_State *L = v->L;
+  int top = lua_gettop(L);
+  lua_pushstring(L, method);
+  lua_pushlstring(L, params, params_len);
+  lua_pushstring(L, principal);
+  char *answer = NULL;
+  if (vm_call_library(v, "_foreign_elsewhere", 3) && lua_type(L, -1) == LUA_TSTRING) answer = strdup(lua_tostring(L, -1));
+  lua_settop(L, top);
+  return answer;
+}
+
 /* A worker's hooks (http_worker_hooks). */
 static void on_worker_announce(void *arg) {
   runtime *rt = arg;
@@ -884,6 +905,7 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
   bus_on_everywhere(rt->bus, run_everywhere, rt);
+  bus_on_foreign(rt->bus, run_foreign, rt);
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   /* Counting is on unless --metrics off: it costs a small call about 1 %
@@ -1127,7 +1149,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "release") == 0) return release_command(argc - 2, argv + 2);
   if (strcmp(cmd, "install") == 0) return install_command(argc - 2, argv + 2);
   if (strcmp(cmd, "uninstall") == 0) return uninstall_command(argc - 2, argv + 2);
-  static const char *const client_commands[] = {"call", "read", "prompt", "inspect", "test", "init"};
+  static const char *const client_commands[] = {"call", "read", "prompt", "inspect", "login", "logout", "test", "init"};
   for (size_t i = 0; i < sizeof client_commands / sizeof *client_commands; i++)
     if (strcmp(cmd, client_commands[i]) == 0) return client_command(argc - 1, argv + 1);
   if (strcmp(cmd, "--bundle-info") == 0) {

@@ -213,6 +213,16 @@ void call_respond(call *c, const char *result_json, size_t len) {
   if (out.cap > 1024 * 1024) buf_free(&out);
 }
 
+void call_respond_partial(call *c, const char *result_json, size_t len) {
+  buf out = BUF_INIT;
+  jsonrpc_write_result_start(&out, c->id.raw, c->id.raw_len);
+  buf_append(&out, result_json, len);
+  jsonrpc_write_result_end(&out);
+  session_message m = {.json = out.data, .len = out.len, .related = c, .origin = c->transport_data};
+  send_message(c->session, &m);
+  buf_free(&out);
+}
+
 void call_fail(call *c, int code, const char *message, const char *data_json, size_t data_len) {
   if (c->outcome == CALL_OK) c->outcome = CALL_PROTOCOL_ERROR;
   if (code == JSONRPC_METHOD_NOT_FOUND) c->method_unknown = true;
@@ -771,6 +781,11 @@ static void call_begin(call *c, const jsonrpc_message *m, const char *src) {
     return;
   }
   srv->app->call_start(srv->app_data, c, m->params, src);
+}
+
+void session_receive_foreign(session *s, const jsonrpc_message *m, const char *src, void *origin) {
+  call *c = call_new(s, m, src, NULL, origin);
+  if (c) call_begin(c, m, src);
 }
 
 /* ---- The 2026-07-28 era: every request stands alone ------------------ */

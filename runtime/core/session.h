@@ -183,6 +183,10 @@ struct session {
    * initialized, and its requests come from many clients, so a request id
    * is unique only within its exchange (origin). */
   bool sessionless;
+  /* Its requests are not MCP (an A2A endpoint's: http_a2a.c): they come
+   * in through session_receive_foreign, not session_receive, and the app
+   * hands them to its entry for such calls, never to MCP's methods. */
+  bool foreign;
   const protocol_version *version;  /* negotiated; NULL before initialize */
   char *client_info_json;           /* params.clientInfo of initialize, or NULL */
   char *client_capabilities_json;   /* params.capabilities of initialize, or NULL */
@@ -235,6 +239,14 @@ void session_note_received(session *s, const char *json, size_t len);
 /* An error that answers no request (id null): an unreadable or oversized
  * message. */
 void session_send_error(session *s, void *origin, int code, const char *message);
+
+/* A foreign session's request (session.foreign), classified by its
+ * transport as a JSON-RPC request m: a call for it goes to the app as it is,
+ * with none of MCP's rules (versions, capabilities, the core's methods). */
+void session_receive_foreign(session *s, const jsonrpc_message *m, const char *src, void *origin);
+/* One more response to the call, not its last: a protocol whose stream
+ * answers one request with many (A2A's SSE) sends them this way. */
+void call_respond_partial(call *c, const char *result_json, size_t len);
 
 /* Answer a call: result_json is the complete result value. Frees the call. */
 void call_respond(call *c, const char *result_json, size_t len);

@@ -90,4 +90,18 @@ bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *k
                             const char *chain_pem, size_t chain_len, int64_t signing_time, const void *data, size_t n,
                             uint8_t **der, size_t *der_len, os_pkcs7_input *culprit, char *why, size_t why_len);
 
+/* A new P-256 key pair for DPoP (RFC 9449): the private key as PKCS#8 PEM
+ * (*pem malloc'd, for os_sign_pem with OS_SIG_ES256) and the public
+ * point's x and y (its JWK). False with why when the OS cannot make one. */
+bool os_ec_p256_generate(char **pem, size_t *pem_len, uint8_t x[32], uint8_t y[32], char *why, size_t why_len);
+
+/* A secret kept in a file of the user's (luamcp login's tokens), sealed so
+ * that only this user on this machine can open it where the OS offers
+ * that: on Windows the data protection API (CryptProtectData, the user's
+ * scope); elsewhere the file's mode (0600) is the protection and the bytes
+ * are kept as they are. *out is malloc'd; false when the OS refuses
+ * (a file sealed by another user, or corrupted). */
+bool os_secret_seal(const void *data, size_t n, uint8_t **out, size_t *out_len);
+bool os_secret_open(const void *data, size_t n, uint8_t **out, size_t *out_len);
+
 #endif

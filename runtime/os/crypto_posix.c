@@ -438,3 +438,47 @@ done:
   ERR_clear_error();
   return ok;
 }
+
+/* The file's mode is the protection here (see crypto.h). */
+static bool copy_secret(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  *out = malloc(n ? n : 1);
+  if (!*out) return false;
+  memcpy(*out, data, n);
+  *out_len = n;
+  return true;
+}
+
+bool os_secret_seal(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  return copy_secret(data, n, out, out_len);
+}
+
+bool os_secret_open(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  return copy_secret(data, n, out, out_len);
+}
+
+bool os_ec_p256_generate(char **pem, size_t *pem_len, uint8_t x[32], uint8_t y[32], char *why, size_t why_len) {
+  EVP_PKEY *key = EVP_EC_gen("P-256");
+  BIO *bio = key ? BIO_new(BIO_s_mem()) : NULL;
+  BIGNUM *bx = NULL, *by = NULL;
+  bool ok = bio && PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1 &&
+            EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, &bx) == 1 &&
+            EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, &by) == 1 && BN_bn2binpad(bx, x, 32) == 32 &&
+            BN_bn2binpad(by, y, 32) == 32;
+  if (ok) {
+    char *data = NULL;
+    long n = BIO_get_mem_data(bio, &data);
+    *pem = malloc((size_t)n + 1);
+    ok = *pem != NULL;
+    if (ok) {
+      memcpy(*pem, data, (size_t)n);
+      (*pem)[n] = '\0';
+      *pem_len = (size_t)n;
+    }
+  }
+  if (!ok) snprintf(why, why_len, "libcrypto could not make a P-256 key");
+  BN_free(bx);
+  BN_free(by);
+  BIO_free(bio);
+  EVP_PKEY_free(key);
+  return ok;
+}

@@ -449,3 +449,36 @@ bool os_pkcs7_sign_detached(const char *cert_pem, size_t cert_len, const char *k
   say(why, why_len, "signing needs OpenSSL: sign on Linux, or with `mcpb sign`");
   return false;
 }
+
+/* DPAPI in the user's scope: only this user on this machine opens it. */
+static bool dpapi(bool seal, const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  if (n > 0xFFFFFFFFu) return false;
+  DATA_BLOB in = {(DWORD)n, (BYTE *)data}, result = {0, NULL};
+  BOOL ok = seal ? CryptProtectData(&in, L"luamcp", NULL, NULL, NULL, CRYPTPROTECT_UI_FORBIDDEN, &result)
+                 : CryptUnprotectData(&in, NULL, NULL, NULL, NULL, CRYPTPROTECT_UI_FORBIDDEN, &result);
+  if (!ok) return false;
+  *out = malloc(result.cbData ? result.cbData : 1);
+  if (*out) {
+    memcpy(*out, result.pbData, result.cbData);
+    *out_len = result.cbData;
+  }
+  SecureZeroMemory(result.pbData, result.cbData);
+  LocalFree(result.pbData);
+  return *out != NULL;
+}
+
+bool os_secret_seal(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  return dpapi(true, data, n, out, out_len);
+}
+
+bool os_secret_open(const void *data, size_t n, uint8_t **out, size_t *out_len) {
+  return dpapi(false, data, n, out, out_len);
+}
+
+/* DPoP keys are made with libcrypto; the Windows build signs with CNG
+ * from a PEM and has no PEM writer yet. */
+bool os_ec_p256_generate(char **pem, size_t *pem_len, uint8_t x[32], uint8_t y[32], char *why, size_t why_len) {
+  (void)pem, (void)pem_len, (void)x, (void)y;
+  snprintf(why, why_len, "DPoP keys are not made on Windows yet");
+  return false;
+}

@@ -456,9 +456,11 @@ static void store_header(http_conn *c) {
     buf_clear(&c->value);
     return;
   }
-  /* W3C Trace Context, for traces (app/otel.c) and ctx.trace_id: kept
-   * beside the Mcp-* headers; a repeated one is ignored, not refused. */
-  if (strcasecmp(c->field.data, "traceparent") == 0 || strcasecmp(c->field.data, "tracestate") == 0) {
+  /* W3C Trace Context, for traces (app/otel.c) and ctx.trace_id, and
+   * A2A's version (http_a2a.c): kept beside the Mcp-* headers; a repeated
+   * one is ignored, not refused. */
+  if (strcasecmp(c->field.data, "traceparent") == 0 || strcasecmp(c->field.data, "tracestate") == 0 ||
+      strcasecmp(c->field.data, "a2a-version") == 0) {
     char name[16];
     for (size_t i = 0; i <= c->field.len; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
     if (!conn_mcp_header(c, name)) store_mcp_header(c);

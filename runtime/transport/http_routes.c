@@ -17,6 +17,7 @@
   X(observe_family)       /* /healthz, /readyz, /metrics (http_observe.c) */                                \
   X(legacy_sse_family)    /* /sse and its /messages (http_legacy_sse.c) */                                  \
   X(ws_family)            /* GET /mcp with Upgrade: websocket (http_ws.c), before the MCP endpoint's GET */  \
+  X(a2a_family)           /* /.well-known/agent-card.json and /a2a (http_a2a.c) */                           \
   X(streamable_family)    /* the MCP endpoint, /mcp (http_streamable.c) */                                  \
   HTTP_EXTRA_ROUTE_FAMILIES(X)
 

@@ -21,6 +21,10 @@
 //             "opaque" makes that client's access tokens opaque
 //   account   who logs in when the authorization request has no login_hint
 //             (default "alice")
+//   pages     true: a person logs in and consents through HTML pages (a
+//             login form: any account, password "wonderland"; a consent
+//             form with an Allow button) instead of the headless answers
+//   dpop      true: DPoP (RFC 9449) on, so tokens are bound to a proof key
 //
 // Built in: clients "m2m" (client_credentials, secret "m2m-secret"),
 // "opaque-m2m" (the same with opaque tokens, secret "opaque-secret"), "app"
@@ -123,6 +127,7 @@ function makeProvider(keysDir, suffix) {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      dPoP: { enabled: !!config.dpop },
       introspection: { enabled: true },
       revocation: { enabled: true },
       registration: { enabled: true },
@@ -143,30 +148,72 @@ function makeProvider(keysDir, suffix) {
   return p;
 }
 
+// Every scope asked for granted: the grant a consent saves.
+async function grantAll(details) {
+  const { prompt, params, session } = details;
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+  const { missingOIDCScope, missingOIDCClaims, missingResourceScopes } = prompt.details;
+  if (missingOIDCScope) grant.addOIDCScope(missingOIDCScope.join(" "));
+  if (missingOIDCClaims) grant.addOIDCClaims(missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missingResourceScopes ?? {})) {
+    grant.addResourceScope(indicator, scopes.join(" "));
+  }
+  return grant.save();
+}
+
 // The headless login and consent: whoever asks is logged in (login_hint, or
 // the configured account), and every scope asked for is granted.
 async function interaction(req, res) {
+  if (config.pages) return pageInteraction(req, res);
   const details = await provider.interactionDetails(req, res);
-  const { prompt, params, session } = details;
+  const { prompt, params } = details;
   if (prompt.name === "login") {
     const accountId = params.login_hint || config.account || "alice";
     return provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false });
   }
   if (prompt.name === "consent") {
-    const grant = details.grantId
-      ? await provider.Grant.find(details.grantId)
-      : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
-    const { missingOIDCScope, missingOIDCClaims, missingResourceScopes } = prompt.details;
-    if (missingOIDCScope) grant.addOIDCScope(missingOIDCScope.join(" "));
-    if (missingOIDCClaims) grant.addOIDCClaims(missingOIDCClaims);
-    for (const [indicator, scopes] of Object.entries(missingResourceScopes ?? {})) {
-      grant.addResourceScope(indicator, scopes.join(" "));
-    }
-    const grantId = await grant.save();
+    const grantId = await grantAll(details);
     return provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   }
   res.statusCode = 400;
   res.end(`unexpected prompt ${prompt.name}`);
+}
+
+const html = (t) => String(t ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+function page(res, title, body) {
+  res.setHeader("Content-Type", "text/html; charset=utf-8");
+  res.end(`<!doctype html><meta charset=utf-8><title>${title}</title><h1>${title}</h1>${body}`);
+}
+
+// config.pages: a login form and a consent form, as a person sees them.
+async function pageInteraction(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { prompt, params, uid } = details;
+  const action = `/interaction/${html(uid)}`;
+  if (req.method === "GET") {
+    if (prompt.name === "login") {
+      return page(res, "Sign in", `<form method=post action="${action}"><label>Account <input id=login name=login></label>
+        <label>Password <input id=password name=password type=password></label><button id=submit type=submit>Sign in</button></form>`);
+    }
+    return page(res, "Allow access?", `<p id=ask>${html(params.client_id)} asks for: <b id=scope>${html(params.scope)}</b></p>
+      <form method=post action="${action}"><button id=allow type=submit>Allow</button></form>`);
+  }
+  const form = await new Promise((resolve) => {
+    let data = "";
+    req.on("data", (c) => { data += c; });
+    req.on("end", () => resolve(new URLSearchParams(data)));
+  });
+  if (prompt.name === "login") {
+    if (!form.get("login") || form.get("password") !== "wonderland") {
+      res.statusCode = 401;
+      return page(res, "Sign in", `<p id=error>Wrong account or password.</p><a href="${action}">Again</a>`);
+    }
+    return provider.interactionFinished(req, res, { login: { accountId: form.get("login") } }, { mergeWithLastSubmission: false });
+  }
+  const grantId = await grantAll(details);
+  return provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
 
 // Requests per path, for {"stats":true}: a spec counts the JWKS fetches.

@@ -19,6 +19,20 @@ describe("mcp.client_auth", function()
     assert.are.same({}, auth.parse_challenge('Basic realm="x"'))
   end)
 
+  it("parses a DPoP challenge as a Bearer one (RFC 9449 7.1)", function()
+    assert.are.same({ error = "use_dpop_nonce", resource_metadata = "http://h/prm" },
+      auth.parse_challenge('DPoP error="use_dpop_nonce", resource_metadata="http://h/prm"'))
+    assert.are.same({ algs = "ES256" }, auth.parse_challenge('dpop algs="ES256"'))
+  end)
+
+  it("reads an authorization response's query (the redirect back to luamcp)", function()
+    local login = require "mcp.client_login"
+    assert.are.same({ code = "a b/c", state = "s", iss = "http://as:1" },
+      login.parse_query("code=a+b%2Fc&state=s&iss=http%3A%2F%2Fas%3A1"))
+    assert.are.same({ error = "access_denied", flag = "" }, login.parse_query("error=access_denied&flag"))
+    assert.are.same({}, login.parse_query(""))
+  end)
+
   it("finds Protected Resource Metadata at the path-aware URL, then the root", function()
     assert.are.same({ "https://h:8/.well-known/oauth-protected-resource/a/mcp",
       "https://h:8/.well-known/oauth-protected-resource" }, auth.resource_metadata_urls("https://H:8/a/mcp?x=1"))

@@ -1,0 +1,940 @@
+-- mcp.a2a: an agent (A2A, Agent2Agent) served from the script, beside its
+-- MCP tools, by `luamcp run --http`: the card at
+-- /.well-known/agent-card.json and the JSON-RPC binding at /a2a, in A2A
+-- 1.0 and 0.3 (runtime/transport/http_a2a.c does the HTTP and hands every
+-- request here, in a coroutine of its own, through mcp._foreign_dispatch).
+--
+-- One model inside, 1.0's (proto JSON: parts {text}|{data}|{url}|{raw},
+-- "TASK_STATE_WORKING", "ROLE_AGENT"); 0.3's shapes (kind, "working",
+-- "agent", final) are made at the edge, per request. An agent's task is a
+-- background task (core.background) running the script's handler: it
+-- outlives the request that created it, ctx:ask waits in it for the next
+-- message (as a tool's ctx:elicit waits for its answer), and CancelTask
+-- stops it as a cancelled call is stopped (its timers, transfers, child
+-- processes with it). Requests that wait for a task (a blocking
+-- SendMessage, a stream) wait on its signal (core.signal).
+
+local core = require "mcp.core"
+
+local array, object = core.array, core.object
+local rpc_error = core.rpc_error
+
+local M = {}
+
+-- A2A's error codes (both versions).
+local TASK_NOT_FOUND, TASK_NOT_CANCELABLE, PUSH_NOT_SUPPORTED = -32001, -32002, -32003
+local UNSUPPORTED_OPERATION, EXTENDED_CARD_NOT_CONFIGURED, VERSION_NOT_SUPPORTED = -32004, -32007, -32009
+local METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
+M.errors = {
+  TASK_NOT_FOUND = TASK_NOT_FOUND, TASK_NOT_CANCELABLE = TASK_NOT_CANCELABLE,
+  PUSH_NOTIFICATION_NOT_SUPPORTED = PUSH_NOT_SUPPORTED, UNSUPPORTED_OPERATION = UNSUPPORTED_OPERATION,
+  EXTENDED_CARD_NOT_CONFIGURED = EXTENDED_CARD_NOT_CONFIGURED, VERSION_NOT_SUPPORTED = VERSION_NOT_SUPPORTED,
+}
+
+-- Bounds: what one caller's requests can make the server keep.
+local MAX_TASKS = 1000          -- kept; the oldest finished go first, a new one is refused when all run
+local MAX_KEPT_BYTES = 64 << 20 -- what all kept tasks hold (messages, artifacts, as JSON): the same rule
+local MAX_PARTS = 64            -- parts in one message or artifact
+local MAX_HISTORY = 100         -- messages kept per task
+local MAX_STREAM_QUEUE = 256    -- events waiting for one stream's reader: past it the stream ends
+local MAX_PUSH_QUEUE = 32       -- notifications waiting for one receiver: past it the oldest go
+local MAX_PUSH_CONFIGS = 8      -- per task
+local PUSH_TRIES, PUSH_TIMEOUT_MS = 3, 5000
+
+local agent         -- mcp.agent{...}, checked
+local tasks = {}    -- id -> task record
+local order = {}    -- ids, oldest first (ListTasks, and which to forget)
+local kept_bytes = 0 -- what the kept tasks hold (task.bytes summed)
+
+-- ---- States and shapes ----------------------------------------------------
+
+local STATES = { "SUBMITTED", "WORKING", "COMPLETED", "FAILED", "CANCELED", "INPUT_REQUIRED", "REJECTED",
+                 "AUTH_REQUIRED" }
+local TERMINAL = { TASK_STATE_COMPLETED = true, TASK_STATE_FAILED = true, TASK_STATE_CANCELED = true,
+                   TASK_STATE_REJECTED = true }
+local INTERRUPTED = { TASK_STATE_INPUT_REQUIRED = true, TASK_STATE_AUTH_REQUIRED = true }
+
+-- "input-required", "INPUT_REQUIRED" or "TASK_STATE_INPUT_REQUIRED" -> the last.
+local function state_name(s)
+  if type(s) ~= "string" then return nil end
+  local up = s:upper():gsub("-", "_"):gsub("^TASK_STATE_", "")
+  if up == "CANCELLED" then up = "CANCELED" end
+  for _, known in ipairs(STATES) do
+    if known == up then return "TASK_STATE_" .. up end
+  end
+  return nil
+end
+
+local function state_v03(s) return (s:gsub("^TASK_STATE_", ""):lower():gsub("_", "-")) end
+
+local function now_iso()
+  local ms = core.now_ms and core.now_ms() or 0
+  return os.date("!%Y-%m-%dT%H:%M:%S", os.time()) .. (".%03dZ"):format(math.floor(ms % 1000))
+end
+
+local function copy(t)
+  if type(t) ~= "table" then return t end
+  local out = {}
+  for k, v in pairs(t) do out[k] = copy(v) end
+  return setmetatable(out, getmetatable(t))
+end
+
+-- A part as it arrived (version v) -> the model's, or nil and why.
+local function part_in(p, v, where)
+  if type(p) ~= "table" then return nil, where .. " is not an object" end
+  local out = { metadata = p.metadata }
+  if v == "0.3" then
+    if p.kind == "text" and type(p.text) == "string" then out.text = p.text
+    elseif p.kind == "data" and p.data ~= nil then out.data = p.data
+    elseif p.kind == "file" and type(p.file) == "table" then
+      local f = p.file
+      if type(f.uri) == "string" then out.url = f.uri
+      elseif type(f.bytes) == "string" then out.raw = f.bytes
+      else return nil, where .. ": a file part needs file.uri or file.bytes" end
+      out.mediaType, out.filename = f.mimeType, f.name
+    else
+      return nil, ("%s: unknown part kind %s"):format(where, tostring(p.kind))
+    end
+    return out
+  end
+  local n = 0
+  for _, k in ipairs { "text", "raw", "url", "data" } do
+    if p[k] ~= nil then n = n + 1; out[k] = p[k] end
+  end
+  if n ~= 1 then return nil, where .. ": a part has exactly one of text, raw, url, data" end
+  if (out.text and type(out.text) ~= "string") or (out.url and type(out.url) ~= "string")
+      or (out.raw and type(out.raw) ~= "string") then
+    return nil, where .. ": text, url and raw are strings"
+  end
+  out.mediaType, out.filename = p.mediaType, p.filename
+  return out
+end
+
+local function part_out(p, v)
+  if v ~= "0.3" then return p end
+  local out = { metadata = p.metadata }
+  if p.text ~= nil then out.kind, out.text = "text", p.text
+  elseif p.data ~= nil then out.kind, out.data = "data", p.data
+  else
+    out.kind = "file"
+    out.file = { uri = p.url, bytes = p.raw, mimeType = p.mediaType, name = p.filename }
+  end
+  return out
+end
+
+local function parts_in(list, v, what)
+  if type(list) ~= "table" or #list == 0 then rpc_error(INVALID_PARAMS, "Invalid params: " .. what .. ".parts must be a non-empty array") end
+  if #list > MAX_PARTS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d parts"):format(MAX_PARTS)) end
+  local out = array()
+  for i, p in ipairs(list) do
+    local part, err = part_in(p, v, ("%s.parts[%d]"):format(what, i))
+    if not part then rpc_error(INVALID_PARAMS, "Invalid params: " .. err) end
+    out[i] = part
+  end
+  return out
+end
+
+local function message_in(m, v)
+  if type(m) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params: message is required") end
+  if type(m.messageId) ~= "string" or m.messageId == "" then rpc_error(INVALID_PARAMS, "Invalid params: message.messageId is required") end
+  if m.taskId ~= nil and type(m.taskId) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: message.taskId must be a string") end
+  if m.contextId ~= nil and type(m.contextId) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: message.contextId must be a string") end
+  return { messageId = m.messageId, role = "ROLE_USER", parts = parts_in(m.parts, v, "message"), taskId = m.taskId,
+           contextId = m.contextId, metadata = m.metadata, referenceTaskIds = m.referenceTaskIds,
+           extensions = m.extensions }
+end
+
+-- 1.0's shape is the model's: the message itself goes out (the encoder
+-- only reads it).
+local function message_out(m, v)
+  if not m or v ~= "0.3" then return m end
+  local out = copy(m)
+  do
+    out.kind = "message"
+    out.role = m.role == "ROLE_USER" and "user" or "agent"
+    for i, p in ipairs(m.parts) do out.parts[i] = part_out(p, v) end
+  end
+  return out
+end
+
+local function artifact_out(a, v)
+  local out = { artifactId = a.artifactId, name = a.name, description = a.description, metadata = a.metadata,
+                parts = array() }
+  for i, p in ipairs(a.parts) do out.parts[i] = part_out(p, v) end
+  return out
+end
+
+local function status_out(t, v)
+  return { state = v == "0.3" and state_v03(t.state) or t.state, message = message_out(t.status_message, v),
+           timestamp = t.timestamp }
+end
+
+local function task_out(t, v, history_length)
+  local out = { id = t.id, contextId = t.context_id, status = status_out(t, v), artifacts = array(),
+                history = array(), metadata = t.metadata }
+  if v == "0.3" then out.kind = "task" end
+  for i, a in ipairs(t.artifacts) do out.artifacts[i] = artifact_out(a, v) end
+  local from = 1
+  if type(history_length) == "number" and history_length >= 0 then from = #t.history - history_length + 1 end
+  for i = math.max(from, 1), #t.history do out.history[#out.history + 1] = message_out(t.history[i], v) end
+  return out
+end
+
+-- An event of the model ({task}|{message}|{statusUpdate}|{artifactUpdate})
+-- as version v sends it.
+local function event_out(t, e, v)
+  if e.task then return v == "0.3" and task_out(t, v) or { task = task_out(t, v) } end
+  if e.message then return v == "0.3" and message_out(e.message, v) or { message = message_out(e.message, v) } end
+  if e.statusUpdate then
+    local s = e.statusUpdate
+    local st = { state = v == "0.3" and state_v03(s.state) or s.state, message = message_out(s.message, v),
+                 timestamp = s.timestamp }
+    if v == "0.3" then
+      return { kind = "status-update", taskId = t.id, contextId = t.context_id, status = st,
+               final = TERMINAL[s.state] or INTERRUPTED[s.state] or false }
+    end
+    return { statusUpdate = { taskId = t.id, contextId = t.context_id, status = st } }
+  end
+  local a = e.artifactUpdate
+  local out = { taskId = t.id, contextId = t.context_id, artifact = artifact_out(a.artifact, v),
+                append = a.append or false, lastChunk = a.lastChunk or false }
+  if v == "0.3" then out.kind = "artifact-update"; return out end
+  return { artifactUpdate = out }
+end
+
+local function is_final(t, e)
+  if e.message then return true end
+  local s = e.statusUpdate and e.statusUpdate.state or (e.task and t.state)
+  return s and (TERMINAL[s] or INTERRUPTED[s]) or false
+end
+
+-- ---- Tasks --------------------------------------------------------------
+
+local function full() return #order >= MAX_TASKS or kept_bytes > MAX_KEPT_BYTES end
+
+-- Forget the oldest finished tasks nobody follows, until there is room.
+local function forget_some()
+  local kept = {}
+  for _, id in ipairs(order) do
+    local t = tasks[id]
+    if t and full() and TERMINAL[t.state] and not next(t.streams) then
+      tasks[id] = nil
+      kept_bytes = kept_bytes - t.bytes
+    elseif t then
+      kept[#kept + 1] = id
+    end
+  end
+  order = kept
+end
+
+local function json_size(value)
+  local ok, text = pcall(core.json_encode, value)
+  return ok and #text or 0
+end
+
+-- What t keeps grew by value.
+local function charge(t, value)
+  local n = json_size(value)
+  t.bytes = t.bytes + n
+  if tasks[t.id] == t then
+    kept_bytes = kept_bytes + n
+    if kept_bytes > MAX_KEPT_BYTES then forget_some() end
+  end
+end
+
+-- An exchange: a task once the handler reports (become_task, which
+-- registers it), a plain message answer until then (nothing kept).
+local function new_task(owner, context_id, version)
+  return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
+           state = "TASK_STATE_SUBMITTED", artifacts = {}, artifact_by_id = {},
+           history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version, bytes = 0 }
+end
+
+local function register(t)
+  t.timestamp = t.timestamp or now_iso()
+  t.bytes = json_size(t.history) -- what it held before: its first message
+  kept_bytes = kept_bytes + t.bytes
+  tasks[t.id] = t
+  order[#order + 1] = t.id
+end
+
+local push_event
+
+-- Tell everyone who follows t: its streams (each a bounded queue), its
+-- push receivers, and the requests waiting on its signal.
+local function emit(t, e)
+  t.seq = t.seq + 1
+  for s in pairs(t.streams) do
+    if #s.queue >= MAX_STREAM_QUEUE then
+      s.overflow = true -- its reader does not keep up: the stream ends (the task goes on)
+    else
+      s.queue[#s.queue + 1] = e
+    end
+  end
+  push_event(t, e)
+  t.signal:notify()
+end
+
+-- A blocking SendMessage runs its handler in its own coroutine (no second
+-- one for a plain answer, the common case); once it must answer while
+-- the handler goes on (a question, auth-required, a cancel), it answers
+-- with the task and lets the handler run on without it.
+local function detach(t)
+  if not t.inline or t.detached then return end
+  t.detached = true
+  local out = task_out(t, t.inline_v, t.inline_conf.historyLength)
+  t.inline:_detach(t.inline_v == "0.3" and out or { task = out })
+end
+
+local function set_state(t, state, message)
+  t.state = state
+  t.timestamp = now_iso()
+  if message then
+    message.taskId, message.contextId = t.id, t.context_id
+    t.history[#t.history + 1] = message
+    charge(t, message)
+    if #t.history > MAX_HISTORY then table.remove(t.history, 1) end
+  end
+  t.status_message = message
+  emit(t, { statusUpdate = { state = state, message = message, timestamp = t.timestamp } })
+  if INTERRUPTED[state] then detach(t) end
+end
+
+-- What a handler gives as a message: a string, {text=}, {data=}, {parts=}.
+local function agent_message(value)
+  if value == nil then return nil end
+  local parts
+  if type(value) == "string" then parts = { { text = value } }
+  elseif type(value) == "table" and value.parts then
+    parts = {}
+    for i, p in ipairs(value.parts) do
+      local part, err = part_in(p, p.kind and "0.3" or "1.0", ("parts[%d]"):format(i))
+      if not part then error(err, 3) end
+      parts[i] = part
+    end
+  elseif type(value) == "table" and value.text then parts = { { text = tostring(value.text) } }
+  elseif type(value) == "table" and value.data ~= nil then parts = { { data = value.data } }
+  else parts = { { data = value } } end
+  local out = { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = array() }
+  for i, p in ipairs(parts) do out.parts[i] = p end
+  if type(value) == "table" then out.metadata = value.metadata end
+  return out
+end
+
+-- The handler's view of a message: parts with kind, and its text joined.
+local function handler_message(m)
+  local view = { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
+                 role = "user", parts = {} }
+  local texts = {}
+  for i, p in ipairs(m.parts) do
+    if p.text then view.parts[i] = { kind = "text", text = p.text, metadata = p.metadata }; texts[#texts + 1] = p.text
+    elseif p.data ~= nil then view.parts[i] = { kind = "data", data = p.data, metadata = p.metadata }
+    else view.parts[i] = { kind = "file", url = p.url, raw = p.raw, mediaType = p.mediaType, filename = p.filename,
+                           metadata = p.metadata } end
+  end
+  view.text = table.concat(texts, "\n")
+  return view
+end
+
+-- ---- The handler's ctx ----------------------------------------------------
+
+local Ctx = {}
+Ctx.__index = Ctx
+local ENDED = {} -- raised by ctx:fail and ctx:reject: {ENDED, state, message}
+
+-- The first report makes the exchange a task (a handler that only
+-- returns answers with a message).
+local function become_task(ctx)
+  local t = ctx._task
+  if t.is_task then return t end
+  register(t)
+  t.is_task = true
+  t.state = "TASK_STATE_WORKING"
+  t.timestamp = now_iso()
+  emit(t, { task = true })
+  return t
+end
+
+local function check_live(ctx)
+  local t = ctx._task
+  if TERMINAL[t.state] then error("the task has ended (" .. state_v03(t.state) .. ")", 3) end
+  return t
+end
+
+function Ctx:status(state, message)
+  local s = state_name(state)
+  if not s or TERMINAL[s] or s == "TASK_STATE_INPUT_REQUIRED" then
+    error("ctx:status: a state of working, submitted or auth-required (end with return, ctx:fail or ctx:reject; ask with ctx:ask)", 2)
+  end
+  check_live(self)
+  local t = become_task(self)
+  set_state(t, s, agent_message(message))
+end
+
+function Ctx:artifact(a)
+  if type(a) ~= "table" then error("ctx:artifact{parts = ..., name = ...}", 2) end
+  local t = check_live(self)
+  become_task(self)
+  local msg = agent_message(a.parts and { parts = a.parts } or a.text and { text = a.text } or { data = a.data })
+  local id = a.id or a.artifactId or core.random_hex(8)
+  local art = t.artifact_by_id[id]
+  if art and a.append then
+    for _, p in ipairs(msg.parts) do art.parts[#art.parts + 1] = p end
+  else
+    art = { artifactId = id, name = a.name, description = a.description, metadata = a.metadata, parts = msg.parts }
+    if t.artifact_by_id[id] then
+      for i, old in ipairs(t.artifacts) do if old.artifactId == id then t.artifacts[i] = art end end
+    else
+      t.artifacts[#t.artifacts + 1] = art
+    end
+    t.artifact_by_id[id] = art
+  end
+  charge(t, msg.parts)
+  local chunk = { artifactId = id, name = a.name, description = a.description, metadata = a.metadata, parts = msg.parts }
+  emit(t, { artifactUpdate = { artifact = chunk, append = a.append or false,
+                               lastChunk = a.last_chunk or a.lastChunk or false } })
+  return id
+end
+
+-- input-required with the question; the next message to the task is the
+-- answer (its handler view).
+function Ctx:ask(message)
+  local t = check_live(self)
+  become_task(self)
+  t.input = nil
+  t.waiting_input = true
+  set_state(t, "TASK_STATE_INPUT_REQUIRED", agent_message(message or "input required"))
+  while t.waiting_input do t.signal:wait() end
+  return handler_message(t.input)
+end
+
+function Ctx:fail(message) error({ ENDED, "TASK_STATE_FAILED", message }, 2) end
+function Ctx:reject(message) error({ ENDED, "TASK_STATE_REJECTED", message }, 2) end
+
+-- ---- Running the handler ----------------------------------------------------
+
+local function finish(t, state, message)
+  if TERMINAL[t.state] then return end
+  if not t.is_task then
+    register(t)
+    t.is_task = true
+    emit(t, { task = true })
+  end
+  set_state(t, state, message)
+end
+
+local function run(t, msg)
+  local ctx = setmetatable({ _task = t, task_id = t.id, context_id = t.context_id, principal = t.owner,
+                             message = handler_message(msg) }, Ctx)
+  local ok, result = pcall(agent.handler, ctx.message, ctx)
+  if TERMINAL[t.state] then return end -- cancelled meanwhile
+  if not ok then
+    if type(result) == "table" and result[1] == ENDED then
+      finish(t, result[2], agent_message(result[3] or state_v03(result[2])))
+    else
+      core.log("error", "agent handler: " .. tostring(result))
+      finish(t, "TASK_STATE_FAILED", agent_message(type(result) == "string" and result or "the agent failed"))
+    end
+  elseif t.is_task then
+    finish(t, "TASK_STATE_COMPLETED", agent_message(result))
+  else
+    local reply = agent_message(result == nil and "" or result)
+    reply.contextId = t.context_id
+    t.reply = reply -- not a task: nothing names it afterwards
+    emit(t, { message = reply })
+  end
+end
+
+-- ---- Push notifications ---------------------------------------------------
+
+local function push_config_in(c, v, task_id)
+  if type(c) ~= "table" or type(c.url) ~= "string" or not c.url:match("^https?://") then
+    rpc_error(INVALID_PARAMS, "Invalid params: a push notification config needs an http(s) url")
+  end
+  local auth = c.authentication
+  local scheme, credentials
+  if type(auth) == "table" then
+    scheme = auth.scheme or (type(auth.schemes) == "table" and auth.schemes[1]) or nil
+    credentials = auth.credentials
+  end
+  return { id = type(c.id) == "string" and c.id ~= "" and c.id or core.random_hex(8), url = c.url,
+           token = c.token, scheme = scheme, credentials = credentials, task_id = task_id, queue = {} }
+end
+
+local function push_config_out(c, v)
+  local auth
+  if c.scheme then
+    auth = v == "0.3" and { schemes = array { c.scheme }, credentials = c.credentials }
+        or { scheme = c.scheme, credentials = c.credentials }
+  end
+  if v == "0.3" then
+    return { taskId = c.task_id, pushNotificationConfig = { id = c.id, url = c.url, token = c.token, authentication = auth } }
+  end
+  return { taskId = c.task_id, id = c.id, url = c.url, token = c.token, authentication = auth }
+end
+
+local function deliver(t, c)
+  local http = require "mcp.http"
+  while true do
+    local item = table.remove(c.queue, 1)
+    if not item then
+      if TERMINAL[t.state] or c.removed then break end
+      t.signal:wait()
+    else
+      local headers = { ["content-type"] = "application/json" }
+      if c.token then headers["x-a2a-notification-token"] = c.token end
+      if c.scheme and c.credentials then headers.authorization = c.scheme .. " " .. c.credentials end
+      for try = 1, PUSH_TRIES do
+        local r = http.request { method = "POST", url = c.url, headers = headers, body = item,
+                                 timeout_ms = PUSH_TIMEOUT_MS, max_redirects = 0 }
+        if r and r.status >= 200 and r.status < 300 then break end
+        if try == PUSH_TRIES then
+          core.log("warning", ("a2a: push notification for task %s to %s failed: %s"):format(t.id, c.url,
+            r and ("HTTP " .. r.status) or "no answer"))
+        else
+          core.sleep(200 * try * try)
+        end
+      end
+    end
+  end
+  c.sender = nil
+end
+
+function push_event(t, e)
+  for _, c in ipairs(t.pushes) do
+    -- 1.0 sends each event (a StreamResponse); 0.3 the whole task.
+    local body = c.version == "0.3" and core.json_encode(task_out(t, "0.3"))
+        or (e.task and core.json_encode({ task = task_out(t, "1.0") }) or core.json_encode(event_out(t, e, "1.0")))
+    if #c.queue >= MAX_PUSH_QUEUE then table.remove(c.queue, 1) end
+    c.queue[#c.queue + 1] = body
+    if not c.sender then c.sender = core.background(deliver, t, c) end
+  end
+end
+
+local function add_push(t, c, v)
+  if agent.push_notifications == false then rpc_error(PUSH_NOT_SUPPORTED, "Push Notification is not supported") end
+  c.version = v
+  for i, old in ipairs(t.pushes) do
+    if old.id == c.id then t.pushes[i] = c; return c end
+  end
+  if #t.pushes >= MAX_PUSH_CONFIGS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d push configs per task"):format(MAX_PUSH_CONFIGS)) end
+  t.pushes[#t.pushes + 1] = c
+  return c
+end
+
+-- ---- Requests ---------------------------------------------------------------
+
+local function caller(ctx) return ctx:_principal() end
+
+-- The caller's task, or TaskNotFound (another caller's task does not
+-- exist for it either: ids cannot be probed).
+local function owned(id, ctx)
+  local t = type(id) == "string" and tasks[id] or nil
+  if not t or not t.is_task or t.owner ~= caller(ctx) then rpc_error(TASK_NOT_FOUND, "Task not found", { taskId = id }) end
+  return t
+end
+
+-- Start (or continue) the exchange a message begins.
+-- follow(t), when given, is called before anything happens to the task
+-- (a stream starts following it there, so it misses no event).
+local function begin(params, ctx, v, follow, inline)
+  if type(params) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params") end
+  local msg = message_in(params.message, v)
+  local conf = type(params.configuration) == "table" and params.configuration or {}
+  local push = v == "0.3" and conf.pushNotificationConfig or conf.taskPushNotificationConfig
+  if msg.taskId then
+    local t = owned(msg.taskId, ctx)
+    if TERMINAL[t.state] then
+      rpc_error(UNSUPPORTED_OPERATION, ("Task %s is in a terminal state (%s)"):format(t.id, state_v03(t.state)))
+    end
+    if not t.waiting_input then rpc_error(UNSUPPORTED_OPERATION, "Task " .. t.id .. " is not waiting for input") end
+    if push then add_push(t, push_config_in(push, v, t.id), v) end
+    if follow then follow(t) end
+    local seq = t.seq
+    msg.contextId = t.context_id
+    t.history[#t.history + 1] = msg
+    charge(t, msg)
+    t.input, t.waiting_input = msg, false
+    set_state(t, "TASK_STATE_WORKING", nil) -- the handler may run on to its next question right here
+    return t, conf, true, seq
+  end
+  -- Room for one more task (checked here, where a refusal can be
+  -- answered; a message-only exchange then takes none).
+  if full() then forget_some() end
+  if full() then rpc_error(-32603, "Internal error: the agent's running tasks hold all the room it keeps; try again later") end
+  local t = new_task(caller(ctx), msg.contextId, v)
+  msg.contextId, msg.taskId = t.context_id, t.id
+  t.history[1] = msg
+  if push then add_push(t, push_config_in(push, v, t.id), v) end
+  if follow then follow(t) end
+  if inline then
+    t.inline, t.inline_v, t.inline_conf = ctx, v, conf
+    t.handle = ctx:_handle()
+    run(t, msg)
+  else
+    t.handle = core.background(run, t, msg)
+  end
+  return t, conf, false, 0
+end
+
+-- A stream of t's events to the caller, until a final one (or its reader
+-- falls behind): follow(t, s) starts it (s.queue gets every event from
+-- then on), pump sends them.
+local function follow(t, s)
+  s.task = t
+  t.streams[s] = true
+end
+
+local function pump(s, ctx, v)
+  local _ <close> = setmetatable({}, { __close = function() if s.task then s.task.streams[s] = nil end end })
+  local t = s.task
+  while true do
+    while #s.queue == 0 and not s.overflow do t.signal:wait() end
+    if s.overflow and #s.queue == 0 then
+      rpc_error(-32603, "Internal error: the stream's reader fell behind; follow the task again with SubscribeToTask")
+    end
+    local e = table.remove(s.queue, 1)
+    local out = event_out(t, e, v)
+    if is_final(t, e) then return out end
+    ctx:_partial(out)
+  end
+end
+
+local methods = {}
+
+local function send(params, ctx, v)
+  local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or {}
+  local blocking
+  if v == "0.3" then blocking = conf.blocking ~= false else blocking = not conf.returnImmediately end
+  local inline = blocking and type(params.message) == "table" and params.message.taskId == nil
+  local t, _, resumed, seq = begin(params, ctx, v, nil, inline)
+  if inline and t.detached then return nil end -- answered already; the handler ran on and is done
+  if not blocking and not t.is_task and not t.reply then
+    register(t)
+    t.is_task = true -- the caller wants a task now: submitted, until the handler reports
+    emit(t, { task = true })
+  end
+  while true do
+    if t.reply then
+      return v == "0.3" and message_out(t.reply, v) or { message = message_out(t.reply, v) }
+    end
+    if t.is_task and (not blocking or TERMINAL[t.state] or (INTERRUPTED[t.state] and (not resumed or t.seq > seq + 1))) then
+      local out = task_out(t, v, conf.historyLength)
+      return v == "0.3" and out or { task = out }
+    end
+    t.signal:wait()
+  end
+end
+
+local function send_streaming(params, ctx, v)
+  if agent.streaming == false then rpc_error(UNSUPPORTED_OPERATION, "Streaming is not supported") end
+  local s = { queue = {} }
+  local _, _, resumed = begin(params, ctx, v, function(t)
+    follow(t, s)
+    if t.is_task then s.queue[1] = { task = true } end -- a resumed task: where it is, first
+  end)
+  return pump(s, ctx, v)
+end
+
+local function subscribe(params, ctx, v)
+  local t = owned(params.id, ctx)
+  if TERMINAL[t.state] then
+    rpc_error(UNSUPPORTED_OPERATION, ("Task %s is in a terminal state (%s): nothing more to follow"):format(t.id, state_v03(t.state)))
+  end
+  local s = { queue = { { task = true } } }
+  follow(t, s)
+  return pump(s, ctx, v)
+end
+
+local function get_task(params, ctx, v)
+  local t = owned(params.id, ctx)
+  return task_out(t, v, params.historyLength)
+end
+
+local function cancel_task(params, ctx, v)
+  local t = owned(params.id, ctx)
+  if TERMINAL[t.state] then
+    rpc_error(TASK_NOT_CANCELABLE, ("Task cannot be canceled: it is %s"):format(state_v03(t.state)), { taskId = t.id })
+  end
+  local handle = t.handle
+  t.handle = nil
+  if t.inline and not t.detached then
+    -- its blocking SendMessage still waits: it hears of the cancel first
+    t.state = "TASK_STATE_CANCELED"
+    detach(t)
+  end
+  if handle then handle:cancel() end
+  t.waiting_input = false
+  set_state(t, "TASK_STATE_CANCELED", nil)
+  return task_out(t, v)
+end
+
+methods["1.0"] = {
+  SendMessage = send,
+  SendStreamingMessage = send_streaming,
+  SubscribeToTask = subscribe,
+  GetTask = get_task,
+  CancelTask = cancel_task,
+  ListTasks = function(params, ctx)
+    local size = math.tointeger(params.pageSize) or 50
+    if size < 1 or size > 100 then rpc_error(INVALID_PARAMS, "Invalid params: pageSize is 1 to 100") end
+    local offset = 0
+    if params.pageToken and params.pageToken ~= "" then
+      offset = math.tointeger(tonumber(params.pageToken)) or rpc_error(INVALID_PARAMS, "Invalid params: unknown pageToken")
+    end
+    local status = params.status and params.status ~= "TASK_STATE_UNSPECIFIED" and state_name(params.status)
+    local mine = {}
+    for i = #order, 1, -1 do -- newest first
+      local t = tasks[order[i]]
+      if t and t.is_task and t.owner == caller(ctx) and (not params.contextId or params.contextId == t.context_id)
+          and (not status or t.state == status) then
+        mine[#mine + 1] = t
+      end
+    end
+    local out = array()
+    for i = offset + 1, math.min(offset + size, #mine) do
+      local view = task_out(mine[i], "1.0", params.historyLength)
+      if not params.includeArtifacts then view.artifacts = nil end
+      out[#out + 1] = view
+    end
+    return { tasks = out, nextPageToken = offset + size < #mine and tostring(offset + size) or "",
+             pageSize = size, totalSize = #mine }
+  end,
+  CreateTaskPushNotificationConfig = function(params, ctx, v)
+    local t = owned(params.taskId, ctx)
+    return push_config_out(add_push(t, push_config_in(params, v, t.id), v), v)
+  end,
+  GetTaskPushNotificationConfig = function(params, ctx, v)
+    local t = owned(params.taskId, ctx)
+    for _, c in ipairs(t.pushes) do if c.id == params.id then return push_config_out(c, v) end end
+    rpc_error(TASK_NOT_FOUND, "Push notification config not found")
+  end,
+  ListTaskPushNotificationConfigs = function(params, ctx, v)
+    local t = owned(params.taskId, ctx)
+    local out = array()
+    for i, c in ipairs(t.pushes) do out[i] = push_config_out(c, v) end
+    return { configs = out, nextPageToken = "" }
+  end,
+  DeleteTaskPushNotificationConfig = function(params, ctx)
+    local t = owned(params.taskId, ctx)
+    for i, c in ipairs(t.pushes) do
+      if c.id == params.id then c.removed = true; table.remove(t.pushes, i); t.signal:notify(); return object() end
+    end
+    rpc_error(TASK_NOT_FOUND, "Push notification config not found")
+  end,
+  GetExtendedAgentCard = function(params, ctx, v)
+    if not agent.extended_card then rpc_error(EXTENDED_CARD_NOT_CONFIGURED, "Extended agent card is not configured") end
+    return M.card(ctx, v, true)
+  end,
+}
+
+methods["0.3"] = {
+  ["message/send"] = send,
+  ["message/stream"] = send_streaming,
+  ["tasks/resubscribe"] = subscribe,
+  ["tasks/get"] = get_task,
+  ["tasks/cancel"] = cancel_task,
+  ["tasks/pushNotificationConfig/set"] = function(params, ctx, v)
+    local t = owned(params.taskId, ctx)
+    return push_config_out(add_push(t, push_config_in(params.pushNotificationConfig, v, t.id), v), v)
+  end,
+  ["tasks/pushNotificationConfig/get"] = function(params, ctx, v)
+    local t = owned(params.id, ctx)
+    local want = params.pushNotificationConfigId
+    for _, c in ipairs(t.pushes) do if not want or c.id == want then return push_config_out(c, v) end end
+    rpc_error(TASK_NOT_FOUND, "Push notification config not found")
+  end,
+  ["tasks/pushNotificationConfig/list"] = function(params, ctx, v)
+    local t = owned(params.id, ctx)
+    local out = array()
+    for i, c in ipairs(t.pushes) do out[i] = push_config_out(c, v) end
+    return out
+  end,
+  ["tasks/pushNotificationConfig/delete"] = function(params, ctx)
+    local t = owned(params.id, ctx)
+    for i, c in ipairs(t.pushes) do
+      if c.id == params.pushNotificationConfigId then c.removed = true; table.remove(t.pushes, i); t.signal:notify(); return core.null end
+    end
+    rpc_error(TASK_NOT_FOUND, "Push notification config not found")
+  end,
+  ["agent/getAuthenticatedExtendedCard"] = function(params, ctx, v)
+    if not agent.extended_card then rpc_error(EXTENDED_CARD_NOT_CONFIGURED, "Extended agent card is not configured") end
+    return M.card(ctx, "0.3", true)
+  end,
+}
+
+-- ---- The card ---------------------------------------------------------------
+
+local function strings(list)
+  local out = array()
+  for i, s in ipairs(list or {}) do out[i] = s end
+  return out
+end
+
+-- The card, for the request ctx (its Host names the URL). Both versions'
+-- fields: 1.0's supportedInterfaces (one per version, the same URL) and
+-- 0.3's url, protocolVersion and preferredTransport, so that a client of
+-- either reads it.
+function M.card(ctx, v, extended)
+  local host = ctx:_header("host") or "localhost"
+  local url = "http://" .. host .. "/a2a"
+  local skills = array()
+  for i, s in ipairs(agent.skills) do
+    skills[i] = { id = s.id, name = s.name, description = s.description, tags = strings(s.tags),
+                  examples = s.examples and strings(s.examples), inputModes = s.inputModes and strings(s.inputModes),
+                  outputModes = s.outputModes and strings(s.outputModes) }
+  end
+  local card = {
+    name = agent.name, description = agent.description, version = agent.version,
+    provider = agent.provider, documentationUrl = agent.documentationUrl, iconUrl = agent.iconUrl,
+    supportedInterfaces = array {
+      { url = url, protocolBinding = "JSONRPC", protocolVersion = "1.0" },
+      { url = url, protocolBinding = "JSONRPC", protocolVersion = "0.3" },
+    },
+    capabilities = { streaming = agent.streaming ~= false, pushNotifications = agent.push_notifications ~= false,
+                     extendedAgentCard = agent.extended_card and true or false },
+    defaultInputModes = strings(agent.defaultInputModes or { "text/plain", "application/json" }),
+    defaultOutputModes = strings(agent.defaultOutputModes or { "text/plain", "application/json" }),
+    skills = skills,
+    -- 0.3
+    url = url, protocolVersion = "0.3.0", preferredTransport = "JSONRPC",
+  }
+  card.capabilities.stateTransitionHistory = false
+  -- The security schemes, from the server's own settings.
+  local issuer, scopes = ctx:_header(":issuer"), ctx:_header(":scopes")
+  if issuer then
+    local scope_map = object()
+    for s in (scopes or ""):gmatch("%S+") do scope_map[s] = s end
+    local metadata = issuer:gsub("/$", "") .. "/.well-known/openid-configuration"
+    card.securitySchemes = {
+      oauth2 = v == "0.3" and { type = "openIdConnect", openIdConnectUrl = metadata }
+          or { openIdConnectSecurityScheme = { openIdConnectUrl = metadata } },
+    }
+    local list = array()
+    for s in (scopes or ""):gmatch("%S+") do list[#list + 1] = s end
+    card.securityRequirements = array { { schemes = { oauth2 = { list = list } } } }
+    card.security = array { { oauth2 = list } }
+  elseif ctx:_header(":bearer") then
+    card.securitySchemes = { bearer = { httpAuthSecurityScheme = { scheme = "Bearer" }, type = "http", scheme = "bearer" } }
+    card.securityRequirements = array { { schemes = { bearer = { list = array() } } } }
+    card.security = array { { bearer = array() } }
+  end
+  if extended and type(agent.extended_card) == "table" then
+    for k, val in pairs(agent.extended_card) do card[k] = val end
+  end
+  return card
+end
+
+-- ---- Declaring, and the entry -----------------------------------------------
+
+local function check_strings(list, what, level)
+  if list == nil then return end
+  if type(list) ~= "table" then error(what .. " must be a list of strings", level) end
+  for _, s in ipairs(list) do if type(s) ~= "string" then error(what .. " must be a list of strings", level) end end
+end
+
+--- mcp.agent{name, description, version, provider = {organization, url},
+--- skills = {{id, name, description, tags, examples, inputModes,
+--- outputModes}}, handler = function(message, ctx) ... end}
+function M.declare(def)
+  if type(def) ~= "table" then error("mcp.agent{name = ..., handler = function(message, ctx) ... end}", 3) end
+  for _, k in ipairs { "name", "description", "version" } do
+    if type(def[k]) ~= "string" or def[k] == "" then error("mcp.agent: " .. k .. " (a string) is required", 3) end
+  end
+  if type(def.handler) ~= "function" then error("mcp.agent: handler (a function) is required", 3) end
+  if def.provider ~= nil and (type(def.provider) ~= "table" or type(def.provider.organization) ~= "string") then
+    error("mcp.agent: provider is {organization = ..., url = ...}", 3)
+  end
+  local skills = def.skills or {}
+  if type(skills) ~= "table" then error("mcp.agent: skills must be a list", 3) end
+  for i, s in ipairs(skills) do
+    if type(s) ~= "table" or type(s.id) ~= "string" or type(s.name) ~= "string" then
+      error(("mcp.agent: skills[%d] needs an id and a name"):format(i), 3)
+    end
+    s.description = s.description or s.name
+    s.tags = s.tags or {}
+    check_strings(s.tags, ("skills[%d].tags"):format(i), 4)
+    check_strings(s.examples, ("skills[%d].examples"):format(i), 4)
+    check_strings(s.inputModes, ("skills[%d].inputModes"):format(i), 4)
+    check_strings(s.outputModes, ("skills[%d].outputModes"):format(i), 4)
+  end
+  def.skills = skills
+  agent = def
+end
+
+local function version_of(method, ctx)
+  local v = methods["1.0"][method] and "1.0" or methods["0.3"][method] and "0.3" or nil
+  local header = ctx:_header("a2a-version")
+  if header and header ~= "" and header ~= "1.0" and header ~= "0.3" and header ~= "0.3.0" then
+    rpc_error(VERSION_NOT_SUPPORTED, "Unsupported A2A version " .. header .. " (this agent speaks 1.0 and 0.3)",
+      { supportedVersions = array { "1.0", "0.3" } })
+  end
+  return v
+end
+
+-- What another process of the server (--workers, --redis) can answer
+-- for a task it holds: requests that do not wait (a stream or a blocking
+-- send would need the task's own events, which stay in its process).
+local ELSEWHERE = { GetTask = true, CancelTask = true, ["tasks/get"] = true, ["tasks/cancel"] = true,
+  CreateTaskPushNotificationConfig = true, GetTaskPushNotificationConfig = true,
+  ListTaskPushNotificationConfigs = true, DeleteTaskPushNotificationConfig = true,
+  ["tasks/pushNotificationConfig/set"] = true, ["tasks/pushNotificationConfig/get"] = true,
+  ["tasks/pushNotificationConfig/list"] = true, ["tasks/pushNotificationConfig/delete"] = true }
+
+-- A message to an existing task (the answer to its question) may reach a
+-- process that does not hold it: the one that does delivers it.
+local function forwardable(method, params)
+  if ELSEWHERE[method] then return true end
+  return (method == "SendMessage" or method == "message/send") and type(params) == "table"
+    and type(params.message) == "table" and params.message.taskId ~= nil
+end
+
+local function error_code(e)
+  return core.is_rpc_error(e) and e.code or nil
+end
+
+--- Another process asks about a task (runtime/app/bus.c): the JSON text of
+--- {"result": ...} or {"error": ...} when it is ours, nil when not.
+function M.elsewhere(method, params_json, principal)
+  local params = core.json_decode(params_json)
+  if not agent or not forwardable(method, params) then return nil end
+  local v = methods["1.0"][method] and "1.0" or "0.3"
+  local run_method = methods[v][method]
+  if not ELSEWHERE[method] then
+    -- The answer to a question: delivered, and the task as it is once its
+    -- handler has run up to its next wait (nothing here may wait for more).
+    run_method = function(p, ctx)
+      local t = begin(p, ctx, v)
+      local out = task_out(t, v)
+      return v == "0.3" and out or { task = out }
+    end
+  end
+  local ctx = { _elsewhere = true }
+  function ctx._principal() return principal end
+  function ctx._header() return nil end
+  function ctx._partial() return false end
+  local ok, result = pcall(run_method, type(params) == "table" and params or {}, ctx, v)
+  if ok then return core.json_encode { result = result == nil and core.null or result } end
+  local code = error_code(result)
+  if code == TASK_NOT_FOUND then return nil end
+  return core.json_encode { error = { code = code or -32603, message = code and result.message or tostring(result) } }
+end
+
+--- The foreign session's requests (runtime/transport/http_a2a.c).
+function M.dispatch(method, params, ctx)
+  if method == "GET /.well-known/agent-card.json" then
+    if not agent then rpc_error(METHOD_NOT_FOUND, "no agent") end
+    return core.json_encode(M.card(ctx, "1.0"))
+  end
+  if not agent then rpc_error(METHOD_NOT_FOUND, "Method not found: this server declares no agent (mcp.agent)") end
+  local v = version_of(method, ctx)
+  if not v then rpc_error(METHOD_NOT_FOUND, "Method not found: " .. tostring(method)) end
+  if not forwardable(method, params) or not core.shared() then return methods[v][method](params or {}, ctx, v) end
+  local ok, result = pcall(methods[v][method], params or {}, ctx, v)
+  if ok then return result end
+  -- Not here: perhaps in another process, which then answers.
+  if error_code(result) == TASK_NOT_FOUND and ctx:_forward(params or object()) then return nil end
+  error(result, 0)
+end
+
+return M

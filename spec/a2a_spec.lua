@@ -1,0 +1,545 @@
+-- Agents (A2A) served from a Lua script (mcp.agent, lua/mcp/a2a.lua) by
+-- `luamcp run --http` at /.well-known/agent-card.json and /a2a
+-- (runtime/transport/http_a2a.c), driven by the official A2A SDK's client
+-- (@a2a-js/sdk 1.3.0, spec/clients/a2a_sdk_client.mjs) in both protocol
+-- versions, and by hand for what a hostile client sends.
+
+local http = require "http_client"
+local run_node = require("node_runner").run
+local client = require "mcp_client"
+local cjson = client.json
+
+local AGENT = "spec/fixtures/a2a/agent.lua"
+
+local function rpc(server, method, params, headers)
+  local h = { ["Content-Type"] = "application/json", Accept = "application/json" }
+  for k, v in pairs(headers or {}) do h[k] = v end
+  return server:request { method = "POST", path = "/a2a", headers = h,
+    body = type(method) == "string" and cjson.encode { jsonrpc = "2.0", id = 7, method = method, params = params } or method[1] }
+end
+
+describe("an agent driven by the @a2a-js/sdk client", function()
+  local server
+  setup(function() server = http.start { AGENT } end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  for _, version in ipairs { "1.0", "0.3" } do
+    it("goes through send, stream, input, cancel, resubscribe, list and push in " .. version, function()
+      local r = run_node { "spec/clients/a2a_sdk_client.mjs", "http://127.0.0.1:" .. server.port, version }
+      assert.is_nil(r.error)
+      assert.are.same({ "echo", "ask" }, r.card.skills)
+      assert.are.same({ "JSONRPC 1.0", "JSONRPC 0.3" }, r.card.interfaces)
+      assert.are.equal("echo: hello", r.echo)
+      assert.are.same({ "task", "status:TASK_STATE_WORKING", "artifact:1", "artifact:2", "artifact:3:last",
+                        "status:TASK_STATE_COMPLETED" }, r.stream)
+      assert.are.same({ state = "TASK_STATE_INPUT_REQUIRED", question = "what is your name?" }, r.asked)
+      assert.are.same({ state = "TASK_STATE_COMPLETED", reply = "hello, Ada" }, r.answered)
+      assert.are.equal("TASK_STATE_CANCELED", r.cancelled)
+      assert.are.equal("TASK_STATE_CANCELED", r.got)
+      assert.are.equal("JsonRpcTaskNotCancelableError", r.cancel_again)
+      assert.are.equal("task", r.resubscribed[1])
+      assert.are.equal("status:TASK_STATE_COMPLETED", r.resubscribed[#r.resubscribed])
+      if version == "1.0" then
+        assert.is_true(r.listed >= 4)
+        assert.are.same({ "TASK_STATE_CANCELED", "TASK_STATE_COMPLETED" }, r.listed_states)
+      end
+      assert.is_true(r.push.completed)
+      assert.are.equal("tok-1", r.push.token)
+      assert.are.equal("Bearer cred-1", r.push.auth)
+      assert.are.equal("JsonRpcTaskNotFoundError", r.unknown)
+    end)
+  end
+
+  it("lets a tool call an agent with mcp.a2a (send, input, stream, cancel)", function()
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 3, method = "tools/call",
+      params = { name = "delegate", arguments = { url = "http://127.0.0.1:" .. server.port } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    local result = http.rpc(r).result
+    assert.is_not_true(result.isError, result.content[1].text)
+    local out = cjson.decode(result.content[1].text)
+    assert.are.same({ name = "Echo agent", echo = "echo: from lua", asked = "TASK_STATE_INPUT_REQUIRED",
+      answered = "hello, Lua", events = "task,TASK_STATE_WORKING,artifact,artifact,TASK_STATE_COMPLETED",
+      cancelled = "TASK_STATE_CANCELED" }, out)
+  end)
+
+  it("lets a tool call an agent written with @a2a-js/sdk (spec/clients/a2a_sdk_server.mjs)", function()
+    local sdk = client.spawn({ "spec/clients/a2a_sdk_server.mjs" }, { bin = require("node_runner").NODE })
+    local line = sdk:read_line(60000)
+    assert(line, "the SDK server did not start:\n" .. sdk.stderr)
+    local port = math.tointeger(cjson.decode(line).port)
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 4, method = "tools/call",
+      params = { name = "delegate", arguments = { url = "http://127.0.0.1:" .. port } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    sdk:terminate(5000)
+    local result = http.rpc(r).result
+    assert.is_not_true(result.isError, result.content[1].text)
+    assert.are.same({ name = "SDK agent", echo = "echo: from lua", asked = "TASK_STATE_INPUT_REQUIRED",
+      answered = "hello, Lua", events = "task,TASK_STATE_WORKING,artifact,artifact,TASK_STATE_COMPLETED",
+      cancelled = "TASK_STATE_CANCELED" }, cjson.decode(result.content[1].text))
+  end)
+
+  it("serves the MCP tools of the same script beside the agent", function()
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "ping", arguments = {} } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    assert.are.equal("pong", http.rpc(r).result.content[1].text)
+  end)
+end)
+
+describe("an agent given hostile input", function()
+  local server
+  setup(function() server = http.start({ AGENT, "--max-message-bytes", "4096" }) end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  local function message(parts, extra)
+    local m = { messageId = "m1", role = "ROLE_USER", parts = parts }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    return { message = m }
+  end
+
+  it("answers an unknown task with TaskNotFound", function()
+    for _, call in ipairs { { "GetTask", { id = "nope" } }, { "CancelTask", { id = "nope" } },
+                            { "tasks/get", { id = "nope" } }, { "SubscribeToTask", { id = "nope" } } } do
+      local r = rpc(server, call[1], call[2])
+      assert.are.equal(-32001, r.json.error.code, call[1])
+      assert.are.equal(7, r.json.id)
+    end
+    local r = rpc(server, "SendMessage", message({ { text = "echo" } }, { taskId = "nope" }))
+    assert.are.equal(-32001, r.json.error.code)
+  end)
+
+  it("refuses a message with an unknown part kind, in either version", function()
+    local r = rpc(server, "SendMessage", message({ { video = "x" } }))
+    assert.are.equal(-32602, r.json.error.code)
+    r = rpc(server, "message/send", { message = { messageId = "m", role = "user", kind = "message",
+      parts = { { kind = "hologram", text = "x" } } } })
+    assert.are.equal(-32602, r.json.error.code)
+    assert.truthy(r.json.error.message:find("hologram", 1, true))
+  end)
+
+  it("refuses an oversized message before reading it into the agent", function()
+    local r = rpc(server, "SendMessage", message({ { text = ("x"):rep(10000) } }))
+    assert.are.equal(413, r.status)
+    -- and the agent still answers
+    r = rpc(server, "SendMessage", message({ { text = "echo still here" } }))
+    assert.are.equal("echo: still here", r.json.result.message.parts[1].text)
+  end)
+
+  it("answers JSON-RPC's and A2A's protocol errors", function()
+    assert.are.equal(-32700, rpc(server, { "{not json" }).json.error.code)
+    assert.are.equal(-32601, rpc(server, "tools/list", {}).json.error.code) -- MCP's methods are not the agent's
+    local r = rpc(server, "GetTask", { id = "x" }, { ["A2A-Version"] = "9.9" })
+    assert.are.equal(-32009, r.json.error.code)
+    assert.are.equal(-32007, rpc(server, "GetExtendedAgentCard", {}).json.error.code)
+  end)
+
+  it("applies /mcp's Origin and CORS rules, and names A2A's headers in a preflight", function()
+    local r = rpc(server, "GetTask", { id = "x" }, { Origin = "http://evil.example" })
+    assert.are.equal(403, r.status)
+    r = server:request { method = "OPTIONS", path = "/a2a", headers = { Origin = "http://localhost:3000",
+      ["Access-Control-Request-Method"] = "POST", ["Access-Control-Request-Headers"] = "a2a-version" } }
+    assert.are.equal(204, r.status)
+    assert.are.equal("http://localhost:3000", r.headers["access-control-allow-origin"])
+    assert.truthy(r.headers["access-control-allow-headers"]:find("A2A-Version", 1, true))
+  end)
+
+  it("counts A2A calls in /metrics by method", function()
+    rpc(server, "SendMessage", message({ { text = "echo counted" } }))
+    local r = server:request { method = "GET", path = "/metrics" }
+    assert.truthy(r.body:find('luamcp_calls_total{method="SendMessage",outcome="ok"}', 1, true), r.body)
+  end)
+
+  it("answers a blocking SendMessage whose task is cancelled meanwhile", function()
+    local conn = server:connect()
+    local body = cjson.encode { jsonrpc = "2.0", id = 5, method = "SendMessage", params = message({ { text = "wait 60000" } }) }
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#body, body)))
+    local id
+    client.poll_until(function()
+      for _, t in ipairs(rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks) do
+        if t.history[1] and t.history[1].parts[1].text == "wait 60000" then id = t.id end
+      end
+      return id
+    end, 20000)
+    assert.is_string(id)
+    assert.are.equal("TASK_STATE_CANCELED", rpc(server, "CancelTask", { id = id }).json.result.status.state)
+    client.wait_until(function() return conn.raw:find("TASK_STATE_CANCELED", 1, true) end, 20000)
+    local answer = cjson.decode(conn.raw:match("\r\n\r\n(.*)$"))
+    assert.are.equal(5, answer.id)
+    assert.are.equal("TASK_STATE_CANCELED", answer.result.task.status.state)
+    assert.are.equal("TASK_STATE_CANCELED", rpc(server, "GetTask", { id = id }).json.result.status.state)
+    conn:close()
+  end)
+
+  it("finishes a task whose blocking SendMessage's client went away", function()
+    local conn = server:connect()
+    local body = cjson.encode { jsonrpc = "2.0", id = 6, method = "SendMessage", params = message({ { text = "count 30" } }) }
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#body, body)))
+    local id
+    client.poll_until(function()
+      for _, t in ipairs(rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks) do
+        if t.history[1] and t.history[1].parts[1].text == "count 30" then id = t.id end
+      end
+      return id
+    end, 20000)
+    conn:close()
+    assert.is_string(id)
+    local state
+    client.poll_until(function()
+      state = rpc(server, "GetTask", { id = id }).json.result.status.state
+      return state == "TASK_STATE_COMPLETED"
+    end, 30000)
+    assert.are.equal("TASK_STATE_COMPLETED", state)
+  end)
+
+  it("finishes a task whose stream is open but never read", function()
+    local conn = server:connect()
+    local body = cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 40" } }) }
+    conn.tcp:read_stop() -- the client reads nothing
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#body, body)))
+    -- the task shows in the caller's list (the caller is nobody here), and ends
+    local id
+    client.poll_until(function()
+      local list = rpc(server, "ListTasks", { status = "TASK_STATE_WORKING" }).json.result.tasks
+      for _, t in ipairs(list) do if t.history[1] and t.history[1].parts[1].text == "count 40" then id = t.id end end
+      return id
+    end, 20000)
+    assert.is_string(id)
+    local state
+    client.poll_until(function()
+      state = rpc(server, "GetTask", { id = id }).json.result.status.state
+      return state == "TASK_STATE_COMPLETED"
+    end, 30000)
+    assert.are.equal("TASK_STATE_COMPLETED", state)
+    conn:close()
+  end)
+
+  it("keeps a task whose stream is never read, and ends the stream", function()
+    local conn = server:connect()
+    assert(conn:write(("POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
+      :format(#cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 5" } }) },
+        cjson.encode { jsonrpc = "2.0", id = 1, method = "SendStreamingMessage", params = message({ { text = "count 5" } }) })))
+    local id
+    client.wait_until(function()
+      id = conn.raw:match('"taskId":"(%x+)"') or conn.raw:match('"id":"(%x+)"')
+      return id
+    end, 20000)
+    conn:close()
+    assert.is_string(id)
+    local state
+    client.poll_until(function()
+      local r = rpc(server, "GetTask", { id = id })
+      state = r.json.result and r.json.result.status.state
+      return state == "TASK_STATE_COMPLETED"
+    end, 30000)
+    assert.are.equal("TASK_STATE_COMPLETED", state)
+  end)
+end)
+
+describe("push notifications", function()
+  local server, receiver
+  setup(function() server = http.start { AGENT } end)
+  teardown(function()
+    if server then server:stop_cleanly() end
+    if receiver then receiver:terminate(5000) end
+  end)
+
+  it("are retried when the receiver fails, with the config's token and authentication", function()
+    receiver = client.spawn({ "spec/clients/a2a_push_receiver.mjs", "1" }, { bin = require("node_runner").NODE })
+    local port = math.tointeger(cjson.decode((assert(receiver:read_line(60000), receiver.stderr))).port)
+    local r = rpc(server, "SendMessage", { message = { messageId = "m", role = "ROLE_USER", parts = { { text = "ask" } } },
+      configuration = { taskPushNotificationConfig = { url = ("http://127.0.0.1:%d/hook"):format(port),
+        token = "t-1", authentication = { scheme = "Bearer", credentials = "c-1" } } } })
+    local task = r.json.result.task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    -- the config is the task's, listed
+    local configs = rpc(server, "ListTaskPushNotificationConfigs", { taskId = task.id }).json.result.configs
+    assert.are.equal(1, #configs)
+    assert.are.equal("t-1", configs[1].token)
+    -- every change of the task arrives, in order, the first after a refusal
+    local seen = {}
+    while true do
+      local line = receiver:read_line(30000)
+      assert(line, "no more notifications; saw " .. cjson.encode(seen))
+      local n = cjson.decode(line)
+      assert.are.equal("t-1", n.token)
+      assert.are.equal("Bearer c-1", n.auth)
+      local state = n.body.task and n.body.task.status.state or n.body.statusUpdate and n.body.statusUpdate.status.state
+      seen[#seen + 1] = math.tointeger(n.status) .. " " .. tostring(state)
+      if state == "TASK_STATE_INPUT_REQUIRED" and math.tointeger(n.status) == 204 then break end
+    end
+    assert.are.equal("503 TASK_STATE_WORKING", seen[1])
+    assert.are.equal("204 TASK_STATE_WORKING", seen[2])
+    assert.are.equal("204 TASK_STATE_INPUT_REQUIRED", seen[#seen])
+    -- the answer carries it to the end
+    rpc(server, "SendMessage", { message = { messageId = "m2", role = "ROLE_USER", taskId = task.id, parts = { { text = "Bo" } } } })
+    local last
+    repeat
+      local line = receiver:read_line(30000)
+      assert(line, "no completion notified")
+      local n = cjson.decode(line)
+      last = n.body.statusUpdate and n.body.statusUpdate.status.state
+    until last == "TASK_STATE_COMPLETED"
+  end)
+end)
+
+describe("an agent's traces", function()
+  it("has one server span per A2A call, and the handler's own spans beneath it", function()
+    local receiver = client.spawn({ "spec/fixtures/tracing/otlp_receiver.mjs" }, { bin = require("node_runner").NODE })
+    local hello = cjson.decode((assert(receiver:read_line(60000), receiver.stderr)))
+    local server = http.start({ AGENT }, { env = { "PATH=" .. os.getenv("PATH"),
+      "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:" .. math.tointeger(hello.port), "OTEL_BSP_SCHEDULE_DELAY=50" } })
+    -- a task whose handler makes an HTTP request: its client span is the call's child
+    local r = rpc(server, "SendMessage", { message = { messageId = "m1", role = "ROLE_USER",
+      parts = { { text = "fetch http://127.0.0.1:" .. server.port .. "/healthz" } } } })
+    assert.are.equal("TASK_STATE_COMPLETED", r.json.result.task.status.state, r.body)
+    local spans
+    client.poll_until(function()
+      receiver:send { cmd = "spans" }
+      spans = cjson.decode((assert(receiver:read_line(10000), receiver.stderr))).spans
+      local names = {}
+      for _, sp in ipairs(spans) do names[sp.name] = sp end
+      return names.SendMessage and names.GET
+    end, 30000)
+    local call, fetch
+    for _, sp in ipairs(spans) do
+      if sp.name == "SendMessage" then call = sp elseif sp.name == "GET" then fetch = sp end
+    end
+    assert.is_table(call, cjson.encode(spans))
+    assert.is_table(fetch, cjson.encode(spans))
+    assert.are.equal(call.traceId, fetch.traceId)
+    assert.are.equal(call.spanId, fetch.parentSpanId)
+    server:stop_cleanly()
+    receiver:close()
+  end)
+end)
+
+describe("calling an agent from a confined script", function()
+  it("is judged by the net permission", function()
+    local agent = http.start { AGENT }
+    local server = http.start { "spec/fixtures/a2a/confined.lua" }
+    local session = server:initialize()
+    local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call",
+      params = { name = "reach", arguments = { url = "http://127.0.0.1:" .. agent.port } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    local text = http.rpc(r).result.content[1].text
+    assert.truthy(text:find("127.0.0.1", 1, true) and text:find("net", 1, true), text)
+    assert.is_nil(text:find("reached", 1, true))
+    server:stop_cleanly()
+    agent:stop_cleanly()
+  end)
+end)
+
+describe("a server without an agent", function()
+  it("has no card and answers the A2A endpoint with method not found", function()
+    local server = http.start { "spec/fixtures/a2a/no_agent.lua" }
+    local r = server:request { method = "GET", path = "/.well-known/agent-card.json" }
+    assert.are.equal(404, r.status)
+    assert.are.equal(-32601, rpc(server, "GetTask", { id = "x" }).json.error.code)
+    server:stop_cleanly()
+  end)
+end)
+
+describe("an agent under --workers 2", function()
+  local server
+  setup(function() server = http.start { AGENT, "--workers", "2" } end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  local function send_on(conn, method, params)
+    local body = cjson.encode { jsonrpc = "2.0", id = 1, method = method, params = params }
+    return conn:request { method = "POST", path = "/a2a", body = body,
+      headers = { ["Content-Type"] = "application/json", Accept = "application/json" } }
+  end
+  local function say(conn, words, extra)
+    local m = { messageId = "m" .. math.random(1e9), role = "ROLE_USER", parts = { { text = words } } }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    return send_on(conn, "SendMessage", { message = m }).json.result
+  end
+
+  -- A keep-alive connection to each worker (which worker accepts is the
+  -- kernel's choice: connect until both are seen).
+  local function conns_to_both()
+    local by_worker = {}
+    for _ = 1, 200 do
+      local conn = server:connect()
+      local w = say(conn, "whoami").message.parts[1].text
+      if by_worker[w] then conn:close() else by_worker[w] = conn end
+      if by_worker["1"] and by_worker["2"] then return by_worker["1"], by_worker["2"] end
+    end
+    error("no connection reached both workers")
+  end
+
+  it("reads, answers and cancels a task created on one worker from the other", function()
+    local one, two = conns_to_both()
+    local task = say(one, "ask").task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    local r = send_on(two, "GetTask", { id = task.id })
+    assert.are.equal(task.id, r.json.result.id, r.body)
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", r.json.result.status.state)
+    r = send_on(two, "tasks/get", { id = task.id })
+    assert.are.equal("input-required", r.json.result.status.state, r.body)
+    -- another task asks on worker one and gets its answer on worker two
+    local asked = say(one, "ask").task
+    local answered = say(two, "Wu", { taskId = asked.id, contextId = asked.contextId }).task
+    assert.are.equal("TASK_STATE_COMPLETED", answered.status.state)
+    assert.are.equal("hello, Wu", answered.status.message.parts[1].text)
+    assert.are.equal("TASK_STATE_COMPLETED", send_on(one, "GetTask", { id = asked.id }).json.result.status.state)
+    r = send_on(two, "CancelTask", { id = task.id })
+    assert.are.equal("TASK_STATE_CANCELED", r.json.result.status.state, r.body)
+    assert.are.equal("TASK_STATE_CANCELED", send_on(one, "GetTask", { id = task.id }).json.result.status.state)
+    assert.are.equal(-32002, send_on(two, "CancelTask", { id = task.id }).json.error.code)
+    assert.are.equal(-32001, send_on(two, "GetTask", { id = "not-a-task" }).json.error.code)
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- Behind OAuth, with tokens from a real authorization server
+-- (oidc-provider, spec/helpers/oidc_provider.mjs; as spec/auth_spec.lua)
+---------------------------------------------------------------------------
+
+local NODE = require("node_runner").NODE
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function start_provider()
+  local keys = client.temp_dir()
+  local code, _, err = client.sh(NODE .. " spec/helpers/jwt_mint.mjs keys " .. quote(keys))
+  assert(code == 0, err)
+  local clients = {}
+  for _, who in ipairs { "alice", "bob" } do
+    clients[#clients + 1] = { client_id = who, client_secret = who .. "-secret", grant_types = { "client_credentials" },
+      response_types = {}, redirect_uris = {}, token_endpoint_auth_method = "client_secret_basic" }
+  end
+  local proc = client.spawn({ "spec/helpers/oidc_provider.mjs",
+    cjson.encode { keys = keys, any_resource = { scope = "notes:read" }, clients = clients } }, { bin = NODE })
+  local line = proc:read_line(60000)
+  assert(line, "oidc-provider did not start:\n" .. proc.stderr)
+  local p = cjson.decode(line)
+  p.proc, p.keys = proc, keys
+  return p
+end
+
+local function token_for(p, who, resource)
+  local body = ("grant_type=client_credentials&scope=notes%%3Aread&resource=%s")
+    :format(resource:gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end))
+  local conn = assert(http.connect(p.port))
+  local _, b64 = client.sh(("printf %%s %s | base64 -w0"):format(quote(who .. ":" .. who .. "-secret")))
+  local r = conn:request { method = "POST", path = "/token", body = body, headers = {
+    Authorization = "Basic " .. b64, ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" } }
+  conn:close()
+  assert(r and r.status == 200 and r.json, "no token: " .. cjson.encode(r or {}))
+  return r.json.access_token
+end
+
+describe("an agent behind OAuth", function()
+  local p, server, alice, bob
+  setup(function()
+    p = start_provider()
+    server = http.start { "--auth-issuer", p.issuer, "--auth-scopes", "notes:read", AGENT }
+    alice = token_for(p, "alice", server.url)
+    bob = token_for(p, "bob", server.url)
+  end)
+  teardown(function()
+    if server then server:stop_cleanly() end
+    if p then p.proc:terminate(5000); client.remove_tree(p.keys) end
+  end)
+
+  it("publishes the card to anyone, with the server's OAuth as its security scheme", function()
+    local r = server:request { method = "GET", path = "/.well-known/agent-card.json" }
+    assert.are.equal(200, r.status)
+    local card = cjson.decode(r.body)
+    assert.are.equal(p.issuer:gsub("/$", "") .. "/.well-known/openid-configuration",
+      card.securitySchemes.oauth2.openIdConnectSecurityScheme.openIdConnectUrl)
+    assert.are.same({ "notes:read" }, card.securityRequirements[1].schemes.oauth2.list)
+  end)
+
+  it("refuses a request without a token with 401", function()
+    local r = rpc(server, "GetTask", { id = "x" })
+    assert.are.equal(401, r.status)
+    assert.truthy(r.headers["www-authenticate"])
+  end)
+
+  it("keeps a task to its caller: another caller finds no such task", function()
+    local r = rpc(server, "SendMessage", { message = { messageId = "m", role = "ROLE_USER", parts = { { text = "ask" } } } },
+      { Authorization = "Bearer " .. alice })
+    local task = r.json.result.task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    local as_bob = { Authorization = "Bearer " .. bob }
+    assert.are.equal(-32001, rpc(server, "GetTask", { id = task.id }, as_bob).json.error.code)
+    assert.are.equal(-32001, rpc(server, "CancelTask", { id = task.id }, as_bob).json.error.code)
+    assert.are.equal(-32001, rpc(server, "SubscribeToTask", { id = task.id }, as_bob).json.error.code)
+    assert.are.equal(-32001, rpc(server, "SendMessage", { message = { messageId = "m2", role = "ROLE_USER",
+      taskId = task.id, parts = { { text = "Mallory" } } } }, as_bob).json.error.code)
+    assert.are.equal(0, #rpc(server, "ListTasks", {}, as_bob).json.result.tasks)
+    -- still alice's, still waiting for her
+    r = rpc(server, "SendMessage", { message = { messageId = "m3", role = "ROLE_USER", taskId = task.id,
+      parts = { { text = "Alice" } } } }, { Authorization = "Bearer " .. alice })
+    assert.are.equal("hello, Alice", r.json.result.task.status.message.parts[1].text)
+  end)
+
+  for _, version in ipairs { "1.0", "0.3" } do
+    it("is driven by the @a2a-js/sdk client with a token in " .. version, function()
+      local r = run_node { "spec/clients/a2a_sdk_client.mjs", "http://127.0.0.1:" .. server.port, version, alice }
+      assert.is_nil(r.error)
+      assert.are.same({ "oauth2" }, r.security)
+      assert.are.same({ state = "TASK_STATE_COMPLETED", reply = "hello, Ada" }, r.answered)
+      assert.are.equal("TASK_STATE_CANCELED", r.cancelled)
+      assert.are.equal("task", r.resubscribed[1])
+      assert.is_true(r.push.completed)
+    end)
+  end
+end)
+
+---------------------------------------------------------------------------
+-- The example (scripts/a2a): an orchestrator and two agents
+---------------------------------------------------------------------------
+
+describe("scripts/a2a", function()
+  local counter, shouter, orchestrator, dir
+  setup(function()
+    counter = http.start { "scripts/a2a/counter.lua" }
+    -- shouter.mjs resolves @a2a-js/sdk from where it lies: a copy beside
+    -- spec/node_modules stands in for `npm install` in scripts/a2a.
+    dir = "spec/.a2a-example-" .. math.random(1e9)
+    assert(client.sh("mkdir -p " .. dir .. " && cp scripts/a2a/shouter.mjs " .. dir .. "/") == 0)
+    local port = require("services").free_port()
+    shouter = client.spawn({ dir .. "/shouter.mjs", tostring(port) }, { bin = NODE })
+    assert(shouter:read_line(60000), "shouter did not start:\n" .. shouter.stderr)
+    orchestrator = http.start({ "scripts/a2a/orchestrator.lua" }, { env = {
+      "COUNTER_URL=http://127.0.0.1:" .. counter.port, "SHOUTER_URL=http://127.0.0.1:" .. port } })
+  end)
+  teardown(function()
+    for _, s in ipairs { orchestrator, counter } do s:stop_cleanly() end
+    if shouter then shouter:terminate(5000) end
+    if dir then client.remove_tree(dir) end
+  end)
+
+  it("reviews a text with both agents and passes the counter's progress on", function()
+    local session = orchestrator:initialize()
+    local r = orchestrator:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "review",
+      arguments = { text = "to be\nor not to be" }, _meta = { progressToken = "p" } } },
+      { ["Mcp-Session-Id"] = session, ["MCP-Protocol-Version"] = "2025-11-25" })
+    local result = http.rpc(r).result
+    assert.are.equal("TO BE\nOR NOT TO BE\n(6 words in 2 lines)", result.content[1].text)
+    local progress = {}
+    for _, e in ipairs(r.events or {}) do
+      if e.json and e.json.method == "notifications/progress" then progress[#progress + 1] = e.json.params.message end
+    end
+    assert.are.same({ "line 1: 2 words", "line 2: 4 words" }, progress)
+  end)
+
+  it("asks for the text when the message has none, and goes on with the answer", function()
+    local r = rpc(counter, "SendMessage", { message = { messageId = "m1", role = "ROLE_USER", parts = { { text = "" } } } })
+    local task = r.json.result.task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", task.status.state)
+    assert.are.equal("Which text shall I count?", task.status.message.parts[1].text)
+    r = rpc(counter, "SendMessage", { message = { messageId = "m2", role = "ROLE_USER", taskId = task.id,
+      contextId = task.contextId, parts = { { text = "one two\nthree" } } } })
+    assert.are.equal("3 words in 2 lines", r.json.result.task.status.message.parts[1].text)
+    assert.are.same({ total = 3 }, r.json.result.task.artifacts[1].parts[3].data)
+  end)
+end)
