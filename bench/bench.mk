@@ -112,11 +112,8 @@ bench: test-deps $(BENCH_DIR)/luamcp-nohook
 	lua5.4 bench/sqlite.lua '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/scale.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
 	bash bench/metrics.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
-<<<<<<< HEAD
 	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
-=======
 	bash bench/a2a.sh '$(LUAMCP)' '$(BENCH_DIR)' '$(BENCH_OUT)'
->>>>>>> ed267b76519ccdbb82bef39c38b815186099c2b4
 	{ echo; echo '## Start-up beside the previous release'; echo; \
 	  LUAMCP='$(LUAMCP)' LUAMCP_BASELINE="$$(bash bench/baseline.sh)" bash bench/startup.sh; } | tee -a '$(BENCH_OUT)'
 
@@ -150,18 +147,14 @@ $(BENCH_DIR)/nohook/embedded_ui.o: build/embedded_ui.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 -include $(BENCH_NOHOOK_OBJ:.o=.d)
 
-<<<<<<< HEAD
 .PHONY: bench-ui
 bench-ui: $(BENCH_DIR)/loadclient $(LUAMCP)
 	bash bench/ui.sh '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_UI_OUT)
 
-.PHONY: bench-extra bench-payload bench-redis bench-scale bench-sqlite
-=======
 .PHONY: bench-extra bench-payload bench-redis bench-scale bench-sqlite bench-a2a
 bench-a2a: test-deps $(BENCH_DIR)/loadclient $(LUAMCP)
 	bash bench/a2a.sh '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_A2A_OUT)
 
->>>>>>> ed267b76519ccdbb82bef39c38b815186099c2b4
 bench-sqlite: test-deps $(BENCH_DIR)/loadclient $(LUAMCP)
 	lua5.4 bench/sqlite.lua '$(LUAMCP)' '$(BENCH_DIR)' $(BENCH_SQLITE_OUT)
 
