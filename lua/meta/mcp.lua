@@ -1182,4 +1182,48 @@ function Context:ask(questions) end
 ---@return T
 function Context:once(key, fn) end
 
+
+---@class mcp.AgentSkill
+---@field id string
+---@field name string
+---@field description string
+---@field tags? string[]
+---@field examples? string[]
+---@field inputModes? string[]
+---@field outputModes? string[]
+
+---@class mcp.AgentDefinition
+---@field name string
+---@field description string
+---@field version string
+---@field provider? {organization: string, url: string}
+---@field skills? mcp.AgentSkill[]
+---@field streaming? boolean SendStreamingMessage and SubscribeToTask (default true)
+---@field push_notifications? boolean the push-notification config methods (default true)
+---@field extended_card? table what GetExtendedAgentCard adds to the card
+---@field handler fun(message: table, ctx: table): any a message, or a task once ctx:status/artifact/ask is used
+
+---Serve an A2A agent (versions 1.0 and 0.3) beside the MCP tools: its card
+---at /.well-known/agent-card.json and A2A's JSON-RPC at /a2a, under
+---`luamcp run --http` (docs/lua-api.md "Agents (A2A)").
+---@param def mcp.AgentDefinition
+function mcp.agent(def) end
+
+---Other A2A agents, from a handler (docs/lua-api.md "Agents (A2A)").
+mcp.a2a = {}
+
+---@class mcp.a2a.Agent
+---@field card table the agent card, read once and cached
+---@field send fun(self: mcp.a2a.Agent, message: string|table, opts?: {wait: boolean}): table a message ({text | parts, taskId, contextId, ...}); {message = ...} or {task = ...}; wait = false answers with the task at once
+---@field stream fun(self: mcp.a2a.Agent, message: string|table, fn: fun(event: table)) each event of its stream, as it arrives
+---@field get fun(self: mcp.a2a.Agent, task_id: string): table the task
+---@field cancel fun(self: mcp.a2a.Agent, task_id: string): table the task
+
+---Connect to an agent by its URL (its card read and cached); the host must
+---be one the permissions' net lists.
+---@param url string
+---@param opts? table
+---@return mcp.a2a.Agent
+function mcp.a2a.connect(url, opts) end
+
 return mcp
