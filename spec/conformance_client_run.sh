@@ -25,6 +25,21 @@ for era in 2025-11-25 2026-07-28; do
   echo "== client --requirements $era"
   "$NODE" "$SUITE" client --command "$DRIVER" --requirements "$era" -o "$out/$era" >"$out/$era.log" 2>&1
   grep -E '^(✓|✗)|^Total' "$out/$era.log"
+  # The suite starts its scenarios side by side, in one Node process. Under
+  # make test's load (five suites at once) the first two 2026-07-28
+  # scenarios (request-metadata, tools_call) have been seen to get no answer
+  # to luamcp's server/discover for 60 s, while alone they pass every time:
+  # a scenario that failed is run once more alone, and that run counts; the
+  # first is reported (and kept aside, out of the count).
+  for dir in "$out/$era"/*/; do
+    [ -f "$dir/checks.json" ] && grep -q '"status": *"FAILURE"' "$dir/checks.json" || continue
+    name=$(basename "$dir" | sed -E 's/-[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9-]+Z$//')
+    case $name in auth*) continue ;; esac # their names have a slash the folder lost; none has been flaky
+    echo "retry: $era/$name failed beside the others; running it again alone"
+    mkdir -p "$out/first-$era" && mv "$dir" "$out/first-$era/"
+    "$NODE" "$SUITE" client --command "$DRIVER" --scenario "$name" --spec-version "$era" \
+      -o "$out/$era-retry" >>"$out/$era-retry.log" 2>&1
+  done
   "$NODE" "$SUITE" client --command "$DRIVER" --scenario json-schema-2020-12-preservation --spec-version "$era" \
     -o "$out/$era-json-schema" >"$out/$era-json-schema.log" 2>&1
   echo "json-schema-2020-12-preservation at $era: $(grep -E '^Passed:' "$out/$era-json-schema.log" | sed 's/\x1b\[[0-9;]*m//g')"
@@ -42,6 +57,7 @@ const AUTH = /(^|[\/-])auth[\/-]/;
 const counted = (rel) => !NOT_COUNTED.some((name) => rel.includes(name.replace("/", "-")) || rel.includes(name));
 const walk = (dir) => {
   for (const name of fs.readdirSync(dir)) {
+    if (dir === root && name.startsWith("first-")) continue; // a failure run again alone (above)
     const p = path.join(dir, name);
     if (fs.statSync(p).isDirectory()) walk(p);
     else if (name === "checks.json") {
