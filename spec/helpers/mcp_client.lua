@@ -28,7 +28,11 @@ function M.wait_until(pred, timeout_ms)
   uv.update_time()
   local deadline = uv.now() + timeout_ms
   local timer = uv.new_timer()
-  timer:start(math.max(1, math.ceil(timeout_ms)), 0, function() end)
+  -- Repeating, so that the loop can never wait for I/O without a timer:
+  -- a callback that runs a nested wait (a write's or a timer's, before
+  -- uv_run polls) may consume this timer's single expiry, and the outer
+  -- uv.run("once") would then block in epoll_wait(-1) for good.
+  timer:start(math.max(1, math.ceil(timeout_ms)), 100, function() end)
   local ok = false
   while true do
     uv.run("once")
