@@ -283,6 +283,13 @@ describe("MCP over WebSockets", function()
     initialize(ws)
     server.proc:kill("sigterm")
     assert.are.equal(1001, ws:close_code())
+    -- It exits by itself, cleanly: after_each's own SIGTERM would otherwise
+    -- reach a process already exiting (its handler gone) and kill it.
+    local s = server
+    server = nil
+    local code, signal = s.proc:wait_exit(60000)
+    assert.are.same({ 0, 0 }, { code, signal }, s.proc.stderr)
+    s.proc:close()
   end)
 
   it("pings a quiet client and drops one that never answers", function()
