@@ -21,6 +21,14 @@ local function call(server, name, arguments)
   return result.content[1].text
 end
 
+-- Is a process running whose command line holds needle?
+local function running(needle)
+  local ps = io.popen("ps -eo args=")
+  local all = ps:read("a")
+  ps:close()
+  return all:find(needle, 1, true) ~= nil
+end
+
 local function spawn_node(args)
   local p = client.spawn(args, { bin = NODE })
   local line = p:read_line(60000)
@@ -127,6 +135,24 @@ describe("an agent run as a child process of the script", function()
     local out = cjson.decode(call(server, "child", { argv = { "/bin/sh", "-c", "echo no agent here >&2; exit 3" } }))
     assert.truthy(out.error:find("no agent here", 1, true), out.error)
     assert.truthy(out.error:find("3", 1, true), out.error)
+  end)
+
+  it("gives up on a child that never serves a card, quoting its stderr, and stops it", function()
+    local out = cjson.decode(call(server, "child", { timeout_ms = 2000,
+      argv = { "/bin/sh", "-c", "echo still starting >&2; exec sleep 297" } }))
+    assert.truthy(out.error:find("no agent card", 1, true), out.error)
+    assert.truthy(out.error:find("still starting", 1, true), out.error)
+    assert.truthy(client.poll_until(function() return not running("sleep 297") end, 30000), "the child still runs")
+  end)
+
+  it("stops a child left open when the server ends", function()
+    local own = http.start { FIXTURE }
+    local out = cjson.decode(call(own, "child", { keep = true,
+      argv = { absolute(NODE), absolute("spec/clients/a2a_sdk_server.mjs"), "--port", "{port}" } }))
+    assert.is_true(running("--port " .. out.port))
+    own:stop_cleanly()
+    assert.truthy(client.poll_until(function() return not running("--port " .. out.port) end, 30000),
+      "the child outlived its server")
   end)
 
   it("is refused without the exec permission", function()
