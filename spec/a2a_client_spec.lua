@@ -99,6 +99,18 @@ describe("the Lua A2A client against an @a2a-js/sdk agent", function()
   end
 end)
 
+describe("the Lua A2A client given bad input", function()
+  it("raises clear errors", function()
+    local server = http.start { FIXTURE }
+    local out = cjson.decode(call(server, "misuse", { url = "http://127.0.0.1:" .. server.port }))
+    server:stop_cleanly()
+    assert.truthy(out.version:find('version is "1.0" or "0.3"', 1, true), out.version)
+    assert.truthy(out.command:find("command is a program", 1, true), out.command)
+    assert.truthy(out.target:find("an http(s) URL, or {command", 1, true), out.target)
+    assert.truthy(out.forced:find("reading the card", 1, true), out.forced)
+  end)
+end)
+
 describe("an agent run as a child process of the script", function()
   local server
   setup(function() server = http.start { FIXTURE } end)
