@@ -48,78 +48,14 @@ local kept_bytes = 0 -- what the kept tasks hold (task.bytes summed)
 
 -- ---- States and shapes ----------------------------------------------------
 
-local STATES = { "SUBMITTED", "WORKING", "COMPLETED", "FAILED", "CANCELED", "INPUT_REQUIRED", "REJECTED",
-                 "AUTH_REQUIRED" }
-local TERMINAL = { TASK_STATE_COMPLETED = true, TASK_STATE_FAILED = true, TASK_STATE_CANCELED = true,
-                   TASK_STATE_REJECTED = true }
-local INTERRUPTED = { TASK_STATE_INPUT_REQUIRED = true, TASK_STATE_AUTH_REQUIRED = true }
-
--- "input-required", "INPUT_REQUIRED" or "TASK_STATE_INPUT_REQUIRED" -> the last.
-local function state_name(s)
-  if type(s) ~= "string" then return nil end
-  local up = s:upper():gsub("-", "_"):gsub("^TASK_STATE_", "")
-  if up == "CANCELLED" then up = "CANCELED" end
-  for _, known in ipairs(STATES) do
-    if known == up then return "TASK_STATE_" .. up end
-  end
-  return nil
-end
-
-local function state_v03(s) return (s:gsub("^TASK_STATE_", ""):lower():gsub("_", "-")) end
+local shapes = require "mcp.a2a_shapes"
+local TERMINAL, INTERRUPTED = shapes.TERMINAL, shapes.INTERRUPTED
+local state_name, state_v03 = shapes.state_name, shapes.state_v03
+local part_in, part_out, message_out = shapes.part_in, shapes.part_out, shapes.message_out
 
 local function now_iso()
   local ms = core.now_ms and core.now_ms() or 0
   return os.date("!%Y-%m-%dT%H:%M:%S", os.time()) .. (".%03dZ"):format(math.floor(ms % 1000))
-end
-
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local out = {}
-  for k, v in pairs(t) do out[k] = copy(v) end
-  return setmetatable(out, getmetatable(t))
-end
-
--- A part as it arrived (version v) -> the model's, or nil and why.
-local function part_in(p, v, where)
-  if type(p) ~= "table" then return nil, where .. " is not an object" end
-  local out = { metadata = p.metadata }
-  if v == "0.3" then
-    if p.kind == "text" and type(p.text) == "string" then out.text = p.text
-    elseif p.kind == "data" and p.data ~= nil then out.data = p.data
-    elseif p.kind == "file" and type(p.file) == "table" then
-      local f = p.file
-      if type(f.uri) == "string" then out.url = f.uri
-      elseif type(f.bytes) == "string" then out.raw = f.bytes
-      else return nil, where .. ": a file part needs file.uri or file.bytes" end
-      out.mediaType, out.filename = f.mimeType, f.name
-    else
-      return nil, ("%s: unknown part kind %s"):format(where, tostring(p.kind))
-    end
-    return out
-  end
-  local n = 0
-  for _, k in ipairs { "text", "raw", "url", "data" } do
-    if p[k] ~= nil then n = n + 1; out[k] = p[k] end
-  end
-  if n ~= 1 then return nil, where .. ": a part has exactly one of text, raw, url, data" end
-  if (out.text and type(out.text) ~= "string") or (out.url and type(out.url) ~= "string")
-      or (out.raw and type(out.raw) ~= "string") then
-    return nil, where .. ": text, url and raw are strings"
-  end
-  out.mediaType, out.filename = p.mediaType, p.filename
-  return out
-end
-
-local function part_out(p, v)
-  if v ~= "0.3" then return p end
-  local out = { metadata = p.metadata }
-  if p.text ~= nil then out.kind, out.text = "text", p.text
-  elseif p.data ~= nil then out.kind, out.data = "data", p.data
-  else
-    out.kind = "file"
-    out.file = { uri = p.url, bytes = p.raw, mimeType = p.mediaType, name = p.filename }
-  end
-  return out
 end
 
 local function parts_in(list, v, what)
@@ -142,19 +78,6 @@ local function message_in(m, v)
   return { messageId = m.messageId, role = "ROLE_USER", parts = parts_in(m.parts, v, "message"), taskId = m.taskId,
            contextId = m.contextId, metadata = m.metadata, referenceTaskIds = m.referenceTaskIds,
            extensions = m.extensions }
-end
-
--- 1.0's shape is the model's: the message itself goes out (the encoder
--- only reads it).
-local function message_out(m, v)
-  if not m or v ~= "0.3" then return m end
-  local out = copy(m)
-  do
-    out.kind = "message"
-    out.role = m.role == "ROLE_USER" and "user" or "agent"
-    for i, p in ipairs(m.parts) do out.parts[i] = part_out(p, v) end
-  end
-  return out
 end
 
 local function artifact_out(a, v)

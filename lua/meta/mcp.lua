@@ -1212,17 +1212,50 @@ function mcp.agent(def) end
 ---Other A2A agents, from a handler (docs/lua-api.md "Agents (A2A)").
 mcp.a2a = {}
 
+---The code a stream that ended before its task did is raised with (an
+---rpc error whose data is {dropped = true, taskId = ...}): agent:subscribe
+---follows the task again.
+mcp.a2a.STREAM_DROPPED = -32603
+
+---@class mcp.a2a.PushConfig
+---@field url string where the agent posts the task's events
+---@field token? string sent back as X-A2A-Notification-Token
+---@field authentication? {scheme: string, credentials: string} sent back as Authorization: <scheme> <credentials>
+---@field id? string the config's id (the agent picks one when absent)
+
 ---@class mcp.a2a.Agent
 ---@field card table the agent card, read once and cached
----@field send fun(self: mcp.a2a.Agent, message: string|table, opts?: {wait: boolean}): table a message ({text | parts, taskId, contextId, ...}); {message = ...} or {task = ...}; wait = false answers with the task at once
----@field stream fun(self: mcp.a2a.Agent, message: string|table, fn: fun(event: table)) each event of its stream, as it arrives
----@field get fun(self: mcp.a2a.Agent, task_id: string): table the task
+---@field version "1.0"|"0.3" the version spoken (the card's, or opts.version); results are 1.0's shape either way
+---@field url string the JSON-RPC endpoint
+---@field send fun(self: mcp.a2a.Agent, message: string|table, opts?: {wait: boolean, push: mcp.a2a.PushConfig}): table a message ({text | data | parts, taskId, contextId, ...}; taskId answers a task waiting for input); {message = ...} or {task = ...}; wait = false answers with the task at once
+---@field stream fun(self: mcp.a2a.Agent, message: string|table, fn: fun(event: table), opts?: {push: mcp.a2a.PushConfig}): table each event ({task}|{message}|{statusUpdate}|{artifactUpdate}) as it arrives; returns the last; a stream cut before its task ends raises the code STREAM_DROPPED of mcp.a2a
+---@field subscribe fun(self: mcp.a2a.Agent, task_id: string, fn: fun(event: table)): table follow a task again (the task first, then its events); returns the last
+---@field get fun(self: mcp.a2a.Agent, task_id: string, opts?: {historyLength: integer}): table the task
 ---@field cancel fun(self: mcp.a2a.Agent, task_id: string): table the task
+---@field list fun(self: mcp.a2a.Agent, filter?: {contextId: string, status: string, pageSize: integer, pageToken: string, historyLength: integer, includeArtifacts: boolean}): table {tasks, nextPageToken, ...} (A2A 1.0 only: raises on a 0.3 agent)
+---@field set_push fun(self: mcp.a2a.Agent, task_id: string, config: mcp.a2a.PushConfig): table the config as the agent keeps it ({taskId, id, url, token, authentication})
+---@field get_push fun(self: mcp.a2a.Agent, task_id: string, config_id: string): table the config
+---@field list_push fun(self: mcp.a2a.Agent, task_id: string): table[] the task's configs
+---@field delete_push fun(self: mcp.a2a.Agent, task_id: string, config_id: string): boolean
+---@field close fun(self: mcp.a2a.Agent) a child agent is stopped; the agent is no longer used
 
----Connect to an agent by its URL (its card read and cached); the host must
----be one the permissions' net lists.
----@param url string
----@param opts? table
+---@class mcp.a2a.ChildAgent
+---@field command string|string[] the program, or {program, args...}; "{port}" in an argument becomes the port it listens on
+---@field args? string[] the arguments, with command a string
+---@field env? table<string, string> its whole environment ("{port}" filled in), with PORT added; without it the server's
+---@field cwd? string
+---@field version? "1.0"|"0.3"
+---@field headers? table<string, string>
+---@field timeout_ms? integer how long it has to serve its card (default 30000)
+
+---Connect to an agent by its URL (its card read and cached; the host must
+---be one the permissions' net lists), or run one as a child process
+---(`{command = ...}`: the program must be one the permissions' exec lists;
+---it is told a loopback port, and stopped by agent:close() or with the
+---generation). opts: version ("1.0" or "0.3", else the card's choice),
+---headers.
+---@param url string|mcp.a2a.ChildAgent
+---@param opts? {version: "1.0"|"0.3", headers: table<string, string>}
 ---@return mcp.a2a.Agent
 function mcp.a2a.connect(url, opts) end
 

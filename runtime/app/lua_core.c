@@ -16,6 +16,7 @@
 #include "core/luamcp_limits.h"
 #include "core/state_token.h"
 #include "os/path.h"
+#include "os/sock.h"
 #include "app/lua_json.h"
 #include "app/app.h"
 #include "app/lua_core.h"
@@ -56,6 +57,32 @@ static int core_rpc_error(lua_State *L) {
   lua_setfield(L, -2, "data");
   luaL_setmetatable(L, VM_RPC_ERROR_MT);
   return lua_error(L);
+}
+
+/* free_port(): a TCP port on 127.0.0.1 that nothing listens on now, found
+ * by binding port 0 and letting it go (mcp.a2a tells a child agent to
+ * listen there); or nil and why. Another process may take it meanwhile:
+ * the child then fails to listen and says so. */
+static int core_free_port(lua_State *L) {
+  struct sockaddr_in addr;
+  uv_ip4_addr("127.0.0.1", 0, &addr);
+  int s = os_sock_listen_shared((const struct sockaddr *)&addr, 1);
+  if (s < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "no free port on 127.0.0.1: %s", uv_strerror(s));
+    return 2;
+  }
+  struct sockaddr_in bound;
+  socklen_t len = sizeof bound;
+  int rc = getsockname((uv_os_sock_t)s, (struct sockaddr *)&bound, &len);
+  os_sock_close((uv_os_sock_t)s);
+  if (rc != 0) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "no free port on 127.0.0.1: getsockname failed");
+    return 2;
+  }
+  lua_pushinteger(L, ntohs(bound.sin_port));
+  return 1;
 }
 
 /* is_rpc_error(value): was value raised by rpc_error? */
@@ -334,6 +361,7 @@ int luaopen_mcp_core(lua_State *L) {
       {"metric_define", metrics_lua_define},
       {"metric_add", metrics_lua_add},
       {"is_rpc_error", core_is_rpc_error},
+      {"free_port", core_free_port},
       {"broadcast", core_broadcast},
       {"everywhere", core_everywhere}, {"shared", core_shared},
       {"resource_updated", core_resource_updated},
