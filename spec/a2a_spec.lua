@@ -18,6 +18,27 @@ local function rpc(server, method, params, headers)
     body = type(method) == "string" and cjson.encode { jsonrpc = "2.0", id = 7, method = method, params = params } or method[1] }
 end
 
+-- A subscription opened on conn: its first event (the task as it is), and
+-- the connection, whose further events read_events gives.
+local function subscribe_on(conn, method, id)
+  conn:send_request { method = "POST", path = "/a2a", body = cjson.encode { jsonrpc = "2.0", id = 3, method = method,
+    params = { id = id } }, headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" } }
+  local head = conn:read_head(30000)
+  assert(head, "no answer to " .. method)
+  assert.truthy((head.headers["content-type"] or ""):find("text/event-stream", 1, true), conn.raw .. conn.body)
+  local first = conn:read_event(30000)
+  while first and not first.data do first = conn:read_event(30000) end
+  return cjson.decode(first.data)
+end
+
+-- The events of a stream until it ends, decoded, and whether it ended.
+local function rest_of(conn)
+  local events, ended = conn:read_events(60000)
+  local out = {}
+  for i, e in ipairs(events) do out[i] = cjson.decode(e.data) end
+  return out, ended
+end
+
 describe("an agent driven by the @a2a-js/sdk client", function()
   local server
   setup(function() server = http.start { AGENT } end)
@@ -393,6 +414,132 @@ describe("an agent under --workers 2", function()
     assert.are.equal("TASK_STATE_CANCELED", send_on(one, "GetTask", { id = task.id }).json.result.status.state)
     assert.are.equal(-32002, send_on(two, "CancelTask", { id = task.id }).json.error.code)
     assert.are.equal(-32001, send_on(two, "GetTask", { id = "not-a-task" }).json.error.code)
+  end)
+
+  it("streams a task's events to a subscriber on the other worker, and lists every worker's tasks", function()
+    local one, two = conns_to_both()
+    local asked = say(one, "gate").task
+    local mine_on_two = say(two, "ask").task
+    -- a second connection to worker two, for the stream
+    local watch
+    for _ = 1, 200 do
+      local conn = server:connect()
+      if say(conn, "whoami").message.parts[1].text == "2" then watch = conn; break end
+      conn:close()
+    end
+    assert(watch, "no second connection reached worker two")
+    local r = send_on(one, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ida" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local first = subscribe_on(watch, "SubscribeToTask", asked.id)
+    assert.are.equal(asked.id, first.result.task.id)
+    assert.are.equal("TASK_STATE_WORKING", first.result.task.status.state)
+    assert.are.equal("opened", say(one, "open " .. asked.id).message.parts[1].text)
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    local last = events[#events].result.statusUpdate
+    assert.are.equal("TASK_STATE_COMPLETED", last.status.state)
+    assert.are.equal("hello, Ida", last.status.message.parts[1].text)
+    -- answered over a stream on worker two, for a task of worker one
+    local again = say(one, "gate").task
+    local answer
+    for _ = 1, 200 do
+      local conn = server:connect()
+      if say(conn, "whoami").message.parts[1].text == "2" then answer = conn; break end
+      conn:close()
+    end
+    assert(answer, "no third connection reached worker two")
+    answer:send_request { method = "POST", path = "/a2a", headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" },
+      body = cjson.encode { jsonrpc = "2.0", id = 4, method = "SendStreamingMessage", params = { message = {
+        messageId = "m-s", role = "ROLE_USER", parts = { { text = "Uma" } }, taskId = again.id } } } }
+    local head = answer:read_head(30000)
+    assert.truthy(head and (head.headers["content-type"] or ""):find("text/event-stream", 1, true), answer.body)
+    assert.are.equal("opened", say(one, "open " .. again.id).message.parts[1].text)
+    local streamed = rest_of(answer)
+    assert.are.equal("hello, Uma", streamed[#streamed].result.statusUpdate.status.message.parts[1].text)
+    -- the list, from either worker, has both workers' tasks, page by page
+    for _, conn in ipairs { one, two } do
+      local seen, token, pages = {}, "", 0
+      repeat
+        local r = send_on(conn, "ListTasks", { pageSize = 1, pageToken = token })
+        assert.is_table(r.json.result, r.body)
+        for _, t in ipairs(r.json.result.tasks) do
+          assert.is_nil(seen[t.id], "listed twice: " .. t.id)
+          seen[t.id] = t.status.state
+        end
+        token, pages = r.json.result.nextPageToken, pages + 1
+      until token == "" or pages > 50
+      assert.are.equal("TASK_STATE_COMPLETED", seen[asked.id])
+      assert.are.equal("TASK_STATE_INPUT_REQUIRED", seen[mine_on_two.id])
+      assert.are.equal("TASK_STATE_COMPLETED", seen[again.id])
+    end
+    assert.are.equal(-32001, send_on(two, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+  end)
+end)
+
+describe("an agent's tasks across a reload", function()
+  local server
+  setup(function() server = http.start { AGENT } end)
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  local function say(words, extra)
+    local m = { messageId = "m" .. math.random(1e9), role = "ROLE_USER", parts = { { text = words } } }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    local r = rpc(server, "SendMessage", { message = m })
+    assert.is_table(r.json.result, r.body)
+    return r.json.result
+  end
+
+  it("are read, followed, answered and cancelled in the generation they run in", function()
+    local asked, other, asked03 = say("gate").task, say("ask").task, say("gate").task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", asked.status.state)
+    server.proc:kill("sighup")
+    assert.is_true(client.wait_until(function() return server:stderr():find("reloaded (SIGHUP)", 1, true) ~= nil end,
+      30000), server:stderr())
+    -- the new generation's own tasks work beside
+    assert.are.equal("echo: new", say("echo new").message.parts[1].text)
+    local r = rpc(server, "GetTask", { id = asked.id })
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", r.json.result and r.json.result.status.state, r.body)
+    -- answered, followed from the new generation, and done
+    r = rpc(server, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ada" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch = server:connect()
+    local first = subscribe_on(watch, "SubscribeToTask", asked.id)
+    assert.are.equal(asked.id, first.result.task.id)
+    assert.are.equal("TASK_STATE_WORKING", first.result.task.status.state)
+    -- 0.3: answered over a stream (message/stream), and followed again (tasks/resubscribe)
+    local answer = server:connect()
+    answer:send_request { method = "POST", path = "/a2a", headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" },
+      body = cjson.encode { jsonrpc = "2.0", id = 4, method = "message/stream", params = { message = {
+        kind = "message", messageId = "m03", role = "user", parts = { { kind = "text", text = "Bo" } }, taskId = asked03.id } } } }
+    assert(answer:read_head(30000))
+    local e = answer:read_event(30000)
+    while e and not e.data do e = answer:read_event(30000) end
+    assert.are.equal(asked03.id, cjson.decode(e.data).result.taskId or cjson.decode(e.data).result.id)
+    local watch03 = server:connect()
+    first = subscribe_on(watch03, "tasks/resubscribe", asked03.id)
+    assert.are.equal("working", first.result.status.state)
+    assert.are.equal("opened", say("open " .. asked.id).message.parts[1].text)
+    assert.are.equal("opened", say("open " .. asked03.id).message.parts[1].text)
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    local last = events[#events].result.statusUpdate
+    assert.are.equal("TASK_STATE_COMPLETED", last.status.state)
+    assert.are.equal("hello, Ada", last.status.message.parts[1].text)
+    for _, conn in ipairs { answer, watch03 } do
+      events = rest_of(conn)
+      assert.are.equal("completed", events[#events].result.status.state)
+      assert.are.equal("hello, Bo", events[#events].result.status.message.parts[1].text)
+    end
+    -- cancelled, and the list shows the tasks of both generations
+    r = rpc(server, "CancelTask", { id = other.id })
+    assert.are.equal("TASK_STATE_CANCELED", r.json.result and r.json.result.status.state, r.body)
+    local ids = {}
+    for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
+    assert.are.equal("TASK_STATE_COMPLETED", ids[asked.id])
+    assert.are.equal("TASK_STATE_CANCELED", ids[other.id])
+    assert.are.equal(-32001, rpc(server, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
   end)
 end)
 
