@@ -475,6 +475,29 @@ describe("an agent under --workers 2", function()
     end
     assert.are.equal(-32001, send_on(two, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
   end)
+
+  it("ends a stream from the other worker when the worker holding its task stops answering", function()
+    local one = conns_to_both()
+    local asked = say(one, "gate").task
+    local r = send_on(one, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ida" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch
+    for _ = 1, 200 do
+      local conn = server:connect()
+      if say(conn, "whoami").message.parts[1].text == "2" then watch = conn; break end
+      conn:close()
+    end
+    assert(watch, "no second connection reached worker two")
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    local pid = say(one, "pid").message.parts[1].text
+    assert(os.execute("kill -STOP " .. pid))
+    local events, ended = rest_of(watch) -- within the bus's silence bound, not forever
+    os.execute("kill -CONT " .. pid)
+    assert.is_true(ended)
+    assert.are.equal(-32603, events[#events].error and events[#events].error.code)
+    assert.are.equal("opened", say(one, "open " .. asked.id).message.parts[1].text)
+  end)
 end)
 
 describe("an agent's tasks across a reload", function()
@@ -626,6 +649,48 @@ describe("an agent behind OAuth", function()
     r = rpc(server, "SendMessage", { message = { messageId = "m3", role = "ROLE_USER", taskId = task.id,
       parts = { { text = "Alice" } } } }, { Authorization = "Bearer " .. alice })
     assert.are.equal("hello, Alice", r.json.result.task.status.message.parts[1].text)
+  end)
+
+  it("keeps a task to its caller under --workers 2: another caller's tasks are not listed or reached", function()
+    local workers = http.start { "--auth-issuer", p.issuer, "--auth-scopes", "notes:read", AGENT, "--workers", "2" }
+    local as = { alice = token_for(p, "alice", workers.url), bob = token_for(p, "bob", workers.url) }
+    local function send_on(conn, who, method, params)
+      return conn:request { method = "POST", path = "/a2a", body = cjson.encode { jsonrpc = "2.0", id = 1, method = method,
+        params = params }, headers = { ["Content-Type"] = "application/json", Accept = "application/json",
+        Authorization = "Bearer " .. as[who] } }
+    end
+    local function say(conn, who, words)
+      local r = send_on(conn, who, "SendMessage", { message = { messageId = "m" .. math.random(1e9), role = "ROLE_USER",
+        parts = { { text = words } } } })
+      assert.is_table(r.json and r.json.result, r.body)
+      return r.json.result
+    end
+    local by_worker = {}
+    for _ = 1, 200 do
+      local conn = workers:connect()
+      local w = say(conn, "alice", "whoami").message.parts[1].text
+      if by_worker[w] then conn:close() else by_worker[w] = conn end
+      if by_worker["1"] and by_worker["2"] then break end
+    end
+    local one, two = by_worker["1"], by_worker["2"]
+    assert(one and two, "no connection reached both workers")
+    local alices = { say(one, "alice", "ask").task.id, say(two, "alice", "ask").task.id }
+    local bobs = say(two, "bob", "ask").task.id
+    for _, conn in ipairs { one, two } do
+      local listed = {}
+      for _, t in ipairs(send_on(conn, "alice", "ListTasks", {}).json.result.tasks) do listed[t.id] = true end
+      assert.is_true(listed[alices[1]] and listed[alices[2]])
+      assert.is_nil(listed[bobs])
+      local r = send_on(conn, "bob", "ListTasks", {})
+      assert.are.equal(1, #r.json.result.tasks, r.body)
+      assert.are.equal(bobs, r.json.result.tasks[1].id)
+    end
+    assert.are.equal(-32001, send_on(two, "bob", "SubscribeToTask", { id = alices[1] }).json.error.code)
+    assert.are.equal(-32001, send_on(two, "bob", "GetTask", { id = alices[1] }).json.error.code)
+    assert.are.equal(-32001, send_on(one, "bob", "SendMessage", { message = { messageId = "mb", role = "ROLE_USER",
+      taskId = bobs .. "x", parts = { { text = "Mallory" } } } }).json.error.code)
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", send_on(one, "alice", "GetTask", { id = alices[2] }).json.result.status.state)
+    workers:stop_cleanly()
   end)
 
   for _, version in ipairs { "1.0", "0.3" } do

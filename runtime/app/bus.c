@@ -144,6 +144,19 @@ static void forward_end(job_forward *f) {
   uv_close((uv_handle_t *)&f->timer, on_forward_closed);
 }
 
+/* A held foreign request ends here (its call was cancelled, or its holder
+ * fell silent): the holder stops running it, if it still can hear. */
+static void unfollow(job_forward *f) {
+  if (!f->held) return;
+  buf m = BUF_INIT;
+  start_message(f->bus, &m, "task_unfollow");
+  buf_puts(&m, ",\"to\":");
+  json_write_string(&m, f->holder, strlen(f->holder));
+  buf_printf(&m, ",\"seq\":%lld}", f->seq);
+  publish(f->bus, &m, NULL);
+  buf_free(&m);
+}
+
 /* Nobody answered: no process holds the job. The same answer as when
  * this process alone is asked (jobs_handle). */
 static void on_forward_timeout(uv_timer_t *t) {
@@ -152,6 +165,7 @@ static void on_forward_timeout(uv_timer_t *t) {
   int code = f->not_found_code;
   const char *message = f->not_found_message;
   bool held = f->held;
+  unfollow(f);
   forward_end(f);
   if (c && held)
     call_fail(c, JSONRPC_INTERNAL_ERROR, "Internal error: the process that holds the task stopped answering", NULL, 0);
@@ -482,16 +496,7 @@ bool bus_forward_cancel(bus *b, call *c) {
   if (!b) return false;
   for (job_forward *f = b->forwards; f; f = f->next)
     if (f->call == c) {
-      if (f->held) {
-        /* Its holder runs the request (a stream, say): it stops too. */
-        buf m = BUF_INIT;
-        start_message(b, &m, "task_unfollow");
-        buf_puts(&m, ",\"to\":");
-        json_write_string(&m, f->holder, strlen(f->holder));
-        buf_printf(&m, ",\"seq\":%lld}", f->seq);
-        publish(b, &m, NULL);
-        buf_free(&m);
-      }
+      unfollow(f);
       forward_end(f);
       return true;
     }
