@@ -502,7 +502,7 @@ end)
 
 describe("an agent's tasks across a reload", function()
   local server
-  setup(function() server = http.start { AGENT } end)
+  setup(function() server = http.start { AGENT, "--log-level", "debug" } end) -- debug: when a generation closes
   teardown(function() if server then server:stop_cleanly() end end)
 
   local function say(words, extra)
@@ -563,6 +563,16 @@ describe("an agent's tasks across a reload", function()
     assert.are.equal("TASK_STATE_COMPLETED", ids[asked.id])
     assert.are.equal("TASK_STATE_CANCELED", ids[other.id])
     assert.are.equal(-32001, rpc(server, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+    -- its tasks ended, the retired generation closes, and hands them over
+    assert.is_true(client.wait_until(function() return server:stderr():find("generation 1 closed", 1, true) ~= nil end,
+      30000), server:stderr())
+    r = rpc(server, "GetTask", { id = asked.id })
+    assert.are.equal("hello, Ada", r.json.result and r.json.result.status.message.parts[1].text, r.body)
+    r = rpc(server, "tasks/get", { id = other.id })
+    assert.are.equal("canceled", r.json.result and r.json.result.status.state, r.body)
+    ids = {}
+    for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
+    assert.are.equal("TASK_STATE_COMPLETED", ids[asked03.id])
   end)
 end)
 

@@ -430,7 +430,7 @@ bus_gather *bus_gather_tasks(bus *b, const char *params_json, size_t len, const 
   g->seq = seq;
   /* --workers N: the N - 1 others answer, so the list is answered when the
    * last has; over Redis nobody knows how many listen: the whole wait. */
-  g->expected = b->srv->opts.worker_count > 1 ? b->srv->opts.worker_count - 1 : 0;
+  g->expected = b->transport.peers > 0 ? b->transport.peers : 0;
   g->done = done;
   g->data = data;
   uv_timer_init(b->loop, &g->timer);

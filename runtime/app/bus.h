@@ -49,6 +49,7 @@ typedef struct bus_transport {
   bool (*send)(void *arg, const char *message, size_t len, const char **why);
   void *arg;
   const char *name;
+  int peers; /* how many other processes hear each message (the workers' pipe), 0: not known (Redis) */
 } bus_transport;
 
 /* A bus for srv with no transport yet (events stay in the process).
@@ -109,9 +110,10 @@ void bus_on_foreign(bus *b, bus_holds_fn holds, bus_list_fn list, void *arg);
  * run (they are not asked on again). */
 bool bus_owns_session(const bus *b, const session *s);
 /* ListTasks: ask the other processes for their shares (bus_list_fn); done
- * gets a JSON array of them once every other worker has answered (--
- * workers N: N - 1), or after BUS_FORWARD_TIMEOUT_MS (over Redis the
- * number of listeners is not known: always the whole wait). NULL when
+ * gets a JSON array of them once every other process has answered
+ * (bus_transport.peers: --workers N without Redis, N - 1), or after
+ * BUS_FORWARD_TIMEOUT_MS (over Redis the number of listeners is not
+ * known: always the whole wait). NULL when
  * there are no others, or they cannot be asked now (done is never
  * called). bus_gather_cancel: done will not be called. */
 typedef struct bus_gather bus_gather;

@@ -1002,7 +1002,8 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
       }
       /* Without Redis the other workers are reached through the supervisor. */
       if (!rt->redis)
-        bus_set_transport(rt->bus, &(bus_transport){.send = worker_bus_send, .arg = rt, .name = "the supervisor"});
+        bus_set_transport(rt->bus, &(bus_transport){.send = worker_bus_send, .arg = rt, .name = "the supervisor",
+                                                    .peers = o.server.worker_count - 1});
     } else {
       start_line_write(rt->app.current, rt->where, true);
     }
