@@ -576,6 +576,55 @@ describe("an agent's tasks across a reload", function()
   end)
 end)
 
+describe("an agent on two processes sharing Redis", function()
+  local services = require "services"
+  if not services.which("redis-server") then
+    print("a2a_spec: the --redis case skipped: redis-server is not installed")
+    return
+  end
+  local redis, a, b
+  setup(function()
+    local port = services.free_port()
+    redis = services.redis(port)
+    local url = "redis://127.0.0.1:" .. port .. "/4"
+    a = http.start { AGENT, "--redis", url }
+    b = http.start { AGENT, "--redis", url }
+  end)
+  teardown(function()
+    if a then a:stop_cleanly() end
+    if b then b:stop_cleanly() end
+    if redis then redis:stop() end
+  end)
+
+  local function say(server, words, extra)
+    local m = { messageId = "m" .. math.random(1e9), role = "ROLE_USER", parts = { { text = words } } }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    local r = rpc(server, "SendMessage", { message = m })
+    assert.is_table(r.json.result, r.body)
+    return r.json.result
+  end
+
+  it("streams a task's events to a subscriber on the other process, and lists both processes' tasks", function()
+    local asked, beside = say(a, "gate").task, say(b, "ask").task
+    local r = rpc(a, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Rae" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch = b:connect()
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    assert.are.equal("opened", say(b, "open " .. asked.id).message.parts[1].text) -- mcp.store is Redis's: any process
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    assert.are.equal("hello, Rae", events[#events].result.statusUpdate.status.message.parts[1].text)
+    for _, server in ipairs { a, b } do
+      local ids = {}
+      for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
+      assert.are.equal("TASK_STATE_COMPLETED", ids[asked.id])
+      assert.are.equal("TASK_STATE_INPUT_REQUIRED", ids[beside.id])
+    end
+    assert.are.equal(-32001, rpc(b, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+  end)
+end)
+
 ---------------------------------------------------------------------------
 -- Behind OAuth, with tokens from a real authorization server
 -- (oidc-provider, spec/helpers/oidc_provider.mjs; as spec/auth_spec.lua)
