@@ -623,6 +623,23 @@ describe("an agent on two processes sharing Redis", function()
     end
     assert.are.equal(-32001, rpc(b, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
   end)
+
+  it("stops following a task for another process once that process's stream closes", function()
+    local function in_flight(server)
+      local body = server:request { method = "GET", path = "/metrics" }.body
+      return tonumber(body:match("\nluamcp_calls_in_flight (%d+)"))
+    end
+    local asked = say(a, "gate").task
+    local r = rpc(a, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Sol" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch = b:connect()
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    assert.are.equal(1, in_flight(a)) -- the stream runs where the task is, for b
+    watch:close()
+    assert.is_true(client.poll_until(function() return in_flight(a) == 0 end, 30000), "a still follows the task for b")
+    assert.are.equal("opened", say(a, "open " .. asked.id).message.parts[1].text)
+  end)
 end)
 
 ---------------------------------------------------------------------------
