@@ -59,6 +59,7 @@ typedef struct bus_asker {
   char node[33];
   long long seq;                /* the asker's forward */
   auth_identity *identity;      /* the asker's principal, as the call's caller */
+  bool answered;                /* its final answer went */
   struct bus_asker *next;
 } bus_asker;
 
@@ -289,6 +290,7 @@ static void bus_session_send(session *s, const session_message *m) {
     json_write_value(&members, result ? result : error);
     asker_reply(a, "task_reply", members.data);
     buf_free(&members);
+    if (m->final) a->answered = true;
   }
   if (doc) json_doc_free(doc);
 }
@@ -299,6 +301,11 @@ static void bus_session_call_ended(session *s, call *c) {
   for (bus_asker **p = &b->askers; *p; p = &(*p)->next)
     if (*p == a) {
       *p = a->next;
+      /* Cancelled here (this process stops): the asker's call ends now,
+       * not when it stops hearing from us. */
+      if (!a->answered)
+        asker_reply(a, "task_reply", ",\"error\":{\"code\":-32603,\"message\":\"Internal error: the process that "
+                                     "holds the task stopped the request\"}");
       auth_identity_unref(a->identity);
       free(a);
       return;
