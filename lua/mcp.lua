@@ -682,7 +682,7 @@ M._dispatch = dispatch.dispatch
 -- A foreign session's requests: A2A's (runtime/transport/http_a2a.c).
 function M._foreign_dispatch(method, params, ctx) return require("mcp.a2a").dispatch(method, params, ctx) end
 -- Whether this generation holds the agent task a request names (another
--- generation or process asks: runtime/app/task_ctx.c), and its share of a
+-- generation or process asks: runtime/app/vm.c), and its share of a
 -- ListTasks.
 function M._foreign_holds(method, params, principal) return require("mcp.a2a").holds(method, params, principal) end
 function M._foreign_list(params, principal, first) return require("mcp.a2a").list(params, principal, first) end

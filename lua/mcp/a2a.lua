@@ -931,9 +931,10 @@ local function error_code(e)
 end
 
 --- Whether this generation holds the task a request names, for principal
---- (runtime/app/task_ctx.c asks each generation, the retired ones a reload
---- left running included, and so does another process over the bus):
---- the request then runs here, whatever it is, a stream too.
+--- (runtime/app/vm.c asks each generation, the retired ones a reload left
+--- running included, for this process's requests and for those another
+--- process sends over the bus): the request then runs here, whatever it
+--- is, a stream too.
 function M.holds(method, params_json, principal)
   if not agent then return false end
   local ok, params = pcall(core.json_decode, params_json)
