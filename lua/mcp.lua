@@ -681,8 +681,15 @@ local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
 -- A foreign session's requests: A2A's (runtime/transport/http_a2a.c).
 function M._foreign_dispatch(method, params, ctx) return require("mcp.a2a").dispatch(method, params, ctx) end
--- Another process asks about one of this process's agent tasks (runtime/app/bus.c).
-function M._foreign_elsewhere(method, params, principal) return require("mcp.a2a").elsewhere(method, params, principal) end
+-- Whether this generation holds the agent task a request names (another
+-- generation or process asks: runtime/app/vm.c), and its share of a
+-- ListTasks.
+function M._foreign_holds(method, params, principal) return require("mcp.a2a").holds(method, params, principal) end
+function M._foreign_list(params, principal, first) return require("mcp.a2a").list(params, principal, first) end
+-- A retired generation's ended agent tasks, handed to the current one when
+-- it is freed (runtime/app/reload.c).
+function M._foreign_export() return require("mcp.a2a").export() end
+function M._foreign_adopt(text) return require("mcp.a2a").adopt(text) end
 
 --- An agent (A2A) served by `luamcp run --http` beside the tools:
 --- mcp.agent{name, description, version, provider, skills, handler =

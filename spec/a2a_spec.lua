@@ -18,6 +18,27 @@ local function rpc(server, method, params, headers)
     body = type(method) == "string" and cjson.encode { jsonrpc = "2.0", id = 7, method = method, params = params } or method[1] }
 end
 
+-- A subscription opened on conn: its first event (the task as it is), and
+-- the connection, whose further events read_events gives.
+local function subscribe_on(conn, method, id)
+  conn:send_request { method = "POST", path = "/a2a", body = cjson.encode { jsonrpc = "2.0", id = 3, method = method,
+    params = { id = id } }, headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" } }
+  local head = conn:read_head(30000)
+  assert(head, "no answer to " .. method)
+  assert.truthy((head.headers["content-type"] or ""):find("text/event-stream", 1, true), conn.raw .. conn.body)
+  local first = conn:read_event(30000)
+  while first and not first.data do first = conn:read_event(30000) end
+  return cjson.decode(first.data)
+end
+
+-- The events of a stream until it ends, decoded, and whether it ended.
+local function rest_of(conn)
+  local events, ended = conn:read_events(60000)
+  local out = {}
+  for i, e in ipairs(events) do out[i] = cjson.decode(e.data) end
+  return out, ended
+end
+
 describe("an agent driven by the @a2a-js/sdk client", function()
   local server
   setup(function() server = http.start { AGENT } end)
@@ -394,6 +415,231 @@ describe("an agent under --workers 2", function()
     assert.are.equal(-32002, send_on(two, "CancelTask", { id = task.id }).json.error.code)
     assert.are.equal(-32001, send_on(two, "GetTask", { id = "not-a-task" }).json.error.code)
   end)
+
+  it("streams a task's events to a subscriber on the other worker, and lists every worker's tasks", function()
+    local one, two = conns_to_both()
+    local asked = say(one, "gate").task
+    local mine_on_two = say(two, "ask").task
+    -- a second connection to worker two, for the stream
+    local watch
+    for _ = 1, 200 do
+      local conn = server:connect()
+      if say(conn, "whoami").message.parts[1].text == "2" then watch = conn; break end
+      conn:close()
+    end
+    assert(watch, "no second connection reached worker two")
+    local r = send_on(one, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ida" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local first = subscribe_on(watch, "SubscribeToTask", asked.id)
+    assert.are.equal(asked.id, first.result.task.id)
+    assert.are.equal("TASK_STATE_WORKING", first.result.task.status.state)
+    assert.are.equal("opened", say(one, "open " .. asked.id).message.parts[1].text)
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    local last = events[#events].result.statusUpdate
+    assert.are.equal("TASK_STATE_COMPLETED", last.status.state)
+    assert.are.equal("hello, Ida", last.status.message.parts[1].text)
+    -- answered over a stream on worker two, for a task of worker one
+    local again = say(one, "gate").task
+    local answer
+    for _ = 1, 200 do
+      local conn = server:connect()
+      if say(conn, "whoami").message.parts[1].text == "2" then answer = conn; break end
+      conn:close()
+    end
+    assert(answer, "no third connection reached worker two")
+    answer:send_request { method = "POST", path = "/a2a", headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" },
+      body = cjson.encode { jsonrpc = "2.0", id = 4, method = "SendStreamingMessage", params = { message = {
+        messageId = "m-s", role = "ROLE_USER", parts = { { text = "Uma" } }, taskId = again.id } } } }
+    local head = answer:read_head(30000)
+    assert.truthy(head and (head.headers["content-type"] or ""):find("text/event-stream", 1, true), answer.body)
+    assert.are.equal("opened", say(one, "open " .. again.id).message.parts[1].text)
+    local streamed = rest_of(answer)
+    assert.are.equal("hello, Uma", streamed[#streamed].result.statusUpdate.status.message.parts[1].text)
+    -- the list, from either worker, has both workers' tasks, page by page
+    for _, conn in ipairs { one, two } do
+      local seen, token, pages = {}, "", 0
+      repeat
+        local r = send_on(conn, "ListTasks", { pageSize = 1, pageToken = token })
+        assert.is_table(r.json.result, r.body)
+        for _, t in ipairs(r.json.result.tasks) do
+          assert.is_nil(seen[t.id], "listed twice: " .. t.id)
+          seen[t.id] = t.status.state
+        end
+        token, pages = r.json.result.nextPageToken, pages + 1
+      until token == "" or pages > 50
+      assert.are.equal("TASK_STATE_COMPLETED", seen[asked.id])
+      assert.are.equal("TASK_STATE_INPUT_REQUIRED", seen[mine_on_two.id])
+      assert.are.equal("TASK_STATE_COMPLETED", seen[again.id])
+    end
+    assert.are.equal(-32001, send_on(two, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+  end)
+
+  it("ends a stream from the other worker when the worker holding its task stops answering", function()
+    local one = conns_to_both()
+    local asked = say(one, "gate").task
+    local r = send_on(one, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ida" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch
+    for _ = 1, 200 do
+      local conn = server:connect()
+      if say(conn, "whoami").message.parts[1].text == "2" then watch = conn; break end
+      conn:close()
+    end
+    assert(watch, "no second connection reached worker two")
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    local pid = say(one, "pid").message.parts[1].text
+    assert(os.execute("kill -STOP " .. pid))
+    local events, ended = rest_of(watch) -- within the bus's silence bound, not forever
+    os.execute("kill -CONT " .. pid)
+    assert.is_true(ended)
+    assert.are.equal(-32603, events[#events].error and events[#events].error.code)
+    assert.are.equal("opened", say(one, "open " .. asked.id).message.parts[1].text)
+  end)
+end)
+
+describe("an agent's tasks across a reload", function()
+  local server
+  setup(function() server = http.start { AGENT, "--log-level", "debug" } end) -- debug: when a generation closes
+  teardown(function() if server then server:stop_cleanly() end end)
+
+  local function say(words, extra)
+    local m = { messageId = "m" .. math.random(1e9), role = "ROLE_USER", parts = { { text = words } } }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    local r = rpc(server, "SendMessage", { message = m })
+    assert.is_table(r.json.result, r.body)
+    return r.json.result
+  end
+
+  it("are read, followed, answered and cancelled in the generation they run in", function()
+    local asked, other, asked03 = say("gate").task, say("ask").task, say("gate").task
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", asked.status.state)
+    server.proc:kill("sighup")
+    assert.is_true(client.wait_until(function() return server:stderr():find("reloaded (SIGHUP)", 1, true) ~= nil end,
+      30000), server:stderr())
+    -- the new generation's own tasks work beside
+    assert.are.equal("echo: new", say("echo new").message.parts[1].text)
+    local r = rpc(server, "GetTask", { id = asked.id })
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", r.json.result and r.json.result.status.state, r.body)
+    -- answered, followed from the new generation, and done
+    r = rpc(server, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ada" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch = server:connect()
+    local first = subscribe_on(watch, "SubscribeToTask", asked.id)
+    assert.are.equal(asked.id, first.result.task.id)
+    assert.are.equal("TASK_STATE_WORKING", first.result.task.status.state)
+    -- 0.3: answered over a stream (message/stream), and followed again (tasks/resubscribe)
+    local answer = server:connect()
+    answer:send_request { method = "POST", path = "/a2a", headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" },
+      body = cjson.encode { jsonrpc = "2.0", id = 4, method = "message/stream", params = { message = {
+        kind = "message", messageId = "m03", role = "user", parts = { { kind = "text", text = "Bo" } }, taskId = asked03.id } } } }
+    assert(answer:read_head(30000))
+    local e = answer:read_event(30000)
+    while e and not e.data do e = answer:read_event(30000) end
+    assert.are.equal(asked03.id, cjson.decode(e.data).result.taskId or cjson.decode(e.data).result.id)
+    local watch03 = server:connect()
+    first = subscribe_on(watch03, "tasks/resubscribe", asked03.id)
+    assert.are.equal("working", first.result.status.state)
+    assert.are.equal("opened", say("open " .. asked.id).message.parts[1].text)
+    assert.are.equal("opened", say("open " .. asked03.id).message.parts[1].text)
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    local last = events[#events].result.statusUpdate
+    assert.are.equal("TASK_STATE_COMPLETED", last.status.state)
+    assert.are.equal("hello, Ada", last.status.message.parts[1].text)
+    for _, conn in ipairs { answer, watch03 } do
+      events = rest_of(conn)
+      assert.are.equal("completed", events[#events].result.status.state)
+      assert.are.equal("hello, Bo", events[#events].result.status.message.parts[1].text)
+    end
+    -- cancelled, and the list shows the tasks of both generations
+    r = rpc(server, "CancelTask", { id = other.id })
+    assert.are.equal("TASK_STATE_CANCELED", r.json.result and r.json.result.status.state, r.body)
+    local ids = {}
+    for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
+    assert.are.equal("TASK_STATE_COMPLETED", ids[asked.id])
+    assert.are.equal("TASK_STATE_CANCELED", ids[other.id])
+    assert.are.equal(-32001, rpc(server, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+    -- its tasks ended, the retired generation closes, and hands them over
+    assert.is_true(client.wait_until(function() return server:stderr():find("generation 1 closed", 1, true) ~= nil end,
+      30000), server:stderr())
+    r = rpc(server, "GetTask", { id = asked.id })
+    assert.are.equal("hello, Ada", r.json.result and r.json.result.status.message.parts[1].text, r.body)
+    r = rpc(server, "tasks/get", { id = other.id })
+    assert.are.equal("canceled", r.json.result and r.json.result.status.state, r.body)
+    ids = {}
+    for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
+    assert.are.equal("TASK_STATE_COMPLETED", ids[asked03.id])
+  end)
+end)
+
+describe("an agent on two processes sharing Redis", function()
+  local services = require "services"
+  if not services.which("redis-server") then
+    print("a2a_spec: the --redis case skipped: redis-server is not installed")
+    return
+  end
+  local redis, a, b
+  setup(function()
+    local port = services.free_port()
+    redis = services.redis(port)
+    local url = "redis://127.0.0.1:" .. port .. "/4"
+    a = http.start { AGENT, "--redis", url }
+    b = http.start { AGENT, "--redis", url }
+  end)
+  teardown(function()
+    if a then a:stop_cleanly() end
+    if b then b:stop_cleanly() end
+    if redis then redis:stop() end
+  end)
+
+  local function say(server, words, extra)
+    local m = { messageId = "m" .. math.random(1e9), role = "ROLE_USER", parts = { { text = words } } }
+    for k, v in pairs(extra or {}) do m[k] = v end
+    local r = rpc(server, "SendMessage", { message = m })
+    assert.is_table(r.json.result, r.body)
+    return r.json.result
+  end
+
+  it("streams a task's events to a subscriber on the other process, and lists both processes' tasks", function()
+    local asked, beside = say(a, "gate").task, say(b, "ask").task
+    local r = rpc(a, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Rae" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch = b:connect()
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    assert.are.equal("opened", say(b, "open " .. asked.id).message.parts[1].text) -- mcp.store is Redis's: any process
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    assert.are.equal("hello, Rae", events[#events].result.statusUpdate.status.message.parts[1].text)
+    for _, server in ipairs { a, b } do
+      local ids = {}
+      for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
+      assert.are.equal("TASK_STATE_COMPLETED", ids[asked.id])
+      assert.are.equal("TASK_STATE_INPUT_REQUIRED", ids[beside.id])
+    end
+    assert.are.equal(-32001, rpc(b, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+  end)
+
+  it("stops following a task for another process once that process's stream closes", function()
+    local function in_flight(server)
+      local body = server:request { method = "GET", path = "/metrics" }.body
+      return tonumber(body:match("\nluamcp_calls_in_flight (%d+)"))
+    end
+    local asked = say(a, "gate").task
+    local r = rpc(a, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Sol" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    local watch = b:connect()
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    assert.are.equal(1, in_flight(a)) -- the stream runs where the task is, for b
+    watch:close()
+    assert.is_true(client.poll_until(function() return in_flight(a) == 0 end, 30000), "a still follows the task for b")
+    assert.are.equal("opened", say(a, "open " .. asked.id).message.parts[1].text)
+  end)
 end)
 
 ---------------------------------------------------------------------------
@@ -479,6 +725,48 @@ describe("an agent behind OAuth", function()
     r = rpc(server, "SendMessage", { message = { messageId = "m3", role = "ROLE_USER", taskId = task.id,
       parts = { { text = "Alice" } } } }, { Authorization = "Bearer " .. alice })
     assert.are.equal("hello, Alice", r.json.result.task.status.message.parts[1].text)
+  end)
+
+  it("keeps a task to its caller under --workers 2: another caller's tasks are not listed or reached", function()
+    local workers = http.start { "--auth-issuer", p.issuer, "--auth-scopes", "notes:read", AGENT, "--workers", "2" }
+    local as = { alice = token_for(p, "alice", workers.url), bob = token_for(p, "bob", workers.url) }
+    local function send_on(conn, who, method, params)
+      return conn:request { method = "POST", path = "/a2a", body = cjson.encode { jsonrpc = "2.0", id = 1, method = method,
+        params = params }, headers = { ["Content-Type"] = "application/json", Accept = "application/json",
+        Authorization = "Bearer " .. as[who] } }
+    end
+    local function say(conn, who, words)
+      local r = send_on(conn, who, "SendMessage", { message = { messageId = "m" .. math.random(1e9), role = "ROLE_USER",
+        parts = { { text = words } } } })
+      assert.is_table(r.json and r.json.result, r.body)
+      return r.json.result
+    end
+    local by_worker = {}
+    for _ = 1, 200 do
+      local conn = workers:connect()
+      local w = say(conn, "alice", "whoami").message.parts[1].text
+      if by_worker[w] then conn:close() else by_worker[w] = conn end
+      if by_worker["1"] and by_worker["2"] then break end
+    end
+    local one, two = by_worker["1"], by_worker["2"]
+    assert(one and two, "no connection reached both workers")
+    local alices = { say(one, "alice", "ask").task.id, say(two, "alice", "ask").task.id }
+    local bobs = say(two, "bob", "ask").task.id
+    for _, conn in ipairs { one, two } do
+      local listed = {}
+      for _, t in ipairs(send_on(conn, "alice", "ListTasks", {}).json.result.tasks) do listed[t.id] = true end
+      assert.is_true(listed[alices[1]] and listed[alices[2]])
+      assert.is_nil(listed[bobs])
+      local r = send_on(conn, "bob", "ListTasks", {})
+      assert.are.equal(1, #r.json.result.tasks, r.body)
+      assert.are.equal(bobs, r.json.result.tasks[1].id)
+    end
+    assert.are.equal(-32001, send_on(two, "bob", "SubscribeToTask", { id = alices[1] }).json.error.code)
+    assert.are.equal(-32001, send_on(two, "bob", "GetTask", { id = alices[1] }).json.error.code)
+    assert.are.equal(-32001, send_on(one, "bob", "SendMessage", { message = { messageId = "mb", role = "ROLE_USER",
+      taskId = bobs .. "x", parts = { { text = "Mallory" } } } }).json.error.code)
+    assert.are.equal("TASK_STATE_INPUT_REQUIRED", send_on(one, "alice", "GetTask", { id = alices[2] }).json.result.status.state)
+    workers:stop_cleanly()
   end)
 
   for _, version in ipairs { "1.0", "0.3" } do

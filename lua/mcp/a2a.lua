@@ -45,6 +45,7 @@ local agent         -- mcp.agent{...}, checked
 local tasks = {}    -- id -> task record
 local order = {}    -- ids, oldest first (ListTasks, and which to forget)
 local kept_bytes = 0 -- what the kept tasks hold (task.bytes summed)
+local created_seq = 0 -- tasks made in this generation (their order within a second)
 
 -- ---- States and shapes ----------------------------------------------------
 
@@ -175,6 +176,12 @@ end
 
 local function register(t)
   t.timestamp = t.timestamp or now_iso()
+  -- ListTasks's order wherever the task runs (another generation, another
+  -- process): newest first by the second it was made in, then by the
+  -- order here; ties between processes go by id. Fixed once made, so that
+  -- a page token's offset stays valid.
+  created_seq = created_seq + 1
+  t.created = os.time() * 1e6 + created_seq % 1e6
   t.bytes = json_size(t.history) -- what it held before: its first message
   kept_bytes = kept_bytes + t.bytes
   tasks[t.id] = t
@@ -524,6 +531,7 @@ local function pump(s, ctx, v)
 end
 
 local methods = {}
+local listed
 
 local function send(params, ctx, v)
   local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or {}
@@ -592,6 +600,29 @@ local function cancel_task(params, ctx, v)
   return task_out(t, v)
 end
 
+-- The caller's tasks of this generation that ListTasks's params select:
+-- {count = all of them, tasks = the newest `first` as 1.0 views, each with
+-- its `created` key (ListTasks sorts what every generation and process
+-- sends by it, and drops it)}.
+function listed(params, principal, first)
+  local status = params.status and params.status ~= "TASK_STATE_UNSPECIFIED" and state_name(params.status)
+  local out = { count = 0, tasks = array() }
+  for i = #order, 1, -1 do -- newest first
+    local t = tasks[order[i]]
+    if t and t.is_task and t.owner == principal and (not params.contextId or params.contextId == t.context_id)
+        and (not status or t.state == status) then
+      out.count = out.count + 1
+      if out.count <= first then
+        local view = task_out(t, "1.0", params.historyLength)
+        if not params.includeArtifacts then view.artifacts = nil end
+        view.created = t.created
+        out.tasks[#out.tasks + 1] = view
+      end
+    end
+  end
+  return out
+end
+
 methods["1.0"] = {
   SendMessage = send,
   SendStreamingMessage = send_streaming,
@@ -605,23 +636,30 @@ methods["1.0"] = {
     if params.pageToken and params.pageToken ~= "" then
       offset = math.tointeger(tonumber(params.pageToken)) or rpc_error(INVALID_PARAMS, "Invalid params: unknown pageToken")
     end
-    local status = params.status and params.status ~= "TASK_STATE_UNSPECIFIED" and state_name(params.status)
-    local mine = {}
-    for i = #order, 1, -1 do -- newest first
-      local t = tasks[order[i]]
-      if t and t.is_task and t.owner == caller(ctx) and (not params.contextId or params.contextId == t.context_id)
-          and (not status or t.state == status) then
-        mine[#mine + 1] = t
+    if offset < 0 then rpc_error(INVALID_PARAMS, "Invalid params: unknown pageToken") end
+    -- This generation's, then those of the generations a reload retired
+    -- and of the other processes (each sends its newest offset + size).
+    local mine = listed(params, caller(ctx), offset + size)
+    local total = mine.count
+    local all = mine.tasks
+    local ok, shares = pcall(core.json_decode, ctx:_gather_tasks(core.json_encode(params), offset + size))
+    for _, other in ipairs(ok and type(shares) == "table" and shares or {}) do
+      if type(other) == "table" and type(other.tasks) == "table" then
+        total = total + (math.tointeger(other.count) or #other.tasks)
+        for _, view in ipairs(other.tasks) do all[#all + 1] = view end
       end
     end
+    table.sort(all, function(a, b)
+      if a.created ~= b.created then return a.created > b.created end
+      return a.id > b.id
+    end)
     local out = array()
-    for i = offset + 1, math.min(offset + size, #mine) do
-      local view = task_out(mine[i], "1.0", params.historyLength)
-      if not params.includeArtifacts then view.artifacts = nil end
-      out[#out + 1] = view
+    for i = offset + 1, math.min(offset + size, #all) do
+      all[i].created = nil
+      out[#out + 1] = all[i]
     end
-    return { tasks = out, nextPageToken = offset + size < #mine and tostring(offset + size) or "",
-             pageSize = size, totalSize = #mine }
+    return { tasks = out, nextPageToken = offset + size < total and tostring(offset + size) or "",
+             pageSize = size, totalSize = total }
   end,
   CreateTaskPushNotificationConfig = function(params, ctx, v)
     local t = owned(params.taskId, ctx)
@@ -795,52 +833,87 @@ local function version_of(method, ctx)
   return v
 end
 
--- What another process of the server (--workers, --redis) can answer
--- for a task it holds: requests that do not wait (a stream or a blocking
--- send would need the task's own events, which stay in its process).
-local ELSEWHERE = { GetTask = true, CancelTask = true, ["tasks/get"] = true, ["tasks/cancel"] = true,
-  CreateTaskPushNotificationConfig = true, GetTaskPushNotificationConfig = true,
-  ListTaskPushNotificationConfigs = true, DeleteTaskPushNotificationConfig = true,
-  ["tasks/pushNotificationConfig/set"] = true, ["tasks/pushNotificationConfig/get"] = true,
-  ["tasks/pushNotificationConfig/list"] = true, ["tasks/pushNotificationConfig/delete"] = true }
-
--- A message to an existing task (the answer to its question) may reach a
--- process that does not hold it: the one that does delivers it.
-local function forwardable(method, params)
-  if ELSEWHERE[method] then return true end
-  return (method == "SendMessage" or method == "message/send") and type(params) == "table"
-    and type(params.message) == "table" and params.message.taskId ~= nil
+-- The task a request is about, or nil (a new message, the card, a list).
+local function task_id_of(method, params)
+  if type(params) ~= "table" then return nil end
+  local id
+  if method == "SendMessage" or method == "message/send" or method == "SendStreamingMessage" or method == "message/stream" then
+    id = type(params.message) == "table" and params.message.taskId or nil
+  elseif method == "CreateTaskPushNotificationConfig" or method == "GetTaskPushNotificationConfig"
+      or method == "ListTaskPushNotificationConfigs" or method == "DeleteTaskPushNotificationConfig"
+      or method == "tasks/pushNotificationConfig/set" then
+    id = params.taskId
+  elseif methods["1.0"][method] or methods["0.3"][method] then
+    id = params.id
+  end
+  return type(id) == "string" and id or nil
 end
 
 local function error_code(e)
   return core.is_rpc_error(e) and e.code or nil
 end
 
---- Another process asks about a task (runtime/app/bus.c): the JSON text of
---- {"result": ...} or {"error": ...} when it is ours, nil when not.
-function M.elsewhere(method, params_json, principal)
-  local params = core.json_decode(params_json)
-  if not agent or not forwardable(method, params) then return nil end
-  local v = methods["1.0"][method] and "1.0" or "0.3"
-  local run_method = methods[v][method]
-  if not ELSEWHERE[method] then
-    -- The answer to a question: delivered, and the task as it is once its
-    -- handler has run up to its next wait (nothing here may wait for more).
-    run_method = function(p, ctx)
-      local t = begin(p, ctx, v)
-      local out = task_out(t, v)
-      return v == "0.3" and out or { task = out }
+--- Whether this generation holds the task a request names, for principal
+--- (runtime/app/vm.c asks each generation, the retired ones a reload left
+--- running included, for this process's requests and for those another
+--- process sends over the bus): the request then runs here, whatever it
+--- is, a stream too.
+function M.holds(method, params_json, principal)
+  if not agent then return false end
+  local ok, params = pcall(core.json_decode, params_json)
+  local id = ok and task_id_of(method, params)
+  local t = id and tasks[id]
+  return t ~= nil and t.is_task == true and t.owner == principal
+end
+
+--- ListTasks's share of this generation, for another generation or
+--- process: the JSON text of listed(params, principal, first).
+function M.list(params_json, principal, first)
+  local ok, params = pcall(core.json_decode, params_json)
+  if not agent or not ok or type(params) ~= "table" then return core.json_encode { count = 0, tasks = array() } end
+  return core.json_encode(listed(params, principal, math.tointeger(first) or 0))
+end
+
+-- What a task record keeps that outlives its generation (JSON: no
+-- signal, streams or handler).
+local KEPT_FIELDS = { "id", "context_id", "owner", "state", "artifacts", "history", "status_message", "timestamp",
+                      "created", "metadata", "version" }
+
+--- A retired generation is freed once its tasks have all ended (app/
+--- reload.c): its kept tasks, ended, as JSON text, for the current one
+--- (M.adopt), so that they stay readable and listed.
+function M.export()
+  local out = array()
+  for _, id in ipairs(order) do
+    local t = tasks[id]
+    if t and t.is_task and TERMINAL[t.state] then
+      local r = {}
+      for _, k in ipairs(KEPT_FIELDS) do r[k] = t[k] end
+      out[#out + 1] = r
     end
   end
-  local ctx = { _elsewhere = true }
-  function ctx._principal() return principal end
-  function ctx._header() return nil end
-  function ctx._partial() return false end
-  local ok, result = pcall(run_method, type(params) == "table" and params or {}, ctx, v)
-  if ok then return core.json_encode { result = result == nil and core.null or result } end
-  local code = error_code(result)
-  if code == TASK_NOT_FOUND then return nil end
-  return core.json_encode { error = { code = code or -32603, message = code and result.message or tostring(result) } }
+  return core.json_encode(out)
+end
+
+function M.adopt(text)
+  local ok, records = pcall(core.json_decode, text)
+  if not ok or type(records) ~= "table" then return end
+  for _, r in ipairs(records) do
+    if type(r) == "table" and type(r.id) == "string" and not tasks[r.id] and state_name(r.state) then
+      local t = new_task(r.owner, r.context_id, r.version)
+      for _, k in ipairs(KEPT_FIELDS) do t[k] = r[k] end
+      t.artifacts, t.history = t.artifacts or {}, t.history or {}
+      for _, a in ipairs(t.artifacts) do t.artifact_by_id[a.artifactId] = a end
+      t.is_task = true
+      t.bytes = json_size(t.history) + json_size(t.artifacts)
+      kept_bytes = kept_bytes + t.bytes
+      tasks[t.id] = t
+      order[#order + 1] = t.id
+    end
+  end
+  -- oldest first, as registered
+  table.sort(order, function(a, b) return (tasks[a].created or 0) < (tasks[b].created or 0) end)
+  if full() then forget_some() end
 end
 
 --- The foreign session's requests (runtime/transport/http_a2a.c).
@@ -852,10 +925,12 @@ function M.dispatch(method, params, ctx)
   if not agent then rpc_error(METHOD_NOT_FOUND, "Method not found: this server declares no agent (mcp.agent)") end
   local v = version_of(method, ctx)
   if not v then rpc_error(METHOD_NOT_FOUND, "Method not found: " .. tostring(method)) end
-  if not forwardable(method, params) or not core.shared() then return methods[v][method](params or {}, ctx, v) end
+  -- A task held elsewhere: the runtime sent this request to the retired
+  -- generation holding it, if one does (vm.c); another process may hold
+  -- it, which then answers, streams included (ctx:_forward, app/bus.h).
+  if not task_id_of(method, params) or not core.shared() then return methods[v][method](params or {}, ctx, v) end
   local ok, result = pcall(methods[v][method], params or {}, ctx, v)
   if ok then return result end
-  -- Not here: perhaps in another process, which then answers.
   if error_code(result) == TASK_NOT_FOUND and ctx:_forward(params or object()) then return nil end
   error(result, 0)
 end

@@ -15,6 +15,7 @@
 #include "core/jobs.h"
 #include "core/jsonrpc.h"
 #include "core/log.h"
+#include "core/auth.h"
 #include "core/luamcp_limits.h"
 #include "os/crypto.h"
 
@@ -39,9 +40,42 @@ struct bus {
   struct job_forward *forwards; /* tasks/ requests waiting for their job's process */
   long long next_seq;
   everywhere_queue *everywhere; /* NULL until bus_on_everywhere */
-  bus_foreign_fn on_foreign;    /* NULL until bus_on_foreign */
-  void *on_foreign_arg;
+  bus_holds_fn holds;           /* NULL until bus_on_foreign */
+  bus_list_fn list;
+  void *foreign_arg;
+  /* Other processes' requests about agent tasks this process holds, each
+   * a call on this session, whose answers go back to the asker. */
+  session *session;
+  struct bus_asker *askers;
+  uv_timer_t *alive;            /* tells each asker that its call still runs here */
+  struct bus_gather *gathers;   /* ListTasks waiting for the others' shares */
 };
+
+/* Another process's request running here (on bus.session) for a task this
+ * process holds: each of its answers, partial ones too, goes back to the
+ * asking node. Owner: the bus's list; freed when its call ends. */
+typedef struct bus_asker {
+  bus *bus;
+  char node[33];
+  long long seq;                /* the asker's forward */
+  auth_identity *identity;      /* the asker's principal, as the call's caller */
+  bool answered;                /* its final answer went */
+  struct bus_asker *next;
+} bus_asker;
+
+/* A ListTasks waiting for the other processes' shares. Owner: the bus's
+ * list; unlinked when all came, the wait timed out or the task went
+ * (bus_gather_cancel), freed when its timer has closed. */
+typedef struct bus_gather {
+  bus *bus;
+  long long seq;
+  int expected, got;            /* replies; expected 0: unknown (--redis), wait the whole time */
+  buf shares;                   /* the replies' lists, each preceded by a comma */
+  bus_gather_fn done;
+  void *data;
+  uv_timer_t timer;
+  struct bus_gather *next;
+} bus_gather;
 
 /* A tasks/ request for a job another process may hold, waiting for the
  * owner's reply. Owner: the bus's list; unlinked when the reply comes, the
@@ -51,6 +85,12 @@ typedef struct job_forward {
   bus *bus;
   call *call; /* NULL once answered or cancelled */
   long long seq;
+  /* A foreign request some process said it holds (its node): from then on
+   * the call waits as long as the holder says, every
+   * BUS_FOLLOW_ALIVE_MS, that it still runs there (a stream's events may
+   * be far apart), and its answers, partial ones too, come from there. */
+  bool held;
+  char holder[33];
   int not_found_code;            /* a foreign call's answer when nobody holds it (0: a job's) */
   const char *not_found_message;
   uv_timer_t timer;
@@ -105,6 +145,19 @@ static void forward_end(job_forward *f) {
   uv_close((uv_handle_t *)&f->timer, on_forward_closed);
 }
 
+/* A held foreign request ends here (its call was cancelled, or its holder
+ * fell silent): the holder stops running it, if it still can hear. */
+static void unfollow(job_forward *f) {
+  if (!f->held) return;
+  buf m = BUF_INIT;
+  start_message(f->bus, &m, "task_unfollow");
+  buf_puts(&m, ",\"to\":");
+  json_write_string(&m, f->holder, strlen(f->holder));
+  buf_printf(&m, ",\"seq\":%lld}", f->seq);
+  publish(f->bus, &m, NULL);
+  buf_free(&m);
+}
+
 /* Nobody answered: no process holds the job. The same answer as when
  * this process alone is asked (jobs_handle). */
 static void on_forward_timeout(uv_timer_t *t) {
@@ -112,8 +165,12 @@ static void on_forward_timeout(uv_timer_t *t) {
   call *c = f->call;
   int code = f->not_found_code;
   const char *message = f->not_found_message;
+  bool held = f->held;
+  unfollow(f);
   forward_end(f);
-  if (c && code) call_fail(c, code, message, NULL, 0);
+  if (c && held)
+    call_fail(c, JSONRPC_INTERNAL_ERROR, "Internal error: the process that holds the task stopped answering", NULL, 0);
+  else if (c && code) call_fail(c, code, message, NULL, 0);
   else if (c) call_fail(c, JSONRPC_INVALID_PARAMS, "Invalid params: no such task (unknown, or expired and discarded)", NULL, 0);
 }
 
@@ -195,54 +252,265 @@ void bus_forward_foreign(bus *b, call *c, const char *params_json, size_t len, i
   b->forwards = f;
 }
 
-void bus_on_foreign(bus *b, bus_foreign_fn fn, void *arg) {
+void bus_on_foreign(bus *b, bus_holds_fn holds, bus_list_fn list, void *arg) {
   if (!b) return;
-  b->on_foreign = fn;
-  b->on_foreign_arg = arg;
+  b->holds = holds;
+  b->list = list;
+  b->foreign_arg = arg;
 }
 
-/* Another process asks about a foreign task (A2A): the app answers if it
- * is ours. */
+/* ---- Foreign requests run here for another process --------------------- */
+
+static void asker_reply(bus_asker *a, const char *kind, const char *members) {
+  buf m = BUF_INIT;
+  start_message(a->bus, &m, kind);
+  buf_puts(&m, ",\"to\":");
+  json_write_string(&m, a->node, strlen(a->node));
+  buf_printf(&m, ",\"seq\":%lld", a->seq);
+  buf_append_str(&m, members);
+  buf_putc(&m, '}');
+  publish(a->bus, &m, NULL);
+  buf_free(&m);
+}
+
+/* transport_ops.send of the bus's session: a response of an asker's call
+ * goes back to it, a partial one marked so (the asker's call goes on). */
+static void bus_session_send(session *s, const session_message *m) {
+  (void)s;
+  bus_asker *a = m->origin;
+  if (!a || !m->json) return;
+  json_doc *doc = json_parse(m->json, m->len, MAX_JSON_DEPTH, NULL);
+  const json_value *root = doc ? json_doc_root(doc) : NULL;
+  const json_value *result = json_object_get(root, "result");
+  const json_value *error = json_object_get(root, "error");
+  if (result || error) {
+    buf members = BUF_INIT;
+    if (!m->final) buf_puts(&members, ",\"partial\":true");
+    buf_append_str(&members, result ? ",\"result\":" : ",\"error\":");
+    json_write_value(&members, result ? result : error);
+    asker_reply(a, "task_reply", members.data);
+    buf_free(&members);
+    if (m->final) a->answered = true;
+  }
+  if (doc) json_doc_free(doc);
+}
+
+static void bus_session_call_ended(session *s, call *c) {
+  bus *b = s->transport_data;
+  bus_asker *a = c->transport_data;
+  for (bus_asker **p = &b->askers; *p; p = &(*p)->next)
+    if (*p == a) {
+      *p = a->next;
+      /* Cancelled here (this process stops): the asker's call ends now,
+       * not when it stops hearing from us. */
+      if (!a->answered)
+        asker_reply(a, "task_reply", ",\"error\":{\"code\":-32603,\"message\":\"Internal error: the process that "
+                                     "holds the task stopped the request\"}");
+      auth_identity_unref(a->identity);
+      free(a);
+      return;
+    }
+}
+
+static auth_identity *bus_session_identity(session *s, void *origin) {
+  (void)s;
+  return origin ? ((bus_asker *)origin)->identity : NULL;
+}
+
+static const transport_ops BUS_SESSION_OPS = {
+    .send = bus_session_send,
+    .call_ended = bus_session_call_ended,
+    .request_identity = bus_session_identity,
+};
+
+/* Every BUS_FOLLOW_ALIVE_MS: each asker hears that its call still runs. */
+static void on_alive(uv_timer_t *t) {
+  bus *b = t->data;
+  for (bus_asker *a = b->askers; a; a = a->next) asker_reply(a, "task_alive", "");
+}
+
+/* Another process asks about a foreign task (A2A): if a generation here
+ * holds it, the request runs here as a call of the bus's session, as it
+ * would have in the asker's process, a stream too. */
 static void answer_foreign_request(bus *b, const json_value *root, const json_value *sender) {
   const json_value *method = json_object_get(root, "method");
   const json_value *params = json_object_get(root, "params");
   const json_value *seq = json_object_get(root, "seq");
   const json_value *who = json_object_get(root, "principal");
-  if (!b->on_foreign || !method || method->type != JSON_STRING || memchr(method->u.string, '\0', method->len) ||
-      !seq || seq->type != JSON_INTEGER || !who || who->type != JSON_STRING || memchr(who->u.string, '\0', who->len))
+  if (!b->holds || !b->session || !method || method->type != JSON_STRING ||
+      memchr(method->u.string, '\0', method->len) || !params || params->type != JSON_OBJECT || !seq ||
+      seq->type != JSON_INTEGER || !who || who->type != JSON_STRING || memchr(who->u.string, '\0', who->len) ||
+      sender->len >= sizeof ((bus_asker *)0)->node)
     return;
-  buf text = BUF_INIT;
-  if (params) json_write_value(&text, params);
-  else buf_puts(&text, "{}");
+  buf request = BUF_INIT;
+  buf_printf(&request, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":", (long long)seq->u.integer);
+  json_write_string(&request, method->u.string, method->len);
+  buf_puts(&request, ",\"params\":");
+  size_t params_at = request.len;
+  json_write_value(&request, params);
+  size_t params_len = request.len - params_at;
+  buf_putc(&request, '}');
   char *name = strndup(method->u.string, method->len), *principal = strndup(who->u.string, who->len);
-  char *answer = b->on_foreign(b->on_foreign_arg, name, text.data, text.len, principal);
+  bool ours = b->holds(b->foreign_arg, name, request.data + params_at, params_len, principal);
   free(name);
-  free(principal);
-  buf_free(&text);
-  if (!answer || answer[0] != '{') {
-    free(answer);
-    return;
+  if (ours) {
+    bus_asker *a = calloc(1, sizeof *a);
+    a->bus = b;
+    memcpy(a->node, sender->u.string, sender->len);
+    a->seq = seq->u.integer;
+    if (principal[0]) a->identity = auth_identity_new(principal, NULL, NULL, "", 0, NULL);
+    a->next = b->askers;
+    b->askers = a;
+    asker_reply(a, "task_reply", ",\"held\":true"); /* before any answer: the asker now waits for this process */
+    json_doc *doc = json_parse(request.data, request.len, MAX_JSON_DEPTH, NULL);
+    jsonrpc_message m;
+    if (doc) {
+      jsonrpc_classify(json_doc_root(doc), request.data, &m);
+      session_receive_foreign(b->session, &m, request.data, a);
+      json_doc_free(doc);
+    }
   }
+  free(principal);
+  buf_free(&request);
+}
+
+/* The asker's call ended (its stream closed): the request running here
+ * for it stops. */
+static void take_unfollow(bus *b, const json_value *root, const json_value *sender) {
+  const json_value *to = json_object_get(root, "to");
+  const json_value *seq = json_object_get(root, "seq");
+  if (!text_is(to, b->node) || !seq || seq->type != JSON_INTEGER) return;
+  for (bus_asker *a = b->askers; a; a = a->next)
+    if (a->seq == seq->u.integer && text_is(sender, a->node)) {
+      session_cancel_from(b->session, a);
+      return;
+    }
+}
+
+/* ---- ListTasks: every process's share ------------------------------------ */
+
+static void on_gather_closed(uv_handle_t *h) {
+  bus_gather *g = h->data;
+  buf_free(&g->shares);
+  free(g);
+}
+
+static void gather_end(bus_gather *g) {
+  for (bus_gather **p = &g->bus->gathers; *p; p = &(*p)->next)
+    if (*p == g) {
+      *p = g->next;
+      break;
+    }
+  uv_close((uv_handle_t *)&g->timer, on_gather_closed);
+}
+
+static void gather_finish(bus_gather *g) {
+  bus_gather_fn done = g->done;
+  void *data = g->data;
+  buf all = BUF_INIT;
+  buf_putc(&all, '[');
+  if (g->shares.len) buf_append(&all, g->shares.data + 1, g->shares.len - 1);
+  buf_putc(&all, ']');
+  gather_end(g);
+  done(data, all.data, all.len);
+  buf_free(&all);
+}
+
+static void on_gather_timeout(uv_timer_t *t) { gather_finish(t->data); }
+
+bus_gather *bus_gather_tasks(bus *b, const char *params_json, size_t len, const char *principal, int first,
+                             bus_gather_fn done, void *data) {
+  if (!b || !b->has_transport) return NULL;
+  long long seq = ++b->next_seq;
   buf m = BUF_INIT;
-  start_message(b, &m, "task_reply");
+  start_message(b, &m, "task_list");
+  buf_printf(&m, ",\"seq\":%lld,\"first\":%d,\"params\":", seq, first);
+  buf_append(&m, params_json, len);
+  buf_puts(&m, ",\"principal\":");
+  json_write_string(&m, principal, strlen(principal));
+  buf_putc(&m, '}');
+  bool sent = publish(b, &m, NULL);
+  buf_free(&m);
+  if (!sent) return NULL; /* the others cannot be asked now: this process's share is the list */
+  bus_gather *g = calloc(1, sizeof *g);
+  g->bus = b;
+  g->seq = seq;
+  /* --workers N: the N - 1 others answer, so the list is answered when the
+   * last has; over Redis nobody knows how many listen: the whole wait. */
+  g->expected = b->transport.peers > 0 ? b->transport.peers : 0;
+  g->done = done;
+  g->data = data;
+  uv_timer_init(b->loop, &g->timer);
+  g->timer.data = g;
+  uv_timer_start(&g->timer, on_gather_timeout, BUS_FORWARD_TIMEOUT_MS, 0);
+  g->next = b->gathers;
+  b->gathers = g;
+  return g;
+}
+
+void bus_gather_cancel(bus_gather *g) {
+  if (g) gather_end(g);
+}
+
+void bus_local_lists(bus *b, const char *params_json, size_t len, const char *principal, int first, buf *out) {
+  if (b && b->list) b->list(b->foreign_arg, params_json, len, principal, first, out);
+}
+
+/* Another process lists its caller's tasks: this process's share. */
+static void answer_list(bus *b, const json_value *root, const json_value *sender) {
+  const json_value *params = json_object_get(root, "params");
+  const json_value *seq = json_object_get(root, "seq");
+  const json_value *first = json_object_get(root, "first");
+  const json_value *who = json_object_get(root, "principal");
+  if (!b->list || !params || params->type != JSON_OBJECT || !seq || seq->type != JSON_INTEGER || !first ||
+      first->type != JSON_INTEGER || first->u.integer < 0 || first->u.integer > INT32_MAX || !who ||
+      who->type != JSON_STRING || memchr(who->u.string, '\0', who->len))
+    return;
+  buf text = BUF_INIT, shares = BUF_INIT;
+  json_write_value(&text, params);
+  char *principal = strndup(who->u.string, who->len);
+  b->list(b->foreign_arg, text.data, text.len, principal, (int)first->u.integer, &shares);
+  free(principal);
+  buf m = BUF_INIT;
+  start_message(b, &m, "task_list_reply");
   buf_puts(&m, ",\"to\":");
   json_write_string(&m, sender->u.string, sender->len);
-  buf_printf(&m, ",\"seq\":%lld,", (long long)seq->u.integer);
-  buf_append_str(&m, answer + 1); /* the answer's members, and its closing brace */
+  buf_printf(&m, ",\"seq\":%lld,\"lists\":[", (long long)seq->u.integer);
+  if (shares.len) buf_append(&m, shares.data + 1, shares.len - 1);
+  buf_puts(&m, "]}");
   publish(b, &m, NULL);
   buf_free(&m);
-  free(answer);
+  buf_free(&text);
+  buf_free(&shares);
+}
+
+static void take_list_reply(bus *b, const json_value *root) {
+  const json_value *to = json_object_get(root, "to");
+  const json_value *seq = json_object_get(root, "seq");
+  const json_value *lists = json_object_get(root, "lists");
+  if (!text_is(to, b->node) || !seq || seq->type != JSON_INTEGER || !lists || lists->type != JSON_ARRAY) return;
+  bus_gather *g = b->gathers;
+  while (g && g->seq != seq->u.integer) g = g->next;
+  if (!g) return;
+  for (uint32_t i = 0; i < lists->len; i++) {
+    buf_putc(&g->shares, ',');
+    json_write_value(&g->shares, &lists->u.items[i]);
+  }
+  if (g->expected && ++g->got >= g->expected) gather_finish(g);
 }
 
 bool bus_forward_cancel(bus *b, call *c) {
   if (!b) return false;
   for (job_forward *f = b->forwards; f; f = f->next)
     if (f->call == c) {
+      unfollow(f);
       forward_end(f);
       return true;
     }
   return false;
 }
+
+bool bus_owns_session(const bus *b, const session *s) { return b && s && b->session == s; }
 
 /* Another process asks about a job: answer if it is ours. */
 static void answer_task_request(bus *b, const json_value *root, const json_value *sender) {
@@ -295,18 +563,42 @@ static void answer_task_request(bus *b, const json_value *root, const json_value
   if (changed) server_job_changed(b->srv, changed);
 }
 
-/* The owner answered one of our forwarded requests. */
-static void take_task_reply(bus *b, const json_value *root) {
+/* The owner answered one of our forwarded requests: a foreign request's
+ * holder first says it holds the task, then answers, perhaps many times
+ * (a stream), and says it is alive between. */
+static void take_task_reply(bus *b, const json_value *root, const json_value *sender) {
   const json_value *to = json_object_get(root, "to");
   const json_value *seq = json_object_get(root, "seq");
   if (!text_is(to, b->node) || !seq || seq->type != JSON_INTEGER) return;
   job_forward *f = b->forwards;
   while (f && f->seq != seq->u.integer) f = f->next;
   if (!f || !f->call) return;
+  if (f->held && !text_is(sender, f->holder)) return;
+  const json_value *held = json_object_get(root, "held");
+  const json_value *kind = json_object_get(root, "kind");
+  if (!f->held && held && held->type == JSON_TRUE && sender->len < sizeof f->holder) {
+    f->held = true;
+    memcpy(f->holder, sender->u.string, sender->len);
+  }
+  if ((held && held->type == JSON_TRUE) || text_is(kind, "task_alive")) {
+    if (f->held) uv_timer_start(&f->timer, on_forward_timeout, BUS_FOLLOW_SILENCE_MS, 0);
+    return;
+  }
   call *c = f->call;
-  forward_end(f);
   const json_value *result = json_object_get(root, "result");
   const json_value *error = json_object_get(root, "error");
+  const json_value *partial = json_object_get(root, "partial");
+  if (partial && partial->type == JSON_TRUE) {
+    if (result && c->session->foreign) {
+      buf text = BUF_INIT;
+      json_write_value(&text, result);
+      call_respond_partial(c, text.data, text.len);
+      buf_free(&text);
+    }
+    if (f->held) uv_timer_start(&f->timer, on_forward_timeout, BUS_FOLLOW_SILENCE_MS, 0);
+    return;
+  }
+  forward_end(f);
   if (result && (result->type == JSON_OBJECT || c->session->foreign)) {
     buf text = BUF_INIT;
     json_write_value(&text, result);
@@ -316,10 +608,15 @@ static void take_task_reply(bus *b, const json_value *root) {
   }
   const json_value *code = json_object_get(error, "code");
   const json_value *message = json_object_get(error, "message");
+  const json_value *data = json_object_get(error, "data");
   char text[400];
   snprintf(text, sizeof text, "%.*s", message && message->type == JSON_STRING ? (int)message->len : 5,
            message && message->type == JSON_STRING ? message->u.string : "error");
-  call_fail(c, code && code->type == JSON_INTEGER ? (int)code->u.integer : JSONRPC_INTERNAL_ERROR, text, NULL, 0);
+  buf data_text = BUF_INIT;
+  if (data) json_write_value(&data_text, data);
+  call_fail(c, code && code->type == JSON_INTEGER ? (int)code->u.integer : JSONRPC_INTERNAL_ERROR, text,
+            data ? data_text.data : NULL, data_text.len);
+  buf_free(&data_text);
 }
 
 /* srv->job_changed: tell the others of a change to one of our jobs. */
@@ -349,6 +646,14 @@ bus *bus_new(uv_loop_t *loop, server *srv) {
   b->loop = loop;
   b->srv = srv;
   bus_random_hex(b->node, 16);
+  b->session = session_new(srv, &BUS_SESSION_OPS, b, "bus");
+  b->session->sessionless = true; /* many askers: a request id is unique only with its asker */
+  b->session->foreign = true;
+  b->alive = calloc(1, sizeof *b->alive);
+  uv_timer_init(loop, b->alive);
+  b->alive->data = b;
+  uv_timer_start(b->alive, on_alive, BUS_FOLLOW_ALIVE_MS, BUS_FOLLOW_ALIVE_MS);
+  uv_unref((uv_handle_t *)b->alive); /* nothing to keep the loop running for */
   return b;
 }
 
@@ -439,8 +744,22 @@ void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args,
   buf_free(&m);
 }
 
+static void on_alive_closed(uv_handle_t *h) { free(h); }
+
+void bus_stop_requests(bus *b) {
+  if (!b || !b->session) return;
+  session_free(b->session); /* cancels the askers' calls (their generations still run) */
+  b->session = NULL;
+}
+
 void bus_free(bus *b) {
   if (!b) return;
+  bus_stop_requests(b);
+  uv_close((uv_handle_t *)b->alive, on_alive_closed);
+  while (b->gathers) {
+    /* Their tasks were stopped with their generations. */
+    gather_end(b->gathers);
+  }
   if (b->everywhere) uv_close((uv_handle_t *)&b->everywhere->idle, on_everywhere_closed);
   bus_set_transport(b, NULL);
   while (b->forwards) {
@@ -476,8 +795,14 @@ void bus_receive(bus *b, const char *text, size_t len) {
     queue_everywhere(b, text, len);
   } else if (text_is(kind, "task_request")) {
     answer_task_request(b, root, node);
-  } else if (text_is(kind, "task_reply")) {
-    take_task_reply(b, root);
+  } else if (text_is(kind, "task_reply") || text_is(kind, "task_alive")) {
+    take_task_reply(b, root, node);
+  } else if (text_is(kind, "task_unfollow")) {
+    take_unfollow(b, root, node);
+  } else if (text_is(kind, "task_list")) {
+    answer_list(b, root, node);
+  } else if (text_is(kind, "task_list_reply")) {
+    take_list_reply(b, root);
   } else if (text_is(kind, "job_changed")) {
     const json_value *id = json_object_get(root, "id");
     const json_value *params = json_object_get(root, "params");

@@ -19,6 +19,10 @@
  *   BUS_FORWARD_TIMEOUT_MS: no process holds it (the same -32602 as one
  *   process gives). Every notifications/tasks a process sends for its jobs
  *   goes on the bus too, to the listeners of every process.
+ * - agent tasks (A2A): a request about a task another process holds runs
+ *   in that process, which sends its answers back, each event of a stream
+ *   included (bus_forward_foreign); ListTasks gathers every process's
+ *   share (bus_gather_tasks).
  *
  * A message is a JSON object {"node": SENDER, "kind": ..., ...}; a process
  * ignores its own (node is 128 random bits drawn at start). A transport
@@ -31,6 +35,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "core/buf.h"
 #include "core/json.h"
 #include "core/server.h"
 #include "core/session.h"
@@ -44,6 +49,7 @@ typedef struct bus_transport {
   bool (*send)(void *arg, const char *message, size_t len, const char **why);
   void *arg;
   const char *name;
+  int peers; /* how many other processes hear each message (the workers' pipe), 0: not known (Redis) */
 } bus_transport;
 
 /* A bus for srv with no transport yet (events stay in the process).
@@ -78,19 +84,49 @@ void bus_on_everywhere(bus *b, bus_everywhere_fn fn, void *arg);
 void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args, size_t args_len);
 
 /* A foreign call (an A2A request, lua/mcp/a2a.lua) about a task this
- * process does not hold: ask the others, which answer if it is theirs
- * (bus_on_foreign); nobody within BUS_FORWARD_TIMEOUT_MS: the call fails
- * with not_found_code and not_found_message (static). params_json: the
- * request's params. */
+ * process does not hold: ask the others. The one that holds it (bus_on_
+ * foreign's holds) says so, runs the request as its own (a call of the
+ * bus's session, in the generation holding the task), and sends back each
+ * answer, a stream's partial ones too; it says every BUS_FOLLOW_ALIVE_MS
+ * that the request still runs, and stops it when the call here ends
+ * (bus_forward_cancel). Nobody within BUS_FORWARD_TIMEOUT_MS: the call
+ * fails with not_found_code and not_found_message (static); the holder
+ * silent for BUS_FOLLOW_SILENCE_MS: it fails as the holder gone.
+ * params_json: the request's params. */
 void bus_forward_foreign(bus *b, call *c, const char *params_json, size_t len, int not_found_code,
                          const char *not_found_message);
-/* Answers another process's foreign request (method, params as JSON, the
- * asker's principal): NULL when not ours (silence), else the text of a
- * JSON object {"result": ...} or {"error": {...}} (malloc'd, freed by the
- * bus). Set once by main, which runs it in the current generation. */
-typedef char *(*bus_foreign_fn)(void *arg, const char *method, const char *params_json, size_t params_len,
-                                const char *principal);
-void bus_on_foreign(bus *b, bus_foreign_fn fn, void *arg);
+/* Whether some generation of this process holds the foreign task the
+ * request (method, params as JSON) names for principal. */
+typedef bool (*bus_holds_fn)(void *arg, const char *method, const char *params_json, size_t params_len,
+                             const char *principal);
+/* A ListTasks's share of this process (params as JSON, the caller's
+ * principal, the newest `first` tasks wanted): appends to out one JSON
+ * object per generation, each preceded by a comma. */
+typedef void (*bus_list_fn)(void *arg, const char *params_json, size_t params_len, const char *principal, int first,
+                            buf *out);
+/* Set once by main (cli/main.c: every generation, app/vm.c). */
+void bus_on_foreign(bus *b, bus_holds_fn holds, bus_list_fn list, void *arg);
+/* Whether s is the bus's session, on which the other processes' requests
+ * run (they are not asked on again). */
+bool bus_owns_session(const bus *b, const session *s);
+/* ListTasks: ask the other processes for their shares (bus_list_fn); done
+ * gets a JSON array of them once every other process has answered
+ * (bus_transport.peers: --workers N without Redis, N - 1), or after
+ * BUS_FORWARD_TIMEOUT_MS (over Redis the number of listeners is not
+ * known: always the whole wait). NULL when
+ * there are no others, or they cannot be asked now (done is never
+ * called). bus_gather_cancel: done will not be called. */
+typedef struct bus_gather bus_gather;
+/* This process's share (bus_list_fn): every generation but one whose Lua
+ * runs now (the asking one), appended to out. */
+void bus_local_lists(bus *b, const char *params_json, size_t len, const char *principal, int first, buf *out);
+typedef void (*bus_gather_fn)(void *data, const char *json, size_t len);
+bus_gather *bus_gather_tasks(bus *b, const char *params_json, size_t len, const char *principal, int first,
+                             bus_gather_fn done, void *data);
+void bus_gather_cancel(bus_gather *g);
+/* The server stops: the other processes' requests running here end (before
+ * the generations they run in are freed). bus_free does it too. */
+void bus_stop_requests(bus *b);
 /* A tasks/ call for a job this process does not hold: ask the others. */
 void bus_forward_job(bus *b, call *c, const json_value *params);
 /* The call is cancelled: if it was a forwarded one, forget it (its reply,

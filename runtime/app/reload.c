@@ -33,6 +33,28 @@
 
 /* ---- Generations ----------------------------------------------------- */
 
+/* An agent's tasks (A2A) are kept after they end, to be read and listed:
+ * those of a generation being freed go to the current one (both are
+ * idle here: the reaper runs outside any task). */
+static void hand_over_agent_tasks(vm *from, vm *to) {
+  if (!to || to->running) return;
+  lua_State *L = from->L;
+  int top = lua_gettop(L);
+  if (vm_call_library(from, "_foreign_export", 0) && lua_type(L, -1) == LUA_TSTRING) {
+    size_t len;
+    const char *text = lua_tolstring(L, -1, &len);
+    if (len > 2) { /* not [] */
+      int to_top = lua_gettop(to->L);
+      lua_pushlstring(to->L, text, len);
+      if (!vm_call_library(to, "_foreign_adopt", 1))
+        log_write(LOG_WARNING, "generation %u's agent tasks were not kept: %s", from->generation,
+                  lua_tostring(to->L, -1));
+      lua_settop(to->L, to_top);
+    }
+  }
+  lua_settop(L, top);
+}
+
 static void on_reaper(uv_check_t *h) {
   lua_app *app = h->data;
   if (app->srv->nested_poll > 0) return;
@@ -41,6 +63,7 @@ static void on_reaper(uv_check_t *h) {
     vm *v = *pp;
     if (vm_drained(v)) {
       *pp = v->next_retired;
+      hand_over_agent_tasks(v, app->current);
       log_write(LOG_DEBUG, "generation %u closed", v->generation);
       vm_free(v);
     } else {

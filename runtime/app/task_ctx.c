@@ -297,7 +297,10 @@ static int ctx_forward(lua_State *L) {
   task *root = ctx_root(L);
   call *c = root->call;
   vm *v = root->vm;
-  if (!c || !c->session->foreign || !v->app || !bus_is_shared(v->app->bus)) {
+  /* A request another process sent here (the bus's session) was sent
+   * because this process holds its task: it is not asked on again. */
+  if (!c || !c->session->foreign || !v->app || !bus_is_shared(v->app->bus) ||
+      bus_owns_session(v->app->bus, c->session)) {
     lua_pushboolean(L, false);
     return 1;
   }
@@ -313,6 +316,87 @@ static int ctx_forward(lua_State *L) {
   buf_free(&params);
   lua_pushboolean(L, true);
   return 1;
+}
+
+/* ctx:_gather_tasks(params_json, first): ListTasks's shares of the other
+ * generations (a reload's retired ones) and of the other processes
+ * (bus_gather_tasks): a JSON array of {count, tasks} objects
+ * (mcp._foreign_list), waited for without blocking. */
+typedef struct gather_op {
+  task_op op;
+  task *task;
+  bus_gather *gather; /* NULL once done */
+  buf shares;         /* each share preceded by a comma */
+} gather_op;
+
+static void gather_op_free(gather_op *g) {
+  buf_free(&g->shares);
+  free(g);
+}
+
+static void cancel_gather(task_op *base) {
+  gather_op *g = (gather_op *)base;
+  bus_gather_cancel(g->gather);
+  gather_op_free(g);
+}
+
+static void on_gathered(void *data, const char *json, size_t len) {
+  gather_op *g = data;
+  g->gather = NULL;
+  if (len > 2) {
+    buf_putc(&g->shares, ',');
+    buf_append(&g->shares, json + 1, len - 2); /* the array's items */
+  }
+  task *t = g->task;
+  /* Resume only the task that still waits on this op. */
+  if (t->wait != TASK_WAIT_OP || t->wait_op != &g->op) return;
+  task_resume(t, 0);
+}
+
+static void push_shares(lua_State *L, const buf *shares) {
+  buf all = BUF_INIT;
+  buf_putc(&all, '[');
+  if (shares->len) buf_append(&all, shares->data + 1, shares->len - 1);
+  buf_putc(&all, ']');
+  lua_pushlstring(L, all.data, all.len);
+  buf_free(&all);
+}
+
+static int gather_continue(lua_State *L, int status, lua_KContext k) {
+  (void)status;
+  (void)k;
+  gather_op *g = lua_touserdata(L, 1);
+  push_shares(L, &g->shares);
+  gather_op_free(g);
+  return 1;
+}
+
+static int ctx_gather_tasks(lua_State *L) {
+  task *root = ctx_root(L);
+  size_t len;
+  const char *params = luaL_checklstring(L, 2, &len);
+  lua_Integer first = luaL_checkinteger(L, 3);
+  vm *v = root->vm;
+  if (!v->app || !v->app->bus || first < 0 || first > INT32_MAX) {
+    lua_pushliteral(L, "[]");
+    return 1;
+  }
+  const char *principal = auth_principal(root->identity);
+  gather_op *g = calloc(1, sizeof *g);
+  if (!g) return luaL_error(L, "out of memory");
+  g->op.cancel = cancel_gather;
+  bus_local_lists(v->app->bus, params, len, principal, (int)first, &g->shares);
+  task *t = task_of(L);
+  g->gather = t ? bus_gather_tasks(v->app->bus, params, len, principal, (int)first, on_gathered, g) : NULL;
+  if (!g->gather) {
+    push_shares(L, &g->shares);
+    gather_op_free(g);
+    return 1;
+  }
+  g->task = t;
+  lua_settop(L, 0);
+  lua_pushlightuserdata(L, g);
+  return task_wait_op(L, t, &g->op, gather_continue);
 }
 
 /* ctx:_detach(value): answer a foreign request with value now, and let its
@@ -709,6 +793,7 @@ void task_register_ctx(lua_State *L) {
       {"close_sse_stream", ctx_close_sse_stream},
       {"_partial", ctx_partial},
       {"_forward", ctx_forward},
+      {"_gather_tasks", ctx_gather_tasks},
       {"_detach", ctx_detach},
       {"_handle", ctx_handle_of},
       {NULL, NULL},

@@ -886,13 +886,61 @@ void vm_free(vm *v) {
 
 /* ---- app_ops --------------------------------------------------------- */
 
+/* Ask generation g whether it holds the foreign task the request names. */
+static bool generation_holds(vm *g, const char *method, const char *params_json, size_t len, const char *principal) {
+  if (g->running) return false; /* its Lua is mid-call: not to be entered */
+  lua_State *L = g->L;
+  int top = lua_gettop(L);
+  lua_pushstring(L, method);
+  lua_pushlstring(L, params_json, len);
+  lua_pushstring(L, principal);
+  bool holds = vm_call_library(g, "_foreign_holds", 3) && lua_toboolean(L, -1);
+  lua_settop(L, top);
+  return holds;
+}
+
+vm *app_foreign_holder(lua_app *app, const char *method, const char *params_json, size_t len, const char *principal) {
+  if (app->current && generation_holds(app->current, method, params_json, len, principal)) return app->current;
+  for (vm *g = app->retired; g; g = g->next_retired)
+    if (generation_holds(g, method, params_json, len, principal)) return g;
+  return NULL;
+}
+
+void app_foreign_lists(lua_app *app, const char *params_json, size_t len, const char *principal, int first, buf *out) {
+  for (vm *g = app->current; g; g = g == app->current ? app->retired : g->next_retired) {
+    if (g->running) continue; /* the asking generation (or one mid-call): not to be entered */
+    lua_State *L = g->L;
+    int top = lua_gettop(L);
+    lua_pushlstring(L, params_json, len);
+    lua_pushstring(L, principal);
+    lua_pushinteger(L, first);
+    if (vm_call_library(g, "_foreign_list", 3) && lua_type(L, -1) == LUA_TSTRING) {
+      size_t n;
+      const char *text = lua_tolstring(L, -1, &n);
+      buf_putc(out, ',');
+      buf_append(out, text, n);
+    }
+    lua_settop(L, top);
+  }
+}
+
 static void app_call_start(void *app, call *c, const json_value *params, const char *src) {
   (void)src;
+  lua_app *a = app;
   if (c->job_elsewhere) {
-    bus_forward_job(((lua_app *)app)->bus, c, params);
+    bus_forward_job(a->bus, c, params);
     return;
   }
-  vm *v = ((lua_app *)app)->current;
+  vm *v = a->current;
+  if (c->session->foreign && a->retired && params) {
+    /* An agent's task a reload left running in a retired generation: its
+     * requests (a stream too) run there, as if no reload had happened. */
+    buf text = BUF_INIT;
+    json_write_value(&text, params);
+    vm *holder = app_foreign_holder(a, c->method, text.data, text.len, auth_principal(c->identity));
+    buf_free(&text);
+    if (holder) v = holder;
+  }
   task_start_call(v, c, params);
 }
 

@@ -35,6 +35,16 @@ void vm_check_environment(vm *v);
  * (inspect, install, build, the start line, reload's fingerprints). */
 bool vm_call_library(vm *v, const char *name, int nargs);
 
+/* Agent tasks (A2A, lua/mcp/a2a.lua) live in the generation that started
+ * them, which a reload may have retired. app_foreign_holder: the
+ * generation (the current one first) holding the task a foreign request
+ * (method, params as JSON) names for principal, or NULL. app_foreign_lists:
+ * ListTasks's share of each generation (mcp._foreign_list), appended to
+ * out as JSON objects each preceded by a comma. Both skip a generation
+ * whose Lua runs now (the asking one). */
+vm *app_foreign_holder(lua_app *app, const char *method, const char *params_json, size_t len, const char *principal);
+void app_foreign_lists(lua_app *app, const char *params_json, size_t len, const char *principal, int first, buf *out);
+
 /* package.searchers entry: the Lua library built into the binary (also
  * the client side's, cli/client.c). */
 int vm_search_embedded(lua_State *L);

@@ -718,21 +718,14 @@ static bool run_everywhere(void *arg, const char *name, size_t name_len, const c
   return true;
 }
 
-/* bus_foreign_fn: another process's A2A request about a task, answered
- * by the current generation if it holds the task (mcp._foreign_elsewhere,
- * lua/mcp/a2a.lua); not while its Lua runs (the asker then hears nothing). */
-static char *run_foreign(void *arg, const char *method, const char *params, size_t params_len, const char *principal) {
-  vm *v = ((runtime *)arg)->app.current;
-  if (!v || v->running) return NULL;
-  lua_State *L = v->L;
-  int top = lua_gettop(L);
-  lua_pushstring(L, method);
-  lua_pushlstring(L, params, params_len);
-  lua_pushstring(L, principal);
-  char *answer = NULL;
-  if (vm_call_library(v, "_foreign_elsewhere", 3) && lua_type(L, -1) == LUA_TSTRING) answer = strdup(lua_tostring(L, -1));
-  lua_settop(L, top);
-  return answer;
+/* bus_holds_fn and bus_list_fn: another process's A2A request, about a
+ * task one of the generations here may hold (app/vm.c). */
+static bool foreign_holds(void *arg, const char *method, const char *params, size_t len, const char *principal) {
+  return app_foreign_holder(&((runtime *)arg)->app, method, params, len, principal) != NULL;
+}
+
+static void foreign_lists(void *arg, const char *params, size_t len, const char *principal, int first, buf *out) {
+  app_foreign_lists(&((runtime *)arg)->app, params, len, principal, first, out);
 }
 
 /* A worker's hooks (http_worker_hooks). */
@@ -905,7 +898,7 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
   rt->bus = bus_new(rt->loop, &rt->srv);
   rt->app.bus = rt->bus;
   bus_on_everywhere(rt->bus, run_everywhere, rt);
-  bus_on_foreign(rt->bus, run_foreign, rt);
+  bus_on_foreign(rt->bus, foreign_holds, foreign_lists, rt);
   rt->observe = (http_observe_hooks){.metrics = observe_metrics, .ready = observe_ready, .arg = rt};
   rt->observe_all = (http_observe_hooks){.metrics = observe_metrics_all, .ready = observe_ready, .arg = rt};
   /* Counting is on unless --metrics off: it costs a small call about 1 %
@@ -1009,7 +1002,8 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
       }
       /* Without Redis the other workers are reached through the supervisor. */
       if (!rt->redis)
-        bus_set_transport(rt->bus, &(bus_transport){.send = worker_bus_send, .arg = rt, .name = "the supervisor"});
+        bus_set_transport(rt->bus, &(bus_transport){.send = worker_bus_send, .arg = rt, .name = "the supervisor",
+                                                    .peers = o.server.worker_count - 1});
     } else {
       start_line_write(rt->app.current, rt->where, true);
     }
@@ -1046,6 +1040,7 @@ static int serve(int argc, char **argv, bool watch, bool ui_only) {
 
   /* Release everything so leak checkers see a clean exit. */
   if (rt->stdio_served) session_free(rt->stdio.session);
+  bus_stop_requests(rt->bus); /* while the generations they run in are there */
   app_stop(&rt->app);
   otel_flush(); /* the last spans (a stdio server's, say) */
   otel_stop();

@@ -316,6 +316,12 @@
  * the process that holds it to answer on the bus (app/bus.h: the workers'
  * IPC, or Redis); then no process holds it. */
 #define BUS_FORWARD_TIMEOUT_MS 2000
+/* A foreign request (A2A) another process said it runs for us (a stream
+ * of a task it holds): it says every BUS_FOLLOW_ALIVE_MS that the request
+ * still runs; heard nothing for BUS_FOLLOW_SILENCE_MS, the asker takes the
+ * process as gone and ends its call. */
+#define BUS_FOLLOW_ALIVE_MS 5000
+#define BUS_FOLLOW_SILENCE_MS (4 * BUS_FOLLOW_ALIVE_MS)
 /* What the supervisor may hold of bus messages not yet read by one worker
  * (a worker that is stopped or stuck): past it, that worker misses them,
  * as a worker that restarts does, instead of the supervisor growing. */
