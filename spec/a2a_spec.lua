@@ -587,7 +587,7 @@ describe("an agent on two processes sharing Redis", function()
     local port = services.free_port()
     redis = services.redis(port)
     local url = "redis://127.0.0.1:" .. port .. "/4"
-    a = http.start { AGENT, "--redis", url }
+    a = http.start { AGENT, "--redis", url, "--log-level", "debug" }
     b = http.start { AGENT, "--redis", url }
   end)
   teardown(function()
@@ -622,6 +622,25 @@ describe("an agent on two processes sharing Redis", function()
       assert.are.equal("TASK_STATE_INPUT_REQUIRED", ids[beside.id])
     end
     assert.are.equal(-32001, rpc(b, "SubscribeToTask", { id = "not-a-task" }).json.error.code)
+  end)
+
+  it("answers ListTasks once every process that heard it has answered, and waits for one that stays silent", function()
+    local asked = say(b, "ask").task
+    local function listed(server)
+      local ids = {}
+      for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = true end
+      return ids
+    end
+    assert.is_true(listed(a)[asked.id])
+    -- PUBLISH counted a and b: a waited for b's answer alone, never for the time limit.
+    assert.is_nil(a:stderr():find("ListTasks:", 1, true), a:stderr())
+    -- A third subscriber to the bus that never answers: a waits for it, then answers with what it has.
+    local silent = assert(http.connect(redis.port))
+    silent:write("SUBSCRIBE luamcp:bus:4\r\n")
+    assert.is_true(http.wait_until(function() return silent.raw:find("subscribe", 1, true) ~= nil end, 30000))
+    assert.is_true(listed(a)[asked.id])
+    assert.truthy(a:stderr():find("ListTasks: 1 of 2 other processes answered", 1, true), a:stderr())
+    silent:close()
   end)
 
   it("stops following a task for another process once that process's stream closes", function()

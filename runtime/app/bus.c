@@ -69,7 +69,7 @@ typedef struct bus_asker {
 typedef struct bus_gather {
   bus *bus;
   long long seq;
-  int expected, got;            /* replies; expected 0: unknown (--redis), wait the whole time */
+  int expected, got;            /* replies; expected -1 until the transport says how many heard */
   buf shares;                   /* the replies' lists, each preceded by a comma */
   bus_gather_fn done;
   void *data;
@@ -416,7 +416,35 @@ static void gather_finish(bus_gather *g) {
   buf_free(&all);
 }
 
-static void on_gather_timeout(uv_timer_t *t) { gather_finish(t->data); }
+static void on_gather_timeout(uv_timer_t *t) {
+  bus_gather *g = t->data;
+  if (g->expected >= 0)
+    log_write(LOG_DEBUG, "bus: ListTasks: %d of %d other processes answered within %d ms", g->got, g->expected,
+              BUS_FORWARD_TIMEOUT_MS);
+  else
+    log_write(LOG_DEBUG, "bus: ListTasks: %d other processes answered within %d ms (how many heard it is not known)",
+              g->got, BUS_FORWARD_TIMEOUT_MS);
+  gather_finish(g);
+}
+
+/* Which gather a counted send's reply is for. Owner: the transport, until
+ * on_gather_heard (freed there; the gather may be gone by then). */
+typedef struct gather_heard {
+  bus *bus;
+  long long seq;
+} gather_heard;
+
+/* The transport counted who heard a ListTasks question: every other one
+ * answers (the replies may have come first). */
+static void on_gather_heard(void *ctx, long long heard) {
+  gather_heard *h = ctx;
+  bus_gather *g = heard >= 1 ? h->bus->gathers : NULL;
+  while (g && g->seq != h->seq) g = g->next;
+  free(h);
+  if (!g) return;
+  g->expected = heard - 1 > INT32_MAX ? INT32_MAX : (int)(heard - 1);
+  if (g->got >= g->expected) gather_finish(g);
+}
 
 bus_gather *bus_gather_tasks(bus *b, const char *params_json, size_t len, const char *principal, int first,
                              bus_gather_fn done, void *data) {
@@ -429,15 +457,29 @@ bus_gather *bus_gather_tasks(bus *b, const char *params_json, size_t len, const 
   buf_puts(&m, ",\"principal\":");
   json_write_string(&m, principal, strlen(principal));
   buf_putc(&m, '}');
-  bool sent = publish(b, &m, NULL);
+  /* --workers N: the N - 1 others answer, so the list is answered when the
+   * last has; over Redis PUBLISH's reply says how many heard the question. */
+  bool counted = b->has_transport && b->transport.peers <= 0 && b->transport.send_counted;
+  bool sent;
+  if (counted) {
+    gather_heard *h = malloc(sizeof *h);
+    h->bus = b;
+    h->seq = seq;
+    const char *why = "nothing carries it";
+    sent = b->transport.send_counted(b->transport.arg, m.data, m.len, &why, on_gather_heard, h);
+    if (!sent) {
+      free(h);
+      log_write(LOG_DEBUG, "bus: message not sent (%s: %s): %.*s", b->transport.name, why, (int)m.len, m.data);
+    }
+  } else {
+    sent = publish(b, &m, NULL);
+  }
   buf_free(&m);
   if (!sent) return NULL; /* the others cannot be asked now: this process's share is the list */
   bus_gather *g = calloc(1, sizeof *g);
   g->bus = b;
   g->seq = seq;
-  /* --workers N: the N - 1 others answer, so the list is answered when the
-   * last has; over Redis nobody knows how many listen: the whole wait. */
-  g->expected = b->transport.peers > 0 ? b->transport.peers : 0;
+  g->expected = b->transport.peers > 0 ? b->transport.peers : -1;
   g->done = done;
   g->data = data;
   uv_timer_init(b->loop, &g->timer);
@@ -496,7 +538,7 @@ static void take_list_reply(bus *b, const json_value *root) {
     buf_putc(&g->shares, ',');
     json_write_value(&g->shares, &lists->u.items[i]);
   }
-  if (g->expected && ++g->got >= g->expected) gather_finish(g);
+  if (++g->got >= g->expected && g->expected >= 0) gather_finish(g);
 }
 
 bool bus_forward_cancel(bus *b, call *c) {

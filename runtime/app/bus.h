@@ -45,11 +45,17 @@ typedef struct bus bus;
 /* What carries the messages. send: false (with *why) when the message
  * cannot leave now (Redis is down, the supervisor is gone). name says
  * which in error messages ("redis", "the supervisor"). */
+/* How many processes received a message (this one included), once the
+ * transport knows; -1: it never will (the connection went first). */
+typedef void (*bus_heard_fn)(void *ctx, long long heard);
 typedef struct bus_transport {
   bool (*send)(void *arg, const char *message, size_t len, const char **why);
+  /* Optional: send, and call heard(ctx, n) exactly once when it returns
+   * true (Redis: PUBLISH's reply counts the subscribers that got it). */
+  bool (*send_counted)(void *arg, const char *message, size_t len, const char **why, bus_heard_fn heard, void *ctx);
   void *arg;
   const char *name;
-  int peers; /* how many other processes hear each message (the workers' pipe), 0: not known (Redis) */
+  int peers; /* how many other processes hear each message (the workers' pipe), 0: not known (Redis: send_counted) */
 } bus_transport;
 
 /* A bus for srv with no transport yet (events stay in the process).
@@ -111,9 +117,9 @@ void bus_on_foreign(bus *b, bus_holds_fn holds, bus_list_fn list, void *arg);
 bool bus_owns_session(const bus *b, const session *s);
 /* ListTasks: ask the other processes for their shares (bus_list_fn); done
  * gets a JSON array of them once every other process has answered
- * (bus_transport.peers: --workers N without Redis, N - 1), or after
- * BUS_FORWARD_TIMEOUT_MS (over Redis the number of listeners is not
- * known: always the whole wait). NULL when
+ * (bus_transport.peers: --workers N without Redis, N - 1; over Redis,
+ * PUBLISH's count of subscribers less this one), or after
+ * BUS_FORWARD_TIMEOUT_MS (one fell silent). NULL when
  * there are no others, or they cannot be asked now (done is never
  * called). bus_gather_cancel: done will not be called. */
 typedef struct bus_gather bus_gather;

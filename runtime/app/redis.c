@@ -381,6 +381,33 @@ static bool bus_send(void *arg, const char *message, size_t len, const char **wh
   return false;
 }
 
+/* PUBLISH's reply: how many subscribers got the message. */
+typedef struct counted_publish {
+  bus_heard_fn heard;
+  void *ctx;
+} counted_publish;
+
+static void on_counted_publish(void *data, const redisReply *r, const char *why) {
+  (void)why;
+  counted_publish *p = data;
+  p->heard(p->ctx, r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1);
+  free(p);
+}
+
+/* The bus's counted transport: PUBLISH, and its reply told. */
+static bool bus_send_counted(void *arg, const char *message, size_t len, const char **why, bus_heard_fn heard,
+                             void *ctx) {
+  redis_link *l = arg;
+  const char *argv[3] = {"PUBLISH", l->channel, message};
+  size_t lens[3] = {7, strlen(l->channel), len};
+  counted_publish *p = malloc(sizeof *p);
+  p->heard = heard;
+  p->ctx = ctx;
+  if (redis_command(l, on_counted_publish, p, 3, argv, lens, why)) return true;
+  free(p);
+  return false;
+}
+
 redis_link *redis_link_new(uv_loop_t *loop, server *srv, bus *bus, const char *url, bool share_state_key, char *err,
                            size_t errlen) {
   redis_link *l = calloc(1, sizeof *l);
@@ -399,7 +426,7 @@ redis_link *redis_link_new(uv_loop_t *loop, server *srv, bus *bus, const char *u
   snprintf(l->channel, sizeof l->channel, REDIS_PREFIX "bus:%d", l->db);
   conn_init(l, &l->cmd, "command", false);
   conn_init(l, &l->sub, "bus", true);
-  bus_set_transport(bus, &(bus_transport){.send = bus_send, .arg = l, .name = "redis"});
+  bus_set_transport(bus, &(bus_transport){.send = bus_send, .send_counted = bus_send_counted, .arg = l, .name = "redis"});
   return l;
 }
 
