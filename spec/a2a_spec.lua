@@ -101,6 +101,38 @@ describe("an agent driven by the @a2a-js/sdk client", function()
       cancelled = "TASK_STATE_CANCELED" }, cjson.decode(result.content[1].text))
   end)
 
+  it("answers a stream with an event stream even when its first event is its last", function()
+    -- "echo" answers at once with a message; "ask" is waiting for input
+    -- before the stream has sent anything: one event each, as a stream.
+    local cases = {
+      { "SendStreamingMessage", { messageId = "s1", role = "ROLE_USER", parts = { { text = "echo now" } } },
+        function(r) return r.message.parts[1].text end, "echo: now" },
+      { "SendStreamingMessage", { messageId = "s2", role = "ROLE_USER", parts = { { text = "ask" } } },
+        function(r) return r.task.status.state end, "TASK_STATE_INPUT_REQUIRED" },
+      { "message/stream", { messageId = "s3", role = "user", kind = "message", parts = { { kind = "text", text = "echo now" } } },
+        function(r) return r.parts[1].text end, "echo: now" },
+      { "message/stream", { messageId = "s4", role = "user", kind = "message", parts = { { kind = "text", text = "ask" } } },
+        function(r) return r.status.state end, "input-required" },
+    }
+    for _, case in ipairs(cases) do
+      local conn = server:connect()
+      conn:send_request { method = "POST", path = "/a2a", body = cjson.encode { jsonrpc = "2.0", id = 5, method = case[1],
+        params = { message = case[2] } }, headers = { ["Content-Type"] = "application/json", Accept = "text/event-stream" } }
+      local head = conn:read_head(30000)
+      assert.is_table(head, "no answer to " .. case[1])
+      assert.are.equal("text/event-stream", head.headers["content-type"], case[1] .. " " .. case[4])
+      local events, ended = rest_of(conn)
+      assert.is_true(ended)
+      assert.are.equal(1, #events)
+      assert.are.equal(case[4], case[3](events[1].result))
+      conn:close()
+    end
+    -- A refusal before any event stays a JSON error.
+    local r = rpc(server, "SendStreamingMessage", { message = { messageId = "s5", role = "ROLE_USER", parts = { { video = "x" } } } })
+    assert.are.equal("application/json", r.headers["content-type"])
+    assert.are.equal(-32602, r.json.error.code)
+  end)
+
   it("serves the MCP tools of the same script beside the agent", function()
     local session = server:initialize()
     local r = server:post({ jsonrpc = "2.0", id = 2, method = "tools/call", params = { name = "ping", arguments = {} } },

@@ -72,6 +72,7 @@ struct http_stream {
   bool complete;               /* its final message was produced */
   int replay_refs;             /* events of this stream in the ring */
   bool held;                   /* handle_post is still using it: do not free */
+  bool events_only;            /* an A2A streaming method's: even a lone result goes as an event stream */
   /* Who sent the request that opened it (a reference; NULL without
    * OAuth): transport_ops.request_identity of the messages it carries. */
   auth_identity *identity;

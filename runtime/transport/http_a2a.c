@@ -73,10 +73,20 @@ static void answer_error(http_conn *c, int status, const json_value *id, const c
   buf_free(&tmp);
 }
 
+/* The methods whose answer is an event stream, whatever comes first. */
+static bool is_streaming_method(const jsonrpc_message *m) {
+  static const char *const STREAMING[] = {"SendStreamingMessage", "SubscribeToTask", "message/stream",
+                                          "tasks/resubscribe"};
+  for (size_t i = 0; i < sizeof STREAMING / sizeof *STREAMING; i++)
+    if (m->method_len == strlen(STREAMING[i]) && memcmp(m->method, STREAMING[i], m->method_len) == 0) return true;
+  return false;
+}
+
 static void start_call(http_conn *c, const jsonrpc_message *m, const char *src) {
   http_session *hs = a2a_session(c->server);
   http_stream *st = stream_new(hs, c, NULL, false);
   st->held = true;
+  st->events_only = is_streaming_method(m);
   c->state = CONN_RESPONDING;
   session_receive_foreign(hs->session, m, src, st);
   st->held = false;
@@ -167,6 +177,14 @@ static void send_card(http_stream *st, const session_message *m) {
   json_doc_free(doc);
 }
 
+/* Whether a message is a JSON-RPC error response. */
+static bool is_error(const session_message *m) {
+  json_doc *doc = json_parse(m->json, m->len, MAX_JSON_DEPTH, NULL);
+  bool error = doc && json_object_get(json_doc_root(doc), "error") != NULL;
+  json_doc_free(doc);
+  return error;
+}
+
 static void a2a_send(http_session *hs, const session_message *m) {
   (void)hs;
   http_stream *st = m->origin;
@@ -174,7 +192,10 @@ static void a2a_send(http_session *hs, const session_message *m) {
   if (!st) return; /* nowhere to go */
   if (m->final) st->complete = true;
   http_conn *c = st->conn;
-  if (c && m->json && st->mode == STREAM_PENDING && m->final) {
+  /* A stream's first event may be its last (a task already waiting for
+   * input, or done): still a stream, as its client reads one. A refusal
+   * before any event is a JSON error, as the SDKs' servers send it. */
+  if (c && m->json && st->mode == STREAM_PENDING && m->final && (!st->events_only || is_error(m))) {
     st->mode = STREAM_JSON;
     if (c->route == ROUTE_CARD && c->family && c->family->handle == a2a_handle) {
       send_card(st, m);
