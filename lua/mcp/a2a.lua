@@ -18,6 +18,21 @@ local core = require "mcp.core"
 
 local array, object = core.array, core.object
 local rpc_error = core.rpc_error
+-- core.array's marker, set here directly on the tables a request makes
+-- fresh (a C call per table is a tenth of a small SendMessage's cost).
+local ARRAY_MT = getmetatable(array())
+-- What a request without params.configuration reads (never written).
+local NO_CONFIGURATION = {}
+-- A task's lists start as this one empty table, shared and never written
+-- (most exchanges are one message answered by one, with no stream, push
+-- receiver or artifact); the code that adds the first item makes the
+-- task its own list (own_list). A write to it is a mistake, and fails.
+local NONE = setmetatable({}, { __newindex = function() error("a2a: a task's shared empty list written to", 2) end })
+local function own_list(t, field)
+  local list = t[field]
+  if list == NONE then list = {}; t[field] = list end
+  return list
+end
 
 local M = {}
 
@@ -79,35 +94,39 @@ local function copy(t)
   return setmetatable(out, getmetatable(t))
 end
 
--- A part as it arrived (version v) -> the model's, or nil and why.
-local function part_in(p, v, where)
-  if type(p) ~= "table" then return nil, where .. " is not an object" end
-  local out = { metadata = p.metadata }
+local PART_MEMBERS = { "text", "raw", "url", "data" } -- 1.0: exactly one
+
+-- A part as it arrived (version v) -> the model's, or nil and why (to
+-- follow the part's place, which is put into words only then).
+local function part_in(p, v)
+  if type(p) ~= "table" then return nil, " is not an object" end
   if v == "0.3" then
+    local out = { metadata = p.metadata, mediaType = nil, filename = nil }
     if p.kind == "text" and type(p.text) == "string" then out.text = p.text
     elseif p.kind == "data" and p.data ~= nil then out.data = p.data
     elseif p.kind == "file" and type(p.file) == "table" then
       local f = p.file
       if type(f.uri) == "string" then out.url = f.uri
       elseif type(f.bytes) == "string" then out.raw = f.bytes
-      else return nil, where .. ": a file part needs file.uri or file.bytes" end
+      else return nil, ": a file part needs file.uri or file.bytes" end
       out.mediaType, out.filename = f.mimeType, f.name
     else
-      return nil, ("%s: unknown part kind %s"):format(where, tostring(p.kind))
+      return nil, ": unknown part kind " .. tostring(p.kind)
     end
     return out
   end
-  local n = 0
-  for _, k in ipairs { "text", "raw", "url", "data" } do
-    if p[k] ~= nil then n = n + 1; out[k] = p[k] end
+  local member
+  for _, k in ipairs(PART_MEMBERS) do
+    if p[k] ~= nil then
+      if member then member = false; break end
+      member = k
+    end
   end
-  if n ~= 1 then return nil, where .. ": a part has exactly one of text, raw, url, data" end
-  if (out.text and type(out.text) ~= "string") or (out.url and type(out.url) ~= "string")
-      or (out.raw and type(out.raw) ~= "string") then
-    return nil, where .. ": text, url and raw are strings"
-  end
-  out.mediaType, out.filename = p.mediaType, p.filename
-  return out
+  if not member then return nil, ": a part has exactly one of text, raw, url, data" end
+  local value = p[member]
+  if member ~= "data" and type(value) ~= "string" then return nil, ": text, url and raw are strings" end
+  -- made whole at once: a table grown field by field is rebuilt as it grows
+  return { [member] = value, metadata = p.metadata, mediaType = p.mediaType, filename = p.filename }
 end
 
 local function part_out(p, v)
@@ -125,10 +144,10 @@ end
 local function parts_in(list, v, what)
   if type(list) ~= "table" or #list == 0 then rpc_error(INVALID_PARAMS, "Invalid params: " .. what .. ".parts must be a non-empty array") end
   if #list > MAX_PARTS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d parts"):format(MAX_PARTS)) end
-  local out = array()
+  local out = setmetatable({}, ARRAY_MT)
   for i, p in ipairs(list) do
-    local part, err = part_in(p, v, ("%s.parts[%d]"):format(what, i))
-    if not part then rpc_error(INVALID_PARAMS, "Invalid params: " .. err) end
+    local part, err = part_in(p, v)
+    if not part then rpc_error(INVALID_PARAMS, ("Invalid params: %s.parts[%d]%s"):format(what, i, err)) end
     out[i] = part
   end
   return out
@@ -244,10 +263,15 @@ end
 
 -- An exchange: a task once the handler reports (become_task, which
 -- registers it), a plain message answer until then (nothing kept).
-local function new_task(owner, context_id, version)
+-- The fields set nil are set later, by a request or the handler: named
+-- here, they have room from the start (the table is not rebuilt twice as
+-- it grows).
+local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-           state = "TASK_STATE_SUBMITTED", artifacts = {}, artifact_by_id = {},
-           history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version, bytes = 0 }
+           state = "TASK_STATE_SUBMITTED", artifacts = NONE, artifact_by_id = NONE,
+           history = { first }, streams = NONE, pushes = NONE, signal = core.signal(), seq = 0, version = version, bytes = 0,
+           inline = nil, inline_v = nil, inline_conf = nil, handle = nil, detached = nil, reply = nil,
+           is_task = nil, timestamp = nil, status_message = nil, input = nil, waiting_input = nil }
 end
 
 local function register(t)
@@ -303,20 +327,21 @@ end
 -- What a handler gives as a message: a string, {text=}, {data=}, {parts=}.
 local function agent_message(value)
   if value == nil then return nil end
+  if type(value) == "string" then -- the common answer: one text part
+    return { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = setmetatable({ { text = value } }, ARRAY_MT) }
+  end
   local parts
-  if type(value) == "string" then parts = { { text = value } }
-  elseif type(value) == "table" and value.parts then
+  if type(value) == "table" and value.parts then
     parts = {}
     for i, p in ipairs(value.parts) do
-      local part, err = part_in(p, p.kind and "0.3" or "1.0", ("parts[%d]"):format(i))
-      if not part then error(err, 3) end
+      local part, err = part_in(p, p.kind and "0.3" or "1.0")
+      if not part then error(("parts[%d]%s"):format(i, err), 3) end
       parts[i] = part
     end
   elseif type(value) == "table" and value.text then parts = { { text = tostring(value.text) } }
   elseif type(value) == "table" and value.data ~= nil then parts = { { data = value.data } }
   else parts = { { data = value } } end
-  local out = { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = array() }
-  for i, p in ipairs(parts) do out.parts[i] = p end
+  local out = { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = setmetatable(parts, ARRAY_MT) }
   if type(value) == "table" then out.metadata = value.metadata end
   return out
 end
@@ -325,14 +350,18 @@ end
 local function handler_message(m)
   local view = { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
                  role = "user", parts = {} }
-  local texts = {}
+  local text, texts -- the text parts joined; a list only for more than one
   for i, p in ipairs(m.parts) do
-    if p.text then view.parts[i] = { kind = "text", text = p.text, metadata = p.metadata }; texts[#texts + 1] = p.text
+    if p.text then
+      view.parts[i] = { kind = "text", text = p.text, metadata = p.metadata }
+      if not text then text = p.text
+      elseif texts then texts[#texts + 1] = p.text
+      else texts = { text, p.text } end
     elseif p.data ~= nil then view.parts[i] = { kind = "data", data = p.data, metadata = p.metadata }
     else view.parts[i] = { kind = "file", url = p.url, raw = p.raw, mediaType = p.mediaType, filename = p.filename,
                            metadata = p.metadata } end
   end
-  view.text = table.concat(texts, "\n")
+  view.text = texts and table.concat(texts, "\n") or text or ""
   return view
 end
 
@@ -378,6 +407,8 @@ function Ctx:artifact(a)
   local msg = agent_message(a.parts and { parts = a.parts } or a.text and { text = a.text } or { data = a.data })
   local id = a.id or a.artifactId or core.random_hex(8)
   local art = t.artifact_by_id[id]
+  own_list(t, "artifacts")
+  own_list(t, "artifact_by_id")
   if art and a.append then
     for _, p in ipairs(msg.parts) do art.parts[#art.parts + 1] = p end
   else
@@ -518,7 +549,8 @@ local function add_push(t, c, v)
     if old.id == c.id then t.pushes[i] = c; return c end
   end
   if #t.pushes >= MAX_PUSH_CONFIGS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d push configs per task"):format(MAX_PUSH_CONFIGS)) end
-  t.pushes[#t.pushes + 1] = c
+  local pushes = own_list(t, "pushes")
+  pushes[#pushes + 1] = c
   return c
 end
 
@@ -540,7 +572,7 @@ end
 local function begin(params, ctx, v, follow, inline)
   if type(params) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params") end
   local msg = message_in(params.message, v)
-  local conf = type(params.configuration) == "table" and params.configuration or {}
+  local conf = type(params.configuration) == "table" and params.configuration or NO_CONFIGURATION
   local push = v == "0.3" and conf.pushNotificationConfig or conf.taskPushNotificationConfig
   if msg.taskId then
     local t = owned(msg.taskId, ctx)
@@ -562,9 +594,8 @@ local function begin(params, ctx, v, follow, inline)
   -- answered; a message-only exchange then takes none).
   if full() then forget_some() end
   if full() then rpc_error(-32603, "Internal error: the agent's running tasks hold all the room it keeps; try again later") end
-  local t = new_task(caller(ctx), msg.contextId, v)
+  local t = new_task(caller(ctx), msg.contextId, v, msg)
   msg.contextId, msg.taskId = t.context_id, t.id
-  t.history[1] = msg
   if push then add_push(t, push_config_in(push, v, t.id), v) end
   if follow then follow(t) end
   if inline then
@@ -582,7 +613,7 @@ end
 -- then on), pump sends them.
 local function follow(t, s)
   s.task = t
-  t.streams[s] = true
+  own_list(t, "streams")[s] = true
 end
 
 local function pump(s, ctx, v)
@@ -603,7 +634,7 @@ end
 local methods = {}
 
 local function send(params, ctx, v)
-  local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or {}
+  local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or NO_CONFIGURATION
   local blocking
   if v == "0.3" then blocking = conf.blocking ~= false else blocking = not conf.returnImmediately end
   local inline = blocking and type(params.message) == "table" and params.message.taskId == nil
