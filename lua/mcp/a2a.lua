@@ -94,8 +94,6 @@ local function copy(t)
   return setmetatable(out, getmetatable(t))
 end
 
-local PART_MEMBERS = { "text", "raw", "url", "data" } -- 1.0: exactly one
-
 -- A part as it arrived (version v) -> the model's, or nil and why (to
 -- follow the part's place, which is put into words only then).
 local function part_in(p, v)
@@ -115,15 +113,14 @@ local function part_in(p, v)
     end
     return out
   end
-  local member
-  for _, k in ipairs(PART_MEMBERS) do
-    if p[k] ~= nil then
-      if member then member = false; break end
-      member = k
-    end
-  end
-  if not member then return nil, ": a part has exactly one of text, raw, url, data" end
-  local value = p[member]
+  local member, value, count
+  local text, raw, url, data = p.text, p.raw, p.url, p.data
+  count = (text ~= nil and 1 or 0) + (raw ~= nil and 1 or 0) + (url ~= nil and 1 or 0) + (data ~= nil and 1 or 0)
+  if count ~= 1 then return nil, ": a part has exactly one of text, raw, url, data" end
+  if text ~= nil then member, value = "text", text
+  elseif raw ~= nil then member, value = "raw", raw
+  elseif url ~= nil then member, value = "url", url
+  else member, value = "data", data end
   if member ~= "data" and type(value) ~= "string" then return nil, ": text, url and raw are strings" end
   -- made whole at once: a table grown field by field is rebuilt as it grows
   return { [member] = value, metadata = p.metadata, mediaType = p.mediaType, filename = p.filename }
@@ -347,21 +344,28 @@ local function agent_message(value)
 end
 
 -- The handler's view of a message: parts with kind, and its text joined.
+local function part_view(p)
+  if p.text then return { kind = "text", text = p.text, metadata = p.metadata } end
+  if p.data ~= nil then return { kind = "data", data = p.data, metadata = p.metadata } end
+  return { kind = "file", url = p.url, raw = p.raw, mediaType = p.mediaType, filename = p.filename, metadata = p.metadata }
+end
+
 local function handler_message(m)
+  local parts = m.parts
   local view = { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
-                 role = "user", parts = {} }
-  local text, texts -- the text parts joined; a list only for more than one
-  for i, p in ipairs(m.parts) do
-    if p.text then
-      view.parts[i] = { kind = "text", text = p.text, metadata = p.metadata }
-      if not text then text = p.text
-      elseif texts then texts[#texts + 1] = p.text
-      else texts = { text, p.text } end
-    elseif p.data ~= nil then view.parts[i] = { kind = "data", data = p.data, metadata = p.metadata }
-    else view.parts[i] = { kind = "file", url = p.url, raw = p.raw, mediaType = p.mediaType, filename = p.filename,
-                           metadata = p.metadata } end
+                 role = "user", parts = nil, text = nil }
+  if #parts == 1 then -- most messages: the list made whole at once, and no texts to join
+    view.parts = { part_view(parts[1]) }
+    view.text = parts[1].text or ""
+    return view
   end
-  view.text = texts and table.concat(texts, "\n") or text or ""
+  local texts = {}
+  view.parts = {}
+  for i, p in ipairs(parts) do
+    view.parts[i] = part_view(p)
+    if p.text then texts[#texts + 1] = p.text end
+  end
+  view.text = table.concat(texts, "\n")
   return view
 end
 
