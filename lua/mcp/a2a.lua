@@ -260,15 +260,15 @@ end
 
 -- An exchange: a task once the handler reports (become_task, which
 -- registers it), a plain message answer until then (nothing kept).
--- The fields set nil are set later, by a request or the handler: named
--- here, they have room from the start (the table is not rebuilt twice as
--- it grows).
+-- The fields set nil are those a blocking SendMessage answered by a
+-- message sets later: named here, they have room from the start, and the
+-- whole exchange fits the table's first 16 slots (a task that reports
+-- grows it once more).
 local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-           state = "TASK_STATE_SUBMITTED", artifacts = NONE, artifact_by_id = NONE,
-           history = { first }, streams = NONE, pushes = NONE, signal = core.signal(), seq = 0, version = version, bytes = 0,
-           inline = nil, inline_v = nil, inline_conf = nil, handle = nil, detached = nil, reply = nil,
-           is_task = nil, timestamp = nil, status_message = nil, input = nil, waiting_input = nil }
+           state = "TASK_STATE_SUBMITTED", artifacts = NONE, history = { first }, streams = NONE, pushes = NONE,
+           signal = core.signal(), seq = 0, version = version, bytes = 0,
+           inline = nil, inline_conf = nil, handle = nil, reply = nil }
 end
 
 local function register(t)
@@ -303,8 +303,8 @@ end
 local function detach(t)
   if not t.inline or t.detached then return end
   t.detached = true
-  local out = task_out(t, t.inline_v, t.inline_conf.historyLength)
-  t.inline:_detach(t.inline_v == "0.3" and out or { task = out })
+  local out = task_out(t, t.version, t.inline_conf.historyLength)
+  t.inline:_detach(t.version == "0.3" and out or { task = out })
 end
 
 local function set_state(t, state, message)
@@ -410,9 +410,9 @@ function Ctx:artifact(a)
   become_task(self)
   local msg = agent_message(a.parts and { parts = a.parts } or a.text and { text = a.text } or { data = a.data })
   local id = a.id or a.artifactId or core.random_hex(8)
+  t.artifact_by_id = t.artifact_by_id or {} -- made by the first artifact
   local art = t.artifact_by_id[id]
   own_list(t, "artifacts")
-  own_list(t, "artifact_by_id")
   if art and a.append then
     for _, p in ipairs(msg.parts) do art.parts[#art.parts + 1] = p end
   else
@@ -603,7 +603,7 @@ local function begin(params, ctx, v, follow, inline)
   if push then add_push(t, push_config_in(push, v, t.id), v) end
   if follow then follow(t) end
   if inline then
-    t.inline, t.inline_v, t.inline_conf = ctx, v, conf
+    t.inline, t.inline_conf = ctx, conf -- answered in version t.version
     t.handle = ctx:_handle()
     run(t, msg)
   else
