@@ -680,7 +680,11 @@ local dispatch = require "mcp.dispatch"
 local skills = require "mcp.skills"
 M._dispatch = dispatch.dispatch
 -- A foreign session's requests: A2A's (runtime/transport/http_a2a.c).
-function M._foreign_dispatch(method, params, ctx) return require("mcp.a2a").dispatch(method, params, ctx) end
+local a2a -- loaded on the first foreign request (a script without an agent never needs it)
+function M._foreign_dispatch(method, params, ctx)
+  a2a = a2a or require "mcp.a2a"
+  return a2a.dispatch(method, params, ctx)
+end
 -- Whether this generation holds the agent task a request names (another
 -- generation or process asks: runtime/app/vm.c), and its share of a
 -- ListTasks.

@@ -547,6 +547,7 @@ describe("an agent's tasks across a reload", function()
 
   it("are read, followed, answered and cancelled in the generation they run in", function()
     local asked, other, asked03 = say("gate").task, say("ask").task, say("gate").task
+    local counted = say("count 2").task -- ended before the reload, with an artifact
     assert.are.equal("TASK_STATE_INPUT_REQUIRED", asked.status.state)
     server.proc:kill("sighup")
     assert.is_true(client.wait_until(function() return server:stderr():find("reloaded (SIGHUP)", 1, true) ~= nil end,
@@ -602,6 +603,8 @@ describe("an agent's tasks across a reload", function()
     assert.are.equal("hello, Ada", r.json.result and r.json.result.status.message.parts[1].text, r.body)
     r = rpc(server, "tasks/get", { id = other.id })
     assert.are.equal("canceled", r.json.result and r.json.result.status.state, r.body)
+    r = rpc(server, "GetTask", { id = counted.id })
+    assert.are.same({ "1", "2" }, { r.json.result.artifacts[1].parts[1].text, r.json.result.artifacts[1].parts[2].text }, r.body)
     ids = {}
     for _, t in ipairs(rpc(server, "ListTasks", {}).json.result.tasks) do ids[t.id] = t.status.state end
     assert.are.equal("TASK_STATE_COMPLETED", ids[asked03.id])

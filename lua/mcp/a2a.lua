@@ -18,6 +18,21 @@ local core = require "mcp.core"
 
 local array, object = core.array, core.object
 local rpc_error = core.rpc_error
+-- core.array's marker, set here directly on the tables a request makes
+-- fresh (a C call per table is a tenth of a small SendMessage's cost).
+local ARRAY_MT = getmetatable(array())
+-- What a request without params.configuration reads (never written).
+local NO_CONFIGURATION = {}
+-- A task's lists start as this one empty table, shared and never written
+-- (most exchanges are one message answered by one, with no stream, push
+-- receiver or artifact); the code that adds the first item makes the
+-- task its own list (own_list). A write to it is a mistake, and fails.
+local NONE = setmetatable({}, { __newindex = function() error("a2a: a task's shared empty list written to", 2) end })
+local function own_list(t, field)
+  local list = t[field]
+  if list == NONE then list = {}; t[field] = list end
+  return list
+end
 
 local M = {}
 
@@ -62,10 +77,10 @@ end
 local function parts_in(list, v, what)
   if type(list) ~= "table" or #list == 0 then rpc_error(INVALID_PARAMS, "Invalid params: " .. what .. ".parts must be a non-empty array") end
   if #list > MAX_PARTS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d parts"):format(MAX_PARTS)) end
-  local out = array()
+  local out = setmetatable({}, ARRAY_MT)
   for i, p in ipairs(list) do
-    local part, err = part_in(p, v, ("%s.parts[%d]"):format(what, i))
-    if not part then rpc_error(INVALID_PARAMS, "Invalid params: " .. err) end
+    local part, err = part_in(p, v)
+    if not part then rpc_error(INVALID_PARAMS, ("Invalid params: %s.parts[%d]%s"):format(what, i, err)) end
     out[i] = part
   end
   return out
@@ -168,10 +183,15 @@ end
 
 -- An exchange: a task once the handler reports (become_task, which
 -- registers it), a plain message answer until then (nothing kept).
-local function new_task(owner, context_id, version)
+-- The fields set nil are those a blocking SendMessage answered by a
+-- message sets later: named here, they have room from the start, and the
+-- whole exchange fits the table's first 16 slots (a task that reports
+-- grows it once more).
+local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-           state = "TASK_STATE_SUBMITTED", artifacts = {}, artifact_by_id = {},
-           history = {}, streams = {}, pushes = {}, signal = core.signal(), seq = 0, version = version, bytes = 0 }
+           state = "TASK_STATE_SUBMITTED", artifacts = NONE, history = { first }, streams = NONE, pushes = NONE,
+           signal = core.signal(), seq = 0, version = version, bytes = 0,
+           inline = nil, inline_conf = nil, handle = nil, reply = nil }
 end
 
 local function register(t)
@@ -212,8 +232,8 @@ end
 local function detach(t)
   if not t.inline or t.detached then return end
   t.detached = true
-  local out = task_out(t, t.inline_v, t.inline_conf.historyLength)
-  t.inline:_detach(t.inline_v == "0.3" and out or { task = out })
+  local out = task_out(t, t.version, t.inline_conf.historyLength)
+  t.inline:_detach(t.version == "0.3" and out or { task = out })
 end
 
 local function set_state(t, state, message)
@@ -233,34 +253,46 @@ end
 -- What a handler gives as a message: a string, {text=}, {data=}, {parts=}.
 local function agent_message(value)
   if value == nil then return nil end
+  if type(value) == "string" then -- the common answer: one text part
+    return { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = setmetatable({ { text = value } }, ARRAY_MT) }
+  end
   local parts
-  if type(value) == "string" then parts = { { text = value } }
-  elseif type(value) == "table" and value.parts then
+  if type(value) == "table" and value.parts then
     parts = {}
     for i, p in ipairs(value.parts) do
-      local part, err = part_in(p, p.kind and "0.3" or "1.0", ("parts[%d]"):format(i))
-      if not part then error(err, 3) end
+      local part, err = part_in(p, p.kind and "0.3" or "1.0")
+      if not part then error(("parts[%d]%s"):format(i, err), 3) end
       parts[i] = part
     end
   elseif type(value) == "table" and value.text then parts = { { text = tostring(value.text) } }
   elseif type(value) == "table" and value.data ~= nil then parts = { { data = value.data } }
   else parts = { { data = value } } end
-  local out = { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = array() }
-  for i, p in ipairs(parts) do out.parts[i] = p end
+  local out = { messageId = core.random_hex(16), role = "ROLE_AGENT", parts = setmetatable(parts, ARRAY_MT) }
   if type(value) == "table" then out.metadata = value.metadata end
   return out
 end
 
 -- The handler's view of a message: parts with kind, and its text joined.
+local function part_view(p)
+  if p.text then return { kind = "text", text = p.text, metadata = p.metadata } end
+  if p.data ~= nil then return { kind = "data", data = p.data, metadata = p.metadata } end
+  return { kind = "file", url = p.url, raw = p.raw, mediaType = p.mediaType, filename = p.filename, metadata = p.metadata }
+end
+
 local function handler_message(m)
+  local parts = m.parts
   local view = { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
-                 role = "user", parts = {} }
+                 role = "user", parts = nil, text = nil }
+  if #parts == 1 then -- most messages: the list made whole at once, and no texts to join
+    view.parts = { part_view(parts[1]) }
+    view.text = parts[1].text or ""
+    return view
+  end
   local texts = {}
-  for i, p in ipairs(m.parts) do
-    if p.text then view.parts[i] = { kind = "text", text = p.text, metadata = p.metadata }; texts[#texts + 1] = p.text
-    elseif p.data ~= nil then view.parts[i] = { kind = "data", data = p.data, metadata = p.metadata }
-    else view.parts[i] = { kind = "file", url = p.url, raw = p.raw, mediaType = p.mediaType, filename = p.filename,
-                           metadata = p.metadata } end
+  view.parts = {}
+  for i, p in ipairs(parts) do
+    view.parts[i] = part_view(p)
+    if p.text then texts[#texts + 1] = p.text end
   end
   view.text = table.concat(texts, "\n")
   return view
@@ -307,7 +339,9 @@ function Ctx:artifact(a)
   become_task(self)
   local msg = agent_message(a.parts and { parts = a.parts } or a.text and { text = a.text } or { data = a.data })
   local id = a.id or a.artifactId or core.random_hex(8)
+  t.artifact_by_id = t.artifact_by_id or {} -- made by the first artifact
   local art = t.artifact_by_id[id]
+  own_list(t, "artifacts")
   if art and a.append then
     for _, p in ipairs(msg.parts) do art.parts[#art.parts + 1] = p end
   else
@@ -448,7 +482,8 @@ local function add_push(t, c, v)
     if old.id == c.id then t.pushes[i] = c; return c end
   end
   if #t.pushes >= MAX_PUSH_CONFIGS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d push configs per task"):format(MAX_PUSH_CONFIGS)) end
-  t.pushes[#t.pushes + 1] = c
+  local pushes = own_list(t, "pushes")
+  pushes[#pushes + 1] = c
   return c
 end
 
@@ -470,7 +505,7 @@ end
 local function begin(params, ctx, v, follow, inline)
   if type(params) ~= "table" then rpc_error(INVALID_PARAMS, "Invalid params") end
   local msg = message_in(params.message, v)
-  local conf = type(params.configuration) == "table" and params.configuration or {}
+  local conf = type(params.configuration) == "table" and params.configuration or NO_CONFIGURATION
   local push = v == "0.3" and conf.pushNotificationConfig or conf.taskPushNotificationConfig
   if msg.taskId then
     local t = owned(msg.taskId, ctx)
@@ -492,13 +527,12 @@ local function begin(params, ctx, v, follow, inline)
   -- answered; a message-only exchange then takes none).
   if full() then forget_some() end
   if full() then rpc_error(-32603, "Internal error: the agent's running tasks hold all the room it keeps; try again later") end
-  local t = new_task(caller(ctx), msg.contextId, v)
+  local t = new_task(caller(ctx), msg.contextId, v, msg)
   msg.contextId, msg.taskId = t.context_id, t.id
-  t.history[1] = msg
   if push then add_push(t, push_config_in(push, v, t.id), v) end
   if follow then follow(t) end
   if inline then
-    t.inline, t.inline_v, t.inline_conf = ctx, v, conf
+    t.inline, t.inline_conf = ctx, conf -- answered in version t.version
     t.handle = ctx:_handle()
     run(t, msg)
   else
@@ -512,7 +546,7 @@ end
 -- then on), pump sends them.
 local function follow(t, s)
   s.task = t
-  t.streams[s] = true
+  own_list(t, "streams")[s] = true
 end
 
 local function pump(s, ctx, v)
@@ -534,7 +568,7 @@ local methods = {}
 local listed
 
 local function send(params, ctx, v)
-  local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or {}
+  local conf = type(params) == "table" and type(params.configuration) == "table" and params.configuration or NO_CONFIGURATION
   local blocking
   if v == "0.3" then blocking = conf.blocking ~= false else blocking = not conf.returnImmediately end
   local inline = blocking and type(params.message) == "table" and params.message.taskId == nil
@@ -902,7 +936,7 @@ function M.adopt(text)
     if type(r) == "table" and type(r.id) == "string" and not tasks[r.id] and state_name(r.state) then
       local t = new_task(r.owner, r.context_id, r.version)
       for _, k in ipairs(KEPT_FIELDS) do t[k] = r[k] end
-      t.artifacts, t.history = t.artifacts or {}, t.history or {}
+      t.artifacts, t.history, t.artifact_by_id = t.artifacts or {}, t.history or {}, {}
       for _, a in ipairs(t.artifacts) do t.artifact_by_id[a.artifactId] = a end
       t.is_task = true
       t.bytes = json_size(t.history) + json_size(t.artifacts)

@@ -37,35 +37,36 @@ function M.copy(t)
   return setmetatable(out, getmetatable(t))
 end
 
---- A part as it arrived (version v) -> the model's, or nil and why.
-function M.part_in(p, v, where)
-  if type(p) ~= "table" then return nil, where .. " is not an object" end
-  local out = { metadata = p.metadata }
+--- A part as it arrived (version v) -> the model's, or nil and why (to
+--- follow the part's place, which is put into words only then).
+function M.part_in(p, v)
+  if type(p) ~= "table" then return nil, " is not an object" end
   if v == "0.3" then
+    local out = { metadata = p.metadata, mediaType = nil, filename = nil }
     if p.kind == "text" and type(p.text) == "string" then out.text = p.text
     elseif p.kind == "data" and p.data ~= nil then out.data = p.data
     elseif p.kind == "file" and type(p.file) == "table" then
       local f = p.file
       if type(f.uri) == "string" then out.url = f.uri
       elseif type(f.bytes) == "string" then out.raw = f.bytes
-      else return nil, where .. ": a file part needs file.uri or file.bytes" end
+      else return nil, ": a file part needs file.uri or file.bytes" end
       out.mediaType, out.filename = f.mimeType, f.name
     else
-      return nil, ("%s: unknown part kind %s"):format(where, tostring(p.kind))
+      return nil, ": unknown part kind " .. tostring(p.kind)
     end
     return out
   end
-  local n = 0
-  for _, k in ipairs { "text", "raw", "url", "data" } do
-    if p[k] ~= nil then n = n + 1; out[k] = p[k] end
-  end
-  if n ~= 1 then return nil, where .. ": a part has exactly one of text, raw, url, data" end
-  if (out.text and type(out.text) ~= "string") or (out.url and type(out.url) ~= "string")
-      or (out.raw and type(out.raw) ~= "string") then
-    return nil, where .. ": text, url and raw are strings"
-  end
-  out.mediaType, out.filename = p.mediaType, p.filename
-  return out
+  local member, value
+  local text, raw, url, data = p.text, p.raw, p.url, p.data
+  local count = (text ~= nil and 1 or 0) + (raw ~= nil and 1 or 0) + (url ~= nil and 1 or 0) + (data ~= nil and 1 or 0)
+  if count ~= 1 then return nil, ": a part has exactly one of text, raw, url, data" end
+  if text ~= nil then member, value = "text", text
+  elseif raw ~= nil then member, value = "raw", raw
+  elseif url ~= nil then member, value = "url", url
+  else member, value = "data", data end
+  if member ~= "data" and type(value) ~= "string" then return nil, ": text, url and raw are strings" end
+  -- made whole at once: a table grown field by field is rebuilt as it grows
+  return { [member] = value, metadata = p.metadata, mediaType = p.mediaType, filename = p.filename }
 end
 
 --- A part of the model -> as version v sends it.
@@ -97,7 +98,7 @@ end
 -- A part the model cannot read stays as it came: the caller sees it.
 local function parts_from_v03(list)
   local out = array()
-  for i, p in ipairs(type(list) == "table" and list or {}) do out[i] = M.part_in(p, "0.3", "part") or p end
+  for i, p in ipairs(type(list) == "table" and list or {}) do out[i] = M.part_in(p, "0.3") or p end
   return out
 end
 
