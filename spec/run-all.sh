@@ -338,7 +338,7 @@ asan_file() { # FILE
 # sanitizers.
 ASAN_SPECS="core_safety sqlite concurrency limits reload load_limits http_hardening modern http_client tasks client workers
   redis scaleout exec_owner session_limits auth_http auth_verifier legacy_sse metrics tracing remote_conn mcp_client
-  mount client_eras log_lines stdio ui_http unix_socket websocket a2a"
+  mount client_eras log_lines stdio ui_http unix_socket websocket a2a a2a_client"
 
 # The foreign builds, run here: linux-arm64 under qemu, Windows under wine.
 # run_foreign NAME LAUNCHER PLATFORM: the portable specs
