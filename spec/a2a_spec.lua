@@ -694,6 +694,49 @@ describe("an agent on two processes sharing Redis", function()
     assert.is_true(client.poll_until(function() return in_flight(a) == 0 end, 30000), "a still follows the task for b")
     assert.are.equal("opened", say(a, "open " .. asked.id).message.parts[1].text)
   end)
+
+  it("stops a stream it runs for a process that no longer follows it, and keeps one whose process does", function()
+    local function in_flight(server)
+      local body = server:request { method = "GET", path = "/metrics" }.body
+      return tonumber(body:match("\nluamcp_calls_in_flight (%d+)"))
+    end
+    local asked = say(a, "gate").task
+    local r = rpc(a, "SendMessage", { message = { messageId = "a1", role = "ROLE_USER", parts = { { text = "Ida" } },
+      taskId = asked.id }, configuration = { returnImmediately = true } })
+    assert.is_table(r.json.result, r.body)
+    -- b follows the task for its client, and answers a's task_alive
+    local watch = b:connect()
+    assert.are.equal("TASK_STATE_WORKING", subscribe_on(watch, "SubscribeToTask", asked.id).result.task.status.state)
+    -- a process that asks a to stream the task for it, then is gone (it never answers again)
+    local bus = assert(http.connect(redis.port))
+    bus:write("SUBSCRIBE luamcp:bus:4\r\n")
+    assert.is_true(http.wait_until(function() return bus.raw:find("subscribe", 1, true) ~= nil end, 30000))
+    local gone = ("fa"):rep(16)
+    local ask = cjson.encode { node = gone, kind = "task_request", foreign = true, seq = 7, method = "SubscribeToTask",
+      params = { id = asked.id }, principal = "" }
+    local pub = assert(http.connect(redis.port))
+    pub:write(("*3\r\n$7\r\nPUBLISH\r\n$12\r\nluamcp:bus:4\r\n$%d\r\n%s\r\n"):format(#ask, ask))
+    local to_gone = '"to":"' .. gone .. '"'
+    local function alive_count()
+      local n = 0
+      for _ in bus.raw:gmatch('"kind":"task_alive",' .. to_gone) do n = n + 1 end
+      return n
+    end
+    local function stopped() return bus.raw:find('"kind":"task_reply",' .. to_gone .. ',"seq":7,"error"', 1, true) end
+    assert.is_true(http.wait_until(function() return bus.raw:find('"held":true', 1, true) ~= nil end, 30000))
+    assert.are.equal(2, in_flight(a)) -- b's stream and the gone one's
+    -- a tells the gone process its stream still runs a few times, then stops it, instead of for ever
+    http.wait_until(function() return stopped() or alive_count() > 8 end, 120000)
+    assert.truthy(stopped(), "a still streams the task for a process gone: " .. alive_count() .. " task_alive sent")
+    assert.is_true(client.poll_until(function() return in_flight(a) == 1 end, 30000))
+    -- b, which answered, still follows the task, to its end
+    assert.are.equal("opened", say(a, "open " .. asked.id).message.parts[1].text)
+    local events, ended = rest_of(watch)
+    assert.is_true(ended)
+    assert.are.equal("hello, Ida", events[#events].result.statusUpdate.status.message.parts[1].text)
+    bus:close()
+    pub:close()
+  end)
 end)
 
 ---------------------------------------------------------------------------

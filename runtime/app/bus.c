@@ -60,6 +60,7 @@ typedef struct bus_asker {
   long long seq;                /* the asker's forward */
   auth_identity *identity;      /* the asker's principal, as the call's caller */
   bool answered;                /* its final answer went */
+  int silent;                   /* task_alive ticks the asker left unanswered (task_following) */
   struct bus_asker *next;
 } bus_asker;
 
@@ -145,17 +146,21 @@ static void forward_end(job_forward *f) {
   uv_close((uv_handle_t *)&f->timer, on_forward_closed);
 }
 
+/* A message about our request seq to the process running it (node). */
+static void tell_holder(bus *b, const char *kind, const char *node, size_t node_len, long long seq) {
+  buf m = BUF_INIT;
+  start_message(b, &m, kind);
+  buf_puts(&m, ",\"to\":");
+  json_write_string(&m, node, node_len);
+  buf_printf(&m, ",\"seq\":%lld}", seq);
+  publish(b, &m, NULL);
+  buf_free(&m);
+}
+
 /* A held foreign request ends here (its call was cancelled, or its holder
  * fell silent): the holder stops running it, if it still can hear. */
 static void unfollow(job_forward *f) {
-  if (!f->held) return;
-  buf m = BUF_INIT;
-  start_message(f->bus, &m, "task_unfollow");
-  buf_puts(&m, ",\"to\":");
-  json_write_string(&m, f->holder, strlen(f->holder));
-  buf_printf(&m, ",\"seq\":%lld}", f->seq);
-  publish(f->bus, &m, NULL);
-  buf_free(&m);
+  if (f->held) tell_holder(f->bus, "task_unfollow", f->holder, strlen(f->holder), f->seq);
 }
 
 /* Nobody answered: no process holds the job. The same answer as when
@@ -323,10 +328,35 @@ static const transport_ops BUS_SESSION_OPS = {
     .request_identity = bus_session_identity,
 };
 
-/* Every BUS_FOLLOW_ALIVE_MS: each asker hears that its call still runs. */
+/* Every BUS_FOLLOW_ALIVE_MS: each asker hears that its call still runs,
+ * and answers that it still follows it (task_following). An asker silent
+ * for BUS_FOLLOW_SILENCE_MS (its process died, or its task_unfollow was
+ * lost) is taken as gone: its request stops here, instead of running, a
+ * stream perhaps for ever, for nobody. */
 static void on_alive(uv_timer_t *t) {
   bus *b = t->data;
-  for (bus_asker *a = b->askers; a; a = a->next) asker_reply(a, "task_alive", "");
+  const int most = BUS_FOLLOW_SILENCE_MS / BUS_FOLLOW_ALIVE_MS;
+  for (bus_asker *a = b->askers; a; a = a->next)
+    if (++a->silent <= most) asker_reply(a, "task_alive", "");
+  for (bool again = b->session != NULL; again;) {
+    again = false;
+    for (bus_asker *a = b->askers; a; a = a->next)
+      if (a->silent > most) {
+        log_write(LOG_DEBUG, "bus: %s stopped following its request %lld: it stops here", a->node, a->seq);
+        session_cancel_from(b->session, a); /* frees a (bus_session_call_ended): the list changed */
+        again = true;
+        break;
+      }
+  }
+}
+
+/* The asker still follows its request (it heard task_alive). */
+static void take_following(bus *b, const json_value *root, const json_value *sender) {
+  const json_value *to = json_object_get(root, "to");
+  const json_value *seq = json_object_get(root, "seq");
+  if (!text_is(to, b->node) || !seq || seq->type != JSON_INTEGER) return;
+  for (bus_asker *a = b->askers; a; a = a->next)
+    if (a->seq == seq->u.integer && text_is(sender, a->node)) a->silent = 0;
 }
 
 /* Another process asks about a foreign task (A2A): if a generation here
@@ -614,16 +644,26 @@ static void take_task_reply(bus *b, const json_value *root, const json_value *se
   if (!text_is(to, b->node) || !seq || seq->type != JSON_INTEGER) return;
   job_forward *f = b->forwards;
   while (f && f->seq != seq->u.integer) f = f->next;
+  const json_value *kind = json_object_get(root, "kind");
+  if ((!f || !f->call) && text_is(kind, "task_alive")) {
+    /* A request that ended here still runs there (its task_unfollow was
+     * lost): it stops. */
+    tell_holder(b, "task_unfollow", sender->u.string, sender->len, seq->u.integer);
+    return;
+  }
   if (!f || !f->call) return;
   if (f->held && !text_is(sender, f->holder)) return;
   const json_value *held = json_object_get(root, "held");
-  const json_value *kind = json_object_get(root, "kind");
   if (!f->held && held && held->type == JSON_TRUE && sender->len < sizeof f->holder) {
     f->held = true;
     memcpy(f->holder, sender->u.string, sender->len);
   }
   if ((held && held->type == JSON_TRUE) || text_is(kind, "task_alive")) {
-    if (f->held) uv_timer_start(&f->timer, on_forward_timeout, BUS_FOLLOW_SILENCE_MS, 0);
+    if (f->held) {
+      uv_timer_start(&f->timer, on_forward_timeout, BUS_FOLLOW_SILENCE_MS, 0);
+      /* The holder hears that this process still follows the request. */
+      if (text_is(kind, "task_alive")) tell_holder(b, "task_following", f->holder, strlen(f->holder), f->seq);
+    }
     return;
   }
   call *c = f->call;
@@ -841,6 +881,8 @@ void bus_receive(bus *b, const char *text, size_t len) {
     take_task_reply(b, root, node);
   } else if (text_is(kind, "task_unfollow")) {
     take_unfollow(b, root, node);
+  } else if (text_is(kind, "task_following")) {
+    take_following(b, root, node);
   } else if (text_is(kind, "task_list")) {
     answer_list(b, root, node);
   } else if (text_is(kind, "task_list_reply")) {
