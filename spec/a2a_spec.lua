@@ -695,6 +695,23 @@ describe("an agent on two processes sharing Redis", function()
     assert.are.equal("opened", say(a, "open " .. asked.id).message.parts[1].text)
   end)
 
+  it("pages ListTasks over both processes without repeating a task when a newer one is made between pages", function()
+    local before = { say(a, "ask").task.id, say(b, "ask").task.id, say(a, "ask").task.id }
+    local seen, token, pages = {}, "", 0
+    repeat
+      local r = rpc(pages % 2 == 0 and a or b, "ListTasks", { pageSize = 1, pageToken = token })
+      assert.is_table(r.json.result, r.body)
+      for _, t in ipairs(r.json.result.tasks) do
+        assert.is_nil(seen[t.id], "listed twice: " .. t.id)
+        seen[t.id] = true
+      end
+      if pages == 0 then say(a, "ask") end -- newer than every task listed: it belongs before the first page
+      token, pages = r.json.result.nextPageToken, pages + 1
+    until token == "" or pages > 200
+    for _, id in ipairs(before) do assert.is_true(seen[id], "never listed: " .. id) end
+    assert.are.equal(-32602, rpc(a, "ListTasks", { pageToken = "12" }).json.error.code)
+  end)
+
   it("stops a stream it runs for a process that no longer follows it, and keeps one whose process does", function()
     local function in_flight(server)
       local body = server:request { method = "GET", path = "/metrics" }.body

@@ -201,7 +201,7 @@ local function register(t)
   -- order here; ties between processes go by id. Fixed once made, so that
   -- a page token's offset stays valid.
   created_seq = created_seq + 1
-  t.created = os.time() * 1e6 + created_seq % 1e6
+  t.created = os.time() * 1000000 + created_seq % 1000000
   t.bytes = json_size(t.history) -- what it held before: its first message
   kept_bytes = kept_bytes + t.bytes
   tasks[t.id] = t
@@ -634,19 +634,33 @@ local function cancel_task(params, ctx, v)
   return task_out(t, v)
 end
 
+-- ListTasks's page token: where the last page ended ("<offset>:<created>:
+-- <id>"), so that each source (this generation, a retired one, another
+-- process) sends only the tasks past it, never all those before it, and
+-- a task made between two pages does not push one seen into the next.
+local function page_cursor(token)
+  if token == nil or token == "" then return 0 end
+  if type(token) ~= "string" then return nil end
+  local offset, created, id = token:match("^(%d+):(%d+):(%x+)$")
+  offset, created = math.tointeger(tonumber(offset)), math.tointeger(tonumber(created))
+  if not offset or not created then return nil end
+  return offset, created, id
+end
+
 -- The caller's tasks of this generation that ListTasks's params select:
--- {count = all of them, tasks = the newest `first` as 1.0 views, each with
--- its `created` key (ListTasks sorts what every generation and process
--- sends by it, and drops it)}.
+-- {count = all of them, tasks = the newest `first` past params.pageToken
+-- as 1.0 views, each with its `created` key (ListTasks sorts what every
+-- generation and process sends by it, and drops it)}.
 function listed(params, principal, first)
   local status = params.status and params.status ~= "TASK_STATE_UNSPECIFIED" and state_name(params.status)
+  local _, after, after_id = page_cursor(params.pageToken)
   local out = { count = 0, tasks = array() }
   for i = #order, 1, -1 do -- newest first
     local t = tasks[order[i]]
     if t and t.is_task and t.owner == principal and (not params.contextId or params.contextId == t.context_id)
         and (not status or t.state == status) then
       out.count = out.count + 1
-      if out.count <= first then
+      if #out.tasks < first and (not after_id or t.created < after or (t.created == after and t.id < after_id)) then
         local view = task_out(t, "1.0", params.historyLength)
         if not params.includeArtifacts then view.artifacts = nil end
         view.created = t.created
@@ -666,34 +680,40 @@ methods["1.0"] = {
   ListTasks = function(params, ctx)
     local size = math.tointeger(params.pageSize) or 50
     if size < 1 or size > 100 then rpc_error(INVALID_PARAMS, "Invalid params: pageSize is 1 to 100") end
-    local offset = 0
-    if params.pageToken and params.pageToken ~= "" then
-      offset = math.tointeger(tonumber(params.pageToken)) or rpc_error(INVALID_PARAMS, "Invalid params: unknown pageToken")
-    end
-    if offset < 0 then rpc_error(INVALID_PARAMS, "Invalid params: unknown pageToken") end
+    local offset = page_cursor(params.pageToken)
+    if not offset then rpc_error(INVALID_PARAMS, "Invalid params: unknown pageToken") end
     -- This generation's, then those of the generations a reload retired
-    -- and of the other processes (each sends its newest offset + size).
-    local mine = listed(params, caller(ctx), offset + size)
+    -- and of the other processes (each sends its newest `size` past the
+    -- token, and how many it has in all).
+    local mine = listed(params, caller(ctx), size)
     local total = mine.count
     local all = mine.tasks
-    local ok, shares = pcall(core.json_decode, ctx:_gather_tasks(core.json_encode(params), offset + size))
+    local ok, shares = pcall(core.json_decode, ctx:_gather_tasks(core.json_encode(params), size))
     for _, other in ipairs(ok and type(shares) == "table" and shares or {}) do
       if type(other) == "table" and type(other.tasks) == "table" then
         total = total + (math.tointeger(other.count) or #other.tasks)
-        for _, view in ipairs(other.tasks) do all[#all + 1] = view end
+        for _, view in ipairs(other.tasks) do
+          if type(view) == "table" and type(view.id) == "string" and math.tointeger(view.created) then
+            all[#all + 1] = view
+          end
+        end
       end
     end
     table.sort(all, function(a, b)
       if a.created ~= b.created then return a.created > b.created end
       return a.id > b.id
     end)
-    local out = array()
-    for i = offset + 1, math.min(offset + size, #all) do
-      all[i].created = nil
-      out[#out + 1] = all[i]
+    local out, last = array(), nil
+    for i = 1, math.min(size, #all) do
+      last = all[i]
+      out[#out + 1] = last
     end
-    return { tasks = out, nextPageToken = offset + size < total and tostring(offset + size) or "",
-             pageSize = size, totalSize = total }
+    local next_token = ""
+    if last and offset + #out < total then
+      next_token = ("%d:%d:%s"):format(offset + #out, math.tointeger(last.created), last.id)
+    end
+    for _, view in ipairs(out) do view.created = nil end
+    return { tasks = out, nextPageToken = next_token, pageSize = size, totalSize = total }
   end,
   CreateTaskPushNotificationConfig = function(params, ctx, v)
     local t = owned(params.taskId, ctx)
