@@ -677,7 +677,9 @@ static void take_task_reply(bus *b, const json_value *root, const json_value *se
       call_respond_partial(c, text.data, text.len);
       buf_free(&text);
     }
-    if (f->held) uv_timer_start(&f->timer, on_forward_timeout, BUS_FOLLOW_SILENCE_MS, 0);
+    /* Writing it may have ended the call (its client went): f is then
+     * ended too (bus_forward_cancel), its timer closing. */
+    if (f->call == c && f->held) uv_timer_start(&f->timer, on_forward_timeout, BUS_FOLLOW_SILENCE_MS, 0);
     return;
   }
   forward_end(f);

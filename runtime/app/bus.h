@@ -94,8 +94,9 @@ void bus_everywhere(bus *b, const char *name, size_t name_len, const char *args,
  * foreign's holds) says so, runs the request as its own (a call of the
  * bus's session, in the generation holding the task), and sends back each
  * answer, a stream's partial ones too; it says every BUS_FOLLOW_ALIVE_MS
- * that the request still runs, and stops it when the call here ends
- * (bus_forward_cancel). Nobody within BUS_FORWARD_TIMEOUT_MS: the call
+ * that the request still runs (this process answers that it still
+ * follows it), and stops it when the call here ends (bus_forward_cancel)
+ * or this process left BUS_FOLLOW_SILENCE_MS of those unanswered. Nobody within BUS_FORWARD_TIMEOUT_MS: the call
  * fails with not_found_code and not_found_message (static); the holder
  * silent for BUS_FOLLOW_SILENCE_MS: it fails as the holder gone.
  * params_json: the request's params. */

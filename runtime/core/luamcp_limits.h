@@ -318,8 +318,9 @@
 #define BUS_FORWARD_TIMEOUT_MS 2000
 /* A foreign request (A2A) another process said it runs for us (a stream
  * of a task it holds): it says every BUS_FOLLOW_ALIVE_MS that the request
- * still runs; heard nothing for BUS_FOLLOW_SILENCE_MS, the asker takes the
- * process as gone and ends its call. */
+ * still runs, and the asker answers that it still follows it; heard
+ * nothing for BUS_FOLLOW_SILENCE_MS, each takes the other as gone and ends
+ * its side (the asker its call, the holder the request it runs). */
 #define BUS_FOLLOW_ALIVE_MS 5000
 #define BUS_FOLLOW_SILENCE_MS (4 * BUS_FOLLOW_ALIVE_MS)
 /* What the supervisor may hold of bus messages not yet read by one worker
