@@ -47,7 +47,7 @@
 #                       beside the @a2a-js/sdk Express server on the same small
 #                       SendMessage, requests/s and server CPU per request,
 #                       then instructions per request under callgrind (about
-#                       three minutes, IR=0: seconds; QUICK=1: about one).
+#                       four minutes, IR=0: about one; QUICK=1: about one).
 #   make bench-scale    only the scale-out figures (bench/scale.sh): a 1 ms
 #                       CPU-bound tool, 1 vs 2 workers, nginx in front of
 #                       luamcp and of the TypeScript SDK v2; and 6 calls of
