@@ -271,6 +271,11 @@ struct http_server {
   bool draining;
   bool stopping;
   uint64_t bytes_in, bytes_out; /* on every connection, for metrics (http_observe.c) */
+  /* Where every connection's reads land (on_alloc): on_read copies them to
+   * the connection's input at once, so one buffer serves all, and a
+   * 64 KiB block is not malloc'd and freed per read (freeing one that size
+   * makes glibc consolidate its small free chunks every time). */
+  char *read_buf;
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
 

@@ -933,10 +933,14 @@ static void conn_pump(http_conn *c) {
   }
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-  (void)h;
-  b->base = malloc(suggested);
-  b->len = b->base ? suggested : 0;
+enum { HTTP_READ_BUF_BYTES = 64 * 1024 };
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *b) {
+  (void)suggested;
+  http_server *h = ((http_conn *)handle->data)->server;
+  if (!h->read_buf) h->read_buf = malloc(HTTP_READ_BUF_BYTES);
+  b->base = h->read_buf;
+  b->len = h->read_buf ? HTTP_READ_BUF_BYTES : 0;
 }
 
 /* ---- Half-closed clients ---------------------------------------------- */
@@ -1028,7 +1032,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
       conn_pump(c);
     }
   }
-  free(b->base);
+  /* b->base is the server's read_buf (on_alloc): kept for the next read. */
   if (c->closing) return;
   if (n < 0) {
     if (n == UV_EOF && !c->lingering) input_ended(c);
@@ -1045,7 +1049,10 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
  * handles and of every connection (which use it) have run. */
 static void server_maybe_free(http_server *h) {
   /* The listener closes alone when a drain starts: that is not the end. */
-  if (h->stopping && h->handles_closing == 0 && !h->conns) free(h);
+  if (h->stopping && h->handles_closing == 0 && !h->conns) {
+    free(h->read_buf);
+    free(h);
+  }
 }
 
 void http_server_handle_closed(http_server *h) {
