@@ -236,7 +236,11 @@ static bool drain_answers_next(http_conn *c) {
 }
 
 void conn_write_status_line(http_conn *c, buf *out, int status) {
-  buf_printf(out, "HTTP/1.1 %d %s\r\n", status, status_text(status));
+  buf_puts(out, "HTTP/1.1 ");
+  buf_append_int(out, status);
+  buf_putc(out, ' ');
+  buf_append_str(out, status_text(status));
+  buf_puts(out, "\r\n");
   if ((c->close_after_response || !c->keep_alive) && !drain_answers_next(c)) {
     buf_puts(out, "Connection: close\r\n");
     c->close_announced = true;
@@ -244,8 +248,9 @@ void conn_write_status_line(http_conn *c, buf *out, int status) {
   if (c->origin && c->origin_allowed) {
     /* CORS for an allowed browser origin: it may read the response, and
      * the session id in it (origins not allowed got a 403 already). */
-    buf_printf(out, "Access-Control-Allow-Origin: %s\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, WWW-Authenticate\r\nVary: Origin\r\n",
-               c->origin);
+    buf_puts(out, "Access-Control-Allow-Origin: ");
+    buf_append_str(out, c->origin);
+    buf_puts(out, "\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, WWW-Authenticate\r\nVary: Origin\r\n");
   }
 }
 
@@ -253,10 +258,20 @@ void conn_write_status_line(http_conn *c, buf *out, int status) {
 void conn_send_response(http_conn *c, int status, const char *extra_headers, const char *content_type,
                           const char *body, size_t len) {
   buf out = BUF_INIT;
+  /* Room for the usual headers and the body at once: one allocation. */
+  buf_reserve(&out, 256 + len);
   conn_write_status_line(c, &out, status);
-  if (content_type) buf_printf(&out, "Content-Type: %s\r\n", content_type);
+  if (content_type) {
+    buf_puts(&out, "Content-Type: ");
+    buf_append_str(&out, content_type);
+    buf_puts(&out, "\r\n");
+  }
   /* A 204 has no content, so no Content-Length either (RFC 9110, 8.6). */
-  if (status != 204) buf_printf(&out, "Content-Length: %zu\r\n", len);
+  if (status != 204) {
+    buf_puts(&out, "Content-Length: ");
+    buf_append_uint(&out, len);
+    buf_puts(&out, "\r\n");
+  }
   if (extra_headers) buf_append_str(&out, extra_headers);
   buf_puts(&out, "\r\n");
   /* A response to HEAD has no body (RFC 9110, 9.3.2): bytes sent anyway
