@@ -444,28 +444,38 @@ static bool header_budget(http_conn *c, size_t n) {
   return true;
 }
 
+/* Is the header name just read (c->field) this one, in any case? The
+ * length first: most names are told apart without comparing a byte. */
+static bool field_is(const http_conn *c, const char *name, size_t len) {
+  return c->field.len == len && strncasecmp(c->field.data, name, len) == 0;
+}
+#define FIELD_IS(c, literal) field_is((c), "" literal, sizeof(literal) - 1)
+
 static void store_header(http_conn *c) {
   static const struct {
     const char *name;
+    size_t len;
     size_t offset;
     const char *repeated; /* NULL: a repeated header is allowed */
   } wanted[] = {
-      {"host", offsetof(http_conn, host), "Bad Request: more than one Host header"},
-      {"origin", offsetof(http_conn, origin), "Bad Request: more than one Origin header"},
-      {"accept", offsetof(http_conn, accept), NULL},
-      {"content-type", offsetof(http_conn, content_type), NULL},
-      {"mcp-session-id", offsetof(http_conn, session_id), "Bad Request: more than one Mcp-Session-Id header"},
-      {"mcp-protocol-version", offsetof(http_conn, protocol_version), "Bad Request: more than one MCP-Protocol-Version header"},
-      {"last-event-id", offsetof(http_conn, last_event_id), "Bad Request: more than one Last-Event-ID header"},
-      {"authorization", offsetof(http_conn, authorization), "Bad Request: more than one Authorization header"},
-      {"upgrade", offsetof(http_conn, upgrade), "Bad Request: more than one Upgrade header"},
-      {"sec-websocket-key", offsetof(http_conn, ws_key), "Bad Request: more than one Sec-WebSocket-Key header"},
-      {"sec-websocket-version", offsetof(http_conn, ws_version), "Bad Request: more than one Sec-WebSocket-Version header"},
-      {"sec-websocket-protocol", offsetof(http_conn, ws_protocol), NULL},
+#define WANTED(name, slot, repeated) {name, sizeof(name) - 1, offsetof(http_conn, slot), repeated}
+      WANTED("host", host, "Bad Request: more than one Host header"),
+      WANTED("origin", origin, "Bad Request: more than one Origin header"),
+      WANTED("accept", accept, NULL),
+      WANTED("content-type", content_type, NULL),
+      WANTED("mcp-session-id", session_id, "Bad Request: more than one Mcp-Session-Id header"),
+      WANTED("mcp-protocol-version", protocol_version, "Bad Request: more than one MCP-Protocol-Version header"),
+      WANTED("last-event-id", last_event_id, "Bad Request: more than one Last-Event-ID header"),
+      WANTED("authorization", authorization, "Bad Request: more than one Authorization header"),
+      WANTED("upgrade", upgrade, "Bad Request: more than one Upgrade header"),
+      WANTED("sec-websocket-key", ws_key, "Bad Request: more than one Sec-WebSocket-Key header"),
+      WANTED("sec-websocket-version", ws_version, "Bad Request: more than one Sec-WebSocket-Version header"),
+      WANTED("sec-websocket-protocol", ws_protocol, NULL),
+#undef WANTED
   };
   if (!c->field.len) return;
-  if (c->field.len > 4 && strncasecmp(c->field.data, "mcp-", 4) == 0 && strcasecmp(c->field.data, "mcp-session-id") != 0 &&
-      strcasecmp(c->field.data, "mcp-protocol-version") != 0) {
+  if (c->field.len > 4 && strncasecmp(c->field.data, "mcp-", 4) == 0 && !FIELD_IS(c, "mcp-session-id") &&
+      !FIELD_IS(c, "mcp-protocol-version")) {
     store_mcp_header(c);
     buf_clear(&c->field);
     buf_clear(&c->value);
@@ -474,8 +484,7 @@ static void store_header(http_conn *c) {
   /* W3C Trace Context, for traces (app/otel.c) and ctx.trace_id, and
    * A2A's version (http_a2a.c): kept beside the Mcp-* headers; a repeated
    * one is ignored, not refused. */
-  if (strcasecmp(c->field.data, "traceparent") == 0 || strcasecmp(c->field.data, "tracestate") == 0 ||
-      strcasecmp(c->field.data, "a2a-version") == 0) {
+  if (FIELD_IS(c, "traceparent") || FIELD_IS(c, "tracestate") || FIELD_IS(c, "a2a-version")) {
     char name[16];
     for (size_t i = 0; i <= c->field.len; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
     if (!conn_mcp_header(c, name)) store_mcp_header(c);
@@ -484,7 +493,7 @@ static void store_header(http_conn *c) {
     return;
   }
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
-    if (strcasecmp(c->field.data, wanted[i].name) != 0) continue;
+    if (!field_is(c, wanted[i].name, wanted[i].len)) continue;
     char **slot = (char **)((char *)c + wanted[i].offset);
     if (*slot && wanted[i].repeated) {
       /* RFC 9112, 3.2 for Host; the same for every header a check or a
