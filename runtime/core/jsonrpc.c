@@ -24,12 +24,21 @@ static void set_invalid(jsonrpc_message *m, const char *why) {
 void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m) {
   memset(m, 0, sizeof *m);
   if (v->type != JSON_OBJECT) return set_invalid(m, "Invalid Request: a message must be a JSON object");
-  const json_value *version = json_object_get(v, "jsonrpc");
-  const json_value *id = json_object_get(v, "id");
-  const json_value *method = json_object_get(v, "method");
-  const json_value *params = json_object_get(v, "params");
-  const json_value *result = json_object_get(v, "result");
-  const json_value *error = json_object_get(v, "error");
+  /* One pass over the members rather than six lookups (this runs for
+   * every message). A later member replaces an earlier one of the same
+   * key, as json_object_get finds the last. */
+  const json_value *version = NULL, *id = NULL, *method = NULL, *params = NULL, *result = NULL, *error = NULL;
+  for (uint32_t i = 0; i < v->len; i++) {
+    const json_member *mb = &v->u.members[i];
+#define KEY_IS(literal) (mb->key_len == sizeof(literal) - 1 && memcmp(mb->key, literal, sizeof(literal) - 1) == 0)
+    if (KEY_IS("jsonrpc")) version = &mb->value;
+    else if (KEY_IS("id")) id = &mb->value;
+    else if (KEY_IS("method")) method = &mb->value;
+    else if (KEY_IS("params")) params = &mb->value;
+    else if (KEY_IS("result")) result = &mb->value;
+    else if (KEY_IS("error")) error = &mb->value;
+#undef KEY_IS
+  }
   if (id && jsonrpc_id_valid(id, src)) m->id = id;
   if (!version || version->type != JSON_STRING || version->len != 3 || memcmp(version->u.string, "2.0", 3) != 0)
     return set_invalid(m, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
