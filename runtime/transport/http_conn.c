@@ -3,7 +3,6 @@
  * the listener and its limits. Requests go to the endpoint families the
  * program hands over (http_options.families; luamcp's are HTTP_FAMILIES
  * of http_routes.c), which this file never names (see http_route.h). */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,13 +414,12 @@ const char *conn_mcp_header(const http_conn *c, const char *name) {
 }
 
 /* Keep an Mcp-* header the body must agree with (see http_conn.mcp_headers).
- * A repeated one is refused: which of the two would the check be against? */
+ * A repeated one is refused: which of the two would the check be against?
+ * Its name (c->field) is in lower case already (store_header). */
 static void store_mcp_header(http_conn *c) {
-  char name[128];
+  const char *name = c->field.data;
   size_t n = c->field.len;
-  if (n >= sizeof name) return;
-  for (size_t i = 0; i < n; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
-  name[n] = '\0';
+  if (n >= 128) return;
   if (conn_mcp_header(c, name)) {
     reject(c, 400, -32600, "Bad Request: a repeated Mcp-* header");
     return;
@@ -444,10 +442,11 @@ static bool header_budget(http_conn *c, size_t n) {
   return true;
 }
 
-/* Is the header name just read (c->field) this one, in any case? The
- * length first: most names are told apart without comparing a byte. */
+/* Is the header name just read (c->field, in lower case by then) this
+ * one? The length first: most names are told apart without comparing a
+ * byte. */
 static bool field_is(const http_conn *c, const char *name, size_t len) {
-  return c->field.len == len && strncasecmp(c->field.data, name, len) == 0;
+  return c->field.len == len && memcmp(c->field.data, name, len) == 0;
 }
 #define FIELD_IS(c, literal) field_is((c), "" literal, sizeof(literal) - 1)
 
@@ -474,7 +473,13 @@ static void store_header(http_conn *c) {
 #undef WANTED
   };
   if (!c->field.len) return;
-  if (c->field.len > 4 && strncasecmp(c->field.data, "mcp-", 4) == 0 && !FIELD_IS(c, "mcp-session-id") &&
+  /* Names are case-insensitive (RFC 9110, 5.1): lower case once, then
+   * compare bytes. A name is a token (http_parser refuses anything else),
+   * so ASCII is all there is to fold. */
+  char *name = c->field.data;
+  for (size_t i = 0, n = c->field.len; i < n; i++)
+    if (name[i] >= 'A' && name[i] <= 'Z') name[i] += 'a' - 'A';
+  if (c->field.len > 4 && memcmp(c->field.data, "mcp-", 4) == 0 && !FIELD_IS(c, "mcp-session-id") &&
       !FIELD_IS(c, "mcp-protocol-version")) {
     store_mcp_header(c);
     buf_clear(&c->field);
@@ -485,9 +490,7 @@ static void store_header(http_conn *c) {
    * A2A's version (http_a2a.c): kept beside the Mcp-* headers; a repeated
    * one is ignored, not refused. */
   if (FIELD_IS(c, "traceparent") || FIELD_IS(c, "tracestate") || FIELD_IS(c, "a2a-version")) {
-    char name[16];
-    for (size_t i = 0; i <= c->field.len; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
-    if (!conn_mcp_header(c, name)) store_mcp_header(c);
+    if (!conn_mcp_header(c, c->field.data)) store_mcp_header(c);
     buf_clear(&c->field);
     buf_clear(&c->value);
     return;
