@@ -123,18 +123,20 @@ static void input_append(http_conn *c, const char *data, size_t n) {
   http_budget_changed(c->server);
 }
 
+/* Empty a connection's buffer for what comes next, keeping its memory
+ * (no malloc and free per request) unless a burst grew it. */
+static void buf_recycle(buf *b) {
+  if (b->cap > 64 * 1024) buf_free(b); /* a burst is over: do not keep its buffer */
+  else buf_clear(b);
+}
+
 static void input_consume(http_conn *c, size_t n) {
   if (!n) return;
   c->fed = n < c->fed ? c->fed - n : 0;
   c->request_start = n < c->request_start ? c->request_start - n : 0;
   c->server->buffered -= n;
-  if (n < c->input.len) {
-    buf_consume(&c->input, n);
-  } else if (c->input.cap > 64 * 1024) {
-    buf_free(&c->input); /* a burst is over: do not keep its buffer */
-  } else {
-    buf_clear(&c->input);
-  }
+  if (n < c->input.len) buf_consume(&c->input, n);
+  else buf_recycle(&c->input);
 }
 
 /* ---- Writing --------------------------------------------------------- */
@@ -374,13 +376,14 @@ static void reset_request(http_conn *c) {
   buf_clear(&c->field);
   buf_clear(&c->value);
   c->server->buffered -= c->body.len;
-  buf_free(&c->body);
+  buf_recycle(&c->body);
   c->in_value = false;
   c->header_bytes = 0;
   char **headers[] = {&c->host,          &c->origin,        &c->accept,     &c->content_type, &c->session_id,
                       &c->protocol_version, &c->last_event_id, &c->authorization, &c->upgrade,   &c->ws_key,
                       &c->ws_version,    &c->ws_protocol};
   for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
+    if (!*headers[i]) continue; /* most are absent */
     free(*headers[i]);
     *headers[i] = NULL;
   }
@@ -1110,6 +1113,7 @@ static void on_conn_closed(uv_handle_t *h) {
   buf_free(&c->field);
   buf_free(&c->value);
   buf_free(&c->mcp_headers);
+  buf_free(&c->body); /* reset_request keeps a small one for the next request */
   buf_free(&c->input);
   free(c);
   if (srv->stopping) server_maybe_free(srv);
