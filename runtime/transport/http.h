@@ -147,6 +147,7 @@ struct http_conn {
   conn_state state;
   /* The request being read. */
   buf url, field, value, body;
+  size_t path_len; /* of url without its query or fragment: set when the headers are read, for the routes */
   bool in_value;
   size_t header_bytes;
   /* The endpoint family the request is for (http_route.h), its route and

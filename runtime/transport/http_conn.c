@@ -53,9 +53,8 @@ static const http_route_family *route_find(const http_conn *c, int *route, unsig
 }
 
 bool http_route_path_is(const http_conn *c, const char *path) {
-  const char *url = c->url.data ? c->url.data : "";
-  size_t n = strcspn(url, "?#");
-  return strlen(path) == n && strncmp(url, path, n) == 0;
+  size_t n = strlen(path);
+  return n == c->path_len && memcmp(c->url.data ? c->url.data : "", path, n) == 0;
 }
 
 const char *http_route_body(const http_conn *c, size_t *len) {
@@ -373,6 +372,7 @@ static http_conn *lru_victim(http_server *h) {
 
 static void reset_request(http_conn *c) {
   buf_clear(&c->url);
+  c->path_len = 0;
   buf_clear(&c->field);
   buf_clear(&c->value);
   c->server->buffered -= c->body.len;
@@ -636,6 +636,8 @@ static int on_headers_complete(http_parser *p) {
   c->body_started_ms = now_ms(c->server);
   c->deadline_ms = c->body_started_ms + HTTP_BODY_GRACE_MS;
   c->keep_alive = http_should_keep_alive(p);
+  /* Measured once: every family's match compares it (http_route_path_is). */
+  c->path_len = c->url.data ? strcspn(c->url.data, "?#") : 0;
   c->family = route_find(c, &c->route, &c->route_rules);
   if (c->family && c->family->headers_read) c->family->headers_read(c, c->route);
   if (!c->reject_status) check_headers(c);
