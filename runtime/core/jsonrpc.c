@@ -81,24 +81,24 @@ const char *jsonrpc_id_text(const json_value *id, const char *src, buf *tmp, siz
 }
 
 void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src) {
-  out->is_integer = false;
   buf tmp = BUF_INIT;
   const char *text = jsonrpc_id_text(id, src, &tmp, &out->raw_len);
-  out->raw = malloc(out->raw_len + 1);
+  bool is_string = id->type == JSON_STRING;
+  out->is_integer = id->type == JSON_INTEGER;
+  out->integer = out->is_integer ? id->u.integer : 0;
+  /* A string's key is its value behind a '"' (never equal to a number's);
+   * an integer's text is canonical: JSON has no leading zeros or '+'. */
+  out->key_len = is_string ? id->len + 1 : out->raw_len;
+  /* Both strings in one block (one malloc per call): raw owns it. */
+  out->raw = malloc(out->raw_len + 1 + out->key_len + 1);
+  out->key = out->raw + out->raw_len + 1;
   memcpy(out->raw, text, out->raw_len);
   out->raw[out->raw_len] = '\0';
   buf_free(&tmp);
-  if (id->type == JSON_STRING) {
-    out->key_len = id->len + 1;
-    out->key = malloc(out->key_len + 1);
+  if (is_string) {
     out->key[0] = '"';
     memcpy(out->key + 1, id->u.string, id->len);
   } else {
-    out->is_integer = id->type == JSON_INTEGER;
-    out->integer = out->is_integer ? id->u.integer : 0;
-    /* An integer's text is canonical: JSON has no leading zeros or '+'. */
-    out->key_len = out->raw_len;
-    out->key = malloc(out->key_len + 1);
     memcpy(out->key, out->raw, out->raw_len);
   }
   out->key[out->key_len] = '\0';
@@ -113,8 +113,7 @@ bool jsonrpc_id_matches(const jsonrpc_id *id, const json_value *v) {
 }
 
 void jsonrpc_id_free(jsonrpc_id *id) {
-  free(id->raw);
-  free(id->key);
+  free(id->raw); /* key is in the same block (jsonrpc_id_copy) */
   id->raw = id->key = NULL;
   id->raw_len = id->key_len = 0;
 }
