@@ -277,6 +277,7 @@ struct http_server {
    * 64 KiB block is not malloc'd and freed per read (freeing one that size
    * makes glibc consolidate its small free chunks every time). */
   char *read_buf;
+  buf response_buf; /* conn_send_response's, kept between responses (small ones) */
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
 

@@ -257,28 +257,30 @@ void conn_write_status_line(http_conn *c, buf *out, int status) {
 /* A whole response with a body (or none). extra_headers end in \r\n. */
 void conn_send_response(http_conn *c, int status, const char *extra_headers, const char *content_type,
                           const char *body, size_t len) {
-  buf out = BUF_INIT;
-  /* Room for the usual headers and the body at once: one allocation. */
-  buf_reserve(&out, 256 + len);
-  conn_write_status_line(c, &out, status);
+  /* The server's scratch buffer: conn_write has sent the bytes, or
+   * copied what it could not send, when it returns. */
+  buf *out = &c->server->response_buf;
+  buf_clear(out);
+  buf_reserve(out, 256 + len); /* the usual headers and the body: at most one allocation */
+  conn_write_status_line(c, out, status);
   if (content_type) {
-    buf_puts(&out, "Content-Type: ");
-    buf_append_str(&out, content_type);
-    buf_puts(&out, "\r\n");
+    buf_puts(out, "Content-Type: ");
+    buf_append_str(out, content_type);
+    buf_puts(out, "\r\n");
   }
   /* A 204 has no content, so no Content-Length either (RFC 9110, 8.6). */
   if (status != 204) {
-    buf_puts(&out, "Content-Length: ");
-    buf_append_uint(&out, len);
-    buf_puts(&out, "\r\n");
+    buf_puts(out, "Content-Length: ");
+    buf_append_uint(out, len);
+    buf_puts(out, "\r\n");
   }
-  if (extra_headers) buf_append_str(&out, extra_headers);
-  buf_puts(&out, "\r\n");
+  if (extra_headers) buf_append_str(out, extra_headers);
+  buf_puts(out, "\r\n");
   /* A response to HEAD has no body (RFC 9110, 9.3.2): bytes sent anyway
    * would be read as the start of the next response. */
-  if (len && c->parser.method != HTTP_HEAD) buf_append(&out, body, len);
-  conn_write(c, out.data, out.len);
-  buf_free(&out);
+  if (len && c->parser.method != HTTP_HEAD) buf_append(out, body, len);
+  conn_write(c, out->data, out->len);
+  buf_recycle(out);
 }
 
 
@@ -1083,6 +1085,7 @@ static void server_maybe_free(http_server *h) {
   /* The listener closes alone when a drain starts: that is not the end. */
   if (h->stopping && h->handles_closing == 0 && !h->conns) {
     free(h->read_buf);
+    buf_free(&h->response_buf);
     free(h);
   }
 }
