@@ -198,6 +198,31 @@ describe("stdio framing", function()
     client.remove_tree(dir)
   end)
 
+  -- A JSON object may repeat a key; luamcp reads the last one, everywhere
+  -- (core/json.c's lookups), so the envelope's fields follow the same rule.
+  it("reads the last of a repeated envelope member", function()
+    local dir = client.temp_dir()
+    local path = dir .. "/requests.jsonl"
+    client.write_file(path, table.concat({
+      '{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}',
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+      '{"jsonrpc":"2.0","id":2,"id":3,"method":"nope","method":"ping"}',
+      '{"jsonrpc":"2.0","id":4,"method":"ping","params":5,"params":{}}',
+      '{"jsonrpc":"2.0","id":5,"method":"ping","jsonrpc":"1.0"}',
+      '{"jsonrpc":"2.0","id":6,"result":{},"method":"ping","result":{}}',
+    }, "\n"))
+    local server = client.spawn({ "run", KITCHEN }, { stdin_file = path })
+    assert.are.equal(0, server:wait_exit(3000))
+    client.wait_until(function() return server.stdout_closed end)
+    assert.are.equal(5, #server.lines, server.stderr)
+    assert.are.equal(1, cjson.decode(server.lines[1]).id)
+    assert.are.equal('{"jsonrpc":"2.0","id":3,"result":{}}', server.lines[2])
+    assert.are.equal('{"jsonrpc":"2.0","id":4,"result":{}}', server.lines[3])
+    assert.are.equal('{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: \\"jsonrpc\\" must be \\"2.0\\""}}', server.lines[4])
+    assert.are.equal('{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: a request cannot carry \\"result\\" or \\"error\\""}}', server.lines[5])
+    client.remove_tree(dir)
+  end)
+
   it("refuses an over-limit line with -32600 and reads the next one", function()
     local server = client.spawn { "run", KITCHEN, "--max-message-bytes", "1000" }
     server:initialize()

@@ -53,6 +53,21 @@ void buf_printf(buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+void buf_append_uint(buf *b, unsigned long long v) {
+  char digits[20], *p = digits + sizeof digits;
+  do {
+    *--p = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  buf_append(b, p, (size_t)(digits + sizeof digits - p));
+}
+
+void buf_append_int(buf *b, long long v) {
+  if (v < 0) buf_putc(b, '-');
+  /* Through unsigned: -LLONG_MIN does not fit a long long. */
+  buf_append_uint(b, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
+}
+
 void buf_consume(buf *b, size_t n) {
   if (n >= b->len) {
     buf_clear(b);

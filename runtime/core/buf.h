@@ -51,6 +51,11 @@ static inline void buf_putc(buf *b, char c) {
 
 static inline void buf_append_str(buf *b, const char *s) { buf_append(b, s, strlen(s)); }
 
+/* v in decimal, as printf's %llu and %lld write it, without printf's cost
+ * (status lines and lengths on every response). */
+void buf_append_uint(buf *b, unsigned long long v);
+void buf_append_int(buf *b, long long v);
+
 /* Drop the first n bytes. */
 void buf_consume(buf *b, size_t n);
 

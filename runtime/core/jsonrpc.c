@@ -24,12 +24,21 @@ static void set_invalid(jsonrpc_message *m, const char *why) {
 void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m) {
   memset(m, 0, sizeof *m);
   if (v->type != JSON_OBJECT) return set_invalid(m, "Invalid Request: a message must be a JSON object");
-  const json_value *version = json_object_get(v, "jsonrpc");
-  const json_value *id = json_object_get(v, "id");
-  const json_value *method = json_object_get(v, "method");
-  const json_value *params = json_object_get(v, "params");
-  const json_value *result = json_object_get(v, "result");
-  const json_value *error = json_object_get(v, "error");
+  /* One pass over the members rather than six lookups (this runs for
+   * every message). A later member replaces an earlier one of the same
+   * key, as json_object_get finds the last. */
+  const json_value *version = NULL, *id = NULL, *method = NULL, *params = NULL, *result = NULL, *error = NULL;
+  for (uint32_t i = 0; i < v->len; i++) {
+    const json_member *mb = &v->u.members[i];
+#define KEY_IS(literal) (mb->key_len == sizeof(literal) - 1 && memcmp(mb->key, literal, sizeof(literal) - 1) == 0)
+    if (KEY_IS("jsonrpc")) version = &mb->value;
+    else if (KEY_IS("id")) id = &mb->value;
+    else if (KEY_IS("method")) method = &mb->value;
+    else if (KEY_IS("params")) params = &mb->value;
+    else if (KEY_IS("result")) result = &mb->value;
+    else if (KEY_IS("error")) error = &mb->value;
+#undef KEY_IS
+  }
   if (id && jsonrpc_id_valid(id, src)) m->id = id;
   if (!version || version->type != JSON_STRING || version->len != 3 || memcmp(version->u.string, "2.0", 3) != 0)
     return set_invalid(m, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
@@ -72,24 +81,24 @@ const char *jsonrpc_id_text(const json_value *id, const char *src, buf *tmp, siz
 }
 
 void jsonrpc_id_copy(jsonrpc_id *out, const json_value *id, const char *src) {
-  out->is_integer = false;
   buf tmp = BUF_INIT;
   const char *text = jsonrpc_id_text(id, src, &tmp, &out->raw_len);
-  out->raw = malloc(out->raw_len + 1);
+  bool is_string = id->type == JSON_STRING;
+  out->is_integer = id->type == JSON_INTEGER;
+  out->integer = out->is_integer ? id->u.integer : 0;
+  /* A string's key is its value behind a '"' (never equal to a number's);
+   * an integer's text is canonical: JSON has no leading zeros or '+'. */
+  out->key_len = is_string ? id->len + 1 : out->raw_len;
+  /* Both strings in one block (one malloc per call): raw owns it. */
+  out->raw = malloc(out->raw_len + 1 + out->key_len + 1);
+  out->key = out->raw + out->raw_len + 1;
   memcpy(out->raw, text, out->raw_len);
   out->raw[out->raw_len] = '\0';
   buf_free(&tmp);
-  if (id->type == JSON_STRING) {
-    out->key_len = id->len + 1;
-    out->key = malloc(out->key_len + 1);
+  if (is_string) {
     out->key[0] = '"';
     memcpy(out->key + 1, id->u.string, id->len);
   } else {
-    out->is_integer = id->type == JSON_INTEGER;
-    out->integer = out->is_integer ? id->u.integer : 0;
-    /* An integer's text is canonical: JSON has no leading zeros or '+'. */
-    out->key_len = out->raw_len;
-    out->key = malloc(out->key_len + 1);
     memcpy(out->key, out->raw, out->raw_len);
   }
   out->key[out->key_len] = '\0';
@@ -104,8 +113,7 @@ bool jsonrpc_id_matches(const jsonrpc_id *id, const json_value *v) {
 }
 
 void jsonrpc_id_free(jsonrpc_id *id) {
-  free(id->raw);
-  free(id->key);
+  free(id->raw); /* key is in the same block (jsonrpc_id_copy) */
   id->raw = id->key = NULL;
   id->raw_len = id->key_len = 0;
 }

@@ -59,7 +59,8 @@ typedef struct jsonrpc_message {
 void jsonrpc_classify(const json_value *v, const char *src, jsonrpc_message *m);
 
 /* An id as it travels: its exact source bytes, and a key for comparing.
- * Owner: whoever holds it; jsonrpc_id_free releases both strings. */
+ * Owner: whoever holds it; jsonrpc_id_free releases both strings (one
+ * block: key points inside raw's allocation). */
 typedef struct jsonrpc_id {
   char *raw;
   size_t raw_len;

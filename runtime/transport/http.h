@@ -147,6 +147,7 @@ struct http_conn {
   conn_state state;
   /* The request being read. */
   buf url, field, value, body;
+  size_t path_len; /* of url without its query or fragment: set when the headers are read, for the routes */
   bool in_value;
   size_t header_bytes;
   /* The endpoint family the request is for (http_route.h), its route and
@@ -271,6 +272,12 @@ struct http_server {
   bool draining;
   bool stopping;
   uint64_t bytes_in, bytes_out; /* on every connection, for metrics (http_observe.c) */
+  /* Where every connection's reads land (on_alloc): on_read copies them to
+   * the connection's input at once, so one buffer serves all, and a
+   * 64 KiB block is not malloc'd and freed per read (freeing one that size
+   * makes glibc consolidate its small free chunks every time). */
+  char *read_buf;
+  buf response_buf; /* conn_send_response's, kept between responses (small ones) */
   int handles_closing;   /* after http_stop: freed when these and all conns have closed */
 };
 

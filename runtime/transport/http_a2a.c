@@ -239,11 +239,14 @@ static const char *a2a_request_header(const http_stream *st, const char *name) {
   http_conn *c = st ? st->conn : NULL;
   if (!c) return NULL;
   const auth_config *auth = &c->server->opts.auth;
-  if (strcmp(name, ":issuer") == 0)
-    return auth->ops && auth->authorization_server_count ? auth->authorization_servers[0] : NULL;
-  if (strcmp(name, ":scopes") == 0) return auth->ops ? auth->scopes : NULL;
-  if (strcmp(name, ":bearer") == 0) return c->server->opts.bearer_token ? "1" : NULL;
-  if (strcmp(name, "host") == 0) return c->host;
+  if (name[0] == ':') { /* what the server asks of callers (no header name starts so) */
+    if (strcmp(name, ":issuer") == 0)
+      return auth->ops && auth->authorization_server_count ? auth->authorization_servers[0] : NULL;
+    if (strcmp(name, ":scopes") == 0) return auth->ops ? auth->scopes : NULL;
+    if (strcmp(name, ":bearer") == 0) return c->server->opts.bearer_token ? "1" : NULL;
+  } else if (strcmp(name, "host") == 0) {
+    return c->host;
+  }
   return conn_mcp_header(c, name);
 }
 

@@ -3,7 +3,6 @@
  * the listener and its limits. Requests go to the endpoint families the
  * program hands over (http_options.families; luamcp's are HTTP_FAMILIES
  * of http_routes.c), which this file never names (see http_route.h). */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +53,8 @@ static const http_route_family *route_find(const http_conn *c, int *route, unsig
 }
 
 bool http_route_path_is(const http_conn *c, const char *path) {
-  const char *url = c->url.data ? c->url.data : "";
-  size_t n = strcspn(url, "?#");
-  return strlen(path) == n && strncmp(url, path, n) == 0;
+  size_t n = strlen(path);
+  return n == c->path_len && memcmp(c->url.data ? c->url.data : "", path, n) == 0;
 }
 
 const char *http_route_body(const http_conn *c, size_t *len) {
@@ -124,18 +122,20 @@ static void input_append(http_conn *c, const char *data, size_t n) {
   http_budget_changed(c->server);
 }
 
+/* Empty a connection's buffer for what comes next, keeping its memory
+ * (no malloc and free per request) unless a burst grew it. */
+static void buf_recycle(buf *b) {
+  if (b->cap > 64 * 1024) buf_free(b); /* a burst is over: do not keep its buffer */
+  else buf_clear(b);
+}
+
 static void input_consume(http_conn *c, size_t n) {
   if (!n) return;
   c->fed = n < c->fed ? c->fed - n : 0;
   c->request_start = n < c->request_start ? c->request_start - n : 0;
   c->server->buffered -= n;
-  if (n < c->input.len) {
-    buf_consume(&c->input, n);
-  } else if (c->input.cap > 64 * 1024) {
-    buf_free(&c->input); /* a burst is over: do not keep its buffer */
-  } else {
-    buf_clear(&c->input);
-  }
+  if (n < c->input.len) buf_consume(&c->input, n);
+  else buf_recycle(&c->input);
 }
 
 /* ---- Writing --------------------------------------------------------- */
@@ -236,7 +236,11 @@ static bool drain_answers_next(http_conn *c) {
 }
 
 void conn_write_status_line(http_conn *c, buf *out, int status) {
-  buf_printf(out, "HTTP/1.1 %d %s\r\n", status, status_text(status));
+  buf_puts(out, "HTTP/1.1 ");
+  buf_append_int(out, status);
+  buf_putc(out, ' ');
+  buf_append_str(out, status_text(status));
+  buf_puts(out, "\r\n");
   if ((c->close_after_response || !c->keep_alive) && !drain_answers_next(c)) {
     buf_puts(out, "Connection: close\r\n");
     c->close_announced = true;
@@ -244,26 +248,39 @@ void conn_write_status_line(http_conn *c, buf *out, int status) {
   if (c->origin && c->origin_allowed) {
     /* CORS for an allowed browser origin: it may read the response, and
      * the session id in it (origins not allowed got a 403 already). */
-    buf_printf(out, "Access-Control-Allow-Origin: %s\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, WWW-Authenticate\r\nVary: Origin\r\n",
-               c->origin);
+    buf_puts(out, "Access-Control-Allow-Origin: ");
+    buf_append_str(out, c->origin);
+    buf_puts(out, "\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, WWW-Authenticate\r\nVary: Origin\r\n");
   }
 }
 
 /* A whole response with a body (or none). extra_headers end in \r\n. */
 void conn_send_response(http_conn *c, int status, const char *extra_headers, const char *content_type,
                           const char *body, size_t len) {
-  buf out = BUF_INIT;
-  conn_write_status_line(c, &out, status);
-  if (content_type) buf_printf(&out, "Content-Type: %s\r\n", content_type);
+  /* The server's scratch buffer: conn_write has sent the bytes, or
+   * copied what it could not send, when it returns. */
+  buf *out = &c->server->response_buf;
+  buf_clear(out);
+  buf_reserve(out, 256 + len); /* the usual headers and the body: at most one allocation */
+  conn_write_status_line(c, out, status);
+  if (content_type) {
+    buf_puts(out, "Content-Type: ");
+    buf_append_str(out, content_type);
+    buf_puts(out, "\r\n");
+  }
   /* A 204 has no content, so no Content-Length either (RFC 9110, 8.6). */
-  if (status != 204) buf_printf(&out, "Content-Length: %zu\r\n", len);
-  if (extra_headers) buf_append_str(&out, extra_headers);
-  buf_puts(&out, "\r\n");
+  if (status != 204) {
+    buf_puts(out, "Content-Length: ");
+    buf_append_uint(out, len);
+    buf_puts(out, "\r\n");
+  }
+  if (extra_headers) buf_append_str(out, extra_headers);
+  buf_puts(out, "\r\n");
   /* A response to HEAD has no body (RFC 9110, 9.3.2): bytes sent anyway
    * would be read as the start of the next response. */
-  if (len && c->parser.method != HTTP_HEAD) buf_append(&out, body, len);
-  conn_write(c, out.data, out.len);
-  buf_free(&out);
+  if (len && c->parser.method != HTTP_HEAD) buf_append(out, body, len);
+  conn_write(c, out->data, out->len);
+  buf_recycle(out);
 }
 
 
@@ -357,16 +374,18 @@ static http_conn *lru_victim(http_server *h) {
 
 static void reset_request(http_conn *c) {
   buf_clear(&c->url);
+  c->path_len = 0;
   buf_clear(&c->field);
   buf_clear(&c->value);
   c->server->buffered -= c->body.len;
-  buf_free(&c->body);
+  buf_recycle(&c->body);
   c->in_value = false;
   c->header_bytes = 0;
   char **headers[] = {&c->host,          &c->origin,        &c->accept,     &c->content_type, &c->session_id,
                       &c->protocol_version, &c->last_event_id, &c->authorization, &c->upgrade,   &c->ws_key,
                       &c->ws_version,    &c->ws_protocol};
   for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
+    if (!*headers[i]) continue; /* most are absent */
     free(*headers[i]);
     *headers[i] = NULL;
   }
@@ -400,13 +419,12 @@ const char *conn_mcp_header(const http_conn *c, const char *name) {
 }
 
 /* Keep an Mcp-* header the body must agree with (see http_conn.mcp_headers).
- * A repeated one is refused: which of the two would the check be against? */
+ * A repeated one is refused: which of the two would the check be against?
+ * Its name (c->field) is in lower case already (store_header). */
 static void store_mcp_header(http_conn *c) {
-  char name[128];
+  const char *name = c->field.data;
   size_t n = c->field.len;
-  if (n >= sizeof name) return;
-  for (size_t i = 0; i < n; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
-  name[n] = '\0';
+  if (n >= 128) return;
   if (conn_mcp_header(c, name)) {
     reject(c, 400, -32600, "Bad Request: a repeated Mcp-* header");
     return;
@@ -429,28 +447,45 @@ static bool header_budget(http_conn *c, size_t n) {
   return true;
 }
 
+/* Is the header name just read (c->field, in lower case by then) this
+ * one? The length first: most names are told apart without comparing a
+ * byte. */
+static bool field_is(const http_conn *c, const char *name, size_t len) {
+  return c->field.len == len && memcmp(c->field.data, name, len) == 0;
+}
+#define FIELD_IS(c, literal) field_is((c), "" literal, sizeof(literal) - 1)
+
 static void store_header(http_conn *c) {
   static const struct {
     const char *name;
+    size_t len;
     size_t offset;
     const char *repeated; /* NULL: a repeated header is allowed */
   } wanted[] = {
-      {"host", offsetof(http_conn, host), "Bad Request: more than one Host header"},
-      {"origin", offsetof(http_conn, origin), "Bad Request: more than one Origin header"},
-      {"accept", offsetof(http_conn, accept), NULL},
-      {"content-type", offsetof(http_conn, content_type), NULL},
-      {"mcp-session-id", offsetof(http_conn, session_id), "Bad Request: more than one Mcp-Session-Id header"},
-      {"mcp-protocol-version", offsetof(http_conn, protocol_version), "Bad Request: more than one MCP-Protocol-Version header"},
-      {"last-event-id", offsetof(http_conn, last_event_id), "Bad Request: more than one Last-Event-ID header"},
-      {"authorization", offsetof(http_conn, authorization), "Bad Request: more than one Authorization header"},
-      {"upgrade", offsetof(http_conn, upgrade), "Bad Request: more than one Upgrade header"},
-      {"sec-websocket-key", offsetof(http_conn, ws_key), "Bad Request: more than one Sec-WebSocket-Key header"},
-      {"sec-websocket-version", offsetof(http_conn, ws_version), "Bad Request: more than one Sec-WebSocket-Version header"},
-      {"sec-websocket-protocol", offsetof(http_conn, ws_protocol), NULL},
+#define WANTED(name, slot, repeated) {name, sizeof(name) - 1, offsetof(http_conn, slot), repeated}
+      WANTED("host", host, "Bad Request: more than one Host header"),
+      WANTED("origin", origin, "Bad Request: more than one Origin header"),
+      WANTED("accept", accept, NULL),
+      WANTED("content-type", content_type, NULL),
+      WANTED("mcp-session-id", session_id, "Bad Request: more than one Mcp-Session-Id header"),
+      WANTED("mcp-protocol-version", protocol_version, "Bad Request: more than one MCP-Protocol-Version header"),
+      WANTED("last-event-id", last_event_id, "Bad Request: more than one Last-Event-ID header"),
+      WANTED("authorization", authorization, "Bad Request: more than one Authorization header"),
+      WANTED("upgrade", upgrade, "Bad Request: more than one Upgrade header"),
+      WANTED("sec-websocket-key", ws_key, "Bad Request: more than one Sec-WebSocket-Key header"),
+      WANTED("sec-websocket-version", ws_version, "Bad Request: more than one Sec-WebSocket-Version header"),
+      WANTED("sec-websocket-protocol", ws_protocol, NULL),
+#undef WANTED
   };
   if (!c->field.len) return;
-  if (c->field.len > 4 && strncasecmp(c->field.data, "mcp-", 4) == 0 && strcasecmp(c->field.data, "mcp-session-id") != 0 &&
-      strcasecmp(c->field.data, "mcp-protocol-version") != 0) {
+  /* Names are case-insensitive (RFC 9110, 5.1): lower case once, then
+   * compare bytes. A name is a token (http_parser refuses anything else),
+   * so ASCII is all there is to fold. */
+  char *name = c->field.data;
+  for (size_t i = 0, n = c->field.len; i < n; i++)
+    if (name[i] >= 'A' && name[i] <= 'Z') name[i] += 'a' - 'A';
+  if (c->field.len > 4 && memcmp(c->field.data, "mcp-", 4) == 0 && !FIELD_IS(c, "mcp-session-id") &&
+      !FIELD_IS(c, "mcp-protocol-version")) {
     store_mcp_header(c);
     buf_clear(&c->field);
     buf_clear(&c->value);
@@ -459,17 +494,14 @@ static void store_header(http_conn *c) {
   /* W3C Trace Context, for traces (app/otel.c) and ctx.trace_id, and
    * A2A's version (http_a2a.c): kept beside the Mcp-* headers; a repeated
    * one is ignored, not refused. */
-  if (strcasecmp(c->field.data, "traceparent") == 0 || strcasecmp(c->field.data, "tracestate") == 0 ||
-      strcasecmp(c->field.data, "a2a-version") == 0) {
-    char name[16];
-    for (size_t i = 0; i <= c->field.len; i++) name[i] = (char)tolower((unsigned char)c->field.data[i]);
-    if (!conn_mcp_header(c, name)) store_mcp_header(c);
+  if (FIELD_IS(c, "traceparent") || FIELD_IS(c, "tracestate") || FIELD_IS(c, "a2a-version")) {
+    if (!conn_mcp_header(c, c->field.data)) store_mcp_header(c);
     buf_clear(&c->field);
     buf_clear(&c->value);
     return;
   }
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
-    if (strcasecmp(c->field.data, wanted[i].name) != 0) continue;
+    if (!field_is(c, wanted[i].name, wanted[i].len)) continue;
     char **slot = (char **)((char *)c + wanted[i].offset);
     if (*slot && wanted[i].repeated) {
       /* RFC 9112, 3.2 for Host; the same for every header a check or a
@@ -606,6 +638,8 @@ static int on_headers_complete(http_parser *p) {
   c->body_started_ms = now_ms(c->server);
   c->deadline_ms = c->body_started_ms + HTTP_BODY_GRACE_MS;
   c->keep_alive = http_should_keep_alive(p);
+  /* Measured once: every family's match compares it (http_route_path_is). */
+  c->path_len = c->url.data ? strcspn(c->url.data, "?#") : 0;
   c->family = route_find(c, &c->route, &c->route_rules);
   if (c->family && c->family->headers_read) c->family->headers_read(c, c->route);
   if (!c->reject_status) check_headers(c);
@@ -933,10 +967,14 @@ static void conn_pump(http_conn *c) {
   }
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-  (void)h;
-  b->base = malloc(suggested);
-  b->len = b->base ? suggested : 0;
+enum { HTTP_READ_BUF_BYTES = 64 * 1024 };
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *b) {
+  (void)suggested;
+  http_server *h = ((http_conn *)handle->data)->server;
+  if (!h->read_buf) h->read_buf = malloc(HTTP_READ_BUF_BYTES);
+  b->base = h->read_buf;
+  b->len = h->read_buf ? HTTP_READ_BUF_BYTES : 0;
 }
 
 /* ---- Half-closed clients ---------------------------------------------- */
@@ -1028,7 +1066,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
       conn_pump(c);
     }
   }
-  free(b->base);
+  /* b->base is the server's read_buf (on_alloc): kept for the next read. */
   if (c->closing) return;
   if (n < 0) {
     if (n == UV_EOF && !c->lingering) input_ended(c);
@@ -1045,7 +1083,11 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b) {
  * handles and of every connection (which use it) have run. */
 static void server_maybe_free(http_server *h) {
   /* The listener closes alone when a drain starts: that is not the end. */
-  if (h->stopping && h->handles_closing == 0 && !h->conns) free(h);
+  if (h->stopping && h->handles_closing == 0 && !h->conns) {
+    free(h->read_buf);
+    buf_free(&h->response_buf);
+    free(h);
+  }
 }
 
 void http_server_handle_closed(http_server *h) {
@@ -1076,6 +1118,7 @@ static void on_conn_closed(uv_handle_t *h) {
   buf_free(&c->field);
   buf_free(&c->value);
   buf_free(&c->mcp_headers);
+  buf_free(&c->body); /* reset_request keeps a small one for the next request */
   buf_free(&c->input);
   free(c);
   if (srv->stopping) server_maybe_free(srv);

@@ -38,8 +38,12 @@
 static void messages_path(const http_server *h, char *out, size_t n) {
   const char *sse = h->opts.sse_path;
   const char *slash = strrchr(sse, '/');
-  int dir = slash ? (int)(slash - sse) : 0;
-  snprintf(out, n, "%.*s/messages", dir, sse);
+  size_t dir = slash ? (size_t)(slash - sse) : 0;
+  /* Copied, not printed: every request that is not for /sse asks
+   * (legacy_sse_match). out has room for the SSE path and more. */
+  if (dir + sizeof "/messages" > n) dir = n - sizeof "/messages";
+  memcpy(out, sse, dir);
+  memcpy(out + dir, "/messages", sizeof "/messages");
 }
 
 typedef enum legacy_sse_route {
