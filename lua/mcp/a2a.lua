@@ -18,6 +18,10 @@ local core = require "mcp.core"
 
 local array, object = core.array, core.object
 local rpc_error = core.rpc_error
+-- The ctx methods a request calls, read once: ctx:_header's lookup runs
+-- ctx's __index (a C function) before the method, on every request.
+local ctx_header, ctx_principal, ctx_handle = core.ctx_methods._header, core.ctx_methods._principal,
+  core.ctx_methods._handle
 -- core.array's marker, set here directly on the tables a request makes
 -- fresh (a C call per table is a tenth of a small SendMessage's cost).
 local ARRAY_MT = getmetatable(array())
@@ -489,7 +493,7 @@ end
 
 -- ---- Requests ---------------------------------------------------------------
 
-local function caller(ctx) return ctx:_principal() end
+local function caller(ctx) return ctx_principal(ctx) end
 
 -- The caller's task, or TaskNotFound (another caller's task does not
 -- exist for it either: ids cannot be probed).
@@ -533,7 +537,7 @@ local function begin(params, ctx, v, follow, inline)
   if follow then follow(t) end
   if inline then
     t.inline, t.inline_conf = ctx, conf -- answered in version t.version
-    t.handle = ctx:_handle()
+    t.handle = ctx_handle(ctx)
     run(t, msg)
   else
     t.handle = core.background(run, t, msg)
@@ -879,7 +883,7 @@ end
 
 local function version_of(method, ctx)
   local v = methods["1.0"][method] and "1.0" or methods["0.3"][method] and "0.3" or nil
-  local header = ctx:_header("a2a-version")
+  local header = ctx_header(ctx, "a2a-version")
   if header and header ~= "" and header ~= "1.0" and header ~= "0.3" and header ~= "0.3.0" then
     rpc_error(VERSION_NOT_SUPPORTED, "Unsupported A2A version " .. header .. " (this agent speaks 1.0 and 0.3)",
       { supportedVersions = array { "1.0", "0.3" } })
