@@ -194,8 +194,22 @@ end
 local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
            state = "TASK_STATE_SUBMITTED", artifacts = NONE, history = { first }, streams = NONE, pushes = NONE,
-           signal = core.signal(), seq = 0, version = version, bytes = 0,
+           signal = nil, seq = 0, version = version, bytes = 0,
            inline = nil, inline_conf = nil, handle = nil, reply = nil }
+end
+
+-- t's signal, made by the first request or handler that waits on it (a
+-- message answered at once has no one waiting: it never needs one).
+local function signal_of(t)
+  local signal = t.signal
+  if not signal then signal = core.signal(); t.signal = signal end
+  return signal
+end
+
+-- Wake whoever waits on t (without a signal, nobody waits).
+local function notify(t)
+  local signal = t.signal
+  if signal then signal:notify() end
 end
 
 local function register(t)
@@ -226,7 +240,7 @@ local function emit(t, e)
     end
   end
   push_event(t, e)
-  t.signal:notify()
+  notify(t)
 end
 
 -- A blocking SendMessage runs its handler in its own coroutine (no second
@@ -372,7 +386,7 @@ function Ctx:ask(message)
   t.input = nil
   t.waiting_input = true
   set_state(t, "TASK_STATE_INPUT_REQUIRED", agent_message(message or "input required"))
-  while t.waiting_input do t.signal:wait() end
+  while t.waiting_input do signal_of(t):wait() end
   return handler_message(t.input)
 end
 
@@ -447,7 +461,7 @@ local function deliver(t, c)
     local item = table.remove(c.queue, 1)
     if not item then
       if TERMINAL[t.state] or c.removed then break end
-      t.signal:wait()
+      signal_of(t):wait()
     else
       local headers = { ["content-type"] = "application/json" }
       if c.token then headers["x-a2a-notification-token"] = c.token end
@@ -557,7 +571,7 @@ local function pump(s, ctx, v)
   local _ <close> = setmetatable({}, { __close = function() if s.task then s.task.streams[s] = nil end end })
   local t = s.task
   while true do
-    while #s.queue == 0 and not s.overflow do t.signal:wait() end
+    while #s.queue == 0 and not s.overflow do signal_of(t):wait() end
     if s.overflow and #s.queue == 0 then
       rpc_error(-32603, "Internal error: the stream's reader fell behind; follow the task again with SubscribeToTask")
     end
@@ -591,7 +605,7 @@ local function send(params, ctx, v)
       local out = task_out(t, v, conf.historyLength)
       return v == "0.3" and out or { task = out }
     end
-    t.signal:wait()
+    signal_of(t):wait()
   end
 end
 
@@ -737,7 +751,7 @@ methods["1.0"] = {
   DeleteTaskPushNotificationConfig = function(params, ctx)
     local t = owned(params.taskId, ctx)
     for i, c in ipairs(t.pushes) do
-      if c.id == params.id then c.removed = true; table.remove(t.pushes, i); t.signal:notify(); return object() end
+      if c.id == params.id then c.removed = true; table.remove(t.pushes, i); notify(t); return object() end
     end
     rpc_error(TASK_NOT_FOUND, "Push notification config not found")
   end,
@@ -772,7 +786,7 @@ methods["0.3"] = {
   ["tasks/pushNotificationConfig/delete"] = function(params, ctx)
     local t = owned(params.id, ctx)
     for i, c in ipairs(t.pushes) do
-      if c.id == params.pushNotificationConfigId then c.removed = true; table.remove(t.pushes, i); t.signal:notify(); return core.null end
+      if c.id == params.pushNotificationConfigId then c.removed = true; table.remove(t.pushes, i); notify(t); return core.null end
     end
     rpc_error(TASK_NOT_FOUND, "Push notification config not found")
   end,
