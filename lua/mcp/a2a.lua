@@ -32,6 +32,9 @@ local NO_CONFIGURATION = {}
 -- receiver or artifact); the code that adds the first item makes the
 -- task its own list (own_list). A write to it is a mistake, and fails.
 local NONE = setmetatable({}, { __newindex = function() error("a2a: a task's shared empty list written to", 2) end })
+-- What emit is given for an event nobody can read (t has no stream or
+-- push receiver), instead of an event made for nobody.
+local UNREAD_EVENT = {}
 local function own_list(t, field)
   local list = t[field]
   if list == NONE then list = {}; t[field] = list end
@@ -423,7 +426,9 @@ local function run(t, msg)
     local reply = agent_message(result == nil and "" or result)
     reply.contextId = t.context_id
     t.reply = reply -- not a task: nothing names it afterwards
-    emit(t, { message = reply })
+    -- The event is read only by t's streams and push receivers (a waiting
+    -- SendMessage reads t.reply); most exchanges have neither.
+    emit(t, (t.streams ~= NONE or t.pushes ~= NONE) and { message = reply } or UNREAD_EVENT)
   end
 end
 
