@@ -193,10 +193,11 @@ end
 -- The fields set nil are those a blocking SendMessage answered by a
 -- message sets later: named here, they have room from the start, and the
 -- whole exchange fits the table's first 16 slots (a task that reports
--- grows it once more).
+-- grows it once more). Its history, read only once it is a task, is made
+-- then (register), from the first message.
 local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-           state = "TASK_STATE_SUBMITTED", artifacts = NONE, history = { first }, streams = NONE, pushes = NONE,
+           state = "TASK_STATE_SUBMITTED", artifacts = NONE, first = first, streams = NONE, pushes = NONE,
            signal = nil, seq = 0, version = version, bytes = 0,
            inline = nil, inline_conf = nil, handle = nil, reply = nil }
 end
@@ -223,6 +224,7 @@ local function register(t)
   -- a page token's offset stays valid.
   created_seq = created_seq + 1
   t.created = os.time() * 1000000 + created_seq % 1000000
+  t.history, t.first = { t.first }, nil
   t.bytes = json_size(t.history) -- what it held before: its first message
   kept_bytes = kept_bytes + t.bytes
   tasks[t.id] = t
