@@ -84,13 +84,13 @@ end
 local function parts_in(list, v, what)
   if type(list) ~= "table" or #list == 0 then rpc_error(INVALID_PARAMS, "Invalid params: " .. what .. ".parts must be a non-empty array") end
   if #list > MAX_PARTS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d parts"):format(MAX_PARTS)) end
-  local out = setmetatable({}, ARRAY_MT)
+  local out
   for i, p in ipairs(list) do
     local part, err = part_in(p, v)
     if not part then rpc_error(INVALID_PARAMS, ("Invalid params: %s.parts[%d]%s"):format(what, i, err)) end
-    out[i] = part
+    if i == 1 then out = { part } else out[i] = part end -- made with its first part: most messages have one
   end
-  return out
+  return setmetatable(out or {}, ARRAY_MT)
 end
 
 local function message_in(m, v)
