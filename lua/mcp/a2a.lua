@@ -190,16 +190,15 @@ end
 
 -- An exchange: a task once the handler reports (become_task, which
 -- registers it), a plain message answer until then (nothing kept).
--- The fields set nil are those a blocking SendMessage answered by a
--- message sets later: named here, they have room from the start, and the
--- whole exchange fits the table's first 16 slots (a task that reports
--- grows it once more). Its history, read only once it is a task, is made
--- then (register), from the first message.
+-- Its 11 fields make a table of 16 slots, room for the 4 a blocking
+-- SendMessage answered by a message sets later (inline, inline_conf,
+-- handle, reply; a field named nil here would cost a store and save no
+-- growth); a task that reports grows it once more. Its history, read only
+-- once it is a task, is made then (register), from the first message.
 local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
            state = "TASK_STATE_SUBMITTED", artifacts = NONE, first = first, streams = NONE, pushes = NONE,
-           signal = nil, seq = 0, version = version, bytes = 0,
-           inline = nil, inline_conf = nil, handle = nil, reply = nil }
+           seq = 0, version = version, bytes = 0 }
 end
 
 -- t's signal, made by the first request or handler that waits on it (a
