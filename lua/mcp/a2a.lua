@@ -303,13 +303,12 @@ end
 
 local function handler_message(m)
   local parts = m.parts
+  if #parts == 1 then -- most messages: made whole at once, with no texts to join
+    return { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
+             role = "user", parts = { part_view(parts[1]) }, text = parts[1].text or "" }
+  end
   local view = { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
                  role = "user", parts = nil, text = nil }
-  if #parts == 1 then -- most messages: the list made whole at once, and no texts to join
-    view.parts = { part_view(parts[1]) }
-    view.text = parts[1].text or ""
-    return view
-  end
   local texts = {}
   view.parts = {}
   for i, p in ipairs(parts) do
