@@ -98,9 +98,15 @@ local function message_in(m, v)
   if type(m.messageId) ~= "string" or m.messageId == "" then rpc_error(INVALID_PARAMS, "Invalid params: message.messageId is required") end
   if m.taskId ~= nil and type(m.taskId) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: message.taskId must be a string") end
   if m.contextId ~= nil and type(m.contextId) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: message.contextId must be a string") end
-  return { messageId = m.messageId, role = "ROLE_USER", parts = parts_in(m.parts, v, "message"), taskId = m.taskId,
-           contextId = m.contextId, metadata = m.metadata, referenceTaskIds = m.referenceTaskIds,
-           extensions = m.extensions }
+  local parts = parts_in(m.parts, v, "message")
+  local metadata, references, extensions = m.metadata, m.referenceTaskIds, m.extensions
+  if metadata == nil and references == nil and extensions == nil then
+    -- most messages: without the members they lack (a nil member costs a
+    -- store); taskId and contextId stay named, for the room begin sets them in
+    return { messageId = m.messageId, role = "ROLE_USER", parts = parts, taskId = m.taskId, contextId = m.contextId }
+  end
+  return { messageId = m.messageId, role = "ROLE_USER", parts = parts, taskId = m.taskId, contextId = m.contextId,
+           metadata = metadata, referenceTaskIds = references, extensions = extensions }
 end
 
 local function artifact_out(a, v)
