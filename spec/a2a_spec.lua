@@ -163,6 +163,28 @@ describe("an agent given hostile input", function()
     assert.are.equal(-32001, r.json.error.code)
   end)
 
+  it("keeps a message's optional members and its parts', for the handler and in the task's history", function()
+    local extra = { metadata = { m = 1 }, referenceTaskIds = { "r1" }, extensions = { "https://example.com/ext" } }
+    local file = { url = "https://example.com/a.png", mediaType = "image/png", filename = "a.png" }
+    local r = rpc(server, "SendMessage", message({ { text = "view", metadata = { p = 1 } }, file, { data = { x = 1 } } }, extra))
+    local seen = r.json.result.message.parts[1].data
+    assert.are.same({ m = 1 }, seen.metadata)
+    assert.are.same({ kind = "text", text = "view", metadata = { p = 1 } }, seen.parts[1])
+    assert.are.same({ kind = "file", url = file.url, mediaType = "image/png", filename = "a.png" }, seen.parts[2])
+    assert.are.same({ kind = "data", data = { x = 1 } }, seen.parts[3])
+    assert.are.equal("view", seen.text)
+    -- a plain message has none of them, in the handler's view too
+    seen = rpc(server, "SendMessage", message({ { text = "view" } })).json.result.message.parts[1].data
+    assert.are.same({ parts = { { kind = "text", text = "view" } }, text = "view" }, seen)
+    -- kept as sent in the task the exchange becomes
+    r = rpc(server, "SendMessage", message({ { text = "count 1", metadata = { p = 1 } }, file }, extra))
+    local first = r.json.result.task.history[1]
+    assert.are.same({ m = 1 }, first.metadata)
+    assert.are.same({ "r1" }, first.referenceTaskIds)
+    assert.are.same({ "https://example.com/ext" }, first.extensions)
+    assert.are.same({ { text = "count 1", metadata = { p = 1 } }, file }, first.parts)
+  end)
+
   it("refuses a message with an unknown part kind, in either version", function()
     local r = rpc(server, "SendMessage", message({ { video = "x" } }))
     assert.are.equal(-32602, r.json.error.code)
