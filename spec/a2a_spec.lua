@@ -362,6 +362,29 @@ describe("push notifications", function()
   end)
 end)
 
+describe("push notifications of a message answered at once", function()
+  local server, receiver
+  setup(function() server = http.start { AGENT } end)
+  teardown(function()
+    if server then server:stop_cleanly() end
+    if receiver then receiver:terminate(5000) end
+  end)
+
+  it("bring the answer to the receiver", function()
+    receiver = client.spawn({ "spec/clients/a2a_push_receiver.mjs", "0" }, { bin = require("node_runner").NODE })
+    local port = math.tointeger(cjson.decode((assert(receiver:read_line(60000), receiver.stderr))).port)
+    local r = rpc(server, "SendMessage", { message = { messageId = "m", role = "ROLE_USER", parts = { { text = "echo hi" } } },
+      configuration = { taskPushNotificationConfig = { url = ("http://127.0.0.1:%d/hook"):format(port), token = "t-2" } } })
+    assert.are.equal("echo: hi", r.json.result.message.parts[1].text)
+    local line = receiver:read_line(30000)
+    assert(line, "no notification")
+    local n = cjson.decode(line)
+    assert.are.equal("t-2", n.token)
+    assert.are.equal("echo: hi", n.body.message.parts[1].text)
+    assert.are.equal(r.json.result.message.messageId, n.body.message.messageId)
+  end)
+end)
+
 describe("an agent's traces", function()
   it("has one server span per A2A call, and the handler's own spans beneath it", function()
     local receiver = client.spawn({ "spec/fixtures/tracing/otlp_receiver.mjs" }, { bin = require("node_runner").NODE })
