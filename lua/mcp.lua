@@ -698,7 +698,12 @@ function M._foreign_adopt(text) return require("mcp.a2a").adopt(text) end
 --- An agent (A2A) served by `luamcp run --http` beside the tools:
 --- mcp.agent{name, description, version, provider, skills, handler =
 --- function(message, ctx) ... end} (lua/mcp/a2a.lua, docs/lua-api.md).
-function M.agent(def) require("mcp.a2a").declare(def) end
+function M.agent(def)
+  require("mcp.a2a").declare(def)
+  -- The runtime takes its entry points once the scripts have run: with an
+  -- agent, its requests go straight to the module's dispatch.
+  M._foreign_dispatch = require("mcp.a2a").dispatch
+end
 M._resource_known = dispatch.resource_known
 M._resource_scopes = dispatch.resource_scopes
 

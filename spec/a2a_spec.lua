@@ -163,6 +163,28 @@ describe("an agent given hostile input", function()
     assert.are.equal(-32001, r.json.error.code)
   end)
 
+  it("keeps a message's optional members and its parts', for the handler and in the task's history", function()
+    local extra = { metadata = { m = 1 }, referenceTaskIds = { "r1" }, extensions = { "https://example.com/ext" } }
+    local file = { url = "https://example.com/a.png", mediaType = "image/png", filename = "a.png" }
+    local r = rpc(server, "SendMessage", message({ { text = "view", metadata = { p = 1 } }, file, { data = { x = 1 } } }, extra))
+    local seen = r.json.result.message.parts[1].data
+    assert.are.same({ m = 1 }, seen.metadata)
+    assert.are.same({ kind = "text", text = "view", metadata = { p = 1 } }, seen.parts[1])
+    assert.are.same({ kind = "file", url = file.url, mediaType = "image/png", filename = "a.png" }, seen.parts[2])
+    assert.are.same({ kind = "data", data = { x = 1 } }, seen.parts[3])
+    assert.are.equal("view", seen.text)
+    -- a plain message has none of them, in the handler's view too
+    seen = rpc(server, "SendMessage", message({ { text = "view" } })).json.result.message.parts[1].data
+    assert.are.same({ parts = { { kind = "text", text = "view" } }, text = "view" }, seen)
+    -- kept as sent in the task the exchange becomes
+    r = rpc(server, "SendMessage", message({ { text = "count 1", metadata = { p = 1 } }, file }, extra))
+    local first = r.json.result.task.history[1]
+    assert.are.same({ m = 1 }, first.metadata)
+    assert.are.same({ "r1" }, first.referenceTaskIds)
+    assert.are.same({ "https://example.com/ext" }, first.extensions)
+    assert.are.same({ { text = "count 1", metadata = { p = 1 } }, file }, first.parts)
+  end)
+
   it("refuses a message with an unknown part kind, in either version", function()
     local r = rpc(server, "SendMessage", message({ { video = "x" } }))
     assert.are.equal(-32602, r.json.error.code)
@@ -337,6 +359,29 @@ describe("push notifications", function()
       local n = cjson.decode(line)
       last = n.body.statusUpdate and n.body.statusUpdate.status.state
     until last == "TASK_STATE_COMPLETED"
+  end)
+end)
+
+describe("push notifications of a message answered at once", function()
+  local server, receiver
+  setup(function() server = http.start { AGENT } end)
+  teardown(function()
+    if server then server:stop_cleanly() end
+    if receiver then receiver:terminate(5000) end
+  end)
+
+  it("bring the answer to the receiver", function()
+    receiver = client.spawn({ "spec/clients/a2a_push_receiver.mjs", "0" }, { bin = require("node_runner").NODE })
+    local port = math.tointeger(cjson.decode((assert(receiver:read_line(60000), receiver.stderr))).port)
+    local r = rpc(server, "SendMessage", { message = { messageId = "m", role = "ROLE_USER", parts = { { text = "echo hi" } } },
+      configuration = { taskPushNotificationConfig = { url = ("http://127.0.0.1:%d/hook"):format(port), token = "t-2" } } })
+    assert.are.equal("echo: hi", r.json.result.message.parts[1].text)
+    local line = receiver:read_line(30000)
+    assert(line, "no notification")
+    local n = cjson.decode(line)
+    assert.are.equal("t-2", n.token)
+    assert.are.equal("echo: hi", n.body.message.parts[1].text)
+    assert.are.equal(r.json.result.message.messageId, n.body.message.messageId)
   end)
 end)
 

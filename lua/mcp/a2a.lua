@@ -18,6 +18,10 @@ local core = require "mcp.core"
 
 local array, object = core.array, core.object
 local rpc_error = core.rpc_error
+-- The ctx methods a request calls, read once: ctx:_header's lookup runs
+-- ctx's __index (a C function) before the method, on every request.
+local ctx_header, ctx_principal, ctx_handle = core.ctx_methods._header, core.ctx_methods._principal,
+  core.ctx_methods._handle
 -- core.array's marker, set here directly on the tables a request makes
 -- fresh (a C call per table is a tenth of a small SendMessage's cost).
 local ARRAY_MT = getmetatable(array())
@@ -28,6 +32,9 @@ local NO_CONFIGURATION = {}
 -- receiver or artifact); the code that adds the first item makes the
 -- task its own list (own_list). A write to it is a mistake, and fails.
 local NONE = setmetatable({}, { __newindex = function() error("a2a: a task's shared empty list written to", 2) end })
+-- What emit is given for an event nobody can read (t has no stream or
+-- push receiver), instead of an event made for nobody.
+local UNREAD_EVENT = {}
 local function own_list(t, field)
   local list = t[field]
   if list == NONE then list = {}; t[field] = list end
@@ -77,13 +84,13 @@ end
 local function parts_in(list, v, what)
   if type(list) ~= "table" or #list == 0 then rpc_error(INVALID_PARAMS, "Invalid params: " .. what .. ".parts must be a non-empty array") end
   if #list > MAX_PARTS then rpc_error(INVALID_PARAMS, ("Invalid params: at most %d parts"):format(MAX_PARTS)) end
-  local out = setmetatable({}, ARRAY_MT)
+  local out
   for i, p in ipairs(list) do
     local part, err = part_in(p, v)
     if not part then rpc_error(INVALID_PARAMS, ("Invalid params: %s.parts[%d]%s"):format(what, i, err)) end
-    out[i] = part
+    if i == 1 then out = { part } else out[i] = part end -- made with its first part: most messages have one
   end
-  return out
+  return setmetatable(out or {}, ARRAY_MT)
 end
 
 local function message_in(m, v)
@@ -91,9 +98,15 @@ local function message_in(m, v)
   if type(m.messageId) ~= "string" or m.messageId == "" then rpc_error(INVALID_PARAMS, "Invalid params: message.messageId is required") end
   if m.taskId ~= nil and type(m.taskId) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: message.taskId must be a string") end
   if m.contextId ~= nil and type(m.contextId) ~= "string" then rpc_error(INVALID_PARAMS, "Invalid params: message.contextId must be a string") end
-  return { messageId = m.messageId, role = "ROLE_USER", parts = parts_in(m.parts, v, "message"), taskId = m.taskId,
-           contextId = m.contextId, metadata = m.metadata, referenceTaskIds = m.referenceTaskIds,
-           extensions = m.extensions }
+  local parts = parts_in(m.parts, v, "message")
+  local metadata, references, extensions = m.metadata, m.referenceTaskIds, m.extensions
+  if metadata == nil and references == nil and extensions == nil then
+    -- most messages: without the members they lack (a nil member costs a
+    -- store); taskId and contextId stay named, for the room begin sets them in
+    return { messageId = m.messageId, role = "ROLE_USER", parts = parts, taskId = m.taskId, contextId = m.contextId }
+  end
+  return { messageId = m.messageId, role = "ROLE_USER", parts = parts, taskId = m.taskId, contextId = m.contextId,
+           metadata = metadata, referenceTaskIds = references, extensions = extensions }
 end
 
 local function artifact_out(a, v)
@@ -183,15 +196,29 @@ end
 
 -- An exchange: a task once the handler reports (become_task, which
 -- registers it), a plain message answer until then (nothing kept).
--- The fields set nil are those a blocking SendMessage answered by a
--- message sets later: named here, they have room from the start, and the
--- whole exchange fits the table's first 16 slots (a task that reports
--- grows it once more).
+-- Its 11 fields make a table of 16 slots, room for the 4 a blocking
+-- SendMessage answered by a message sets later (inline, inline_conf,
+-- handle, reply; a field named nil here would cost a store and save no
+-- growth); a task that reports grows it once more. Its history, read only
+-- once it is a task, is made then (register), from the first message.
 local function new_task(owner, context_id, version, first)
   return { id = core.random_hex(16), context_id = context_id or core.random_hex(16), owner = owner,
-           state = "TASK_STATE_SUBMITTED", artifacts = NONE, history = { first }, streams = NONE, pushes = NONE,
-           signal = core.signal(), seq = 0, version = version, bytes = 0,
-           inline = nil, inline_conf = nil, handle = nil, reply = nil }
+           state = "TASK_STATE_SUBMITTED", artifacts = NONE, first = first, streams = NONE, pushes = NONE,
+           seq = 0, version = version, bytes = 0 }
+end
+
+-- t's signal, made by the first request or handler that waits on it (a
+-- message answered at once has no one waiting: it never needs one).
+local function signal_of(t)
+  local signal = t.signal
+  if not signal then signal = core.signal(); t.signal = signal end
+  return signal
+end
+
+-- Wake whoever waits on t (without a signal, nobody waits).
+local function notify(t)
+  local signal = t.signal
+  if signal then signal:notify() end
 end
 
 local function register(t)
@@ -202,6 +229,7 @@ local function register(t)
   -- a page token's offset stays valid.
   created_seq = created_seq + 1
   t.created = os.time() * 1000000 + created_seq % 1000000
+  t.history, t.first = { t.first }, nil
   t.bytes = json_size(t.history) -- what it held before: its first message
   kept_bytes = kept_bytes + t.bytes
   tasks[t.id] = t
@@ -222,7 +250,7 @@ local function emit(t, e)
     end
   end
   push_event(t, e)
-  t.signal:notify()
+  notify(t)
 end
 
 -- A blocking SendMessage runs its handler in its own coroutine (no second
@@ -281,13 +309,12 @@ end
 
 local function handler_message(m)
   local parts = m.parts
+  if #parts == 1 then -- most messages: made whole at once, with no texts to join
+    return { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
+             role = "user", parts = { part_view(parts[1]) }, text = parts[1].text or "" }
+  end
   local view = { messageId = m.messageId, taskId = m.taskId, contextId = m.contextId, metadata = m.metadata,
                  role = "user", parts = nil, text = nil }
-  if #parts == 1 then -- most messages: the list made whole at once, and no texts to join
-    view.parts = { part_view(parts[1]) }
-    view.text = parts[1].text or ""
-    return view
-  end
   local texts = {}
   view.parts = {}
   for i, p in ipairs(parts) do
@@ -368,7 +395,7 @@ function Ctx:ask(message)
   t.input = nil
   t.waiting_input = true
   set_state(t, "TASK_STATE_INPUT_REQUIRED", agent_message(message or "input required"))
-  while t.waiting_input do t.signal:wait() end
+  while t.waiting_input do signal_of(t):wait() end
   return handler_message(t.input)
 end
 
@@ -405,7 +432,9 @@ local function run(t, msg)
     local reply = agent_message(result == nil and "" or result)
     reply.contextId = t.context_id
     t.reply = reply -- not a task: nothing names it afterwards
-    emit(t, { message = reply })
+    -- The event is read only by t's streams and push receivers (a waiting
+    -- SendMessage reads t.reply); most exchanges have neither.
+    emit(t, (t.streams ~= NONE or t.pushes ~= NONE) and { message = reply } or UNREAD_EVENT)
   end
 end
 
@@ -443,7 +472,7 @@ local function deliver(t, c)
     local item = table.remove(c.queue, 1)
     if not item then
       if TERMINAL[t.state] or c.removed then break end
-      t.signal:wait()
+      signal_of(t):wait()
     else
       local headers = { ["content-type"] = "application/json" }
       if c.token then headers["x-a2a-notification-token"] = c.token end
@@ -489,7 +518,7 @@ end
 
 -- ---- Requests ---------------------------------------------------------------
 
-local function caller(ctx) return ctx:_principal() end
+local function caller(ctx) return ctx_principal(ctx) end
 
 -- The caller's task, or TaskNotFound (another caller's task does not
 -- exist for it either: ids cannot be probed).
@@ -533,7 +562,7 @@ local function begin(params, ctx, v, follow, inline)
   if follow then follow(t) end
   if inline then
     t.inline, t.inline_conf = ctx, conf -- answered in version t.version
-    t.handle = ctx:_handle()
+    t.handle = ctx_handle(ctx)
     run(t, msg)
   else
     t.handle = core.background(run, t, msg)
@@ -553,7 +582,7 @@ local function pump(s, ctx, v)
   local _ <close> = setmetatable({}, { __close = function() if s.task then s.task.streams[s] = nil end end })
   local t = s.task
   while true do
-    while #s.queue == 0 and not s.overflow do t.signal:wait() end
+    while #s.queue == 0 and not s.overflow do signal_of(t):wait() end
     if s.overflow and #s.queue == 0 then
       rpc_error(-32603, "Internal error: the stream's reader fell behind; follow the task again with SubscribeToTask")
     end
@@ -587,7 +616,7 @@ local function send(params, ctx, v)
       local out = task_out(t, v, conf.historyLength)
       return v == "0.3" and out or { task = out }
     end
-    t.signal:wait()
+    signal_of(t):wait()
   end
 end
 
@@ -733,7 +762,7 @@ methods["1.0"] = {
   DeleteTaskPushNotificationConfig = function(params, ctx)
     local t = owned(params.taskId, ctx)
     for i, c in ipairs(t.pushes) do
-      if c.id == params.id then c.removed = true; table.remove(t.pushes, i); t.signal:notify(); return object() end
+      if c.id == params.id then c.removed = true; table.remove(t.pushes, i); notify(t); return object() end
     end
     rpc_error(TASK_NOT_FOUND, "Push notification config not found")
   end,
@@ -768,7 +797,7 @@ methods["0.3"] = {
   ["tasks/pushNotificationConfig/delete"] = function(params, ctx)
     local t = owned(params.id, ctx)
     for i, c in ipairs(t.pushes) do
-      if c.id == params.pushNotificationConfigId then c.removed = true; table.remove(t.pushes, i); t.signal:notify(); return core.null end
+      if c.id == params.pushNotificationConfigId then c.removed = true; table.remove(t.pushes, i); notify(t); return core.null end
     end
     rpc_error(TASK_NOT_FOUND, "Push notification config not found")
   end,
@@ -879,7 +908,7 @@ end
 
 local function version_of(method, ctx)
   local v = methods["1.0"][method] and "1.0" or methods["0.3"][method] and "0.3" or nil
-  local header = ctx:_header("a2a-version")
+  local header = ctx_header(ctx, "a2a-version")
   if header and header ~= "" and header ~= "1.0" and header ~= "0.3" and header ~= "0.3.0" then
     rpc_error(VERSION_NOT_SUPPORTED, "Unsupported A2A version " .. header .. " (this agent speaks 1.0 and 0.3)",
       { supportedVersions = array { "1.0", "0.3" } })

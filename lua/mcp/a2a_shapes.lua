@@ -65,8 +65,11 @@ function M.part_in(p, v)
   elseif url ~= nil then member, value = "url", url
   else member, value = "data", data end
   if member ~= "data" and type(value) ~= "string" then return nil, ": text, url and raw are strings" end
-  -- made whole at once: a table grown field by field is rebuilt as it grows
-  return { [member] = value, metadata = p.metadata, mediaType = p.mediaType, filename = p.filename }
+  -- made whole at once: a table grown field by field is rebuilt as it grows;
+  -- and without the members most parts lack (a nil one costs a store)
+  local metadata, media_type, filename = p.metadata, p.mediaType, p.filename
+  if metadata == nil and media_type == nil and filename == nil then return { [member] = value } end
+  return { [member] = value, metadata = metadata, mediaType = media_type, filename = filename }
 end
 
 --- A part of the model -> as version v sends it.

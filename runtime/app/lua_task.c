@@ -1051,14 +1051,17 @@ static int task_entry(lua_State *co) {
   if (params) push_params(co, params);
   else lua_newtable(co);
   ctx_handle *h = lua_newuserdatauv(co, sizeof *h, 3); /* params._meta, then ctx.features and ctx.auth once made */
-  h->task = t;
-  t->ctx = h;
+  h->task = NULL;
   luaL_setmetatable(co, CTX_MT);
   lua_pushvalue(co, -1);
   t->ctx_ref = luaL_ref(co, LUA_REGISTRYINDEX);
+  /* Linked only once anchored (luaL_ref can fail): the ref keeps the ctx
+   * as long as the task, whose task_free unlinks it, so the ctx needs no
+   * finalizer (one per request, run by the collector). */
+  h->task = t;
+  t->ctx = h;
   /* ctx keeps params._meta, for ctx.meta; not params, which may hold
-   * megabytes: a ctx has a finalizer, so its garbage outlives it by a
-   * whole collector cycle. */
+   * megabytes. */
   lua_getfield(co, 3, "_meta");
   lua_setiuservalue(co, -2, 1);
   tool_plan plan = {.timeout_ms = foreign ? 0 : t->vm->default_timeout_ms, .task = TOOL_TASK_NEVER};

@@ -755,13 +755,6 @@ static int ctx_index(lua_State *L) {
   return 0;
 }
 
-static int ctx_gc(lua_State *L) {
-  ctx_handle *h = check_ctx(L);
-  if (h->task) h->task->ctx = NULL;
-  h->task = NULL;
-  return 0;
-}
-
 static int ctx_tostring(lua_State *L) {
   ctx_facts f;
   if (!ctx_facts_of(check_ctx(L), &f)) lua_pushliteral(L, "mcp.Context(ended)");
@@ -806,7 +799,5 @@ void task_register_ctx(lua_State *L) {
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, ctx_tostring);
   lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, ctx_gc);
-  lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
 }

@@ -79,7 +79,17 @@ int task_wait_op(lua_State *co, task *t, task_op *op, lua_KFunction k) {
 
 /* ---- mcp.spawn and task handles ---------------------------------------- */
 
-static task_handle *check_handle(lua_State *L) { return luaL_checkudata(L, 1, TASK_HANDLE_MT); }
+/* A root task's handle (ctx:_handle, task_push_root_handle) is never given
+ * results (only a spawned task's is, finish_child), so it needs no
+ * finalizer: its metatable is mcp.Task's without __gc, which saves the
+ * collector a finalizer per A2A request. Same methods, same __name. */
+#define TASK_ROOT_HANDLE_MT "mcp.Task.root"
+
+static task_handle *check_handle(lua_State *L) {
+  task_handle *h = luaL_testudata(L, 1, TASK_HANDLE_MT);
+  if (!h) h = luaL_testudata(L, 1, TASK_ROOT_HANDLE_MT);
+  return h ? h : luaL_checkudata(L, 1, TASK_HANDLE_MT); /* neither: mcp.Task's error */
+}
 
 static int handle_gc(lua_State *L) {
   task_handle *h = check_handle(L);
@@ -138,12 +148,19 @@ static int handle_done(lua_State *L) {
 void task_register_handle(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"wait", handle_wait}, {"cancel", handle_cancel}, {"done", handle_done}, {NULL, NULL}};
-  luaL_newmetatable(L, TASK_HANDLE_MT);
   luaL_newlib(L, methods);
+  luaL_newmetatable(L, TASK_HANDLE_MT);
+  lua_pushvalue(L, -2);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, handle_gc);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
+  luaL_newmetatable(L, TASK_ROOT_HANDLE_MT);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "__index");
+  lua_pushliteral(L, TASK_HANDLE_MT);
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 2);
 }
 
 /* mcp.spawn(fn, ...) -> handle: run fn(...) as a task of the current call,
@@ -357,7 +374,7 @@ int task_push_root_handle(lua_State *L, task *root) {
   memset(h, 0, sizeof *h);
   h->results_ref = LUA_NOREF;
   h->vm = root->vm;
-  luaL_setmetatable(L, TASK_HANDLE_MT);
+  luaL_setmetatable(L, TASK_ROOT_HANDLE_MT);
   h->task = root;
   root->handle = h;
   lua_pushvalue(L, -1);
