@@ -201,6 +201,10 @@
  * Lua's pacing does not know: once this many bytes of them (and at least a
  * quarter of the heap) have died, the next call first collects them. */
 #define LUA_BIG_GARBAGE_BYTES (1u * 1024u * 1024u)
+/* Small blocks a Lua state freed and keeps for its next allocations
+ * (lua_heap.c): beyond this, freed blocks go back to malloc, so a burst of
+ * garbage does not stay held. */
+#define LUA_HEAP_CACHE_BYTES (512u * 1024u)
 /* Finished coroutines a generation keeps for reuse. */
 #define TASK_THREAD_POOL 32
 /* After SIGTERM, a child process of mcp.exec gets this long before SIGKILL. */
