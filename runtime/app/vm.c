@@ -797,7 +797,12 @@ static vm *load_begin(server *srv, uv_loop_t *loop, const char *path, const bund
   lua_getglobal(L, "string");
   lua_pattern_install(L, task_interrupt_point);
   lua_pop(L, 1);
-  lua_gc(L, LUA_GCINC, LUA_GC_PAUSE_PERCENT, 0, 0);
+  /* Generational: nearly everything a call makes dies with it, and a minor
+   * collection frees that without walking the long-lived modules and
+   * registry each cycle (~3% fewer instructions per A2A request than
+   * incremental with pause 150, which earlier held RSS flat where Lua's
+   * default 200 drifted; this holds it flat too: +12 kB over 300k calls). */
+  lua_gc(L, LUA_GCGEN, 0, 0);
   ljson_init(L);
   task_register_ctx(L);
   task_register_handle(L);

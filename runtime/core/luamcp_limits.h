@@ -192,11 +192,6 @@
 /* A handler that computes without yielding lets the loop run one turn this
  * often, to see cancellations and flush its output (watchdog.c). */
 #define TASK_POLL_INTERVAL_MS 10
-/* The Lua collector starts a cycle when the heap reaches this percentage of
- * what the last cycle left live. Lua's default of 200 lets a server that
- * answers calls forever drift ~1.6% in RSS per 10^6 calls as the allocator
- * fragments; 150 holds it flat (+4 kB) at the same instruction count. */
-#define LUA_GC_PAUSE_PERCENT 150
 /* Big arguments and results die when their call or its write ends, which
  * Lua's pacing does not know: once this many bytes of them (and at least a
  * quarter of the heap) have died, the next call first collects them. */
