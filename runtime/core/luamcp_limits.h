@@ -192,15 +192,14 @@
 /* A handler that computes without yielding lets the loop run one turn this
  * often, to see cancellations and flush its output (watchdog.c). */
 #define TASK_POLL_INTERVAL_MS 10
-/* The Lua collector starts a cycle when the heap reaches this percentage of
- * what the last cycle left live. Lua's default of 200 lets a server that
- * answers calls forever drift ~1.6% in RSS per 10^6 calls as the allocator
- * fragments; 150 holds it flat (+4 kB) at the same instruction count. */
-#define LUA_GC_PAUSE_PERCENT 150
 /* Big arguments and results die when their call or its write ends, which
  * Lua's pacing does not know: once this many bytes of them (and at least a
  * quarter of the heap) have died, the next call first collects them. */
 #define LUA_BIG_GARBAGE_BYTES (1u * 1024u * 1024u)
+/* Small blocks a Lua state freed and keeps for its next allocations
+ * (lua_heap.c): beyond this, freed blocks go back to malloc, so a burst of
+ * garbage does not stay held. */
+#define LUA_HEAP_CACHE_BYTES (512u * 1024u)
 /* Finished coroutines a generation keeps for reuse. */
 #define TASK_THREAD_POOL 32
 /* After SIGTERM, a child process of mcp.exec gets this long before SIGKILL. */
