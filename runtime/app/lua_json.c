@@ -124,14 +124,14 @@ static table_mark get_mark(encoder *e, int idx) {
 
 static bool encode_value(encoder *e, int idx, int depth);
 
-/* One key of an object being encoded. In a big object (and for number
- * keys) the key and its value wait on the Lua stack (at slot, slot + 1),
- * so writing them needs neither the key pushed again (interned anew) nor
- * the object searched; a small object's string keys are looked up again
- * by their text (slot 0), which costs less than keeping them. The stack
- * grows with lua_checkstack, which fails without raising: the encoder
- * allocates nothing it could not give back (an error raised here, outside
- * any protected call, would abort the process). */
+/* One key of an object being encoded. The key and its value wait on the
+ * Lua stack (at slot, slot + 1), so writing them needs neither the key
+ * pushed again (interned anew) nor the object searched. Only when the
+ * stack cannot grow are a string key's pairs let go, and its value looked
+ * up again by its text (slot 0). The stack grows with lua_checkstack,
+ * which fails without raising: the encoder allocates nothing it could not
+ * give back (an error raised here, outside any protected call, would
+ * abort the process). */
 typedef struct object_key {
   const char *text;  /* a string key's own bytes, or a number key's digits */
   size_t len;
@@ -140,9 +140,11 @@ typedef struct object_key {
   bool is_number;
 } object_key;
 
-/* Keys of an object from which on its pairs wait on the stack. */
-#ifndef LJSON_STASH_KEYS /* the fuzz target lowers it to mix both ways in one object */
-#define LJSON_STASH_KEYS 32
+/* Keys of an object that are looked up again by their text even when the
+ * stack has room: none, but the fuzz target raises it to mix both ways in
+ * one object. */
+#ifndef LJSON_STASH_KEYS
+#define LJSON_STASH_KEYS 0
 #endif
 
 static uint64_t key_head(const char *s, size_t len) {
