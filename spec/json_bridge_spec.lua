@@ -11,6 +11,13 @@ local cases = {
   huge = function() return { [math.maxinteger] = "max", [math.mininteger] = "min", [2^63] = "float" } end,
   infinite = function() return { [math.huge] = "up", [-math.huge] = "down" } end,
   clash = function() return { [1] = "number", ["1"] = "string" } end,
+  -- Strings shorter than a scan vector (16 bytes) and just past it, with
+  -- every kind of byte the writer must escape or replace, as values and keys.
+  short = function()
+    return { "", "a", "\"", "\\", "a\nb\tc", "\0", "\31", "\127", "\u{e9}", "\xff", "\xc3",
+      "fifteen bytes!!", "sixteen bytes!!!", "fifteen bytes!\"", "sixteen bytes!!\"" }
+  end,
+  short_keys = function() return { ["\n"] = 1, ["\u{e9}"] = 2, ["\xff"] = 3, ["\""] = 4, [""] = 5 } end,
 }
 mcp.tool { name = "encode", inputSchema = { type = "object" }, handler = function(args)
   local ok, text = pcall(mcp.json.encode, cases[args.case]())
@@ -45,6 +52,12 @@ describe("the JSON bridge", function()
     assert.are.equal('{"-9223372036854775808":"min","9.223372036854776e+18":"float","9223372036854775807":"max"}',
       encode("huge"))
     assert.are.equal('{"-inf":"down","inf":"up"}', encode("infinite"))
+  end)
+
+  it("escapes short strings, values and keys, as long ones", function()
+    assert.are.equal('["","a","\\"","\\\\","a\\nb\\tc","\\u0000","\\u001f","\127","\u{e9}","\u{fffd}","\u{fffd}",'
+      .. '"fifteen bytes!!","sixteen bytes!!!","fifteen bytes!\\"","sixteen bytes!!\\""]', encode("short"))
+    assert.are.equal('{"":5,"\\n":1,"\\"":4,"\u{e9}":2,"\u{fffd}":3}', encode("short_keys"))
   end)
 
   it("refuses a table whose number and string keys would be the same JSON key", function()

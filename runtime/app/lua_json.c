@@ -124,14 +124,14 @@ static table_mark get_mark(encoder *e, int idx) {
 
 static bool encode_value(encoder *e, int idx, int depth);
 
-/* One key of an object being encoded. In a big object (and for number
- * keys) the key and its value wait on the Lua stack (at slot, slot + 1),
- * so writing them needs neither the key pushed again (interned anew) nor
- * the object searched; a small object's string keys are looked up again
- * by their text (slot 0), which costs less than keeping them. The stack
- * grows with lua_checkstack, which fails without raising: the encoder
- * allocates nothing it could not give back (an error raised here, outside
- * any protected call, would abort the process). */
+/* One key of an object being encoded. The key and its value wait on the
+ * Lua stack (at slot, slot + 1), so writing them needs neither the key
+ * pushed again (interned anew) nor the object searched. Only when the
+ * stack cannot grow are a string key's pairs let go, and its value looked
+ * up again by its text (slot 0). The stack grows with lua_checkstack,
+ * which fails without raising: the encoder allocates nothing it could not
+ * give back (an error raised here, outside any protected call, would
+ * abort the process). */
 typedef struct object_key {
   const char *text;  /* a string key's own bytes, or a number key's digits */
   size_t len;
@@ -140,9 +140,11 @@ typedef struct object_key {
   bool is_number;
 } object_key;
 
-/* Keys of an object from which on its pairs wait on the stack. */
-#ifndef LJSON_STASH_KEYS /* the fuzz target lowers it to mix both ways in one object */
-#define LJSON_STASH_KEYS 32
+/* Keys of an object that are looked up again by their text even when the
+ * stack has room: none, but the fuzz target raises it to mix both ways in
+ * one object. */
+#ifndef LJSON_STASH_KEYS
+#define LJSON_STASH_KEYS 0
 #endif
 
 static uint64_t key_head(const char *s, size_t len) {
@@ -161,16 +163,31 @@ static int compare_keys(const void *a, const void *b) {
   return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
+/* Sort a few keys by insertion (most objects have a handful: qsort's
+ * calls through a pointer cost more than the sort), more by qsort. */
+static void sort_run(object_key *keys, size_t count) {
+  if (count > 16) {
+    qsort(keys, count, sizeof *keys, compare_keys);
+    return;
+  }
+  for (size_t i = 1; i < count; i++) {
+    object_key k = keys[i];
+    size_t j = i;
+    for (; j > 0 && compare_keys(&keys[j - 1], &k) > 0; j--) keys[j] = keys[j - 1];
+    keys[j] = k;
+  }
+}
+
 /* Sort keys into byte order. An object of LJSON_RADIX_KEYS fields or more
  * goes by radix on the 8-byte heads (8 bits a pass, 16 for a huge one;
  * passes where every key has the same digit cost one count), then
- * compares only the runs whose heads tie; a smaller one by qsort. */
+ * compares only the runs whose heads tie; a smaller one by sort_run. */
 #ifndef LJSON_RADIX_KEYS /* the fuzz target lowers it to sort every object both ways */
 #define LJSON_RADIX_KEYS 1024
 #endif
 static bool sort_keys(object_key *keys, size_t count) {
   if (count < LJSON_RADIX_KEYS) {
-    qsort(keys, count, sizeof *keys, compare_keys);
+    sort_run(keys, count);
     return true;
   }
   int bits = count >= 65536 ? 16 : 8;
@@ -202,7 +219,7 @@ static bool sort_keys(object_key *keys, size_t count) {
   for (size_t i = 0; i < count;) {
     size_t j = i + 1;
     while (j < count && keys[j].head == keys[i].head) j++;
-    if (j - i > 1) qsort(keys + i, j - i, sizeof *keys, compare_keys);
+    if (j - i > 1) sort_run(keys + i, j - i);
     i = j;
   }
   free(tmp);

@@ -905,6 +905,24 @@ size_t json_escape_chunk(const char *s, size_t len, size_t *pos, char *dst, size
 }
 
 size_t json_write_string(buf *b, const char *s, size_t len) {
+  if (len < SCAN_BYTES) {
+    /* A short string (an object key, an id) is most often plain: one scan
+     * of a copy padded with spaces (which need no escape) tells, and it is
+     * copied whole. */
+    unsigned char padded[SCAN_BYTES];
+    memset(padded, ' ', sizeof padded);
+    memcpy(padded, s, len);
+    if (!scan_mask(padded)) {
+      if (b->cap - b->len <= len + 2) buf_reserve(b, len + 2);
+      char *o = b->data + b->len;
+      o[0] = '"';
+      memcpy(o + 1, s, len);
+      o[len + 1] = '"';
+      o[len + 2] = '\0';
+      b->len += len + 2;
+      return 0;
+    }
+  }
   size_t replaced = 0, pos = 0;
   buf_reserve(b, len + 2 + JSON_ESCAPE_ROOM);
   b->data[b->len++] = '"';
