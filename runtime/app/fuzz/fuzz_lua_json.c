@@ -10,9 +10,10 @@
  *         encoding the result either fails with a message or gives valid
  *         JSON that is again a fixed point
  *
- * fuzz.sh builds this with LJSON_RADIX_KEYS and LJSON_STASH_KEYS so low
- * that every object's keys are sorted by radix and its values found both
- * ways; every encoding's keys must be in byte order. Every value is also encoded into a chain
+ * fuzz.sh builds this with LJSON_RADIX_KEYS so low that every object's
+ * keys are sorted by radix, and LJSON_STASH_KEYS at 1 so that its values
+ * are found both ways (the first by its key's text, the rest on the
+ * stack); every encoding's keys must be in byte order. Every value is also encoded into a chain
  * (ljson_encode_chain, with LJSON_BORROW_BYTES so low that nearly every
  * string is borrowed):
  * flattened, it must be exactly the plain encoding, and it must fail
